@@ -1,0 +1,370 @@
+#include "common/http/client.h"
+
+#include <sys/socket.h>
+
+#include <array>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/buffer_body.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/read.hpp>
+#include <chrono>
+#include <cstdio>
+
+namespace apus::common::http {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+using net::ip::tcp;
+
+namespace {
+
+constexpr auto kAsTuple = net::as_tuple(net::use_awaitable);
+
+std::chrono::steady_clock::duration to_duration(double seconds) {
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(seconds));
+}
+
+Status peer_error(const std::string& peer, const beast::error_code& ec, std::string_view what) {
+  std::string msg = std::string(what) + " " + peer + ": " + ec.message();
+  if (ec == beast::error::timeout) return Status::timeout(std::move(msg));
+  return Status::unavailable(std::move(msg));
+}
+
+}  // namespace
+
+// One TCP connection to a peer, carrying one request at a time. Worker-thread only.
+class ClientConnectionImpl {
+ public:
+  ClientConnectionImpl(beast::tcp_stream stream, std::string peer, const ClientOptions& options)
+      : stream_(std::move(stream)), peer_(std::move(peer)), options_(options) {}
+
+  net::awaitable<Result<int>> send_head(const ClientRequest& request);
+  net::awaitable<Status> write_body(std::string_view chunk);
+  net::awaitable<Status> finish_body();
+  net::awaitable<Result<ClientResponse>> read_response_head();
+  net::awaitable<Result<size_t>> read_body(std::span<char> buf);
+
+  bool reusable() const { return reusable_ && response_done_; }
+  // False when the peer closed the idle connection (or sent something unexpected).
+  bool still_open() {
+    char byte;
+    ssize_t n = ::recv(stream_.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+  }
+  const std::string& peer() const { return peer_; }
+
+ private:
+  net::awaitable<Status> write(std::span<const net::const_buffer> buffers);
+  net::awaitable<Status> read_head_into_parser();
+  ClientResponse make_response() const;
+
+  beast::tcp_stream stream_;
+  std::string peer_;
+  ClientOptions options_;
+  beast::flat_buffer buffer_;
+  std::optional<bhttp::response_parser<bhttp::buffer_body>> parser_;
+  bool chunked_request_ = false;
+  bool head_only_ = false;
+  bool head_read_ = false;
+  bool response_done_ = false;
+  bool reusable_ = false;
+};
+
+net::awaitable<Status> ClientConnectionImpl::write(std::span<const net::const_buffer> buffers) {
+  stream_.expires_after(to_duration(options_.node_timeout));
+  auto [ec, n] = co_await net::async_write(stream_, buffers, kAsTuple);
+  if (ec) {
+    reusable_ = false;
+    co_return peer_error(peer_, ec, "write to");
+  }
+  co_return Status();
+}
+
+net::awaitable<Result<int>> ClientConnectionImpl::send_head(const ClientRequest& request) {
+  parser_.emplace();
+  parser_->body_limit(boost::none);
+  head_only_ = request.method == "HEAD";
+  if (head_only_) parser_->skip(true);
+  head_read_ = false;
+  response_done_ = false;
+  reusable_ = true;
+  chunked_request_ = request.chunked && !request.content_length;
+
+  std::string head;
+  head.reserve(512);
+  head.append(request.method).append(" ").append(request.target).append(" HTTP/1.1\r\n");
+  bool has_host = false;
+  for (const auto& [name, value] : request.headers) {
+    if (iequals(name, "Content-Length") || iequals(name, "Transfer-Encoding") ||
+        iequals(name, "Expect")) {
+      continue;  // framing comes from the ClientRequest fields
+    }
+    if (iequals(name, "Host")) has_host = true;
+    if (iequals(name, "Connection") && iequals(value, "close")) reusable_ = false;
+    head.append(name).append(": ").append(value).append("\r\n");
+  }
+  if (!has_host) head.append("Host: ").append(peer_).append("\r\n");
+  if (request.content_length) {
+    head.append("Content-Length: ").append(std::to_string(*request.content_length)).append("\r\n");
+  } else if (chunked_request_) {
+    head.append("Transfer-Encoding: chunked\r\n");
+  }
+  if (request.expect_continue) head.append("Expect: 100-continue\r\n");
+  head.append("\r\n");
+  std::array<net::const_buffer, 1> buffers{net::buffer(head)};
+  APUS_CO_RETURN_IF_ERROR(co_await write(buffers));
+  if (!request.expect_continue) co_return 0;
+
+  // Wait for "100 Continue" or a final answer (a 4xx/5xx refusing the body).
+  for (;;) {
+    Status s = co_await read_head_into_parser();
+    if (!s.ok()) co_return s;
+    int status = static_cast<int>(parser_->get().result_int());
+    if (status == 100) {
+      parser_.emplace();  // the interim response is done; the real one follows the body
+      parser_->body_limit(boost::none);
+      if (head_only_) parser_->skip(true);
+      co_return 100;
+    }
+    if (status > 100 && status < 200) {
+      parser_.emplace();
+      parser_->body_limit(boost::none);
+      continue;  // other interim responses are ignored
+    }
+    head_read_ = true;
+    // The peer answered without taking the body: this connection cannot be reused.
+    reusable_ = false;
+    if (parser_->is_done()) response_done_ = true;
+    co_return status;
+  }
+}
+
+net::awaitable<Status> ClientConnectionImpl::read_head_into_parser() {
+  stream_.expires_after(to_duration(options_.node_timeout));
+  auto [ec, n] = co_await bhttp::async_read_header(stream_, buffer_, *parser_, kAsTuple);
+  if (ec) {
+    reusable_ = false;
+    co_return peer_error(peer_, ec, "read from");
+  }
+  co_return Status();
+}
+
+net::awaitable<Status> ClientConnectionImpl::write_body(std::string_view chunk) {
+  if (chunk.empty()) co_return Status();
+  if (chunked_request_) {
+    char size_line[24];
+    int n = std::snprintf(size_line, sizeof size_line, "%zx\r\n", chunk.size());
+    std::array<net::const_buffer, 3> buffers{net::buffer(size_line, n), net::buffer(chunk),
+                                             net::buffer("\r\n", 2)};
+    co_return co_await write(buffers);
+  }
+  std::array<net::const_buffer, 1> buffers{net::buffer(chunk)};
+  co_return co_await write(buffers);
+}
+
+net::awaitable<Status> ClientConnectionImpl::finish_body() {
+  if (!chunked_request_) co_return Status();
+  static constexpr std::string_view kLast = "0\r\n\r\n";
+  std::array<net::const_buffer, 1> buffers{net::buffer(kLast.data(), kLast.size())};
+  co_return co_await write(buffers);
+}
+
+ClientResponse ClientConnectionImpl::make_response() const {
+  const auto& msg = parser_->get();
+  ClientResponse r;
+  r.status = static_cast<int>(msg.result_int());
+  for (const auto& field : msg) r.headers.add(field.name_string(), field.value());
+  if (auto len = parser_->content_length()) r.content_length = *len;
+  r.keep_alive = msg.keep_alive();
+  return r;
+}
+
+net::awaitable<Result<ClientResponse>> ClientConnectionImpl::read_response_head() {
+  if (!parser_) co_return Status::invalid_argument("no request sent");
+  if (!head_read_) {
+    for (;;) {
+      Status s = co_await read_head_into_parser();
+      if (!s.ok()) co_return s;
+      int status = static_cast<int>(parser_->get().result_int());
+      if (status >= 200 || status < 100) break;
+      parser_.emplace();  // a late or extra interim response
+      parser_->body_limit(boost::none);
+      if (head_only_) parser_->skip(true);
+    }
+    head_read_ = true;
+    if (parser_->is_done()) response_done_ = true;
+  }
+  ClientResponse r = make_response();
+  if (!r.keep_alive) reusable_ = false;
+  co_return r;
+}
+
+net::awaitable<Result<size_t>> ClientConnectionImpl::read_body(std::span<char> buf) {
+  if (!head_read_) co_return Status::invalid_argument("response head not read");
+  if (response_done_) co_return size_t{0};
+  for (;;) {
+    auto& body = parser_->get().body();
+    body.data = buf.data();
+    body.size = buf.size();
+    stream_.expires_after(to_duration(options_.node_timeout));
+    auto [ec, n] = co_await bhttp::async_read_some(stream_, buffer_, *parser_, kAsTuple);
+    size_t got = buf.size() - body.size;
+    body.data = nullptr;
+    body.size = 0;
+    if (ec == bhttp::error::need_buffer) ec = {};
+    if (ec == bhttp::error::end_of_stream && parser_->is_done()) ec = {};
+    if (ec) {
+      reusable_ = false;
+      co_return peer_error(peer_, ec, "read body from");
+    }
+    if (parser_->is_done()) response_done_ = true;
+    if (got > 0 || response_done_) co_return got;
+  }
+}
+
+// ---- ClientConnection --------------------------------------------------------------------
+
+ClientConnection::ClientConnection(std::unique_ptr<ClientConnectionImpl> impl)
+    : impl_(std::move(impl)) {}
+ClientConnection::~ClientConnection() = default;
+
+net::awaitable<Result<int>> ClientConnection::send_head(const ClientRequest& request) {
+  return impl_->send_head(request);
+}
+net::awaitable<Status> ClientConnection::write_body(std::string_view chunk) {
+  return impl_->write_body(chunk);
+}
+net::awaitable<Status> ClientConnection::finish_body() { return impl_->finish_body(); }
+net::awaitable<Result<ClientResponse>> ClientConnection::read_response_head() {
+  return impl_->read_response_head();
+}
+net::awaitable<Result<size_t>> ClientConnection::read_body(std::span<char> buf) {
+  return impl_->read_body(buf);
+}
+
+net::awaitable<Result<std::string>> ClientConnection::read_body_all(size_t limit) {
+  std::string out;
+  std::array<char, 16384> buf;
+  for (;;) {
+    Result<size_t> n = co_await impl_->read_body(buf);
+    if (!n.ok()) co_return n.status();
+    if (*n == 0) co_return out;
+    if (out.size() + *n > limit) co_return Status::invalid_argument("response body too large");
+    out.append(buf.data(), *n);
+  }
+}
+
+bool ClientConnection::reusable() const { return impl_->reusable(); }
+const std::string& ClientConnection::peer() const { return impl_->peer(); }
+
+// ---- ConnectionPool ----------------------------------------------------------------------
+
+ConnectionPool::ConnectionPool(ClientOptions options) : options_(options) {}
+ConnectionPool::~ConnectionPool() = default;
+
+ConnectionPool& ConnectionPool::for_this_thread(const ClientOptions& options) {
+  // A worker thread runs one io_context, so its idle sockets stay with their io_context.
+  thread_local ConnectionPool pool(options);
+  return pool;
+}
+
+net::awaitable<Result<std::unique_ptr<ClientConnection>>> ConnectionPool::connect(
+    const std::string& host, uint16_t port) {
+  std::string peer = host + ":" + std::to_string(port);
+  auto it = idle_.find(peer);
+  if (it != idle_.end()) {
+    auto& idle = it->second;
+    while (!idle.empty()) {
+      std::unique_ptr<ClientConnection> c = std::move(idle.back());
+      idle.pop_back();
+      if (c->impl_->still_open()) co_return std::move(c);
+    }
+  }
+  beast::error_code ec;
+  auto address = net::ip::make_address(host, ec);
+  if (ec) co_return Status::invalid_argument("not an IP address: " + host);
+  auto executor = co_await net::this_coro::executor;
+  beast::tcp_stream stream(executor);
+  stream.expires_after(to_duration(options_.conn_timeout));
+  auto [cec] = co_await stream.async_connect(tcp::endpoint(address, port), kAsTuple);
+  if (cec) co_return peer_error(peer, cec, "connect to");
+  stream.socket().set_option(tcp::no_delay(true), ec);
+  co_return std::make_unique<ClientConnection>(
+      std::make_unique<ClientConnectionImpl>(std::move(stream), peer, options_));
+}
+
+void ConnectionPool::release(std::unique_ptr<ClientConnection> connection) {
+  if (!connection || !connection->reusable()) return;
+  auto& idle = idle_[connection->peer()];
+  if (idle.size() >= options_.max_idle_per_peer) return;
+  idle.push_back(std::move(connection));
+}
+
+size_t ConnectionPool::idle_connections() const {
+  size_t n = 0;
+  for (const auto& [peer, conns] : idle_) n += conns.size();
+  return n;
+}
+
+// ---- helpers -----------------------------------------------------------------------------
+
+net::awaitable<std::vector<Status>> write_all(std::span<ClientConnection* const> connections,
+                                              std::string_view chunk) {
+  std::vector<Status> results(connections.size(), Status::cancelled("no connection"));
+  auto executor = co_await net::this_coro::executor;
+  net::steady_timer all_done(executor, net::steady_timer::time_point::max());
+  size_t remaining = 0;
+  for (size_t i = 0; i < connections.size(); ++i) {
+    if (!connections[i]) continue;
+    ++remaining;
+    // The spawned writers only start once this coroutine suspends below, and it resumes only
+    // after the last of them finished, so the references they hold stay valid.
+    net::co_spawn(
+        executor,
+        [&, i]() -> net::awaitable<void> {
+          results[i] = co_await connections[i]->write_body(chunk);
+          if (--remaining == 0) all_done.cancel();
+        },
+        net::detached);
+  }
+  if (remaining > 0) co_await all_done.async_wait(kAsTuple);
+  co_return results;
+}
+
+net::awaitable<Result<SimpleResponse>> simple_request_impl(ConnectionPool& pool,
+                                                           const std::string& host,
+                                                           uint16_t port, ClientRequest request,
+                                                           std::string_view body,
+                                                           size_t max_body) {
+  if (!body.empty() && !request.chunked) request.content_length = body.size();
+  auto conn = co_await pool.connect(host, port);
+  if (!conn.ok()) co_return conn.status();
+  ClientConnection& c = **conn;
+  auto sent = co_await c.send_head(request);
+  if (!sent.ok()) co_return sent.status();
+  if (*sent == 0 || *sent == 100) {
+    APUS_CO_RETURN_IF_ERROR(co_await c.write_body(body));
+    APUS_CO_RETURN_IF_ERROR(co_await c.finish_body());
+  }
+  auto head = co_await c.read_response_head();
+  if (!head.ok()) co_return head.status();
+  auto content = co_await c.read_body_all(max_body);
+  if (!content.ok()) co_return content.status();
+  SimpleResponse out{std::move(*head), std::move(*content)};
+  pool.release(std::move(*conn));
+  co_return out;
+}
+
+}  // namespace apus::common::http

@@ -1,0 +1,132 @@
+// The backend HTTP client: how proxies and storage servers talk to object, container and
+// account servers.
+//
+// A ConnectionPool keeps idle keep-alive connections per peer for one worker thread (take it
+// with ConnectionPool::for_this_thread(); a pool and its connections never cross threads). A
+// ClientConnection carries one request at a time: send the head (optionally with
+// `Expect: 100-continue`, then wait for the peer's 100 or its final answer), stream the body,
+// read the response head and stream the response body. `conn_timeout` bounds connecting and
+// `node_timeout` bounds every later read and write, as in Swift. write_all() streams one chunk
+// to several peers at once and completes when every peer took it, so the slowest peer paces
+// an upload (backpressure) and memory stays at one chunk.
+//
+// Beast-free header. Thread-compatible: a connection and its pool are used on one worker thread.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/asio/awaitable.hpp>
+
+#include "common/http/headers.h"
+#include "common/status.h"
+
+namespace apus::common::http {
+
+struct ClientOptions {
+  double conn_timeout = 0.5;   // seconds to connect
+  double node_timeout = 3.0;   // seconds for every later read or write
+  size_t max_idle_per_peer = 64;
+};
+
+struct ClientRequest {
+  std::string method = "GET";
+  std::string target = "/";  // percent-encoded path and query
+  HeaderMap headers;
+  // Body framing: a known length, or chunked when `chunked` is set. No body otherwise.
+  std::optional<uint64_t> content_length;
+  bool chunked = false;
+  bool expect_continue = false;
+};
+
+struct ClientResponse {
+  int status = 0;
+  HeaderMap headers;
+  std::optional<uint64_t> content_length;
+  bool keep_alive = false;
+};
+
+class ClientConnectionImpl;
+
+class ClientConnection {
+ public:
+  explicit ClientConnection(std::unique_ptr<ClientConnectionImpl> impl);
+  ~ClientConnection();
+  ClientConnection(const ClientConnection&) = delete;
+  ClientConnection& operator=(const ClientConnection&) = delete;
+
+  // Sends the request head. Without expect_continue returns 0. With it, waits up to
+  // node_timeout for the peer: 100 when the body may follow, or the final status (then read
+  // the rest with read_response_head()). Timeout/Unavailable when the peer is slow or gone.
+  boost::asio::awaitable<Result<int>> send_head(const ClientRequest& request);
+  // Sends body bytes (chunk-framed when the request is chunked).
+  boost::asio::awaitable<Status> write_body(std::string_view chunk);
+  // Ends the body (the last chunk for chunked requests); a no-op for a fixed length.
+  boost::asio::awaitable<Status> finish_body();
+  // Reads the response head (returns the one already read by send_head, if any).
+  boost::asio::awaitable<Result<ClientResponse>> read_response_head();
+  // Reads up to buf.size() response body bytes; 0 at the end of the body.
+  boost::asio::awaitable<Result<size_t>> read_body(std::span<char> buf);
+  // Reads the whole remaining body; InvalidArgument when it is longer than `limit`.
+  boost::asio::awaitable<Result<std::string>> read_body_all(size_t limit);
+
+  // Whether the connection can carry another request (response fully read, keep-alive).
+  bool reusable() const;
+  const std::string& peer() const;
+
+ private:
+  friend class ConnectionPool;  // checks idle connections before reuse
+  std::unique_ptr<ClientConnectionImpl> impl_;
+};
+
+class ConnectionPool {
+ public:
+  explicit ConnectionPool(ClientOptions options);
+  ~ConnectionPool();
+
+  // The pool of the calling worker thread, created with `options` on first use.
+  static ConnectionPool& for_this_thread(const ClientOptions& options = {});
+
+  // An idle connection to host:port, or a new one. Unavailable when the peer refuses, Timeout
+  // after conn_timeout.
+  boost::asio::awaitable<Result<std::unique_ptr<ClientConnection>>> connect(
+      const std::string& host, uint16_t port);
+  // Gives a connection back: kept if reusable(), closed otherwise.
+  void release(std::unique_ptr<ClientConnection> connection);
+
+  const ClientOptions& options() const { return options_; }
+  size_t idle_connections() const;
+
+ private:
+  ClientOptions options_;
+  std::map<std::string, std::vector<std::unique_ptr<ClientConnection>>> idle_;  // "host:port"
+};
+
+// Writes `chunk` to every connection at once; completes when all have finished. One Status
+// per connection, in order. Connections that failed before (null) are skipped with Cancelled.
+boost::asio::awaitable<std::vector<Status>> write_all(std::span<ClientConnection* const> connections,
+                                                      std::string_view chunk);
+
+// A whole exchange for small bodies: connect, send, read the response and its body (at most
+// `max_body` bytes), release the connection.
+struct SimpleResponse {
+  ClientResponse head;
+  std::string body;
+};
+// (A plain function over a coroutine: see the GCC 12 note in common/http/server.h.)
+boost::asio::awaitable<Result<SimpleResponse>> simple_request_impl(
+    ConnectionPool& pool, const std::string& host, uint16_t port, ClientRequest request,
+    std::string_view body, size_t max_body);
+inline boost::asio::awaitable<Result<SimpleResponse>> simple_request(
+    ConnectionPool& pool, const std::string& host, uint16_t port, ClientRequest request,
+    std::string_view body = {}, size_t max_body = 1 << 20) {
+  return simple_request_impl(pool, host, port, std::move(request), body, max_body);
+}
+
+}  // namespace apus::common::http

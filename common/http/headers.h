@@ -1,0 +1,55 @@
+// HeaderMap: HTTP header fields with case-insensitive names, in arrival order.
+//
+// Requests carry a few dozen headers at most, so a flat vector with linear, case-insensitive
+// lookup beats any hashed map in both speed and memory. Names keep the spelling they were set
+// with (Swift echoes metadata names as stored, title-cased by the proxy). A name may repeat
+// (add()); set() replaces every field of that name.
+//
+// Thread-compatible.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace apus::common::http {
+
+// ASCII case-insensitive comparisons, as HTTP field names need.
+bool iequals(std::string_view a, std::string_view b);
+bool istarts_with(std::string_view s, std::string_view prefix);
+std::string to_lower(std::string_view s);
+
+class HeaderMap {
+ public:
+  using Field = std::pair<std::string, std::string>;
+
+  // The first value of `name`, or nullopt. The view lives until the map is next changed.
+  std::optional<std::string_view> get(std::string_view name) const;
+  // get(name) or `fallback`.
+  std::string_view get_or(std::string_view name, std::string_view fallback) const;
+  bool contains(std::string_view name) const { return get(name).has_value(); }
+
+  // Replaces every field named `name` by one field.
+  void set(std::string_view name, std::string_view value);
+  // Appends a field, keeping any others of the same name.
+  void add(std::string_view name, std::string_view value);
+  // Removes every field named `name`; returns how many were removed.
+  size_t erase(std::string_view name);
+  // Removes every field whose name starts with `prefix` (case-insensitive).
+  size_t erase_prefix(std::string_view prefix);
+
+  size_t size() const { return fields_.size(); }
+  bool empty() const { return fields_.empty(); }
+  void clear() { fields_.clear(); }
+  void reserve(size_t n) { fields_.reserve(n); }
+
+  auto begin() const { return fields_.begin(); }
+  auto end() const { return fields_.end(); }
+
+ private:
+  std::vector<Field> fields_;
+};
+
+}  // namespace apus::common::http

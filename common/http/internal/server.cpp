@@ -1,0 +1,813 @@
+// The server runtime: acceptor thread, lock-free hand-off queue, workers with one io_context
+// each, and the per-connection HTTP session (Beast parser, our own response writer).
+#include "common/http/server.h"
+
+#include <arpa/inet.h>
+#include <concurrentqueue/concurrentqueue.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <array>
+#include <atomic>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/buffer_body.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/read.hpp>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <ctime>
+#include <mutex>
+#include <thread>
+#include <unordered_set>
+#include <vector>
+
+#include "common/http/date.h"
+#include "common/log/log.h"
+#include "common/metrics/metrics.h"
+
+namespace apus::common::http {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+using net::ip::tcp;
+
+namespace {
+
+constexpr auto kAsTuple = net::as_tuple(net::use_awaitable);
+
+std::chrono::steady_clock::duration to_duration(double seconds) {
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(seconds));
+}
+
+double now_unix() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// The Date header value, formatted at most once a second per thread.
+const std::string& cached_date() {
+  thread_local std::time_t last = 0;
+  thread_local std::string value;
+  std::time_t now = std::time(nullptr);
+  if (now != last) {
+    last = now;
+    value = format_http_date(now);
+  }
+  return value;
+}
+
+// A canned error sent before the request reached a handler; the connection then closes, as
+// eventlet does for these.
+std::string canned_response(int status, std::string_view reason) {
+  std::string out = "HTTP/1.1 ";
+  out += std::to_string(status);
+  out += ' ';
+  out += reason;
+  out += "\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
+  return out;
+}
+
+}  // namespace
+
+std::string_view Request::path() const {
+  auto q = target.find('?');
+  return std::string_view(target).substr(0, q);
+}
+
+std::string_view Request::query() const {
+  auto q = target.find('?');
+  return q == std::string::npos ? std::string_view() : std::string_view(target).substr(q + 1);
+}
+
+std::string_view reason_phrase(int status) {
+  switch (status) {
+    case 100: return "Continue";
+    case 200: return "OK";
+    case 201: return "Created";
+    case 202: return "Accepted";
+    case 204: return "No Content";
+    case 206: return "Partial Content";
+    case 301: return "Moved Permanently";
+    case 302: return "Found";
+    case 304: return "Not Modified";
+    case 307: return "Temporary Redirect";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 402: return "Payment Required";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 406: return "Not Acceptable";
+    case 408: return "Request Timeout";
+    case 409: return "Conflict";
+    case 410: return "Gone";
+    case 411: return "Length Required";
+    case 412: return "Precondition Failed";
+    case 413: return "Request Entity Too Large";
+    case 414: return "Request URI Too Long";
+    case 415: return "Unsupported Media Type";
+    case 416: return "Requested Range Not Satisfiable";
+    case 417: return "Expectation Failed";
+    case 422: return "Unprocessable Entity";
+    case 429: return "Too Many Requests";
+    case 431: return "Request Header Fields Too Large";
+    case 498: return "Rate Limited";
+    case 499: return "Client Disconnect";
+    case 500: return "Internal Error";
+    case 501: return "Not Implemented";
+    case 502: return "Bad Gateway";
+    case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
+    case 505: return "HTTP Version Not Supported";
+    case 507: return "Insufficient Storage";
+    default: return "Unknown";
+  }
+}
+
+class Session;
+
+// A worker: one thread running one io_context. Sessions live on exactly one worker.
+// Thread-compatible; members below marked "worker thread" are touched only by that thread.
+struct Worker {
+  net::io_context ioc{1};
+  std::thread thread;
+  std::atomic<size_t> connections{0};
+  bool draining = false;                   // worker thread
+  std::unordered_set<Session*> sessions;   // worker thread
+};
+
+class ServerImpl {
+ public:
+  ServerImpl(ServerOptions options, Handler handler, Metrics* metrics, AccessLogger access_logger)
+      : options_(std::move(options)),
+        handler_(std::move(handler)),
+        metrics_(metrics),
+        access_logger_(std::move(access_logger)) {}
+
+  Status start();
+  void stop();
+  void session_finished(Worker& worker, Session* session);
+
+  ServerOptions options_;
+  Handler handler_;
+  Metrics* metrics_;
+  AccessLogger access_logger_;
+
+  int listen_fd_ = -1;
+  int stop_fd_ = -1;  // eventfd that wakes the acceptor on stop()
+  uint16_t port_ = 0;
+  std::thread acceptor_;
+  moodycamel::ConcurrentQueue<int> accepted_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  std::atomic<size_t> open_connections_{0};
+  std::mutex drain_mutex_;
+  std::condition_variable drained_;
+  bool running_ = false;
+
+ private:
+  Status bind_and_listen();
+  void accept_loop();
+  void take_connection(Worker& worker);
+  Worker& least_busy_worker();
+  void close_idle_sessions(Worker& worker);
+};
+
+// One client connection: reads requests one after another (keep-alive), runs the handler for
+// each, and writes responses. Thread-compatible; all calls on its worker's thread.
+class Session : public Exchange, public std::enable_shared_from_this<Session> {
+ public:
+  Session(ServerImpl& server, Worker& worker, tcp::socket socket)
+      : server_(server), worker_(worker), stream_(std::move(socket)) {
+    buffer_.max_size(server_.options_.max_request_line + server_.options_.max_total_headers +
+                     server_.options_.read_buffer_size);
+  }
+
+  net::awaitable<void> run();
+  // Closes the socket if the session is waiting for a new request (used when draining).
+  void close_if_idle() {
+    if (idle_) {
+      beast::error_code ec;
+      stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
+      stream_.socket().close(ec);
+    }
+  }
+
+  // Exchange
+  const Request& request() const override { return request_; }
+  net::awaitable<Result<size_t>> read_body(std::span<char> buf) override;
+  net::awaitable<Status> send_continue() override;
+  net::awaitable<Status> write_body(std::string_view chunk) override;
+  net::awaitable<Status> finish_response() override;
+  bool response_started() const override { return status_ != 0; }
+  int response_status() const override { return status_; }
+
+ protected:
+  net::awaitable<Status> do_respond(Response response) override;
+  net::awaitable<Status> do_start_response(int status, HeaderMap headers,
+                                           std::optional<uint64_t> length) override;
+
+ private:
+  enum class HeadResult { kOk, kClosed, kRejected };
+  net::awaitable<HeadResult> read_request_head();
+  net::awaitable<void> reject(int status, std::string_view reason);
+  // Swift's per-line and count limits on a parsed head: the refusal to send, if any.
+  std::optional<std::pair<int, std::string_view>> check_limits() const;
+  void fill_request();
+  net::awaitable<void> serve_one();
+  net::awaitable<Status> write_buffers(std::span<const net::const_buffer> buffers);
+  std::string format_head(int status, const HeaderMap& headers, std::optional<uint64_t> length,
+                          bool chunked);
+  Status map_read_error(const beast::error_code& ec) const;
+
+  ServerImpl& server_;
+  Worker& worker_;
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+  std::optional<bhttp::request_parser<bhttp::buffer_body>> parser_;
+  Request request_;
+  bool idle_ = false;
+
+  // Per request:
+  int status_ = 0;            // response status once started
+  bool continue_sent_ = false;
+  bool body_done_ = false;
+  bool chunked_response_ = false;
+  bool response_done_ = false;
+  bool must_close_ = false;   // connection cannot be reused after this response
+  uint64_t bytes_in_ = 0;
+  uint64_t bytes_out_ = 0;
+};
+
+// ---- Session -----------------------------------------------------------------------------
+
+net::awaitable<void> Session::run() {
+  if (server_.metrics_) server_.metrics_->connection_opened();
+  for (;;) {
+    if (worker_.draining) break;
+    HeadResult head = co_await read_request_head();
+    if (head != HeadResult::kOk) break;
+    co_await serve_one();
+    if (must_close_ || !request_.keep_alive || worker_.draining) break;
+  }
+  beast::error_code ec;
+  stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+  stream_.socket().close(ec);
+  if (server_.metrics_) server_.metrics_->connection_closed();
+  server_.session_finished(worker_, this);
+}
+
+net::awaitable<Session::HeadResult> Session::read_request_head() {
+  const auto& opt = server_.options_;
+  parser_.emplace();
+  // Beast limits the whole head; the per-line limits Swift has are checked in check_limits().
+  parser_->header_limit(static_cast<uint32_t>(opt.max_request_line + opt.max_total_headers));
+  parser_->body_limit(boost::none);  // handlers enforce max_file_size themselves
+  stream_.expires_after(to_duration(opt.client_timeout));
+  idle_ = true;
+  auto [ec, n] = co_await bhttp::async_read_header(stream_, buffer_, *parser_, kAsTuple);
+  idle_ = false;
+  if (!ec) {
+    if (auto refusal = check_limits()) {
+      co_await reject(refusal->first, refusal->second);
+      co_return HeadResult::kRejected;
+    }
+    fill_request();
+    co_return HeadResult::kOk;
+  }
+  if (ec == bhttp::error::end_of_stream || ec == beast::error::timeout ||
+      ec == net::error::operation_aborted || ec == net::error::connection_reset ||
+      ec == net::error::bad_descriptor) {
+    co_return HeadResult::kClosed;  // idle keep-alive close, slow client, or drain
+  }
+  if (ec == bhttp::error::header_limit) {
+    // A request line that alone reaches the limit is Swift's 414; otherwise the head is too big.
+    std::string_view data(static_cast<const char*>(buffer_.data().data()), buffer_.size());
+    auto eol = data.find("\r\n");
+    if (eol == std::string_view::npos || eol + 2 >= opt.max_request_line) {
+      co_await reject(414, "Request URI Too Long");
+    } else {
+      co_await reject(400, "Headers Too Large");
+    }
+    co_return HeadResult::kRejected;
+  }
+  if (ec == bhttp::error::bad_content_length) {
+    co_await reject(400, "Bad Request");
+    co_return HeadResult::kRejected;
+  }
+  if (ec == bhttp::error::partial_message) co_return HeadResult::kClosed;
+  APUS_LOG_DEBUG("bad request head from " + request_.remote_addr + ": " + ec.message());
+  co_await reject(400, "Bad Request");
+  co_return HeadResult::kRejected;
+}
+
+std::optional<std::pair<int, std::string_view>> Session::check_limits() const {
+  const auto& opt = server_.options_;
+  const auto& msg = parser_->get();
+  // "METHOD SP target SP HTTP/1.x CRLF", measured as eventlet measures its raw request line.
+  size_t request_line = msg.method_string().size() + 1 + msg.target().size() + 1 + 8 + 2;
+  if (request_line >= opt.max_request_line) {
+    return std::pair(414, "Request URI Too Long");
+  }
+  size_t count = 0;
+  for (const auto& field : msg) {
+    ++count;
+    // "Name: value CRLF"
+    if (field.name_string().size() + 2 + field.value().size() + 2 >= opt.max_header_line) {
+      return std::pair(400, "Header Line Too Long");
+    }
+  }
+  if (count > opt.max_header_count) {
+    return std::pair(431, "Request Header Fields Too Large");
+  }
+  return std::nullopt;
+}
+
+void Session::fill_request() {
+  const auto& msg = parser_->get();
+  request_ = Request();
+  request_.method.assign(msg.method_string());
+  request_.target.assign(msg.target());
+  request_.version = msg.version();
+  request_.headers.reserve(16);
+  for (const auto& field : msg) request_.headers.add(field.name_string(), field.value());
+  request_.chunked = parser_->chunked();
+  if (auto len = parser_->content_length()) request_.content_length = *len;
+  auto expect = request_.headers.get("Expect");
+  request_.expect_continue = expect && iequals(*expect, "100-continue");
+  request_.keep_alive = msg.keep_alive();
+  beast::error_code ec;
+  auto remote = stream_.socket().remote_endpoint(ec);
+  if (!ec) {
+    request_.remote_addr = remote.address().to_string();
+    request_.remote_port = remote.port();
+  }
+  status_ = 0;
+  continue_sent_ = false;
+  body_done_ = parser_->is_done();
+  chunked_response_ = false;
+  response_done_ = false;
+  bytes_in_ = 0;
+  bytes_out_ = 0;
+}
+
+net::awaitable<void> Session::reject(int status, std::string_view reason) {
+  std::string response = canned_response(status, reason);
+  std::array<net::const_buffer, 1> buffers{net::buffer(response)};
+  (void)co_await write_buffers(buffers);
+}
+
+net::awaitable<void> Session::serve_one() {
+  auto started = std::chrono::steady_clock::now();
+  double start_time = now_unix();
+  if (server_.metrics_) server_.metrics_->request_started();
+
+  const auto& opt = server_.options_;
+  std::string_view path = request_.path();
+  if (opt.builtin_healthcheck && request_.method == "GET" && path == "/healthcheck") {
+    Response r;
+    r.headers.set("Content-Type", "text/plain");
+    r.body = "OK";
+    (void)co_await respond(std::move(r));
+  } else if (opt.builtin_metrics && server_.metrics_ && request_.method == "GET" &&
+             path == "/metrics") {
+    Response r;
+    r.headers.set("Content-Type", "text/plain; version=0.0.4");
+    r.body = server_.metrics_->serialize();
+    (void)co_await respond(std::move(r));
+  } else {
+    co_await server_.handler_(*this);
+  }
+
+  if (!response_started()) {
+    // A handler that returned without answering: the client still gets an answer.
+    APUS_LOG_ERROR("handler gave no response to " + request_.method + " " + request_.target);
+    Response r;
+    r.status = 500;
+    must_close_ = true;
+    (void)co_await respond(std::move(r));
+  } else if (!response_done_) {
+    must_close_ = true;  // a streamed response cut short: the client sees a short body
+  }
+  // A body the handler did not read would be taken for the next request; close instead.
+  if (!body_done_) must_close_ = true;
+
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  int logged_status = response_done_ ? status_ : 499;
+  if (server_.metrics_) {
+    server_.metrics_->request_finished(request_.method, logged_status, seconds, bytes_in_,
+                                       bytes_out_);
+  }
+  if (server_.access_logger_) {
+    server_.access_logger_(
+        RequestRecord{&request_, logged_status, bytes_in_, bytes_out_, seconds, start_time});
+  }
+}
+
+Status Session::map_read_error(const beast::error_code& ec) const {
+  if (ec == beast::error::timeout) return Status::timeout("client read timed out");
+  if (ec == bhttp::error::end_of_stream || ec == bhttp::error::partial_message ||
+      ec == net::error::eof || ec == net::error::connection_reset ||
+      ec == net::error::operation_aborted) {
+    return Status::cancelled("client disconnected");
+  }
+  return Status::invalid_argument("bad request body: " + ec.message());
+}
+
+net::awaitable<Result<size_t>> Session::read_body(std::span<char> buf) {
+  if (body_done_) co_return size_t{0};
+  if (request_.expect_continue && !continue_sent_) {
+    Status s = co_await send_continue();
+    if (!s.ok()) co_return s;
+  }
+  if (buf.empty()) co_return Status::invalid_argument("read_body needs a buffer");
+  for (;;) {
+    auto& body = parser_->get().body();
+    body.data = buf.data();
+    body.size = buf.size();
+    body.more = true;
+    stream_.expires_after(to_duration(server_.options_.client_timeout));
+    auto [ec, n] = co_await bhttp::async_read_some(stream_, buffer_, *parser_, kAsTuple);
+    size_t got = buf.size() - body.size;
+    body.data = nullptr;
+    body.size = 0;
+    if (ec == bhttp::error::need_buffer) ec = {};
+    if (ec) {
+      must_close_ = true;
+      co_return map_read_error(ec);
+    }
+    bytes_in_ += got;
+    if (parser_->is_done()) body_done_ = true;
+    if (got > 0 || body_done_) co_return got;
+  }
+}
+
+net::awaitable<Status> Session::send_continue() {
+  if (!request_.expect_continue || continue_sent_ || status_ != 0) co_return Status();
+  continue_sent_ = true;
+  static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+  std::array<net::const_buffer, 1> buffers{net::buffer(kContinue.data(), kContinue.size())};
+  co_return co_await write_buffers(buffers);
+}
+
+std::string Session::format_head(int status, const HeaderMap& headers,
+                                 std::optional<uint64_t> length, bool chunked) {
+  // A client that asked for 100-continue and got a final answer instead may still send its
+  // body; eventlet closes such connections, and so do we.
+  if (request_.expect_continue && !continue_sent_ && !body_done_) must_close_ = true;
+  if (worker_.draining) must_close_ = true;
+  std::string head;
+  head.reserve(256);
+  head.append(request_.version == 10 ? "HTTP/1.0 " : "HTTP/1.1 ");
+  head.append(std::to_string(status)).append(" ").append(reason_phrase(status)).append("\r\n");
+  bool has_date = false;
+  for (const auto& [name, value] : headers) {
+    if (iequals(name, "Content-Length") || iequals(name, "Transfer-Encoding") ||
+        iequals(name, "Connection")) {
+      continue;  // framing belongs to the runtime
+    }
+    if (iequals(name, "Date")) has_date = true;
+    head.append(name).append(": ").append(value).append("\r\n");
+  }
+  if (!has_date) head.append("Date: ").append(cached_date()).append("\r\n");
+  if (chunked) {
+    head.append("Transfer-Encoding: chunked\r\n");
+  } else if (length) {
+    head.append("Content-Length: ").append(std::to_string(*length)).append("\r\n");
+  }
+  bool closing = must_close_ || !request_.keep_alive;
+  if (closing) {
+    head.append("Connection: close\r\n");
+  } else if (request_.version == 10) {
+    head.append("Connection: keep-alive\r\n");
+  }
+  head.append("\r\n");
+  return head;
+}
+
+net::awaitable<Status> Session::do_respond(Response response) {
+  if (status_ != 0) co_return Status::invalid_argument("response already started");
+  status_ = response.status;
+  std::optional<uint64_t> length = response.body.size();
+  bool head_only = request_.method == "HEAD";
+  if (auto declared = response.headers.get("Content-Length")) {
+    // A HEAD answer declares the length of what a GET would send.
+    uint64_t v = 0;
+    if (head_only && std::sscanf(std::string(*declared).c_str(), "%lu", &v) == 1) length = v;
+  }
+  std::string head = format_head(response.status, response.headers, length, false);
+  std::array<net::const_buffer, 2> buffers{net::buffer(head), net::buffer(response.body)};
+  size_t count = head_only || response.body.empty() ? 1 : 2;
+  Status s = co_await write_buffers(std::span(buffers.data(), count));
+  if (s.ok()) {
+    response_done_ = true;
+    if (!head_only) bytes_out_ += response.body.size();
+  }
+  co_return s;
+}
+
+net::awaitable<Status> Session::do_start_response(int status, HeaderMap headers,
+                                                  std::optional<uint64_t> length) {
+  if (status_ != 0) co_return Status::invalid_argument("response already started");
+  status_ = status;
+  bool head_only = request_.method == "HEAD";
+  // HTTP/1.0 clients cannot read chunked bodies: they get a body ended by the close.
+  chunked_response_ = !length && !head_only && request_.version == 11;
+  if (!length && !chunked_response_) must_close_ = true;
+  std::string head = format_head(status, headers, length, chunked_response_);
+  std::array<net::const_buffer, 1> buffers{net::buffer(head)};
+  Status s = co_await write_buffers(buffers);
+  if (s.ok() && head_only) response_done_ = true;
+  co_return s;
+}
+
+net::awaitable<Status> Session::write_body(std::string_view chunk) {
+  if (status_ == 0 || response_done_) co_return Status::invalid_argument("no open response");
+  if (chunk.empty()) co_return Status();
+  Status s;
+  if (chunked_response_) {
+    char size_line[24];
+    int n = std::snprintf(size_line, sizeof size_line, "%zx\r\n", chunk.size());
+    std::array<net::const_buffer, 3> buffers{net::buffer(size_line, n), net::buffer(chunk),
+                                             net::buffer("\r\n", 2)};
+    s = co_await write_buffers(buffers);
+  } else {
+    std::array<net::const_buffer, 1> buffers{net::buffer(chunk)};
+    s = co_await write_buffers(buffers);
+  }
+  if (s.ok()) bytes_out_ += chunk.size();
+  co_return s;
+}
+
+net::awaitable<Status> Session::finish_response() {
+  if (status_ == 0) co_return Status::invalid_argument("no response started");
+  if (response_done_) co_return Status();
+  if (chunked_response_) {
+    static constexpr std::string_view kLastChunk = "0\r\n\r\n";
+    std::array<net::const_buffer, 1> buffers{net::buffer(kLastChunk.data(), kLastChunk.size())};
+    Status s = co_await write_buffers(buffers);
+    if (!s.ok()) co_return s;
+  }
+  response_done_ = true;
+  co_return Status();
+}
+
+net::awaitable<Status> Session::write_buffers(std::span<const net::const_buffer> buffers) {
+  stream_.expires_after(to_duration(server_.options_.client_timeout));
+  auto [ec, n] = co_await net::async_write(stream_, buffers, kAsTuple);
+  if (ec) {
+    must_close_ = true;
+    if (ec == beast::error::timeout) co_return Status::timeout("client write timed out");
+    co_return Status::cancelled("client disconnected: " + ec.message());
+  }
+  co_return Status();
+}
+
+// ---- ServerImpl ------------------------------------------------------------------------
+
+Status ServerImpl::bind_and_listen() {
+  sockaddr_storage addr{};
+  socklen_t addr_len = 0;
+  int family = AF_INET;
+  auto* v4 = reinterpret_cast<sockaddr_in*>(&addr);
+  auto* v6 = reinterpret_cast<sockaddr_in6*>(&addr);
+  if (inet_pton(AF_INET, options_.bind_ip.c_str(), &v4->sin_addr) == 1) {
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons(options_.bind_port);
+    addr_len = sizeof(sockaddr_in);
+  } else if (inet_pton(AF_INET6, options_.bind_ip.c_str(), &v6->sin6_addr) == 1) {
+    family = AF_INET6;
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = htons(options_.bind_port);
+    addr_len = sizeof(sockaddr_in6);
+  } else {
+    return Status::invalid_argument("bind_ip is not an IP address: " + options_.bind_ip);
+  }
+  int fd = ::socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Status::io_error(std::string("socket: ") + std::strerror(errno));
+  int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (options_.reuse_port) ::setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), addr_len) != 0 ||
+      ::listen(fd, options_.backlog) != 0) {
+    int err = errno;
+    ::close(fd);
+    return Status::io_error("cannot listen on " + options_.bind_ip + ":" +
+                            std::to_string(options_.bind_port) + ": " + std::strerror(err));
+  }
+  sockaddr_storage bound{};
+  socklen_t bound_len = sizeof bound;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &bound_len);
+  port_ = ntohs(family == AF_INET ? reinterpret_cast<sockaddr_in*>(&bound)->sin_port
+                                  : reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port);
+  listen_fd_ = fd;
+  return Status();
+}
+
+Status ServerImpl::start() {
+  if (running_) return Status::invalid_argument("server already started");
+  if (options_.workers < 1) options_.workers = 1;
+  APUS_RETURN_IF_ERROR(bind_and_listen());
+  stop_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  for (int i = 0; i < options_.workers; ++i) {
+    auto worker = std::make_unique<Worker>();
+    Worker* w = worker.get();
+    w->thread = std::thread([w] {
+      auto guard = net::make_work_guard(w->ioc);
+      try {
+        w->ioc.run();
+      } catch (const std::exception& e) {
+        // Handlers must not throw; one that does has broken an invariant.
+        APUS_LOG_ERROR(std::string("worker died: ") + e.what());
+        std::abort();
+      }
+    });
+    workers_.push_back(std::move(worker));
+  }
+  if (metrics_) {
+    auto depth = metrics_->gauge("apus_accept_queue_depth",
+                                 "Accepted connections not yet taken by a worker", {});
+    metrics_->add_collect_hook([this, depth] { depth.set(accepted_.size_approx()); });
+  }
+  acceptor_ = std::thread([this] { accept_loop(); });
+  running_ = true;
+  return Status();
+}
+
+Worker& ServerImpl::least_busy_worker() {
+  Worker* best = workers_.front().get();
+  for (auto& w : workers_) {
+    if (w->connections.load(std::memory_order_relaxed) <
+        best->connections.load(std::memory_order_relaxed)) {
+      best = w.get();
+    }
+  }
+  return *best;
+}
+
+void ServerImpl::accept_loop() {
+  // The acceptor sleeps in poll() until a connection or stop() arrives: no timers, no polling.
+  pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {stop_fd_, POLLIN, 0}};
+  for (;;) {
+    int rc = ::poll(fds, 2, -1);
+    if (rc < 0) {
+      if (errno == EINTR) continue;
+      APUS_LOG_ERROR(std::string("accept poll failed: ") + std::strerror(errno));
+      return;
+    }
+    if (fds[1].revents) return;
+    for (;;) {
+      int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (fd < 0) {
+        if (errno == EINTR || errno == ECONNABORTED) continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK) {
+          APUS_LOG_WARNING(std::string("accept failed: ") + std::strerror(errno));
+        }
+        break;
+      }
+      int one = 1;
+      ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+      accepted_.enqueue(fd);
+      // One wake-up per connection: the woken worker takes one connection off the queue.
+      Worker& worker = least_busy_worker();
+      worker.connections.fetch_add(1, std::memory_order_relaxed);
+      net::post(worker.ioc, [this, &worker] { take_connection(worker); });
+    }
+  }
+}
+
+void ServerImpl::take_connection(Worker& worker) {
+  int fd = -1;
+  if (!accepted_.try_dequeue(fd)) {
+    worker.connections.fetch_sub(1, std::memory_order_relaxed);
+    return;
+  }
+  if (worker.draining) {
+    ::close(fd);
+    worker.connections.fetch_sub(1, std::memory_order_relaxed);
+    return;
+  }
+  sockaddr_storage peer{};
+  socklen_t len = sizeof peer;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&peer), &len);
+  tcp protocol = peer.ss_family == AF_INET6 ? tcp::v6() : tcp::v4();
+  beast::error_code ec;
+  tcp::socket socket(worker.ioc);
+  socket.assign(protocol, fd, ec);
+  if (ec) {
+    ::close(fd);
+    worker.connections.fetch_sub(1, std::memory_order_relaxed);
+    return;
+  }
+  open_connections_.fetch_add(1, std::memory_order_relaxed);
+  auto session = std::make_shared<Session>(*this, worker, std::move(socket));
+  worker.sessions.insert(session.get());
+  net::co_spawn(worker.ioc, [session]() { return session->run(); }, net::detached);
+}
+
+void ServerImpl::session_finished(Worker& worker, Session* session) {
+  worker.sessions.erase(session);
+  worker.connections.fetch_sub(1, std::memory_order_relaxed);
+  if (open_connections_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    std::lock_guard lock(drain_mutex_);
+    drained_.notify_all();
+  }
+}
+
+void ServerImpl::close_idle_sessions(Worker& worker) {
+  worker.draining = true;
+  for (Session* s : worker.sessions) s->close_if_idle();
+}
+
+void ServerImpl::stop() {
+  if (!running_) return;
+  running_ = false;
+  uint64_t one = 1;
+  [[maybe_unused]] ssize_t n = ::write(stop_fd_, &one, sizeof one);
+  acceptor_.join();
+  ::close(listen_fd_);
+  listen_fd_ = -1;
+
+  for (auto& w : workers_) {
+    Worker* worker = w.get();
+    net::post(worker->ioc, [this, worker] { close_idle_sessions(*worker); });
+  }
+  {
+    std::unique_lock lock(drain_mutex_);
+    drained_.wait_for(lock, to_duration(options_.drain_timeout),
+                      [this] { return open_connections_.load() == 0; });
+  }
+  for (auto& w : workers_) w->ioc.stop();
+  for (auto& w : workers_) w->thread.join();
+  workers_.clear();  // destroys the io_contexts and any session still open after the drain
+  int fd;
+  while (accepted_.try_dequeue(fd)) ::close(fd);
+  ::close(stop_fd_);
+  stop_fd_ = -1;
+}
+
+// ---- Server ------------------------------------------------------------------------------
+
+Server::Server(ServerOptions options, Handler handler, Metrics* metrics,
+               AccessLogger access_logger)
+    : impl_(std::make_unique<ServerImpl>(std::move(options), std::move(handler), metrics,
+                                   std::move(access_logger))) {}
+
+Server::~Server() { stop(); }
+
+Status Server::start() { return impl_->start(); }
+uint16_t Server::port() const { return impl_->port_; }
+void Server::stop() { impl_->stop(); }
+size_t Server::accept_queue_depth() const { return impl_->accepted_.size_approx(); }
+size_t Server::open_connections() const { return impl_->open_connections_.load(); }
+
+void Server::block_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);
+  sigaddset(&set, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+void Server::run_until_signal() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);
+  for (;;) {
+    int sig = 0;
+    if (sigwait(&set, &sig) != 0) continue;
+    if (sig == SIGHUP) {
+      log::reopen();
+      APUS_LOG_INFO("SIGHUP: log reopened");
+      continue;
+    }
+    APUS_LOG_INFO("signal " + std::to_string(sig) + ": draining and stopping");
+    stop();
+    return;
+  }
+}
+
+}  // namespace apus::common::http

@@ -1,0 +1,185 @@
+// The HTTP server runtime every Apus server runs on.
+//
+// Threads (architecture.md): one acceptor thread per listening socket accepts connections and
+// puts them on a lock-free MPMC queue (moodycamel ConcurrentQueue), then wakes the least busy
+// worker. `workers` threads each run their own io_context and serve many connections at once,
+// one C++20 coroutine per connection; a connection stays on the worker that took it. A handler
+// is a coroutine too: it reads the request body in chunks, may await blocking work on a
+// BlockingPool, and writes its response whole or streamed, so no request ever needs its whole
+// body in memory.
+//
+// Limits follow Swift's eventlet front end: a request line of 8192 bytes or more gets 414, a
+// header line of 8192 bytes or more gets 400 "Header Line Too Long", more than 64 KiB of
+// headers 400 "Headers Too Large", too many headers 431, a bad Content-Length 400; each closes
+// the connection. `client_timeout` bounds every read and write on a client socket.
+//
+// This header is Beast-free: handlers see only Request, Response and Exchange.
+//
+// Server is thread-compatible: start(), stop() and wait() are called by one controlling thread.
+// Exchange is bound to the worker thread of its connection; call it only from the handler's
+// coroutine.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include <boost/asio/awaitable.hpp>
+
+#include "common/http/headers.h"
+#include "common/status.h"
+
+namespace apus::common {
+class Metrics;
+}
+
+namespace apus::common::http {
+
+// A request as the handler sees it; the body is read through Exchange::read_body().
+struct Request {
+  std::string method;
+  std::string target;  // as received: percent-encoded path plus optional '?' query
+  std::string_view path() const;   // target before '?'
+  std::string_view query() const;  // target after '?', empty when none
+  HeaderMap headers;
+  int version = 11;                        // 10 or 11
+  std::optional<uint64_t> content_length;  // nullopt when chunked or absent
+  bool chunked = false;
+  bool expect_continue = false;
+  bool keep_alive = true;
+  std::string remote_addr;
+  uint16_t remote_port = 0;
+};
+
+// A complete response. The runtime adds Date, Content-Length (from body unless set, e.g. for
+// HEAD) and Connection: close when the connection ends after it.
+struct Response {
+  int status = 200;
+  HeaderMap headers;
+  std::string body;
+};
+
+// Swift's reason phrase for a status code ("Not Found"), or "Unknown".
+std::string_view reason_phrase(int status);
+
+// One request and its response on a connection. Every call returns a failed Status once the
+// client is gone or too slow (client_timeout); the handler then just returns.
+class Exchange {
+ public:
+  virtual ~Exchange() = default;
+  virtual const Request& request() const = 0;
+
+  // Reads up to buf.size() body bytes into buf; 0 means the body is complete. Sends "100
+  // Continue" first when the client asked for it. InvalidArgument for bad chunked framing,
+  // Timeout after client_timeout, Cancelled when the client closed early (a truncated body).
+  virtual boost::asio::awaitable<Result<size_t>> read_body(std::span<char> buf) = 0;
+
+  // Sends "100 Continue" now, if the client asked for it and it was not sent yet.
+  virtual boost::asio::awaitable<Status> send_continue() = 0;
+
+  // Sends a whole response. For HEAD no body is sent.
+  boost::asio::awaitable<Status> respond(Response response) {
+    return do_respond(std::move(response));
+  }
+
+  // Streams a response: the head (with Content-Length when known, else chunked), then any
+  // number of body chunks, then finish.
+  boost::asio::awaitable<Status> start_response(int status, HeaderMap headers,
+                                                std::optional<uint64_t> length) {
+    return do_start_response(status, std::move(headers), length);
+  }
+  virtual boost::asio::awaitable<Status> write_body(std::string_view chunk) = 0;
+  virtual boost::asio::awaitable<Status> finish_response() = 0;
+
+  // True once a response head has been sent (respond() or start_response()).
+  virtual bool response_started() const = 0;
+  // The status of the response sent or being sent, 0 before.
+  virtual int response_status() const = 0;
+
+ protected:
+  // GCC 12 destroys a prvalue argument of class type passed straight to a coroutine twice
+  // (fixed in GCC 13). Public entry points taking such arguments by value are therefore plain
+  // functions that move them into the coroutine, which is safe. Keep this pattern for every
+  // coroutine API with class-type parameters taken by value.
+  virtual boost::asio::awaitable<Status> do_respond(Response response) = 0;
+  virtual boost::asio::awaitable<Status> do_start_response(int status, HeaderMap headers,
+                                                           std::optional<uint64_t> length) = 0;
+};
+
+using Handler = std::function<boost::asio::awaitable<void>(Exchange&)>;
+
+struct ServerOptions {
+  std::string server_type = "apus";  // for the Server header and logs
+  std::string bind_ip = "0.0.0.0";
+  uint16_t bind_port = 0;  // 0 = any free port; read it back with Server::port()
+  int backlog = 4096;
+  bool reuse_port = false;
+  int workers = 2;
+  double client_timeout = 60.0;  // seconds, every read and write on a client socket
+  double drain_timeout = 60.0;   // seconds, on stop(): how long in-flight requests may take
+  size_t max_request_line = 8192;
+  size_t max_header_line = 8192;    // Swift's max_header_size
+  size_t max_header_count = 201;    // int(MAX_HEADER_COUNT * 1.6), as Swift's http.client
+  size_t max_total_headers = 65536;
+  size_t read_buffer_size = 65536;  // network_chunk_size
+  // When set, GET /healthcheck answers 200 "OK" and GET /metrics the Prometheus text before
+  // the handler sees them.
+  bool builtin_healthcheck = true;
+  bool builtin_metrics = true;
+};
+
+// Called after each request with what the access log needs. Runs on the worker thread.
+struct RequestRecord {
+  const Request* request;
+  int status;
+  uint64_t bytes_in;
+  uint64_t bytes_out;
+  double seconds;  // from headers read to response finished
+  double start_time;  // Unix seconds
+};
+using AccessLogger = std::function<void(const RequestRecord&)>;
+
+class ServerImpl;  // common/http/internal/server.cpp
+
+class Server {
+ public:
+  // `metrics` may be null; it must outlive the server.
+  Server(ServerOptions options, Handler handler, Metrics* metrics = nullptr,
+         AccessLogger access_logger = nullptr);
+  ~Server();  // stops if running
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Binds, listens and starts the acceptor and workers. InvalidArgument for a bad address,
+  // IOError when the port cannot be bound.
+  Status start();
+  // The bound port (after start()).
+  uint16_t port() const;
+
+  // Graceful stop: stop accepting, close idle connections, let in-flight requests finish (up
+  // to drain_timeout), then join every thread. Safe to call more than once.
+  void stop();
+
+  // Runs until SIGTERM or SIGINT (graceful stop), reopening logs on SIGHUP. Blocks those
+  // signals in every thread it is called before start() on, so call it on the main thread
+  // before start()... see block_signals().
+  void run_until_signal();
+
+  // Blocks SIGTERM, SIGINT, SIGHUP and SIGPIPE in the calling thread and the threads it later
+  // creates. Call first thing in main() of a server program.
+  static void block_signals();
+
+  // Connections accepted but not yet taken by a worker (approximate).
+  size_t accept_queue_depth() const;
+  // Connections open now, over all workers.
+  size_t open_connections() const;
+
+ private:
+  std::unique_ptr<ServerImpl> impl_;
+};
+
+}  // namespace apus::common::http

@@ -1,0 +1,125 @@
+#include "common/log/log.h"
+
+#include <fcntl.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <ctime>
+#include <mutex>
+
+namespace apus::common::log {
+
+namespace {
+
+// The level is read on every log call, so it lives in an atomic; the rest changes only in
+// configure()/reopen() and is guarded by g_mutex.
+std::atomic<int> g_level{static_cast<int>(Level::kInfo)};
+std::mutex g_mutex;
+Options g_options;         // GUARDED_BY(g_mutex)
+int g_fd = STDERR_FILENO;  // GUARDED_BY(g_mutex); -1 means syslog
+bool g_syslog_open = false;
+
+int syslog_priority(Level level) {
+  switch (level) {
+    case Level::kDebug: return LOG_DEBUG;
+    case Level::kInfo: return LOG_INFO;
+    case Level::kWarning: return LOG_WARNING;
+    case Level::kError: return LOG_ERR;
+    case Level::kCritical: return LOG_CRIT;
+  }
+  return LOG_INFO;
+}
+
+const char* level_name(Level level) {
+  switch (level) {
+    case Level::kDebug: return "DEBUG";
+    case Level::kInfo: return "INFO";
+    case Level::kWarning: return "WARNING";
+    case Level::kError: return "ERROR";
+    case Level::kCritical: return "CRITICAL";
+  }
+  return "INFO";
+}
+
+int syslog_facility(std::string_view name) {
+  static constexpr std::pair<std::string_view, int> kFacilities[] = {
+      {"LOG_LOCAL0", LOG_LOCAL0}, {"LOG_LOCAL1", LOG_LOCAL1}, {"LOG_LOCAL2", LOG_LOCAL2},
+      {"LOG_LOCAL3", LOG_LOCAL3}, {"LOG_LOCAL4", LOG_LOCAL4}, {"LOG_LOCAL5", LOG_LOCAL5},
+      {"LOG_LOCAL6", LOG_LOCAL6}, {"LOG_LOCAL7", LOG_LOCAL7}, {"LOG_USER", LOG_USER},
+      {"LOG_DAEMON", LOG_DAEMON}};
+  for (auto [n, v] : kFacilities) {
+    if (n == name) return v;
+  }
+  return LOG_LOCAL0;
+}
+
+// REQUIRES: g_mutex held.
+void open_destination_locked() {
+  if (g_fd > STDERR_FILENO) ::close(g_fd);
+  g_fd = STDERR_FILENO;
+  if (g_options.file.empty()) {
+    // openlog keeps a pointer to the ident, so it must outlive the call: g_options does.
+    ::openlog(g_options.name.c_str(), LOG_PID | LOG_NDELAY, syslog_facility(g_options.facility));
+    g_syslog_open = true;
+    g_fd = -1;
+  } else if (g_options.file != "-") {
+    int fd = ::open(g_options.file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd >= 0) g_fd = fd;
+  }
+}
+
+}  // namespace
+
+bool parse_level(std::string_view text, Level* out) {
+  std::string upper(text);
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  static constexpr std::pair<std::string_view, Level> kLevels[] = {
+      {"DEBUG", Level::kDebug},     {"INFO", Level::kInfo},   {"WARNING", Level::kWarning},
+      {"WARN", Level::kWarning},    {"ERROR", Level::kError}, {"CRITICAL", Level::kCritical},
+      {"NOTICE", Level::kInfo}};
+  for (auto [name, level] : kLevels) {
+    if (upper == name) {
+      *out = level;
+      return true;
+    }
+  }
+  return false;
+}
+
+void configure(const Options& options) {
+  std::lock_guard lock(g_mutex);
+  g_options = options;
+  g_level.store(static_cast<int>(options.level), std::memory_order_relaxed);
+  open_destination_locked();
+}
+
+void reopen() {
+  std::lock_guard lock(g_mutex);
+  open_destination_locked();
+}
+
+bool enabled(Level level) {
+  return static_cast<int>(level) >= g_level.load(std::memory_order_relaxed);
+}
+
+void write(Level level, std::string_view message) {
+  std::lock_guard lock(g_mutex);
+  if (g_fd < 0) {
+    ::syslog(syslog_priority(level), "%.*s", static_cast<int>(message.size()), message.data());
+    return;
+  }
+  char stamp[32];
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  ::gmtime_r(&now, &tm);
+  std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  std::string line;
+  line.reserve(message.size() + g_options.name.size() + 48);
+  line.append(stamp).append(" ").append(g_options.name).append(" ");
+  line.append(level_name(level)).append(": ").append(message).append("\n");
+  [[maybe_unused]] ssize_t n = ::write(g_fd, line.data(), line.size());
+}
+
+}  // namespace apus::common::log

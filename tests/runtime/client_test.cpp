@@ -1,0 +1,183 @@
+// The backend client against real servers on loopback: pooling, 100-continue, timeouts and
+// streaming one body to several peers.
+#include "common/http/client.h"
+
+#include <doctest/doctest.h>
+
+#include <array>
+#include <atomic>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_future.hpp>
+#include <chrono>
+#include <set>
+#include <thread>
+
+#include "common/io/blocking_pool.h"
+#include "tests/support/test_server.h"
+
+namespace net = boost::asio;
+using apus::common::Result;
+using apus::common::Status;
+using apus::common::http::ClientConnection;
+using apus::common::http::ClientOptions;
+using apus::common::http::ClientRequest;
+using apus::common::http::ConnectionPool;
+using apus::common::http::Exchange;
+using apus::common::http::Response;
+using apus::test::TestServer;
+
+namespace {
+
+// Runs one coroutine to completion on a private io_context and returns its result.
+template <class T>
+T run(std::function<net::awaitable<T>()> body) {
+  net::io_context ioc;
+  auto future = net::co_spawn(ioc, body(), net::use_future);
+  ioc.run();
+  return future.get();
+}
+
+// Answers with the body length and the client's port, so tests can see connection reuse.
+net::awaitable<void> counting_handler(Exchange& ex) {
+  std::array<char, 16384> buf;
+  uint64_t total = 0;
+  for (;;) {
+    auto n = co_await ex.read_body(buf);
+    if (!n.ok()) co_return;
+    if (*n == 0) break;
+    total += *n;
+  }
+  Response r;
+  r.status = 201;
+  r.headers.set("X-Bytes", std::to_string(total));
+  r.headers.set("X-Peer-Port", std::to_string(ex.request().remote_port));
+  r.body = "ok";
+  (void)co_await ex.respond(std::move(r));
+}
+
+}  // namespace
+
+TEST_CASE("simple_request sends a body and reuses the pooled connection") {
+  TestServer server(counting_handler);
+  ConnectionPool pool(ClientOptions{});
+  std::set<std::string> ports;
+  auto result = run<Status>([&]() -> net::awaitable<Status> {
+    for (int i = 0; i < 3; ++i) {
+      ClientRequest req;
+      req.method = "PUT";
+      req.target = "/sda/1/a/c/o";
+      auto r = co_await apus::common::http::simple_request(pool, "127.0.0.1", server.port(),
+                                                           req, "hello world");
+      if (!r.ok()) co_return r.status();
+      if (r->head.status != 201 || r->body != "ok" ||
+          r->head.headers.get_or("X-Bytes", "") != "11") {
+        co_return Status::corruption("unexpected response");
+      }
+      ports.insert(std::string(r->head.headers.get_or("X-Peer-Port", "")));
+    }
+    co_return Status();
+  });
+  CHECK(result.ok());
+  CHECK(ports.size() == 1);  // one connection, kept alive and reused
+}
+
+TEST_CASE("Expect: 100-continue returns 100, or the peer's refusal before the body") {
+  TestServer server([](Exchange& ex) -> net::awaitable<void> {
+    if (ex.request().path() == "/refuse") {
+      Response r;
+      r.status = 507;
+      (void)co_await ex.respond(std::move(r));
+      co_return;
+    }
+    co_await counting_handler(ex);
+  });
+  ConnectionPool pool(ClientOptions{});
+  auto statuses = run<std::pair<int, int>>([&]() -> net::awaitable<std::pair<int, int>> {
+    ClientRequest req;
+    req.method = "PUT";
+    req.content_length = 3;
+    req.expect_continue = true;
+    req.target = "/accept";
+    auto c1 = co_await pool.connect("127.0.0.1", server.port());
+    auto s1 = co_await (*c1)->send_head(req);
+    (void)co_await (*c1)->write_body("abc");
+    auto h1 = co_await (*c1)->read_response_head();
+    req.target = "/refuse";
+    auto c2 = co_await pool.connect("127.0.0.1", server.port());
+    auto s2 = co_await (*c2)->send_head(req);
+    auto h2 = co_await (*c2)->read_response_head();
+    co_return std::make_pair(*s1 * 1000 + h1->status, *s2 * 1000 + h2->status);
+  });
+  CHECK(statuses.first == 100 * 1000 + 201);
+  CHECK(statuses.second == 507 * 1000 + 507);
+}
+
+TEST_CASE("a refused connection is Unavailable") {
+  uint16_t port;
+  {
+    TestServer server(counting_handler);
+    port = server.port();
+  }  // nothing listens there now
+  ConnectionPool pool(ClientOptions{});
+  auto s = run<Status>([&]() -> net::awaitable<Status> {
+    auto c = co_await pool.connect("127.0.0.1", port);
+    co_return c.status();
+  });
+  CHECK(s.code() == Status::Code::kUnavailable);
+}
+
+TEST_CASE("a peer slower than node_timeout is Timeout") {
+  apus::common::io::BlockingPool disk("disk", 1);
+  TestServer server([&](Exchange& ex) -> net::awaitable<void> {
+    co_await disk.run([] { std::this_thread::sleep_for(std::chrono::milliseconds(500)); });
+    Response r;
+    (void)co_await ex.respond(std::move(r));
+  });
+  ClientOptions options;
+  options.node_timeout = 0.1;
+  ConnectionPool pool(options);
+  auto s = run<Status>([&]() -> net::awaitable<Status> {
+    auto r = co_await apus::common::http::simple_request(pool, "127.0.0.1", server.port(),
+                                                         ClientRequest{});
+    co_return r.status();
+  });
+  CHECK(s.is_timeout());
+}
+
+TEST_CASE("write_all streams one body to three peers") {
+  TestServer a(counting_handler), b(counting_handler), c(counting_handler);
+  ConnectionPool pool(ClientOptions{});
+  const size_t kChunk = 65536, kChunks = 40;
+  auto statuses = run<std::vector<std::string>>(
+      [&]() -> net::awaitable<std::vector<std::string>> {
+        std::vector<std::unique_ptr<ClientConnection>> conns;
+        for (uint16_t port : {a.port(), b.port(), c.port()}) {
+          auto conn = co_await pool.connect("127.0.0.1", port);
+          ClientRequest req;
+          req.method = "PUT";
+          req.chunked = true;
+          req.expect_continue = true;
+          (void)co_await (*conn)->send_head(req);
+          conns.push_back(std::move(*conn));
+        }
+        std::vector<ClientConnection*> raw;
+        for (auto& cc : conns) raw.push_back(cc.get());
+        std::string chunk(kChunk, 'x');
+        for (size_t i = 0; i < kChunks; ++i) {
+          auto results = co_await apus::common::http::write_all(raw, chunk);
+          for (auto& st : results) {
+            if (!st.ok()) co_return std::vector<std::string>{st.to_string()};
+          }
+        }
+        std::vector<std::string> out;
+        for (auto* cc : raw) {
+          (void)co_await cc->finish_body();
+          auto head = co_await cc->read_response_head();
+          out.push_back(std::string(head->headers.get_or("X-Bytes", "")));
+        }
+        co_return out;
+      });
+  std::string expected = std::to_string(kChunk * kChunks);
+  CHECK(statuses == std::vector<std::string>{expected, expected, expected});
+}
