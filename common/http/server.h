@@ -136,6 +136,7 @@ struct ServerOptions {
 struct RequestRecord {
   const Request* request;
   int status;
+  std::optional<uint64_t> content_length;  // as declared in the response; nullopt if chunked
   uint64_t bytes_in;
   uint64_t bytes_out;
   double seconds;  // from headers read to response finished

@@ -10,6 +10,7 @@
 #include <exception>
 
 #include "common/log/log.h"
+#include "common/metrics/metrics.h"
 #include "common/status.h"
 
 namespace apus::common::io {
@@ -39,6 +40,17 @@ void BlockingPool::submit(Job job) {
 }
 
 size_t BlockingPool::queue_depth() const { return queue_->jobs.size_approx(); }
+
+void BlockingPool::export_metrics(Metrics& metrics) const {
+  auto depth = metrics.gauge("apus_pool_queue_depth", "Jobs waiting for a pool thread",
+                             {{"pool", name_}});
+  auto busy = metrics.gauge("apus_pool_busy_threads", "Pool threads running a job",
+                            {{"pool", name_}});
+  metrics.add_collect_hook([this, depth, busy] {
+    depth.set(static_cast<double>(queue_depth()));
+    busy.set(static_cast<double>(this->busy()));
+  });
+}
 
 void BlockingPool::worker_loop() {
   moodycamel::ConsumerToken token(queue_->jobs);

@@ -24,6 +24,10 @@
 
 #include <boost/asio/awaitable.hpp>
 
+namespace apus::common {
+class Metrics;
+}
+
 namespace apus::common::io {
 
 class BlockingPool {
@@ -53,6 +57,10 @@ class BlockingPool {
   // Jobs running now.
   size_t busy() const { return busy_.load(std::memory_order_relaxed); }
   const std::string& name() const { return name_; }
+
+  // Samples queue depth and busy threads into `metrics` at every scrape, labelled pool=name().
+  // This pool must outlive `metrics`' last scrape.
+  void export_metrics(Metrics& metrics) const;
 
  private:
   struct Queue;

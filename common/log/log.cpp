@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <mutex>
@@ -120,6 +121,31 @@ void write(Level level, std::string_view message) {
   line.append(stamp).append(" ").append(g_options.name).append(" ");
   line.append(level_name(level)).append(": ").append(message).append("\n");
   [[maybe_unused]] ssize_t n = ::write(g_fd, line.data(), line.size());
+}
+
+std::string format_storage_access_line(const StorageAccessFields& f) {
+  auto or_dash = [](std::string_view v) { return v.empty() ? std::string_view("-") : v; };
+  std::time_t now = static_cast<std::time_t>(f.now);
+  std::tm tm{};
+  ::gmtime_r(&now, &tm);
+  char when[40];
+  static constexpr const char* kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                            "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+  std::snprintf(when, sizeof when, "%02d/%s/%04d:%02d:%02d:%02d +0000", tm.tm_mday,
+                kMonths[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
+  char seconds[32];
+  std::snprintf(seconds, sizeof seconds, "%.4f", f.trans_time);
+  std::string line;
+  line.reserve(256);
+  line.append(or_dash(f.remote_addr)).append(" - - [").append(when).append("] \"");
+  line.append(or_dash(f.method)).append(" ").append(or_dash(f.path)).append("\" ");
+  line.append(std::to_string(f.status)).append(" ");
+  line.append(f.content_length ? std::to_string(*f.content_length) : "-").append(" \"");
+  line.append(or_dash(f.referer)).append("\" \"").append(or_dash(f.trans_id)).append("\" \"");
+  line.append(or_dash(f.user_agent)).append("\" ").append(seconds).append(" \"");
+  line.append(or_dash(f.additional_info)).append("\" ").append(std::to_string(f.pid));
+  line.append(" ").append(or_dash(f.policy_index));
+  return line;
 }
 
 }  // namespace apus::common::log

@@ -9,6 +9,8 @@
 // Thread-safe. Use the APUS_LOG_* macros so a message is only built when its level is enabled.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -35,6 +37,28 @@ void reopen();
 
 bool enabled(Level level);
 void write(Level level, std::string_view message);
+
+// What a storage server (object, container, account) logs per request. Empty fields print "-".
+struct StorageAccessFields {
+  std::string_view remote_addr;
+  std::string_view method;
+  std::string_view path;  // quoted path, no query string
+  int status = 0;
+  std::optional<uint64_t> content_length;  // of the response
+  std::string_view referer;
+  std::string_view trans_id;
+  std::string_view user_agent;
+  double trans_time = 0;  // seconds
+  std::string_view additional_info;
+  std::string_view policy_index;
+  double now = 0;  // Unix seconds, for the bracketed time
+  int pid = 0;
+};
+
+// Swift's storage-server access log line (its log_format default):
+// `ip - - [dd/Mon/YYYY:HH:MM:SS +0000] "METHOD path" status length "referer" "txn" "agent"
+// 0.0012 "info" pid policy`.
+std::string format_storage_access_line(const StorageAccessFields& f);
 
 }  // namespace apus::common::log
 

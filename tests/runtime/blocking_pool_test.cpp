@@ -1,5 +1,7 @@
 #include "common/io/blocking_pool.h"
 
+#include "common/metrics/metrics.h"
+
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -88,4 +90,21 @@ TEST_CASE("BlockingPool::call returns move-only results") {
   ioc.run();
   REQUIRE(got);
   CHECK(*got == 7);
+}
+
+TEST_CASE("BlockingPool::export_metrics samples queue depth and busy threads") {
+  apus::common::Metrics metrics("test");
+  BlockingPool pool("sdb1", 1);
+  pool.export_metrics(metrics);
+  std::atomic<bool> release{false};
+  pool.submit([&] {
+    while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  });
+  pool.submit([] {});
+  pool.submit([] {});
+  while (pool.busy() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::string text = metrics.serialize();
+  release = true;
+  CHECK(text.find("apus_pool_queue_depth{pool=\"sdb1\",server=\"test\"} 2") != std::string::npos);
+  CHECK(text.find("apus_pool_busy_threads{pool=\"sdb1\",server=\"test\"} 1") != std::string::npos);
 }

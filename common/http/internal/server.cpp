@@ -255,6 +255,7 @@ class Session : public Exchange, public std::enable_shared_from_this<Session> {
   bool must_close_ = false;   // connection cannot be reused after this response
   uint64_t bytes_in_ = 0;
   uint64_t bytes_out_ = 0;
+  std::optional<uint64_t> response_length_;  // declared Content-Length, for the access log
 };
 
 // ---- Session -----------------------------------------------------------------------------
@@ -367,6 +368,7 @@ void Session::fill_request() {
   response_done_ = false;
   bytes_in_ = 0;
   bytes_out_ = 0;
+  response_length_.reset();
 }
 
 net::awaitable<void> Session::reject(int status, std::string_view reason) {
@@ -419,7 +421,8 @@ net::awaitable<void> Session::serve_one() {
   }
   if (server_.access_logger_) {
     server_.access_logger_(
-        RequestRecord{&request_, logged_status, bytes_in_, bytes_out_, seconds, start_time});
+        RequestRecord{&request_, logged_status, response_length_, bytes_in_, bytes_out_, seconds,
+                      start_time});
   }
 }
 
@@ -489,6 +492,7 @@ std::string Session::format_head(int status, const HeaderMap& headers,
     head.append(name).append(": ").append(value).append("\r\n");
   }
   if (!has_date) head.append("Date: ").append(cached_date()).append("\r\n");
+  response_length_ = chunked ? std::nullopt : length;
   if (chunked) {
     head.append("Transfer-Encoding: chunked\r\n");
   } else if (length) {

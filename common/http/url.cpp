@@ -1,0 +1,100 @@
+#include "common/http/url.h"
+
+namespace apus::common::http {
+
+namespace {
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+bool always_safe(unsigned char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '.' || c == '-' || c == '~';
+}
+
+// Python's str.split('/', maxsplit).
+std::vector<std::string_view> split_slash(std::string_view s, int maxsplit) {
+  std::vector<std::string_view> out;
+  size_t start = 0;
+  while (maxsplit-- > 0) {
+    size_t slash = s.find('/', start);
+    if (slash == std::string_view::npos) break;
+    out.push_back(s.substr(start, slash - start));
+    start = slash + 1;
+  }
+  out.push_back(s.substr(start));
+  return out;
+}
+
+}  // namespace
+
+std::string percent_decode(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size()) {
+      int hi = hex_value(s[i + 1]), lo = hex_value(s[i + 2]);
+      if (hi >= 0 && lo >= 0) {
+        out.push_back(static_cast<char>(hi * 16 + lo));
+        i += 2;
+        continue;
+      }
+    }
+    out.push_back(s[i]);
+  }
+  return out;
+}
+
+std::string quote(std::string_view s, std::string_view safe) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(s.size());
+  for (char ch : s) {
+    auto c = static_cast<unsigned char>(ch);
+    if (always_safe(c) || safe.find(ch) != std::string_view::npos) {
+      out.push_back(ch);
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+    }
+  }
+  return out;
+}
+
+Result<std::vector<std::optional<std::string>>> split_path(std::string_view path, int minsegs,
+                                                            int maxsegs, bool rest_with_last) {
+  if (maxsegs == 0) maxsegs = minsegs;
+  if (minsegs > maxsegs) return Status::invalid_argument("minsegs > maxsegs");
+  auto invalid = [&] { return Status::invalid_argument("Invalid path: " + quote(path)); };
+  int lo = minsegs + 1, hi = maxsegs + 1;
+  auto segs = split_slash(path, rest_with_last ? maxsegs : hi);
+  int count = static_cast<int>(segs.size());
+  if (!segs[0].empty() || count < lo) return invalid();
+  if (rest_with_last ? count > hi : (count > hi + 1 || (count == hi + 1 && !segs[hi].empty()))) {
+    return invalid();
+  }
+  for (int i = 1; i < lo && i < count; ++i) {
+    if (segs[i].empty()) return invalid();
+  }
+  std::vector<std::optional<std::string>> out;
+  out.reserve(maxsegs);
+  for (int i = 1; i < hi && i < count; ++i) out.emplace_back(std::string(segs[i]));
+  while (static_cast<int>(out.size()) < maxsegs) out.emplace_back(std::nullopt);
+  return out;
+}
+
+Status validate_device_partition(std::string_view device, std::string_view partition) {
+  auto bad = [](std::string_view v) {
+    return v.empty() || v == "." || v == ".." || v.find('/') != std::string_view::npos;
+  };
+  if (bad(device)) return Status::invalid_argument("Invalid device: " + quote(device));
+  if (bad(partition)) return Status::invalid_argument("Invalid partition: " + quote(partition));
+  return Status();
+}
+
+}  // namespace apus::common::http

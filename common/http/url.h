@@ -1,0 +1,34 @@
+// URL helpers with Python's semantics, as Swift applies them to request paths: percent
+// decoding (urllib.parse.unquote), quoting (urllib.parse.quote), and Swift's split_path().
+//
+// Pure functions; thread-safe.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+
+namespace apus::common::http {
+
+// Decodes %XX escapes; malformed escapes are kept as they are (Python's unquote does the same).
+// '+' is not a space here: paths are not form data.
+std::string percent_decode(std::string_view s);
+
+// Percent-encodes every byte except ASCII letters, digits, "_.-~" and the bytes in `safe`,
+// with upper-case hex, as Python's urllib.parse.quote(s, safe).
+std::string quote(std::string_view s, std::string_view safe = "/");
+
+// Swift's split_path: splits "/a/c/o" into between `minsegs` and `maxsegs` segments (missing
+// trailing ones are nullopt). With `rest_with_last`, the last segment takes the rest of the path,
+// slashes included (object names). InvalidArgument "Invalid path: <quoted path>" otherwise.
+Result<std::vector<std::optional<std::string>>> split_path(std::string_view path, int minsegs,
+                                                            int maxsegs = 0,
+                                                            bool rest_with_last = false);
+
+// Swift's validate_device_partition: neither empty, ".", ".." nor containing '/'.
+Status validate_device_partition(std::string_view device, std::string_view partition);
+
+}  // namespace apus::common::http
