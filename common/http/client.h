@@ -10,7 +10,8 @@
 // to several peers at once and completes when every peer took it, so the slowest peer paces
 // an upload (backpressure) and memory stays at one chunk.
 //
-// Beast-free header. Thread-compatible: a connection and its pool are used on one worker thread.
+// Beast-free header. Thread-compatible: a connection and its pool are used on one worker thread,
+// and a pool must be destroyed before the io_context its connections were made on.
 #pragma once
 
 #include <cstdint>

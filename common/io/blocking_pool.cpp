@@ -85,10 +85,11 @@ net::awaitable<void> BlockingPool::run_job(Job job) {
     auto pending = std::make_shared<Pending>(Pending{std::move(handler), net::make_work_guard(ex)});
     submit([job = std::move(job), pending = std::move(pending)]() mutable {
       job();
-      // Hand the only reference to the awaiting side: once it has resumed, its io_context may
-      // be stopped and destroyed, so nothing here may touch the work guard afterwards.
-      auto target = pending->work.get_executor();
-      net::post(target, [p = std::move(pending)] { std::move(p->handler)(); });
+      // The work guard is released only after post() has returned: until then the awaiting
+      // io_context cannot run out of work, so its run() cannot return and its owner cannot
+      // destroy it while this thread is still inside post().
+      auto work = std::move(pending->work);
+      net::post(work.get_executor(), [p = std::move(pending)] { std::move(p->handler)(); });
     });
   };
   co_await net::async_initiate<decltype(net::use_awaitable), void()>(initiate,

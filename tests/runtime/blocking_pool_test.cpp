@@ -94,9 +94,9 @@ TEST_CASE("BlockingPool::call returns move-only results") {
 
 TEST_CASE("BlockingPool::export_metrics samples queue depth and busy threads") {
   apus::common::Metrics metrics("test");
+  std::atomic<bool> release{false};  // outlives the pool, whose first job watches it
   BlockingPool pool("sdb1", 1);
   pool.export_metrics(metrics);
-  std::atomic<bool> release{false};
   pool.submit([&] {
     while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   });

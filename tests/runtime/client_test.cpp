@@ -29,12 +29,13 @@ using apus::test::TestServer;
 
 namespace {
 
-// Runs one coroutine to completion on a private io_context and returns its result.
+// Runs one coroutine to completion on `ioc` and returns its result. The io_context must
+// outlive the ConnectionPool the coroutine uses (pooled sockets belong to it).
 template <class T>
-T run(std::function<net::awaitable<T>()> body) {
-  net::io_context ioc;
+T run(net::io_context& ioc, std::function<net::awaitable<T>()> body) {
   auto future = net::co_spawn(ioc, body(), net::use_future);
   ioc.run();
+  ioc.restart();
   return future.get();
 }
 
@@ -60,9 +61,10 @@ net::awaitable<void> counting_handler(Exchange& ex) {
 
 TEST_CASE("simple_request sends a body and reuses the pooled connection") {
   TestServer server(counting_handler);
+  net::io_context ioc;
   ConnectionPool pool(ClientOptions{});
   std::set<std::string> ports;
-  auto result = run<Status>([&]() -> net::awaitable<Status> {
+  auto result = run<Status>(ioc, [&]() -> net::awaitable<Status> {
     for (int i = 0; i < 3; ++i) {
       ClientRequest req;
       req.method = "PUT";
@@ -92,8 +94,9 @@ TEST_CASE("Expect: 100-continue returns 100, or the peer's refusal before the bo
     }
     co_await counting_handler(ex);
   });
+  net::io_context ioc;
   ConnectionPool pool(ClientOptions{});
-  auto statuses = run<std::pair<int, int>>([&]() -> net::awaitable<std::pair<int, int>> {
+  auto statuses = run<std::pair<int, int>>(ioc, [&]() -> net::awaitable<std::pair<int, int>> {
     ClientRequest req;
     req.method = "PUT";
     req.content_length = 3;
@@ -119,8 +122,9 @@ TEST_CASE("a refused connection is Unavailable") {
     TestServer server(counting_handler);
     port = server.port();
   }  // nothing listens there now
+  net::io_context ioc;
   ConnectionPool pool(ClientOptions{});
-  auto s = run<Status>([&]() -> net::awaitable<Status> {
+  auto s = run<Status>(ioc, [&]() -> net::awaitable<Status> {
     auto c = co_await pool.connect("127.0.0.1", port);
     co_return c.status();
   });
@@ -136,8 +140,9 @@ TEST_CASE("a peer slower than node_timeout is Timeout") {
   });
   ClientOptions options;
   options.node_timeout = 0.1;
+  net::io_context ioc;
   ConnectionPool pool(options);
-  auto s = run<Status>([&]() -> net::awaitable<Status> {
+  auto s = run<Status>(ioc, [&]() -> net::awaitable<Status> {
     auto r = co_await apus::common::http::simple_request(pool, "127.0.0.1", server.port(),
                                                          ClientRequest{});
     co_return r.status();
@@ -147,10 +152,11 @@ TEST_CASE("a peer slower than node_timeout is Timeout") {
 
 TEST_CASE("write_all streams one body to three peers") {
   TestServer a(counting_handler), b(counting_handler), c(counting_handler);
+  net::io_context ioc;
   ConnectionPool pool(ClientOptions{});
   const size_t kChunk = 65536, kChunks = 40;
   auto statuses = run<std::vector<std::string>>(
-      [&]() -> net::awaitable<std::vector<std::string>> {
+      ioc, [&]() -> net::awaitable<std::vector<std::string>> {
         std::vector<std::unique_ptr<ClientConnection>> conns;
         for (uint16_t port : {a.port(), b.port(), c.port()}) {
           auto conn = co_await pool.connect("127.0.0.1", port);

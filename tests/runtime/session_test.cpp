@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <array>
+#include <mutex>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -24,14 +25,22 @@ namespace {
 // Reads the whole body and answers 201, or the status matching the read error; records the
 // last error seen.
 struct BodyReader {
-  std::string last_error;
+  std::mutex mutex;
+  std::string error_seen;  // GUARDED_BY(mutex): written by the worker, read by the test
+  std::string last_error() {
+    std::lock_guard lock(mutex);
+    return error_seen;
+  }
   apus::common::http::Handler handler() {
     return [this](Exchange& ex) -> net::awaitable<void> {
       std::array<char, 4096> buf;
       for (;;) {
         auto n = co_await ex.read_body(buf);
         if (!n.ok()) {
-          last_error = n.status().to_string();
+          {
+            std::lock_guard lock(mutex);
+            error_seen = n.status().to_string();
+          }
           Response r;
           r.status = n.status().code() == Status::Code::kInvalidArgument ? 400 : 499;
           (void)co_await ex.respond(std::move(r));
@@ -140,7 +149,7 @@ TEST_CASE("bad chunked encoding reaches the handler as InvalidArgument and close
   auto r = c.read_response();
   REQUIRE(r);
   CHECK(r->status == 400);
-  CHECK(reader.last_error.starts_with("InvalidArgument"));
+  CHECK(reader.last_error().starts_with("InvalidArgument"));
   CHECK(c.closed_by_peer());
   CHECK(still_serving(server.port()));
 }
@@ -156,10 +165,10 @@ TEST_CASE("a truncated body reaches the handler as Cancelled") {
     // The client went away half-way; whatever it reads, the handler saw a cancelled body.
     (void)r;
   }
-  for (int i = 0; i < 100 && reader.last_error.empty(); ++i) {
+  for (int i = 0; i < 100 && reader.last_error().empty(); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  CHECK(reader.last_error.starts_with("Cancelled"));
+  CHECK(reader.last_error().starts_with("Cancelled"));
   CHECK(still_serving(server.port()));
 }
 
@@ -195,9 +204,9 @@ TEST_CASE("a body slower than client_timeout gets Timeout and the connection clo
   REQUIRE(c.send("PUT /x HTTP/1.1\r\nContent-Length: 10\r\n\r\nabc"));
   // The timed-out socket is closed at once (Beast's tcp_stream), so no 408 reaches the client.
   CHECK(c.closed_by_peer());
-  for (int i = 0; i < 100 && reader.last_error.empty(); ++i) {
+  for (int i = 0; i < 100 && reader.last_error().empty(); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  CHECK(reader.last_error.starts_with("Timeout"));
+  CHECK(reader.last_error().starts_with("Timeout"));
   CHECK(still_serving(server.port()));
 }

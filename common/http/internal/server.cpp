@@ -149,6 +149,10 @@ class Session;
 // Thread-compatible; members below marked "worker thread" are touched only by that thread.
 struct Worker {
   net::io_context ioc{1};
+  // Keeps run() going while the worker has no connection; released by stop() after the drain,
+  // so run() returns once the last handler, timer and disk-pool completion is done.
+  std::optional<net::executor_work_guard<net::io_context::executor_type>> keep_running{
+      ioc.get_executor()};
   std::thread thread;
   std::atomic<size_t> connections{0};
   bool draining = false;                   // worker thread
@@ -181,6 +185,7 @@ class ServerImpl {
   std::atomic<size_t> open_connections_{0};
   std::mutex drain_mutex_;
   std::condition_variable drained_;
+  int workers_finished_ = 0;  // GUARDED_BY(drain_mutex_)
   bool running_ = false;
 
  private:
@@ -635,8 +640,7 @@ Status ServerImpl::start() {
   for (int i = 0; i < options_.workers; ++i) {
     auto worker = std::make_unique<Worker>();
     Worker* w = worker.get();
-    w->thread = std::thread([w] {
-      auto guard = net::make_work_guard(w->ioc);
+    w->thread = std::thread([this, w] {
       try {
         w->ioc.run();
       } catch (const std::exception& e) {
@@ -644,6 +648,9 @@ Status ServerImpl::start() {
         APUS_LOG_ERROR(std::string("worker died: ") + e.what());
         std::abort();
       }
+      std::lock_guard lock(drain_mutex_);
+      ++workers_finished_;
+      drained_.notify_all();
     });
     workers_.push_back(std::move(worker));
   }
@@ -755,12 +762,28 @@ void ServerImpl::stop() {
     Worker* worker = w.get();
     net::post(worker->ioc, [this, worker] { close_idle_sessions(*worker); });
   }
+  auto deadline = std::chrono::steady_clock::now() + to_duration(options_.drain_timeout);
   {
     std::unique_lock lock(drain_mutex_);
-    drained_.wait_for(lock, to_duration(options_.drain_timeout),
-                      [this] { return open_connections_.load() == 0; });
+    drained_.wait_until(lock, deadline, [this] { return open_connections_.load() == 0; });
   }
-  for (auto& w : workers_) w->ioc.stop();
+  // Let each worker's run() return on its own once its remaining work is done; only a worker
+  // still busy at the deadline is stopped by force.
+  for (auto& w : workers_) {
+    Worker* worker = w.get();
+    net::post(worker->ioc, [worker] { worker->keep_running.reset(); });
+  }
+  bool finished;
+  {
+    std::unique_lock lock(drain_mutex_);
+    finished = drained_.wait_until(lock, deadline, [this] {
+      return workers_finished_ == static_cast<int>(workers_.size());
+    });
+  }
+  if (!finished) {
+    APUS_LOG_WARNING("drain_timeout reached with requests in flight; stopping them");
+    for (auto& w : workers_) w->ioc.stop();
+  }
   for (auto& w : workers_) w->thread.join();
   workers_.clear();  // destroys the io_contexts and any session still open after the drain
   int fd;
