@@ -18,7 +18,12 @@ namespace {
 // configure()/reopen() and is guarded by g_mutex.
 std::atomic<int> g_level{static_cast<int>(Level::kInfo)};
 std::mutex g_mutex;
-Options g_options;         // GUARDED_BY(g_mutex)
+// Until configure() is called, logs go to stderr (reopen() keeps it that way).
+Options g_options = [] {
+  Options o;
+  o.file = "-";
+  return o;
+}();  // GUARDED_BY(g_mutex)
 int g_fd = STDERR_FILENO;  // GUARDED_BY(g_mutex); -1 means syslog
 bool g_syslog_open = false;
 

@@ -3,6 +3,9 @@
 #include "common/http/client.h"
 
 #include <doctest/doctest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <array>
 #include <atomic>
@@ -129,6 +132,41 @@ TEST_CASE("a refused connection is Unavailable") {
     co_return c.status();
   });
   CHECK(s.code() == Status::Code::kUnavailable);
+}
+
+TEST_CASE("a peer that never completes the handshake is Timeout after conn_timeout") {
+  // A listener with a full accept queue that never accepts: Linux drops further SYNs, so a new
+  // connection hangs in the handshake, as with a dead host.
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  REQUIRE(::listen(fd, 0) == 0);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  uint16_t port = ntohs(addr.sin_port);
+  net::io_context ioc;
+  ClientOptions options;
+  options.conn_timeout = 0.2;
+  ConnectionPool pool(options);
+  auto outcome = run<std::pair<Status, double>>(
+      ioc, [&]() -> net::awaitable<std::pair<Status, double>> {
+        // The first connections fill the accept queue; keep them open.
+        std::vector<std::unique_ptr<ClientConnection>> held;
+        for (int i = 0; i < 8; ++i) {
+          auto start = std::chrono::steady_clock::now();
+          auto c = co_await pool.connect("127.0.0.1", port);
+          double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+          if (!c.ok()) co_return std::make_pair(c.status(), took);
+          held.push_back(std::move(*c));
+        }
+        co_return std::make_pair(Status(), 0.0);
+      });
+  ::close(fd);
+  CHECK(outcome.first.is_timeout());
+  CHECK(outcome.second >= 0.19);
+  CHECK(outcome.second < 2.0);
 }
 
 TEST_CASE("a peer slower than node_timeout is Timeout") {
