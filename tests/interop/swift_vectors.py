@@ -26,6 +26,15 @@ and non-ASCII bytes survive; "-" stands for "absent". Kinds:
   range     header length status ranges          (header hex; ranges "start-end,..." half-open)
   cond      status etag last_modified if_match if_none_match if_modified_since
             if_unmodified_since result_status                         (header values hex)
+  pkl_dump  label protocol pickle canonical    Python's pickle.dumps() of a value built afresh
+            (pickle hex): Apus must load it to `canonical` and dump it back byte for byte
+  pkl_load  label pickle canonical             any pickle Python (or Swift) wrote: Apus must
+            load it to `canonical`
+  pkl_meta  label writer pickle pairs          object metadata as Swift (writer py3) or Python 2
+            Swift (py2) stores it, and its wire (key, value) pairs as "khex:vhex,..."
+
+"canonical" is canon() below: N T F i<int> f<IEEE hex> s<utf-8 hex> b<hex> [..] (..) {k:v,..},
+of what pickle.loads(data, encoding='bytes') returns.
 
 Timestamps built from text with more than 5 decimals keep Swift's unrounded float in memory,
 so Swift's own .raw and ceil() for them can disagree with its text form. Apus stores only
@@ -35,6 +44,7 @@ every other Swift process sees.
 
 import calendar
 import os
+import pickle
 import random
 import struct
 import time
@@ -548,6 +558,461 @@ def cond_vectors(out, rng):
                 result)
 
 
+# ---------------------------------------------------------------- pickles
+
+def canon(v):
+    """A canonical text form of a loaded pickle value; the C++ tests compute the same one."""
+    if v is None:
+        return 'N'
+    if v is True:
+        return 'T'
+    if v is False:
+        return 'F'
+    if isinstance(v, int):
+        return 'i%d' % v
+    if isinstance(v, float):
+        return 'f' + struct.pack('>d', v).hex()
+    if isinstance(v, str):
+        return 's' + v.encode('utf-8', 'surrogatepass').hex()
+    if isinstance(v, bytes):
+        return 'b' + v.hex()
+    if isinstance(v, list):
+        return '[' + ','.join(canon(x) for x in v) + ']'
+    if isinstance(v, tuple):
+        return '(' + ','.join(canon(x) for x in v) + ')'
+    if isinstance(v, dict):  # HeaderKeyDict too
+        return '{' + ','.join(canon(k) + ':' + canon(x) for k, x in v.items()) + '}'
+    raise TypeError('no canonical form for %r' % (v,))
+
+
+def pickle_load(data):
+    # encoding='bytes': Python 2 strings load as bytes, as Apus loads them (and as Swift's
+    # read_metadata does).
+    return pickle.loads(data, encoding='bytes')
+
+
+def wire_pairs_hex(pairs):
+    return ','.join('%s:%s' % (k.hex(), v.hex()) for k, v in pairs)
+
+
+PICKLE_ALPHABET = (
+    'abcxyzABC019 -_./:%~\\\'"\t\n\r\x00\x1a\x7f\x80\xa0\xe9\xff'
+    '\u0100\u2603\u4e2d\ud800\udc80\udfff\U0001f600\U0010ffff')
+
+
+def fresh_str(rng, max_len=12):
+    # A new str object each time (CPython shares only '' and one-character latin-1 strs,
+    # which Apus' dumps() models), so Python's memo output is reproducible.
+    n = rng.choice([0, 1, 1, 2, 3, 5, 8, max_len])
+    return ''.join(rng.choice(PICKLE_ALPHABET) for _ in range(n))
+
+
+def fresh_bytes(rng, max_len=12):
+    n = rng.choice([0, 1, 1, 2, 3, 5, 8, max_len])
+    return bytes(rng.randrange(256) for _ in range(n))
+
+
+def random_int(rng):
+    return rng.choice([
+        0, 1, -1, 255, 256, 65535, 65536, -129, 2 ** 31 - 1, 2 ** 31, -2 ** 31, -2 ** 31 - 1,
+        2 ** 32, 2 ** 40, -2 ** 40, 2 ** 63 - 1, -2 ** 63, -2 ** 55 - 7,
+        rng.randrange(-2 ** 63, 2 ** 63), rng.randrange(-300, 70000),
+        rng.randrange(-2 ** 40, 2 ** 40)])
+
+
+def random_float(rng):
+    k = rng.random()
+    if k < 0.3:
+        return rng.choice([0.0, -0.0, 1.5, 1e16, 1e15, 1e-4, 1e-5, 123456789012345678.0,
+                           5e-324, 1.7976931348623157e308, float('inf'), -float('inf'),
+                           float('nan'), 0.1, 1 / 3, 1e22, 1e23, 9007199254740993.0])
+    if k < 0.6:
+        return struct.unpack('>d', struct.pack('>Q', rng.getrandbits(64)))[0]
+    if k < 0.8:
+        return rng.uniform(-1e6, 1e6)
+    return time.time() + rng.random()
+
+
+def random_key(rng):
+    k = rng.random()
+    if k < 0.6:
+        return fresh_str(rng)
+    if k < 0.75:
+        return fresh_bytes(rng)
+    if k < 0.85:
+        return random_int(rng)
+    if k < 0.9:
+        return None
+    if k < 0.95:
+        return random_float(rng)
+    return tuple(fresh_str(rng) for _ in range(rng.randrange(0, 3)))
+
+
+def random_value(rng, depth=0):
+    k = rng.random()
+    if depth >= 3 or k < 0.55:
+        return rng.choice([
+            lambda: None, lambda: rng.random() < 0.5, lambda: random_int(rng),
+            lambda: random_float(rng), lambda: fresh_str(rng), lambda: fresh_str(rng, 300),
+            lambda: fresh_bytes(rng), lambda: fresh_bytes(rng, 300)])()
+    n = rng.choice([0, 1, 2, 3, 4, 7])
+    if k < 0.7:
+        return [random_value(rng, depth + 1) for _ in range(n)]
+    if k < 0.8:
+        return tuple(random_value(rng, depth + 1) for _ in range(n))
+    d = {}
+    for _ in range(n):
+        d[random_key(rng)] = random_value(rng, depth + 1)
+    return d
+
+
+def hashes_like(rng, count, ec=False, valid=True):
+    # hashes.pkl / REPLICATE: {suffix: md5hex | None, 'valid': True, 'updated': float}
+    hashes = {}
+    for s in rng.sample(range(4096), count):
+        if ec:
+            v = {None: md5hex(rng)}
+            for frag in rng.sample(range(14), rng.randrange(1, 4)):
+                v[frag] = md5hex(rng)
+        else:
+            v = md5hex(rng) if rng.random() < 0.8 else None
+        hashes['%03x' % s] = v
+    if valid:
+        hashes['valid'] = True
+        hashes['updated'] = time.time()
+    return hashes
+
+
+def md5hex(rng):
+    return '%032x' % rng.getrandbits(128)
+
+
+def py2_metadata_pickle(pairs):
+    """What Python 2 Swift's cPickle.dumps(metadata, 2) wrote: plain str (bytes) items."""
+    out = [b'\x80\x02}q\x01(']
+    memo = 2
+    for k, v in pairs:
+        for item in (k, v):
+            if len(item) < 256:
+                out.append(b'U' + bytes([len(item)]) + item)
+            else:
+                out.append(b'T' + struct.pack('<i', len(item)) + item)
+            out.append(b'q' + bytes([memo]) if memo < 256 else b'r' + struct.pack('<I', memo))
+            memo += 1
+    out.append(b'u.')
+    return b''.join(out)
+
+
+def py2_repr(b):
+    # Python 2's repr() of a str, as protocol 0 STRING carries it.
+    quote = '"' if b"'" in b and b'"' not in b else "'"
+    out = []
+    for c in b:
+        ch = chr(c)
+        if ch == quote or ch == '\\':
+            out.append('\\' + ch)
+        elif ch == '\t':
+            out.append('\\t')
+        elif ch == '\n':
+            out.append('\\n')
+        elif ch == '\r':
+            out.append('\\r')
+        elif 32 <= c < 127:
+            out.append(ch)
+        else:
+            out.append('\\x%02x' % c)
+    return (quote + ''.join(out) + quote).encode('ascii')
+
+
+def py2_async_pickle(update, headers):
+    """A Python 2 async_pending: protocol 0, str items as STRING, HeaderKeyDict headers."""
+    out = [b'(dp1\n']
+    memo = [2]
+
+    def put():
+        out.append(b'p%d\n' % memo[0])
+        memo[0] += 1
+
+    def s(b):
+        out.append(b'S' + py2_repr(b) + b'\n')
+        put()
+
+    for k, v in update:
+        s(k)
+        if isinstance(v, bytes):
+            s(v)
+        elif isinstance(v, list):
+            out.append(b'(l')
+            put()
+            for i in v:
+                out.append(b'I%d\na' % i)
+        else:
+            out.append(b'N')
+        out.append(b's')
+    s(b'headers')
+    out.append(b'ccopy_reg\n_reconstructor\n')
+    put()
+    out.append(b'(cswift.common.header_key_dict\nHeaderKeyDict\n')
+    put()
+    out.append(b'c__builtin__\ndict\n')
+    put()
+    out.append(b'(d')
+    put()
+    for k, v in headers:
+        s(k)
+        s(v)
+        out.append(b's')
+    out.append(b't')
+    put()
+    out.append(b'R')
+    put()
+    out.append(b's.')
+    return b''.join(out)
+
+
+class SwiftObjectServer(object):
+    """A stock Swift object server on a temp device, driven in-process through swob."""
+
+    def __init__(self):
+        import logging
+        import shutil
+        import tempfile
+        import eventlet
+        from swift.obj import diskfile, server
+        self.eventlet, self.diskfile, self.shutil = eventlet, diskfile, shutil
+        self.root = tempfile.mkdtemp(prefix='apus-pickle-vectors-')
+        os.makedirs(os.path.join(self.root, 'sda1'))
+        logger = logging.getLogger('apus-pickle-vectors')
+        logger.addHandler(logging.NullHandler())
+        logger.propagate = False
+        logger.statsd_client = None  # what get_logger() sets when statsd is off
+        self.logger = utils.LogAdapter(logger, 'object-server')
+        self.conf = {'devices': self.root, 'mount_check': 'false',
+                     'container_update_timeout': '0.01'}
+        self.app = server.ObjectController(self.conf, logger=self.logger)
+        # Recent: Swift reclaims tombstones older than a week right away.
+        self.ts = float(int(time.time()))
+
+    def close(self):
+        self.shutil.rmtree(self.root, ignore_errors=True)
+
+    def timestamp(self):
+        self.ts += 1.25
+        return utils.Timestamp(self.ts).internal
+
+    def request(self, method, path, headers=None, body=b''):
+        # path and header values are WSGI strings: one code point per wire byte.
+        headers = dict(headers or {})
+        headers.setdefault('X-Timestamp', self.timestamp())
+        if method == 'PUT':
+            headers.setdefault('Content-Length', str(len(body)))
+            headers.setdefault('Content-Type', 'application/octet-stream')
+        req = swob.Request.blank(path, environ={'REQUEST_METHOD': method}, headers=headers,
+                                 body=body)
+        resp = req.get_response(self.app)
+        assert resp.status_int // 100 == 2 or (method == 'DELETE' and resp.status_int == 404), (
+            method, path, resp.status)
+        self.eventlet.sleep(0)
+        return resp
+
+    def files(self, kind):
+        found = []
+        for dirpath, _, names in os.walk(os.path.join(self.root, 'sda1')):
+            for n in names:
+                if kind == 'async' and 'async_pending' in dirpath:
+                    found.append(os.path.join(dirpath, n))
+                elif kind == 'object' and n.endswith(('.data', '.meta', '.ts')):
+                    found.append(os.path.join(dirpath, n))
+        return sorted(found)
+
+    def wait_for_asyncs(self, count):
+        for _ in range(500):
+            if len(self.files('async')) >= count:
+                return
+            self.eventlet.sleep(0.01)
+        raise AssertionError('async_pending files were not written')
+
+
+def metadata_xattr(path):
+    import xattr
+    data, n = b'', 0
+    while True:
+        try:
+            data += xattr.getxattr(path, 'user.swift.metadata' + (str(n) if n else ''))
+        except OSError:
+            return data
+        n += 1
+
+
+def wire_metadata(swift_metadata):
+    """Swift's read_metadata() result as wire bytes: WSGI strings, except name's UTF-8."""
+    pairs = []
+    for k, v in swift_metadata.items():
+        if k == 'name':
+            pairs.append((k.encode('latin-1'), v.encode('utf-8', 'surrogateescape')))
+        else:
+            pairs.append((k.encode('latin-1'), v.encode('latin-1')))
+    return pairs
+
+
+def swift_pickle_cases(rng):
+    """Pickles stock Swift writes: object metadata, async_pendings, hashes.pkl, REPLICATE."""
+    from swift.obj import diskfile
+    from swift.common.storage_policy import POLICIES
+    cases = {'meta': [], 'load': [], 'dump': []}
+    srv = SwiftObjectServer()
+    try:
+        snowman = '\xe2\x98\x83'  # WSGI string of the wire bytes of U+2603
+        high = ''.join(chr(c) for c in range(0x80, 0x100))
+        srv.request('PUT', '/sda1/0/AUTH_test/c/o', {
+            'Content-Type': 'text/plain', 'X-Object-Meta-Color': 'blue',
+            'X-Object-Meta-A': '1', 'X-Object-Meta-B': '1', 'X-Object-Meta-Empty': '',
+            'X-Object-Meta-E2': ''}, b'hello')
+        names = ('\u00e9', '\u4e2d\u6587', '\U0001f600 obj/with/slashes')
+        path_name = '/AUTH_' + names[0] + '/c' + names[1] + '/o' + names[2]
+        path = '/sda1/0' + path_name
+        srv.request('PUT', swob.str_to_wsgi(path), {
+            'Content-Type': 'text/pl\xc3\xa9in; charset=utf-8',
+            'X-Object-Meta-Caf\xc3\xa9': '\xc3\xa9t\xc3\xa9 ' + snowman,
+            'X-Object-Meta-High': high, 'X-Object-Meta-Latin1': 'caf\xe9',
+            'X-Object-Sysmeta-Thing': snowman, 'X-Object-Transient-Sysmeta-T': 'x',
+            'X-Object-Meta-Sym': '\\\'"%~\x7f', 'Content-Encoding': 'gzip',
+            'Content-Disposition': 'attachment; filename="\xc3\xa9.txt"',
+            'X-Container-Host': '127.0.0.1:1', 'X-Container-Device': 'sdb',
+            'X-Container-Partition': '7'}, b'x' * 100)
+        # Enough items for memo indices above 255, small enough for ext4's one xattr block.
+        many = {'X-Object-Meta-K%02d' % i: 'v%d' % i for i in range(46)}
+        srv.request('PUT', '/sda1/0/AUTH_test/c/many', many, b'')
+        srv.request('POST', '/sda1/0/AUTH_test/c/o', {
+            'X-Object-Meta-Posted': '\xe4\xb8\xad', 'Content-Type': 'image/png'})
+        gone = swob.str_to_wsgi(path + '-deleted')
+        srv.request('PUT', gone, {'X-Object-Meta-Soon': 'gone'}, b'')
+        srv.request('DELETE', gone, {
+            'X-Container-Host': '127.0.0.1:1', 'X-Container-Device': 'sdb',
+            'X-Container-Partition': '7',
+            'X-Backend-Container-Path': '.shards_AUTH_x/c-shard-' + '\u00e9'.encode(
+                'utf-8').decode('latin-1')})
+        srv.request('PUT', '/sda1/0/AUTH_test/c/shardy', {
+            'X-Container-Host': '127.0.0.1:1', 'X-Container-Device': 'sdb',
+            'X-Container-Partition': '7', 'X-Backend-Container-Path': 'AUTH_test/c-shard'},
+            b'')
+        for i in range(40):
+            name = '/sda1/0/AUTH_test/c/bulk-%d-%s' % (i, fresh_str(rng).encode(
+                'utf-8', 'surrogatepass').hex())
+            srv.request('PUT', name, {'X-Object-Meta-I': str(i)}, b'%d' % i)
+
+        checked = False
+        for path in srv.files('object'):
+            data = metadata_xattr(path)
+            assert data.startswith(b'\x80\x02}q\x00(c_codecs\nencode\n'), data[:40]
+            md = diskfile.read_metadata(path)
+            pairs = wire_metadata(md)
+            # The rule the C++ side implements, checked against what went over the wire.
+            wire = dict(pairs)
+            if b'X-Object-Meta-Caf\xc3\xa9' in wire:
+                checked = True
+                assert wire[b'X-Object-Meta-Caf\xc3\xa9'] == b'\xc3\xa9t\xc3\xa9 \xe2\x98\x83'
+                assert wire[b'X-Object-Meta-High'] == bytes(range(0x80, 0x100))
+                assert wire[b'name'] == path_name.encode('utf-8'), wire[b'name']
+            label = 'swift-' + os.path.splitext(path)[1][1:]
+            cases['meta'].append((label, 'py3', data, pairs))
+        assert checked
+
+        srv.wait_for_asyncs(3)
+        for path in srv.files('async'):
+            data = open(path, 'rb').read()
+            assert data.startswith(b'(dp0\n'), data[:20]
+            cases['load'].append(('swift-async', data))
+            # The updater rewrites it (protocol 0 again) after partial success.
+            update = pickle.loads(data)
+            update['successes'] = [1, 3]
+            tmp = path + '.rewritten'
+            utils.write_pickle(update, tmp)
+            cases['load'].append(('swift-async-rewritten', open(tmp, 'rb').read()))
+            os.unlink(tmp)
+
+        mgr = srv.app._diskfile_router[POLICIES[0]]
+        mgr.get_hashes('sda1', '0', [], POLICIES[0])
+        pkl = os.path.join(srv.root, 'sda1', 'objects', '0', 'hashes.pkl')
+        cases['dump'].append(('swift-hashes.pkl', 2, open(pkl, 'rb').read()))
+        req = swob.Request.blank('/sda1/0', environ={'REQUEST_METHOD': 'REPLICATE'})
+        resp = req.get_response(srv.app)
+        assert resp.status_int == 200, resp.status
+        cases['dump'].append(('swift-replicate', 2, resp.body))
+    finally:
+        srv.close()
+    return cases
+
+
+def pickle_cases(rng):
+    """Every pickle case, as {'dump': [(label, protocol, data)], 'load': [(label, data)],
+    'meta': [(label, writer, data, wire_pairs)]}. 'dump' data is Python's own pickle.dumps()
+    of a value built afresh, which Apus must reproduce byte for byte."""
+    cases = swift_pickle_cases(rng)
+    dump, load, meta = cases['dump'], cases['load'], cases['meta']
+
+    fixed = [None, True, False, 0, -1, 1.5, '', 'x', b'', b'x', [], (), {}, (None,),
+             [None, None], (1, 2), (1, 2, 3), (1, 2, 3, 4)]
+    for i, v in enumerate(fixed):
+        for proto in (0, 1, 2):
+            dump.append(('fixed-%d' % i, proto, pickle.dumps(v, proto)))
+    for n in (999, 1000, 1001, 2000, 2001):
+        for proto in (0, 1, 2):
+            dump.append(('list-%d' % n, proto, pickle.dumps(list(range(n)), proto)))
+            d = {'k%d' % i: i for i in range(n)}
+            dump.append(('dict-%d' % n, proto, pickle.dumps(d, proto)))
+            big = [fresh_bytes(rng, 3) for _ in range(n // 3)]
+            dump.append(('bytes-list-%d' % n, proto, pickle.dumps(big, proto)))
+    for i in range(400):
+        v = random_value(rng)
+        for proto in (0, 1, 2):
+            dump.append(('random-%d' % i, proto, pickle.dumps(v, proto)))
+        load.append(('random-p3-%d' % i, pickle.dumps(v, 3)))
+        load.append(('random-p4-%d' % i, pickle.dumps(v, 4)))
+    for i in range(80):
+        v = random_float(rng)
+        for proto in (0, 2):
+            dump.append(('float-%d' % i, proto, pickle.dumps(v, proto)))
+    for i in range(60):
+        v = random_int(rng)
+        for proto in (0, 1, 2):
+            dump.append(('int-%d' % i, proto, pickle.dumps(v, proto)))
+    for count, ec, valid in ((0, False, True), (1, False, True), (30, False, True),
+                             (4096, False, True), (20, False, False), (10, True, True),
+                             (1, True, False)):
+        dump.append(('hashes-%d' % count, 2, pickle.dumps(hashes_like(rng, count, ec, valid), 2)))
+
+    # Python 2 Swift: object metadata as plain strs, async_pending with STRING items.
+    py2_pairs = [(b'name', b'/AUTH_test/c/\xc3\xa9 \xf0\x9f\x98\x80'),
+                 (b'X-Timestamp', b'1402464677.04188'), (b'Content-Length', b'0'),
+                 (b'ETag', b'd41d8cd98f00b204e9800998ecf8427e'),
+                 (b'Content-Type', b'text/plain'),
+                 (b'X-Object-Meta-Caf\xc3\xa9', b'\xc3\xa9t\xc3\xa9 \xe2\x98\x83'),
+                 (b'X-Object-Meta-Raw', bytes(range(0x80, 0x100))),
+                 (b'X-Object-Meta-Long', b'v' * 300), (b'X-Object-Meta-Empty', b'')]
+    meta.append(('py2-metadata', 'py2', py2_metadata_pickle(py2_pairs), py2_pairs))
+    async_items = [(b'op', b'PUT'), (b'account', b'AUTH_test'), (b'container', b'c\xc3\xa9'),
+                   (b'obj', b"o'\"\\\n\t\x00\xff"), (b'successes', [1, 2]),
+                   (b'container_path', None)]
+    async_headers = [(b'X-Size', b'0'), (b'X-Content-Type', b'text/pl\xc3\xa9in'),
+                     (b'X-Timestamp', b'1402464677.04188'), (b'X-Trans-Id', b'tx-1'),
+                     (b'Referer', b'PUT http://localhost/sda1/p/a/c/o'),
+                     (b'X-Backend-Storage-Policy-Index', b'0'),
+                     (b'User-Agent', b'object-server 123')]
+    load.append(('py2-async', py2_async_pickle(async_items, async_headers)))
+    return cases
+
+
+def pickle_vectors(out, rng):
+    cases = pickle_cases(rng)
+    for label, proto, data in cases['dump']:
+        out.add('pkl_dump', label, proto, data.hex(), canon(pickle_load(data)))
+    for label, data in cases['load']:
+        out.add('pkl_load', label, data.hex(), canon(pickle_load(data)))
+    for label, writer, data, pairs in cases['meta']:
+        out.add('pkl_meta', label, writer, data.hex(), wire_pairs_hex(pairs))
+
+
 def main():
     if len(sys.argv) != 2:
         sys.stderr.write('usage: %s <outfile>\n' % sys.argv[0])
@@ -563,6 +1028,7 @@ def main():
     parse_date_vectors(out, rng, formatted)
     range_vectors(out, rng)
     cond_vectors(out, rng)
+    pickle_vectors(out, random.Random(SEED + 1))
     tmp = sys.argv[1] + '.tmp'
     with open(tmp, 'w', encoding='ascii') as f:
         f.write('# swift_vectors v1: generated by tests/interop/swift_vectors.py\n')

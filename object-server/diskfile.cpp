@@ -1,0 +1,573 @@
+#include "object-server/diskfile.h"
+
+#include <sys/file.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <random>
+
+#include "common/http/headers.h"
+#include "common/log/log.h"
+#include "common/pickle.h"
+
+namespace apus::object {
+
+using common::Result;
+using common::Status;
+using common::Timestamp;
+using common::io::File;
+
+namespace {
+
+// Swift splits the metadata pickle over xattrs of at most this many bytes each.
+constexpr size_t kXattrChunk = 65536;
+constexpr const char* kMetadataKey = "user.swift.metadata";
+constexpr const char* kChecksumKey = "user.swift.metadata_checksum";
+
+std::string join(std::string_view a, std::string_view b) {
+  std::string out(a);
+  out.push_back('/');
+  out.append(b);
+  return out;
+}
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+bool reclaimable(const Timestamp& ts, const Timestamp& now, int64_t reclaim_age) {
+  return now.seconds() - ts.seconds() > static_cast<double>(reclaim_age);
+}
+
+// Files newer than `ts` stay in `files`; the rest (same age or older) are returned.
+std::vector<OnDiskFile> split_older_or_equal(std::vector<OnDiskFile>& files, const Timestamp& ts) {
+  std::vector<OnDiskFile> older;
+  auto keep = std::stable_partition(files.begin(), files.end(),
+                                    [&](const OnDiskFile& f) { return f.timestamp > ts; });
+  older.assign(keep, files.end());
+  files.erase(keep, files.end());
+  return older;
+}
+
+std::vector<OnDiskFile> split_older(std::vector<OnDiskFile>& files, const Timestamp& ts) {
+  std::vector<OnDiskFile> older;
+  auto keep = std::stable_partition(files.begin(), files.end(),
+                                    [&](const OnDiskFile& f) { return f.timestamp >= ts; });
+  older.assign(keep, files.end());
+  files.erase(keep, files.end());
+  return older;
+}
+
+void add_names(std::vector<std::string>& out, const std::vector<OnDiskFile>& files) {
+  for (const auto& f : files) out.push_back(f.name);
+}
+
+Timestamp ctype_or_zero(const OnDiskFile& f) { return f.ctype_timestamp.value_or(Timestamp()); }
+
+}  // namespace
+
+const std::string* find_meta(const Metadata& md, std::string_view key) {
+  for (const auto& [k, v] : md) {
+    if (k == key) return &v;
+  }
+  return nullptr;
+}
+
+void set_meta(Metadata& md, std::string_view key, std::string_view value) {
+  for (auto& [k, v] : md) {
+    if (k == key) {
+      v.assign(value);
+      return;
+    }
+  }
+  md.emplace_back(key, value);
+}
+
+std::optional<OnDiskFile> parse_file_name(std::string_view name) {
+  OnDiskFile f;
+  f.name.assign(name);
+  std::string_view stem;
+  if (ends_with(name, ".data")) {
+    f.kind = OnDiskFile::Kind::kData;
+    stem = name.substr(0, name.size() - 5);
+  } else if (ends_with(name, ".ts")) {
+    f.kind = OnDiskFile::Kind::kTombstone;
+    stem = name.substr(0, name.size() - 3);
+  } else if (ends_with(name, ".meta")) {
+    f.kind = OnDiskFile::Kind::kMeta;
+    stem = name.substr(0, name.size() - 5);
+    auto decoded = common::decode_timestamps(stem, /*explicit_deltas=*/true);
+    if (!decoded.ok()) return std::nullopt;
+    f.timestamp = decoded->t1;
+    f.ctype_timestamp = decoded->t2;
+    return f;
+  } else {
+    return std::nullopt;
+  }
+  auto ts = Timestamp::parse(stem);
+  if (!ts.ok()) return std::nullopt;
+  f.timestamp = *ts;
+  return f;
+}
+
+ChosenFiles choose_files(const std::vector<std::string>& names, const Timestamp& now,
+                         int64_t reclaim_age) {
+  std::vector<OnDiskFile> data, meta, ts;
+  for (const auto& n : names) {
+    auto f = parse_file_name(n);
+    if (!f) continue;  // unexpected files are left alone, as Swift does
+    switch (f->kind) {
+      case OnDiskFile::Kind::kData: data.push_back(std::move(*f)); break;
+      case OnDiskFile::Kind::kMeta: meta.push_back(std::move(*f)); break;
+      case OnDiskFile::Kind::kTombstone: ts.push_back(std::move(*f)); break;
+    }
+  }
+  auto newest_first = [](const OnDiskFile& a, const OnDiskFile& b) {
+    return a.timestamp > b.timestamp;
+  };
+  std::stable_sort(data.begin(), data.end(), newest_first);
+  std::stable_sort(meta.begin(), meta.end(), newest_first);
+  std::stable_sort(ts.begin(), ts.end(), newest_first);
+
+  ChosenFiles out;
+  // 1. The newest tombstone makes everything else of its age or older obsolete.
+  if (!ts.empty()) {
+    add_names(out.obsolete, split_older_or_equal(data, ts.front().timestamp));
+    add_names(out.obsolete, split_older_or_equal(meta, ts.front().timestamp));
+    for (size_t i = 1; i < ts.size(); ++i) out.obsolete.push_back(ts[i].name);
+    ts.resize(1);
+  }
+  // 2. Keep the newest .meta, and an older one whose content-type is newer still.
+  if (!meta.empty()) {
+    size_t retain = 1;
+    if (meta.size() > 1) {
+      std::stable_sort(meta.begin() + 1, meta.end(), [](const OnDiskFile& a, const OnDiskFile& b) {
+        return ctype_or_zero(a) > ctype_or_zero(b);
+      });
+      if (ctype_or_zero(meta[1]) > ctype_or_zero(meta[0])) {
+        if (meta[1].timestamp == meta[0].timestamp) {
+          std::swap(meta[0], meta[1]);  // same age: keep only the one with the newer ctype
+        } else {
+          retain = 2;
+        }
+      }
+    }
+    for (size_t i = retain; i < meta.size(); ++i) out.obsolete.push_back(meta[i].name);
+    meta.resize(retain);
+  }
+  // 3. The newest .data; older data and anything not newer than it are obsolete.
+  if (!data.empty()) {
+    add_names(out.obsolete, split_older(data, data.front().timestamp));
+    add_names(out.obsolete, split_older_or_equal(meta, data.front().timestamp));
+    add_names(out.obsolete, split_older_or_equal(ts, data.front().timestamp));
+    out.data = data.front();
+  }
+  // 4. The final choice.
+  if (out.data) {
+    if (!meta.empty()) {
+      out.meta = meta.front();
+      const OnDiskFile& ctype = meta.back();
+      if (ctype_or_zero(ctype) > out.data->timestamp) out.ctype_meta = ctype;
+    }
+  } else {
+    if (!ts.empty()) {
+      out.tombstone = ts.front();
+      if (reclaimable(ts.front().timestamp, now, reclaim_age)) {
+        out.obsolete.push_back(ts.front().name);
+      }
+    }
+    // .meta files without data wait for reclaim_age, then go.
+    for (const auto& m : meta) {
+      if (reclaimable(m.timestamp, now, reclaim_age)) out.obsolete.push_back(m.name);
+    }
+  }
+  return out;
+}
+
+// ---- ObjectWriter --------------------------------------------------------------------------
+
+ObjectWriter::ObjectWriter(DiskFileManager& manager, Location location, std::string hash,
+                           File temp)
+    : manager_(manager),
+      location_(std::move(location)),
+      hash_(std::move(hash)),
+      temp_(std::move(temp)) {}
+
+ObjectWriter::~ObjectWriter() {
+  if (!committed_ && temp_.is_open()) {
+    std::string path = temp_.path();
+    (void)temp_.close();
+    manager_.fs().unlink(path).ignore();  // a failed upload leaves nothing behind
+  }
+}
+
+Status ObjectWriter::write(std::string_view chunk) {
+  APUS_RETURN_IF_ERROR(manager_.fs().write(temp_, chunk));
+  written_ += chunk.size();
+  unsynced_ += chunk.size();
+  // Swift's mb_per_sync: flush periodically so a large upload does not end in one huge fsync.
+  uint64_t every = manager_.options().mb_per_sync << 20;
+  if (manager_.options().fsync_on_close && every > 0 && unsynced_ >= every) {
+    APUS_RETURN_IF_ERROR(manager_.fs().fdatasync(temp_));
+    manager_.fs().drop_cache(temp_, written_ - unsynced_, unsynced_).ignore();
+    unsynced_ = 0;
+  }
+  return Status();
+}
+
+Status ObjectWriter::commit(const Metadata& metadata, const Timestamp& timestamp) {
+  APUS_RETURN_IF_ERROR(manager_.write_metadata(temp_, metadata));
+  APUS_RETURN_IF_ERROR(manager_.commit_file(location_, hash_, temp_, timestamp.internal() + ".data",
+                                            manager_.options().fsync_on_close));
+  committed_ = true;
+  return Status();
+}
+
+// ---- DiskFileManager -----------------------------------------------------------------------
+
+DiskFileManager::DiskFileManager(common::io::Fs& fs, DiskFileOptions options,
+                                 common::HashPathConfig hash_config)
+    : fs_(fs), options_(std::move(options)), hash_config_(std::move(hash_config)) {}
+
+std::string DiskFileManager::policy_dir(std::string_view base, int policy) {
+  std::string out(base);
+  if (policy > 0) out += "-" + std::to_string(policy);
+  return out;
+}
+
+Status DiskFileManager::check_device(const std::string& device) {
+  std::string path = join(options_.devices, device);
+  if (options_.mount_check) {
+    auto mounted = fs_.is_mount(path);
+    if (!mounted.ok() || !*mounted) {
+      return Status::insufficient_storage(device + " is not mounted");
+    }
+    return Status();
+  }
+  auto st = fs_.stat(path);
+  if (!st.ok() || !st->exists || !st->is_dir) {
+    return Status::insufficient_storage(device + " is not a directory");
+  }
+  return Status();
+}
+
+Status DiskFileManager::check_free_space(const std::string& device, uint64_t size) {
+  if (options_.fallocate_reserve <= 0) return Status();
+  auto space = fs_.statvfs(join(options_.devices, device));
+  if (!space.ok()) return space.status();
+  double free_after = static_cast<double>(space->free_bytes) - static_cast<double>(size);
+  double reserve = options_.fallocate_reserve_is_percent
+                       ? static_cast<double>(space->total_bytes) * options_.fallocate_reserve / 100
+                       : options_.fallocate_reserve;
+  if (free_after < reserve) {
+    return Status::insufficient_storage("not enough free space on " + device);
+  }
+  return Status();
+}
+
+Result<std::string> DiskFileManager::object_hash(const Location& loc) const {
+  return common::hash_path_hex(hash_config_, loc.account, loc.container, loc.object);
+}
+
+std::string DiskFileManager::partition_dir(const Location& loc) const {
+  return join(join(join(options_.devices, loc.device), policy_dir("objects", loc.policy)),
+              loc.partition);
+}
+
+std::string DiskFileManager::hash_dir(const Location& loc, const std::string& hash) const {
+  return join(join(partition_dir(loc), hash.substr(hash.size() - 3)), hash);
+}
+
+Status DiskFileManager::write_metadata(File& file, const Metadata& metadata) {
+  std::string pickled = common::pickle::encode_object_metadata(metadata);
+  for (size_t i = 0, n = 0; i < pickled.size() || n == 0; i += kXattrChunk, ++n) {
+    std::string key = kMetadataKey;
+    if (n > 0) key += std::to_string(n);
+    APUS_RETURN_IF_ERROR(
+        fs_.set_xattr(file, key, std::string_view(pickled).substr(i, kXattrChunk)));
+    if (i + kXattrChunk >= pickled.size()) break;
+  }
+  return fs_.set_xattr(file, kChecksumKey, common::crypto::md5_hex(pickled));
+}
+
+Result<Metadata> DiskFileManager::read_metadata(const File& file) {
+  std::string pickled;
+  for (int n = 0;; ++n) {
+    std::string key = kMetadataKey;
+    if (n > 0) key += std::to_string(n);
+    auto piece = fs_.get_xattr(file, key);
+    if (!piece.ok()) {
+      if (piece.status().is_not_found() && n > 0) break;
+      if (piece.status().is_not_found()) return Status::corruption("no metadata xattr");
+      return piece.status();
+    }
+    pickled += *piece;
+  }
+  auto checksum = fs_.get_xattr(file, kChecksumKey);
+  if (checksum.ok() && *checksum != common::crypto::md5_hex(pickled)) {
+    return Status::corruption("metadata checksum mismatch");
+  }
+  auto decoded = common::pickle::decode_object_metadata(pickled);
+  if (!decoded.ok()) return Status::corruption("unreadable metadata: " + decoded.status().message());
+  return std::move(*decoded);
+}
+
+Result<Metadata> DiskFileManager::read_metadata_at(const std::string& path) {
+  auto f = fs_.open_read(path);
+  if (!f.ok()) return f.status();
+  return read_metadata(*f);
+}
+
+Result<DiskObject> DiskFileManager::open(const Location& loc) {
+  auto hash = object_hash(loc);
+  if (!hash.ok()) return hash.status();
+  std::string dir = hash_dir(loc, *hash);
+  DiskObject obj;
+  auto names = fs_.list_dir(dir);
+  if (!names.ok()) {
+    if (names.status().is_not_found()) return obj;
+    // A hash "directory" that is a file: Swift quarantines it.
+    auto st = fs_.stat(dir);
+    if (st.ok() && st->exists && !st->is_dir) {
+      quarantine(loc, *hash, "hash directory is a file").ignore();
+      return obj;
+    }
+    return names.status();
+  }
+  ChosenFiles chosen = choose_files(*names, Timestamp::now(), options_.reclaim_age);
+  if (chosen.tombstone) {
+    obj.state = DiskObject::State::kDeleted;
+    obj.data_timestamp = obj.timestamp = chosen.tombstone->timestamp;
+    auto f = fs_.open_read(join(dir, chosen.tombstone->name));
+    if (f.ok()) {
+      auto md = read_metadata(*f);
+      if (md.ok()) obj.metadata = std::move(*md);
+    }
+    return obj;
+  }
+  if (!chosen.data) return obj;
+
+  auto data = fs_.open_read(join(dir, chosen.data->name));
+  if (!data.ok()) {
+    if (data.status().is_not_found()) return obj;  // replaced under us: treat as missing
+    return data.status();
+  }
+  auto data_md = read_metadata(*data);
+  if (!data_md.ok()) {
+    if (data_md.status().code() == Status::Code::kCorruption) {
+      quarantine(loc, *hash, data_md.status().message()).ignore();
+      return obj;
+    }
+    return data_md.status();
+  }
+  const std::string* stored_name = find_meta(*data_md, "name");
+  if (!stored_name) {
+    quarantine(loc, *hash, "missing name metadata").ignore();
+    return obj;
+  }
+  if (*stored_name != loc.name()) {
+    return Status::conflict("client path does not match path stored in object metadata");
+  }
+  auto st = fs_.fstat(*data);
+  const std::string* length = find_meta(*data_md, "Content-Length");
+  if (!st.ok() || !length || std::to_string(st->size) != *length) {
+    quarantine(loc, *hash, "data file size does not match Content-Length").ignore();
+    return obj;
+  }
+
+  obj.state = DiskObject::State::kExists;
+  obj.size = st->size;
+  obj.data_timestamp = obj.timestamp = obj.ctype_timestamp = chosen.data->timestamp;
+  obj.data_metadata = std::move(*data_md);
+  obj.data_file = std::move(*data);
+
+  // Effective metadata, as Swift builds it: the .meta's set (with a newer Content-Type from a
+  // second .meta merged in), then the keys only a .data may carry, then the data's Content-Type
+  // unless a .meta changed it later.
+  if (!chosen.meta) {
+    obj.metadata = obj.data_metadata;
+    return obj;
+  }
+  auto meta_md = read_metadata_at(join(dir, chosen.meta->name));
+  if (!meta_md.ok()) {
+    quarantine(loc, *hash, meta_md.status().message()).ignore();
+    return DiskObject();
+  }
+  Metadata effective = std::move(*meta_md);
+  obj.meta_timestamp = obj.timestamp = chosen.meta->timestamp;
+  auto ctype_ts_of = [](const Metadata& md) {
+    const std::string* v = find_meta(md, "Content-Type-Timestamp");
+    return v ? *v : std::string();
+  };
+  if (chosen.ctype_meta && chosen.ctype_meta->name != chosen.meta->name) {
+    auto ctype_md = read_metadata_at(join(dir, chosen.ctype_meta->name));
+    if (ctype_md.ok()) {
+      const std::string* ct = find_meta(*ctype_md, "Content-Type");
+      std::string ct_ts = ctype_ts_of(*ctype_md);
+      if (ct && ct_ts > ctype_ts_of(effective) && ct_ts > obj.data_timestamp.internal()) {
+        set_meta(effective, "Content-Type", *ct);
+        set_meta(effective, "Content-Type-Timestamp", ct_ts);
+      }
+    }
+  }
+  for (const auto& [k, v] : obj.data_metadata) {
+    std::string lower = common::http::to_lower(k);
+    if (lower == "content-length" || lower == "deleted" || lower == "etag" ||
+        lower == "x-static-large-object" || lower.rfind("x-object-sysmeta-", 0) == 0) {
+      set_meta(effective, k, v);
+    }
+  }
+  const std::string* data_ctype = find_meta(obj.data_metadata, "Content-Type");
+  if (data_ctype && obj.data_timestamp.internal() > ctype_ts_of(effective)) {
+    set_meta(effective, "Content-Type", *data_ctype);
+    std::erase_if(effective, [](const auto& kv) { return kv.first == "Content-Type-Timestamp"; });
+  }
+  if (auto ct_ts = Timestamp::parse(ctype_ts_of(effective)); ct_ts.ok()) {
+    obj.ctype_timestamp = *ct_ts;
+  }
+  obj.metadata = std::move(effective);
+  return obj;
+}
+
+Result<size_t> DiskFileManager::read(const DiskObject& obj, uint64_t offset, std::span<char> buf) {
+  return fs_.pread(obj.data_file, offset, buf);
+}
+
+Result<File> DiskFileManager::create_temp(const Location& loc) {
+  std::string tmp = join(join(options_.devices, loc.device), policy_dir("tmp", loc.policy));
+  auto file = fs_.create_temp(tmp);
+  if (!file.ok() && file.status().is_not_found()) {
+    auto made = fs_.mkdirs(tmp);
+    if (!made.ok()) return made.status();
+    file = fs_.create_temp(tmp);
+  }
+  return file;
+}
+
+Result<std::unique_ptr<ObjectWriter>> DiskFileManager::create_writer(
+    const Location& loc, std::optional<uint64_t> expected_size) {
+  auto hash = object_hash(loc);
+  if (!hash.ok()) return hash.status();
+  APUS_RETURN_IF_ERROR(check_free_space(loc.device, expected_size.value_or(0)));
+  auto temp = create_temp(loc);
+  if (!temp.ok()) return temp.status();
+  if (expected_size && *expected_size > 0) {
+    APUS_RETURN_IF_ERROR(fs_.fallocate(*temp, 0, *expected_size));
+  }
+  return std::unique_ptr<ObjectWriter>(new ObjectWriter(*this, loc, *hash, std::move(*temp)));
+}
+
+Status DiskFileManager::commit_file(const Location& loc, const std::string& hash, File& temp,
+                                    const std::string& file_name, bool fsync_data) {
+  if (fsync_data) APUS_RETURN_IF_ERROR(fs_.fsync(temp));
+  std::string dir = hash_dir(loc, hash);
+  auto created = fs_.mkdirs(dir);
+  if (!created.ok()) return created.status();
+  std::string temp_path = temp.path();
+  APUS_RETURN_IF_ERROR(temp.close());
+  APUS_RETURN_IF_ERROR(fs_.rename(temp_path, join(dir, file_name)));
+  if (fsync_data) {
+    // The new name, and every directory made on the way, must survive a crash.
+    APUS_RETURN_IF_ERROR(fs_.fsync_dir(dir));
+    std::string parent = dir;
+    for (int i = 0; i < *created; ++i) {
+      parent = parent.substr(0, parent.rfind('/'));
+      APUS_RETURN_IF_ERROR(fs_.fsync_dir(parent));
+    }
+  }
+  APUS_RETURN_IF_ERROR(invalidate_suffix(loc, hash));
+  return cleanup(dir);
+}
+
+Status DiskFileManager::cleanup(const std::string& dir) {
+  auto names = fs_.list_dir(dir);
+  if (!names.ok()) return names.status().is_not_found() ? Status() : names.status();
+  ChosenFiles chosen = choose_files(*names, Timestamp::now(), options_.reclaim_age);
+  for (const auto& name : chosen.obsolete) {
+    Status s = fs_.unlink(join(dir, name));
+    if (!s.ok() && !s.is_not_found()) return s;
+  }
+  if (chosen.obsolete.size() == names->size()) {
+    fs_.rmdir(dir).ignore();  // empty now; another writer may have raced a file in: fine
+  }
+  return Status();
+}
+
+Status DiskFileManager::write_meta(const Location& loc, const Metadata& metadata,
+                                   const Timestamp& timestamp,
+                                   std::optional<Timestamp> ctype_timestamp) {
+  auto hash = object_hash(loc);
+  if (!hash.ok()) return hash.status();
+  APUS_RETURN_IF_ERROR(check_free_space(loc.device, 0));
+  auto temp = create_temp(loc);
+  if (!temp.ok()) return temp.status();
+  std::string name = ctype_timestamp
+                         ? common::encode_timestamps(timestamp, ctype_timestamp, std::nullopt,
+                                                     /*explicit_deltas=*/true) + ".meta"
+                         : timestamp.internal() + ".meta";
+  Status s = write_metadata(*temp, metadata);
+  if (s.ok()) s = commit_file(loc, *hash, *temp, name, options_.fsync_on_close);
+  if (!s.ok() && temp->is_open()) {
+    std::string path = temp->path();
+    (void)temp->close();
+    fs_.unlink(path).ignore();
+  }
+  return s;
+}
+
+Status DiskFileManager::write_tombstone(const Location& loc, const Timestamp& timestamp,
+                                        const Metadata& extra) {
+  auto hash = object_hash(loc);
+  if (!hash.ok()) return hash.status();
+  auto temp = create_temp(loc);  // tombstones skip the free-space reserve, as in Swift
+  if (!temp.ok()) return temp.status();
+  Metadata md = {{"X-Timestamp", timestamp.internal()}, {"name", loc.name()}};
+  for (const auto& [k, v] : extra) set_meta(md, k, v);
+  Status s = write_metadata(*temp, md);
+  if (s.ok()) s = commit_file(loc, *hash, *temp, timestamp.internal() + ".ts",
+                              options_.fsync_on_close);
+  if (!s.ok() && temp->is_open()) {
+    std::string path = temp->path();
+    (void)temp->close();
+    fs_.unlink(path).ignore();
+  }
+  return s;
+}
+
+Status DiskFileManager::quarantine(const Location& loc, const std::string& hash,
+                                   std::string_view why) {
+  std::string qdir = join(join(join(options_.devices, loc.device), "quarantined"),
+                          policy_dir("objects", loc.policy));
+  auto made = fs_.mkdirs(qdir);
+  if (!made.ok()) return made.status();
+  std::string target = join(qdir, hash);
+  auto st = fs_.stat(target);
+  if (st.ok() && st->exists) {
+    // Already one there: keep both, as Swift does, with a random suffix.
+    std::random_device rd;
+    char suffix[40];
+    std::snprintf(suffix, sizeof suffix, "-%08x%08x%08x%08x", rd(), rd(), rd(), rd());
+    target += suffix;
+  }
+  APUS_LOG_WARNING("quarantining " + hash_dir(loc, hash) + ": " + std::string(why));
+  APUS_RETURN_IF_ERROR(fs_.rename(hash_dir(loc, hash), target));
+  return invalidate_suffix(loc, hash);
+}
+
+Status DiskFileManager::invalidate_suffix(const Location& loc, const std::string& hash) {
+  std::string part = partition_dir(loc);
+  // Swift guards hashes.invalid with flock on <part>/.lock; so do we, so that a Python
+  // replicator on the same disk sees whole lines.
+  auto lock = fs_.open_append(join(part, ".lock"));
+  if (!lock.ok()) return lock.status();
+  if (::flock(lock->fd(), LOCK_EX) != 0) {
+    return common::io::from_errno(errno, "flock " + part + "/.lock");
+  }
+  auto invalid = fs_.open_append(join(part, "hashes.invalid"));
+  Status s = invalid.ok() ? fs_.write(*invalid, hash.substr(hash.size() - 3) + "\n")
+                          : invalid.status();
+  ::flock(lock->fd(), LOCK_UN);
+  return s;
+}
+
+}  // namespace apus::object

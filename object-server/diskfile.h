@@ -1,0 +1,202 @@
+// The object on-disk layout, byte for byte as Swift's replicated policy keeps it
+// (swift-protocol.md §7, object-server/FORMAT.md):
+//
+//   <devices>/<dev>/objects[-N]/<part>/<suffix>/<hash>/<timestamp>.data|.meta|.ts
+//
+// with metadata pickled into `user.swift.metadata*` xattrs. DiskFileManager opens an object's
+// current state (choosing among the files of its hash directory exactly as Swift does), writes
+// new .data, .meta and .ts files durably (temp file, fsync, rename, fsync of the directory), marks
+// the partition's suffix as changed (hashes.invalid) and removes files a write made obsolete.
+//
+// Blocking: every call here does disk I/O through the Fs seam. Call only on a disk pool thread.
+// Thread-safe: a DiskFileManager holds configuration only; concurrent writers of one object are
+// ordered by their timestamps, as in Swift (the newest file wins, whatever order renames land in).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "common/crypto/md5.h"
+#include "common/hash_path.h"
+#include "common/io/fs.h"
+#include "common/status.h"
+#include "common/timestamp.h"
+
+namespace apus::object {
+
+// Object metadata as stored: (name, value) pairs of wire bytes, in the order written. Names are
+// Swift's spellings ("X-Timestamp", "Content-Type", "ETag", "Content-Length", "name",
+// "X-Object-Meta-Color"...). A few dozen entries at most, so a vector.
+using Metadata = std::vector<std::pair<std::string, std::string>>;
+
+// The value stored under `key` (exact match), or nullptr.
+const std::string* find_meta(const Metadata& md, std::string_view key);
+// Sets `key` to `value`, replacing an existing entry.
+void set_meta(Metadata& md, std::string_view key, std::string_view value);
+
+// Which object, on which device and partition, under which policy.
+struct Location {
+  std::string device;
+  std::string partition;
+  std::string account;
+  std::string container;
+  std::string object;
+  int policy = 0;
+
+  // "/a/c/o", the `name` Swift stores in metadata.
+  std::string name() const { return "/" + account + "/" + container + "/" + object; }
+};
+
+// One file of a hash directory, parsed from its name.
+struct OnDiskFile {
+  enum class Kind { kData, kMeta, kTombstone };
+  std::string name;
+  Kind kind = Kind::kData;
+  common::Timestamp timestamp;
+  std::optional<common::Timestamp> ctype_timestamp;  // .meta files that changed Content-Type
+};
+
+// Parses "<ts>.data", "<ts>.ts", "<ts>.meta" and "<ts>[+-delta].meta"; nullopt for names Swift
+// would not recognise (rsync temp files and the like), which are left alone.
+std::optional<OnDiskFile> parse_file_name(std::string_view name);
+
+// The outcome of Swift's choice among the files of one hash directory (§7.3).
+struct ChosenFiles {
+  std::optional<OnDiskFile> data;        // current .data, if the object exists
+  std::optional<OnDiskFile> meta;        // newest .meta newer than the data
+  std::optional<OnDiskFile> ctype_meta;  // an older .meta whose content-type is still newest
+  std::optional<OnDiskFile> tombstone;   // current .ts, if the object is deleted
+  std::vector<std::string> obsolete;     // files to remove
+};
+
+// Chooses the current files. `now` and `reclaim_age` (seconds) decide when a lone tombstone or
+// an orphaned .meta has lived long enough to be removed too.
+ChosenFiles choose_files(const std::vector<std::string>& names, const common::Timestamp& now,
+                         int64_t reclaim_age);
+
+// An object as found on disk.
+struct DiskObject {
+  enum class State { kMissing, kDeleted, kExists };
+  State state = State::kMissing;
+  // kExists: the .data timestamp; kDeleted: the tombstone's.
+  common::Timestamp data_timestamp;
+  // The newest of data, .meta: what X-Timestamp and X-Backend-Timestamp report.
+  common::Timestamp timestamp;
+  std::optional<common::Timestamp> meta_timestamp;
+  common::Timestamp ctype_timestamp;  // of the Content-Type in effect
+  Metadata metadata;                  // effective metadata (§7.3 rule 5)
+  Metadata data_metadata;             // the .data file's own metadata
+  uint64_t size = 0;
+  common::io::File data_file;  // open for reading when kExists
+};
+
+struct DiskFileOptions {
+  std::string devices = "/srv/node";
+  bool mount_check = true;
+  bool fsync_on_close = true;        // Apus knob: fsync data and directory before answering
+  uint64_t mb_per_sync = 512;        // fdatasync every this many MiB written
+  int64_t reclaim_age = 604800;      // seconds
+  // Free space to keep: bytes, or a percentage when fallocate_reserve_is_percent.
+  double fallocate_reserve = 1.0;
+  bool fallocate_reserve_is_percent = true;
+};
+
+class DiskFileManager;
+
+// Streams one new .data file: write() the body in chunks, then commit() with its metadata.
+// Destroying a writer that was not committed removes its temp file. Pool thread only.
+class ObjectWriter {
+ public:
+  ~ObjectWriter();
+  ObjectWriter(const ObjectWriter&) = delete;
+  ObjectWriter& operator=(const ObjectWriter&) = delete;
+
+  // Appends body bytes. InsufficientStorage when the disk is full.
+  common::Status write(std::string_view chunk);
+  uint64_t bytes_written() const { return written_; }
+  // Writes the metadata, syncs as configured, renames into the hash directory, fsyncs it,
+  // invalidates the suffix hash and removes obsolete files. `timestamp` names the file.
+  common::Status commit(const Metadata& metadata, const common::Timestamp& timestamp);
+
+ private:
+  friend class DiskFileManager;
+  ObjectWriter(DiskFileManager& manager, Location location, std::string hash,
+               common::io::File temp);
+  DiskFileManager& manager_;
+  Location location_;
+  std::string hash_;
+  common::io::File temp_;
+  uint64_t written_ = 0;
+  uint64_t unsynced_ = 0;
+  bool committed_ = false;
+};
+
+class DiskFileManager {
+ public:
+  // `fs` must outlive the manager.
+  DiskFileManager(common::io::Fs& fs, DiskFileOptions options, common::HashPathConfig hash_config);
+
+  const DiskFileOptions& options() const { return options_; }
+  common::io::Fs& fs() { return fs_; }
+
+  // 507-worthy (InsufficientStorage) when the device is not mounted (mount_check) or missing.
+  common::Status check_device(const std::string& device);
+  // InsufficientStorage when writing `size` more bytes would eat into fallocate_reserve.
+  common::Status check_free_space(const std::string& device, uint64_t size);
+
+  // The object's hash (32 hex) and its directory.
+  common::Result<std::string> object_hash(const Location& loc) const;
+  std::string hash_dir(const Location& loc, const std::string& hash) const;
+  std::string partition_dir(const Location& loc) const;
+  // "objects" or "objects-N" (likewise "tmp", "async_pending").
+  static std::string policy_dir(std::string_view base, int policy);
+
+  // Opens the object's current state. A hash directory whose files are corrupt (unreadable
+  // metadata, bad checksum, size mismatch) is quarantined and the object reported missing.
+  // Conflict when the stored name differs from loc.name() (a hash collision).
+  common::Result<DiskObject> open(const Location& loc);
+
+  // Reads up to buf.size() bytes of an opened object's data at `offset`.
+  common::Result<size_t> read(const DiskObject& obj, uint64_t offset, std::span<char> buf);
+
+  // Starts a .data write. `expected_size` (when known) is reserved with fallocate.
+  common::Result<std::unique_ptr<ObjectWriter>> create_writer(const Location& loc,
+                                                             std::optional<uint64_t> expected_size);
+  // Writes a .meta (POST) file; `ctype_timestamp` set when the POST changed Content-Type.
+  common::Status write_meta(const Location& loc, const Metadata& metadata,
+                            const common::Timestamp& timestamp,
+                            std::optional<common::Timestamp> ctype_timestamp);
+  // Writes a tombstone (.ts) with {X-Timestamp, name} (plus `extra`).
+  common::Status write_tombstone(const Location& loc, const common::Timestamp& timestamp,
+                                 const Metadata& extra = {});
+
+  // Moves the object's hash directory to <dev>/quarantined/objects[-N]/<hash>.
+  common::Status quarantine(const Location& loc, const std::string& hash, std::string_view why);
+
+  // Appends the suffix to <part>/hashes.invalid under the partition lock.
+  common::Status invalidate_suffix(const Location& loc, const std::string& hash);
+
+ private:
+  friend class ObjectWriter;
+  // Writes `metadata` into the xattrs of `file` (split in 64 KiB pieces, plus checksum).
+  common::Status write_metadata(common::io::File& file, const Metadata& metadata);
+  common::Result<Metadata> read_metadata(const common::io::File& file);
+  common::Result<Metadata> read_metadata_at(const std::string& path);
+  // Renames a finished temp file into place and does the post-write housekeeping.
+  common::Status commit_file(const Location& loc, const std::string& hash, common::io::File& temp,
+                             const std::string& file_name, bool fsync_data);
+  common::Status cleanup(const std::string& hash_dir);
+  common::Result<common::io::File> create_temp(const Location& loc);
+
+  common::io::Fs& fs_;
+  DiskFileOptions options_;
+  common::HashPathConfig hash_config_;
+};
+
+}  // namespace apus::object

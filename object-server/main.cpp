@@ -1,0 +1,85 @@
+// apus-object-server CONFIG [-v]: Swift's object server, started like swift-object-server.
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+
+#include "common/config/config.h"
+#include "common/http/server.h"
+#include "common/http/url.h"
+#include "common/io/fs.h"
+#include "common/log/log.h"
+#include "common/metrics/metrics.h"
+#include "object-server/object_server.h"
+
+namespace log = apus::common::log;
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: %s CONFIG_FILE\n", argv[0]);
+    return 2;
+  }
+  apus::common::http::Server::block_signals();
+  auto conf = apus::common::Config::load(argv[1]);
+  if (!conf.ok()) {
+    std::fprintf(stderr, "Error trying to load config from %s: %s\n", argv[1],
+                 conf.status().message().c_str());
+    return 1;
+  }
+  auto config = apus::object::ObjectServerConfig::from_config(*conf);
+  if (!config.ok()) {
+    std::fprintf(stderr, "%s\n", config.status().message().c_str());
+    return 1;
+  }
+  auto section = conf->section("app:object-server");
+  log::Options log_options;
+  log_options.name = config->log_name;
+  log_options.file = section.get_string("log_file", "");
+  log_options.facility = section.get_string("log_facility", "LOG_LOCAL0");
+  if (!log::parse_level(section.get_string("log_level", "INFO"), &log_options.level)) {
+    std::fprintf(stderr, "%s: bad log_level\n", argv[1]);
+    return 1;
+  }
+  log::configure(log_options);
+
+  apus::common::Metrics metrics("object");
+  apus::object::ObjectServer server(*config, apus::common::io::default_fs(), &metrics);
+  int pid = ::getpid();
+  auto access_log = [pid](const apus::common::http::RequestRecord& r) {
+    const auto& req = *r.request;
+    bool replication = req.method == "REPLICATE" || req.method == "SSYNC" ||
+                       req.headers.contains("X-Backend-Replication");
+    auto level = replication ? log::Level::kDebug : log::Level::kInfo;
+    if (!log::enabled(level)) return;
+    log::StorageAccessFields f;
+    std::string path = apus::common::http::quote(
+        apus::common::http::percent_decode(req.path()));
+    f.remote_addr = req.remote_addr;
+    f.method = req.method;
+    f.path = path;
+    f.status = r.status;
+    f.content_length = r.content_length;
+    f.referer = req.headers.get_or("Referer", "");
+    f.trans_id = req.headers.get_or("X-Trans-Id", "");
+    f.user_agent = req.headers.get_or("User-Agent", "");
+    f.trans_time = r.seconds;
+    f.policy_index = req.headers.get_or("X-Backend-Storage-Policy-Index", "");
+    f.now = r.start_time + r.seconds;
+    f.pid = pid;
+    log::write(level, log::format_storage_access_line(f));
+  };
+  apus::common::http::Server http(
+      config->server,
+      [&server](apus::common::http::Exchange& ex) { return server.handle(ex); }, &metrics,
+      access_log);
+  if (auto s = http.start(); !s.ok()) {
+    APUS_LOG_ERROR("cannot start: " + s.to_string());
+    std::fprintf(stderr, "cannot start: %s\n", s.to_string().c_str());
+    return 1;
+  }
+  APUS_LOG_INFO("object-server listening on " + config->server.bind_ip + ":" +
+                std::to_string(http.port()) + " with " + std::to_string(config->server.workers) +
+                " workers");
+  http.run_until_signal();
+  return 0;
+}

@@ -1,0 +1,1011 @@
+#include "object-server/object_server.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/as_tuple.hpp>
+#include <chrono>
+#include <thread>
+
+#include "common/crypto/md5.h"
+#include "common/http/client.h"
+#include "common/http/date.h"
+#include "common/http/range.h"
+#include "common/http/swob.h"
+#include "common/http/url.h"
+#include "common/log/log.h"
+#include "object-server/async_pending.h"
+
+namespace apus::object {
+
+namespace net = boost::asio;
+using common::Result;
+using common::Status;
+using common::Timestamp;
+using common::http::Exchange;
+using common::http::HeaderMap;
+using common::http::Request;
+using common::http::Response;
+using common::http::iequals;
+using common::http::istarts_with;
+using common::http::swob_response;
+using common::http::text_response;
+
+namespace {
+
+constexpr std::string_view kUserMeta = "x-object-meta-";
+constexpr std::string_view kSysMeta = "x-object-sysmeta-";
+constexpr std::string_view kTransientSysMeta = "x-object-transient-sysmeta-";
+
+bool has_prefix_and_more(std::string_view key, std::string_view prefix) {
+  return key.size() > prefix.size() && istarts_with(key, prefix);
+}
+bool is_user_or_sys_meta(std::string_view key) {
+  return has_prefix_and_more(key, kUserMeta) || has_prefix_and_more(key, kSysMeta);
+}
+bool is_sys_meta(std::string_view key) { return has_prefix_and_more(key, kSysMeta); }
+bool is_transient_sysmeta(std::string_view key) {
+  return has_prefix_and_more(key, kTransientSysMeta);
+}
+
+// Python's str.title(), which is how Swift spells header names it stores and returns.
+std::string title_case(std::string_view s) {
+  std::string out(s);
+  bool start = true;
+  for (char& c : out) {
+    bool letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+    if (letter) {
+      c = start ? static_cast<char>(std::toupper(static_cast<unsigned char>(c)))
+                : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
+    start = !letter;
+  }
+  return out;
+}
+
+std::string strip_quotes(std::string_view etag) {
+  if (etag.size() >= 2 && etag.front() == '"' && etag.back() == '"') {
+    etag = etag.substr(1, etag.size() - 2);
+  }
+  return std::string(etag);
+}
+
+Response with_header(Response r, std::string_view name, std::string_view value) {
+  r.headers.set(name, value);
+  return r;
+}
+
+// Maps a disk Status to the answer Swift gives for it.
+Response disk_error(const Status& s, const std::string& device) {
+  if (s.code() == Status::Code::kInsufficientStorage) return swob_response(507, device);
+  if (s.code() == Status::Code::kConflict) return swob_response(403);  // name collision
+  APUS_LOG_ERROR("disk error on " + device + ": " + s.to_string());
+  return swob_response(500);
+}
+
+int64_t delete_at_of(const Metadata& md) {
+  const std::string* v = find_meta(md, "X-Delete-At");
+  if (!v) return 0;
+  return std::strtoll(v->c_str(), nullptr, 10);
+}
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+// What every handler needs from the request line and backend headers.
+struct ObjectServer::Parsed {
+  const Request* req = nullptr;
+  Location loc;
+  Timestamp timestamp;  // X-Timestamp (now for GET/HEAD without one)
+};
+
+// One container update: where it goes and what it says.
+struct ObjectServer::UpdatePlan {
+  std::string op;
+  std::string device;  // the object's device: async pendings go there
+  int policy = 0;
+  std::string account, container, object;
+  std::string container_partition;
+  std::vector<std::pair<std::string, std::string>> targets;  // ("ip:port", container device)
+  HeaderMap headers;
+  std::string timestamp;  // names the async pending
+};
+
+// ---- configuration ---------------------------------------------------------------------------
+
+Result<ObjectServerConfig> ObjectServerConfig::from_config(const common::Config& conf) {
+  ObjectServerConfig c;
+  std::string app = "object-server";
+  if (auto pipeline = conf.pipeline(); pipeline.ok() && !pipeline->empty()) app = pipeline->back();
+  common::Section s = conf.section("app:" + app);
+  auto get_int = [&](const char* key, int64_t def) -> Result<int64_t> { return s.get_int(key, def); };
+  auto get_double = [&](const char* key, double def) -> Result<double> {
+    return s.get_double(key, def);
+  };
+  auto get_bool = [&](const char* key, bool def) -> Result<bool> { return s.get_bool(key, def); };
+#define APUS_TAKE(target, expr)            \
+  do {                                     \
+    auto v = (expr);                       \
+    if (!v.ok()) return v.status();        \
+    target = *v;                           \
+  } while (0)
+
+  c.server.server_type = "object-server";
+  c.server.bind_ip = s.get_string("bind_ip", "0.0.0.0");
+  int64_t port = 6200, workers = std::max(1u, std::thread::hardware_concurrency());
+  APUS_TAKE(port, get_int("bind_port", 6200));
+  if (s.get_string("workers", "auto") != "auto") APUS_TAKE(workers, get_int("workers", workers));
+  c.server.bind_port = static_cast<uint16_t>(port);
+  c.server.workers = static_cast<int>(std::max<int64_t>(1, workers));
+  int64_t backlog = 4096;
+  APUS_TAKE(backlog, get_int("backlog", 4096));
+  c.server.backlog = static_cast<int>(backlog);
+  APUS_TAKE(c.server.reuse_port, get_bool("reuse_port", false));
+  APUS_TAKE(c.server.client_timeout, get_double("client_timeout", 60));
+  c.server.builtin_healthcheck = true;
+
+  c.disk.devices = s.get_string("devices", "/srv/node");
+  APUS_TAKE(c.disk.mount_check, get_bool("mount_check", true));
+  APUS_TAKE(c.disk.fsync_on_close, get_bool("fsync_on_close", true));
+  int64_t mb = 512;
+  APUS_TAKE(mb, get_int("mb_per_sync", 512));
+  c.disk.mb_per_sync = static_cast<uint64_t>(std::max<int64_t>(0, mb));
+  APUS_TAKE(c.disk.reclaim_age, get_int("reclaim_age", 604800));
+  std::string reserve = s.get_string("fallocate_reserve", "1%");
+  c.disk.fallocate_reserve_is_percent = !reserve.empty() && reserve.back() == '%';
+  if (c.disk.fallocate_reserve_is_percent) reserve.pop_back();
+  char* end = nullptr;
+  c.disk.fallocate_reserve = std::strtod(reserve.c_str(), &end);
+  if (reserve.empty() || end == reserve.c_str() || *end != '\0') {
+    return s.invalid("fallocate_reserve", "is not a number or a percentage");
+  }
+
+  int64_t chunk = 65536;
+  APUS_TAKE(chunk, get_int("network_chunk_size", 65536));
+  c.network_chunk_size = static_cast<size_t>(std::max<int64_t>(4096, chunk));
+  APUS_TAKE(chunk, get_int("disk_chunk_size", 65536));
+  c.disk_chunk_size = static_cast<size_t>(std::max<int64_t>(4096, chunk));
+  APUS_TAKE(c.max_upload_time, get_double("max_upload_time", 86400));
+  APUS_TAKE(c.conn_timeout, get_double("conn_timeout", 0.5));
+  APUS_TAKE(c.node_timeout, get_double("node_timeout", 3));
+  APUS_TAKE(c.container_update_timeout, get_double("container_update_timeout", 1));
+  std::string mode = s.get_string("container_update_mode", "sync");
+  if (mode != "sync" && mode != "async") {
+    return s.invalid("container_update_mode", "must be sync or async");
+  }
+  c.container_update_async = mode == "async";
+  int64_t threads = 2;
+  APUS_TAKE(threads, get_int("threads_per_disk", 2));
+  c.threads_per_disk = static_cast<int>(std::max<int64_t>(1, threads));
+  std::string replication = s.get_string("replication_server", "");
+  c.replication_server = replication.empty() || common::config_true_value(replication);
+  std::string allowed = s.get_string(
+      "allowed_headers",
+      "Content-Disposition, Content-Encoding, X-Delete-At, X-Object-Manifest, "
+      "X-Static-Large-Object, Cache-Control, Content-Language, Expires, X-Robots-Tag");
+  for (const auto& h : common::list_from_csv(allowed)) {
+    c.allowed_headers.insert(common::http::to_lower(h));
+  }
+  c.log_name = s.get_string("log_name", "object-server");
+#undef APUS_TAKE
+
+  std::string swift_dir = s.get_string("swift_dir", "/etc/swift");
+  auto swift = common::load_swift_conf(swift_dir + "/swift.conf");
+  if (!swift.ok()) return swift.status();
+  c.swift = std::move(*swift);
+  return c;
+}
+
+// ---- server ---------------------------------------------------------------------------------
+
+ObjectServer::ObjectServer(ObjectServerConfig config, common::io::Fs& fs,
+                           common::Metrics* metrics)
+    : config_(std::move(config)),
+      disk_(fs, config_.disk,
+            common::HashPathConfig{config_.swift.hash_path_prefix,
+                                   config_.swift.hash_path_suffix}),
+      metrics_(metrics) {
+  if (metrics_) {
+    auto phase = [&](const char* name) {
+      return metrics_->histogram("apus_object_phase_seconds",
+                                 "Time spent in each phase of object requests", {{"phase", name}},
+                                 common::Metrics::latency_buckets());
+    };
+    phase_body_ = phase("body_read");
+    phase_write_ = phase("write");
+    phase_commit_ = phase("commit");  // metadata, fsync, rename, directory fsync
+    phase_update_ = phase("container_update");
+  }
+}
+
+ObjectServer::~ObjectServer() = default;
+
+common::io::BlockingPool& ObjectServer::pool_for(const std::string& device) {
+  std::lock_guard lock(pools_mutex_);
+  auto& pool = pools_[device];
+  if (!pool) {
+    pool = std::make_unique<common::io::BlockingPool>("disk-" + device, config_.threads_per_disk);
+    if (metrics_) pool->export_metrics(*metrics_);
+  }
+  return *pool;
+}
+
+net::awaitable<void> ObjectServer::handle(Exchange& ex) {
+  const Request& req = ex.request();
+  const std::string& method = req.method;
+  static const std::array<std::string_view, 6> kPublic = {"DELETE", "GET",  "HEAD",
+                                                           "OPTIONS", "POST", "PUT"};
+  if (method == "OPTIONS") {
+    Response r;
+    r.headers.set("Allow", "DELETE, GET, HEAD, OPTIONS, POST, PUT");
+    r.headers.set("Server", "object-server/" APUS_SWIFT_VERSION);
+    (void)co_await ex.respond(std::move(r));
+    co_return;
+  }
+  if (std::find(kPublic.begin(), kPublic.end(), method) == kPublic.end()) {
+    (void)co_await ex.respond(swob_response(405));
+    co_return;
+  }
+
+  std::string path = common::http::percent_decode(req.path());
+  if (!common::check_utf8(path, /*internal=*/true)) {
+    Response r = swob_response(412);
+    r.body = "Invalid UTF8 or contains NULL";
+    (void)co_await ex.respond(std::move(r));
+    co_return;
+  }
+  auto segs = common::http::split_path(path, 5, 5, true);
+  Status valid = segs.ok() ? common::http::validate_device_partition(*(*segs)[0], *(*segs)[1])
+                           : segs.status();
+  if (!valid.ok()) {
+    (void)co_await ex.respond(text_response(400, valid.message()));
+    co_return;
+  }
+  Parsed p;
+  p.req = &req;
+  p.loc.device = *(*segs)[0];
+  p.loc.partition = *(*segs)[1];
+  p.loc.account = *(*segs)[2];
+  p.loc.container = *(*segs)[3];
+  p.loc.object = *(*segs)[4];
+  std::string_view policy_header = req.headers.get_or("X-Backend-Storage-Policy-Index", "");
+  const common::StoragePolicy* policy = config_.swift.policies.by_index_string(policy_header);
+  if (!policy) {
+    (void)co_await ex.respond(text_response(503, "No policy with index " + std::string(policy_header)));
+    co_return;
+  }
+  p.loc.policy = static_cast<int>(policy->index);
+
+  auto ts_header = req.headers.get("X-Timestamp");
+  if (!ts_header && (method == "GET" || method == "HEAD")) {
+    p.timestamp = Timestamp::now();
+  } else if (!ts_header) {
+    (void)co_await ex.respond(text_response(400, "Missing X-Timestamp header"));
+    co_return;
+  } else {
+    auto ts = Timestamp::parse(*ts_header);
+    if (!ts.ok()) {
+      (void)co_await ex.respond(text_response(400, "Invalid X-Timestamp header"));
+      co_return;
+    }
+    p.timestamp = *ts;
+  }
+
+  if (method == "PUT") {
+    co_await handle_put(ex, p);
+  } else if (method == "GET" || method == "HEAD") {
+    co_await handle_get_head(ex, p);
+  } else if (method == "POST") {
+    co_await handle_post(ex, p);
+  } else {
+    co_await handle_delete(ex, p);
+  }
+}
+
+// ---- PUT ------------------------------------------------------------------------------------
+
+net::awaitable<void> ObjectServer::handle_put(Exchange& ex, Parsed& p) {
+  const Request& req = ex.request();
+  // Under eventlet a PUT without Content-Type reaches Swift's check as an empty one.
+  common::CheckResult check;
+  if (req.headers.contains("Content-Type")) {
+    check = common::check_object_creation(config_.swift.constraints, req.headers, p.loc.object);
+  } else {
+    HeaderMap with_empty = req.headers;
+    with_empty.set("Content-Type", "");
+    check = common::check_object_creation(config_.swift.constraints, with_empty, p.loc.object);
+  }
+  if (!check.ok()) {
+    (void)co_await ex.respond(text_response(check.status, check.body));
+    co_return;
+  }
+  std::optional<uint64_t> fsize = req.content_length;
+  if (!fsize) {
+    if (auto v = req.headers.get("X-Backend-Obj-Content-Length")) {
+      char* end = nullptr;
+      std::string s(*v);
+      uint64_t n = std::strtoull(s.c_str(), &end, 10);
+      if (s.empty() || *end != '\0') {
+        (void)co_await ex.respond(text_response(400, "invalid literal for int() with base 10: '" + s + "'"));
+        co_return;
+      }
+      fsize = n;
+    }
+  }
+
+  common::io::BlockingPool& pool = pool_for(p.loc.device);
+  // Before the body (and before "100 Continue"): device, existing state, preconditions.
+  struct Prepared {
+    Response refusal;  // status 0 when the upload may proceed
+    Metadata orig_metadata;
+    std::unique_ptr<ObjectWriter> writer;
+  };
+  Prepared prep = co_await pool.call([&]() -> Prepared {
+    Prepared out;
+    Status dev = disk_.check_device(p.loc.device);
+    if (!dev.ok()) {
+      out.refusal = swob_response(507, p.loc.device);
+      return out;
+    }
+    auto obj = disk_.open(p.loc);
+    if (!obj.ok()) {
+      out.refusal = disk_error(obj.status(), p.loc.device);
+      return out;
+    }
+    Timestamp orig = obj->state == DiskObject::State::kMissing ? Timestamp() : obj->data_timestamp;
+    if (obj->state == DiskObject::State::kExists) {
+      out.orig_metadata = obj->metadata;
+      if (auto inm = req.headers.get("If-None-Match")) {
+        const std::string* etag = find_meta(obj->metadata, "ETag");
+        for (const auto& tag : common::list_from_csv(*inm)) {
+          if (tag == "*" || (etag && strip_quotes(tag) == *etag)) {
+            out.refusal = swob_response(412);
+            return out;
+          }
+        }
+      }
+    }
+    if (orig >= p.timestamp && obj->state != DiskObject::State::kMissing) {
+      out.refusal = with_header(swob_response(409), "X-Backend-Timestamp", orig.internal());
+      return out;
+    }
+    auto writer = disk_.create_writer(p.loc, fsize);
+    if (!writer.ok()) {
+      out.refusal = disk_error(writer.status(), p.loc.device);
+      return out;
+    }
+    out.writer = std::move(*writer);
+    return out;
+  });
+  if (prep.refusal.status != 200) {
+    (void)co_await ex.respond(std::move(prep.refusal));
+    co_return;
+  }
+
+  // The body: hash on this worker, write on the disk pool, one chunk in flight.
+  common::crypto::Md5 md5;
+  std::string buf(config_.network_chunk_size, '\0');
+  uint64_t received = 0;
+  double deadline = now_seconds() + config_.max_upload_time;
+  double body_seconds = 0, write_seconds = 0;
+  for (;;) {
+    auto t0 = std::chrono::steady_clock::now();
+    auto n = co_await ex.read_body(std::span(buf.data(), buf.size()));
+    auto t1 = std::chrono::steady_clock::now();
+    body_seconds += std::chrono::duration<double>(t1 - t0).count();
+    if (!n.ok()) {
+      int status = n.status().is_timeout() ? 408 : 499;
+      co_await pool.call([&] { prep.writer.reset(); });  // removes the temp file
+      (void)co_await ex.respond(swob_response(status));
+      co_return;
+    }
+    if (*n == 0) break;
+    if (now_seconds() > deadline) {
+      co_await pool.call([&] { prep.writer.reset(); });
+      (void)co_await ex.respond(swob_response(408));
+      co_return;
+    }
+    std::string_view chunk(buf.data(), *n);
+    md5.update(chunk);
+    received += *n;
+    Status w = co_await pool.call([&] { return prep.writer->write(chunk); });
+    write_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+    if (!w.ok()) {
+      co_await pool.call([&] { prep.writer.reset(); });
+      (void)co_await ex.respond(disk_error(w, p.loc.device));
+      co_return;
+    }
+  }
+  phase_body_.observe(body_seconds);
+  phase_write_.observe(write_seconds);
+  if (fsize && *fsize != received) {
+    co_await pool.call([&] { prep.writer.reset(); });
+    (void)co_await ex.respond(swob_response(499));
+    co_return;
+  }
+  std::string etag = md5.hex_digest();
+  if (auto client_etag = req.headers.get("Etag")) {
+    std::string want = strip_quotes(*client_etag);
+    if (!want.empty() && common::http::to_lower(want) != etag) {
+      co_await pool.call([&] { prep.writer.reset(); });
+      (void)co_await ex.respond(swob_response(422));
+      co_return;
+    }
+  }
+
+  Metadata md = {{"X-Timestamp", p.timestamp.internal()},
+                 {"Content-Type", std::string(req.headers.get_or("Content-Type", ""))},
+                 {"Content-Length", std::to_string(received)},
+                 {"ETag", etag}};
+  for (const auto& [k, v] : req.headers) {
+    if (is_user_or_sys_meta(k) || is_transient_sysmeta(k)) set_meta(md, title_case(k), v);
+  }
+  std::vector<std::string> to_copy;
+  for (const auto& h : common::split_words(req.headers.get_or("X-Backend-Replication-Headers", ""))) {
+    to_copy.push_back(common::http::to_lower(h));
+  }
+  to_copy.insert(to_copy.end(), config_.allowed_headers.begin(), config_.allowed_headers.end());
+  for (const auto& h : to_copy) {
+    if (auto v = req.headers.get(h)) set_meta(md, title_case(h), *v);
+  }
+  set_meta(md, "name", p.loc.name());
+
+  auto t_commit = std::chrono::steady_clock::now();
+  Status committed = co_await pool.call([&] {
+    Status s = prep.writer->commit(md, p.timestamp);
+    prep.writer.reset();
+    return s;
+  });
+  phase_commit_.observe(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t_commit).count());
+  if (!committed.ok()) {
+    (void)co_await ex.respond(disk_error(committed, p.loc.device));
+    co_return;
+  }
+
+  HeaderMap update;
+  update.set("X-Size", std::to_string(received));
+  update.set("X-Content-Type", *find_meta(md, "Content-Type"));
+  update.set("X-Timestamp", p.timestamp.internal());
+  update.set("X-Etag", etag);
+  // Overrides: the x-backend- form first, so the sysmeta form (the one middlewares use) wins.
+  for (std::string_view prefix :
+       {"x-backend-container-update-override-", "x-object-sysmeta-container-update-override-"}) {
+    for (const auto& [k, v] : req.headers) {
+      if (istarts_with(k, prefix)) update.set("X-" + title_case(k.substr(prefix.size())), v);
+    }
+  }
+  co_await container_update(p, "PUT", std::move(update));
+
+  Response r = swob_response(201);
+  r.headers.set("Etag", "\"" + etag + "\"");
+  (void)co_await ex.respond(std::move(r));
+}
+
+// ---- GET / HEAD -----------------------------------------------------------------------------
+
+net::awaitable<void> ObjectServer::handle_get_head(Exchange& ex, Parsed& p) {
+  const Request& req = ex.request();
+  bool open_expired = common::config_true_value(req.headers.get_or("X-Backend-Replication", "")) ||
+                      common::config_true_value(req.headers.get_or("X-Backend-Open-Expired", ""));
+  common::io::BlockingPool& pool = pool_for(p.loc.device);
+  struct Opened {
+    Response refusal;
+    DiskObject obj;
+  };
+  Opened opened = co_await pool.call([&]() -> Opened {
+    Opened out;
+    if (!disk_.check_device(p.loc.device).ok()) {
+      out.refusal = swob_response(507, p.loc.device);
+      return out;
+    }
+    auto obj = disk_.open(p.loc);
+    if (!obj.ok()) {
+      out.refusal = disk_error(obj.status(), p.loc.device);
+      return out;
+    }
+    out.obj = std::move(*obj);
+    return out;
+  });
+  // swob writes its explanation pages for GET only: a HEAD answer has no body and length 0.
+  bool head = req.method == "HEAD";
+  if (opened.refusal.status != 200) {
+    if (head) opened.refusal.body.clear();
+    (void)co_await ex.respond(std::move(opened.refusal));
+    co_return;
+  }
+  DiskObject& obj = opened.obj;
+  bool expired = obj.state == DiskObject::State::kExists && !open_expired &&
+                 delete_at_of(obj.metadata) != 0 &&
+                 static_cast<double>(delete_at_of(obj.metadata)) <= p.timestamp.seconds();
+  if (obj.state != DiskObject::State::kExists || expired) {
+    Response r = swob_response(404);
+    if (obj.state == DiskObject::State::kDeleted || expired) {
+      r.headers.set("X-Backend-Timestamp", obj.timestamp.internal());
+    }
+    auto outcome =
+        common::http::evaluate_conditional(req.headers, {.etag = "", .not_found = true});
+    if (outcome == common::http::ConditionalOutcome::kPreconditionFailed) {
+      r = swob_response(412);
+    }
+    if (head) r.body.clear();
+    (void)co_await ex.respond(std::move(r));
+    co_return;
+  }
+  co_await send_object(ex, p, obj);
+}
+
+net::awaitable<void> ObjectServer::send_object(Exchange& ex, Parsed& p, DiskObject& obj) {
+  const Request& req = ex.request();
+  const Metadata& md = obj.metadata;
+  const std::string etag = find_meta(md, "ETag") ? *find_meta(md, "ETag") : "";
+  auto meta_ts = Timestamp::parse(find_meta(md, "X-Timestamp") ? *find_meta(md, "X-Timestamp")
+                                                                : obj.timestamp.internal());
+  Timestamp x_ts = meta_ts.ok() ? *meta_ts : obj.timestamp;
+
+  HeaderMap h;
+  const std::string* ctype = find_meta(md, "Content-Type");
+  h.set("Content-Type", ctype ? *ctype : "application/octet-stream");
+  for (const auto& [k, v] : md) {
+    if (is_user_or_sys_meta(k) || is_transient_sysmeta(k) ||
+        config_.allowed_headers.count(common::http::to_lower(k))) {
+      h.set(title_case(k), v);
+    }
+  }
+  h.set("Etag", "\"" + etag + "\"");
+  h.set("Last-Modified", common::http::format_http_date(x_ts.ceil()));
+  if (const auto* enc = find_meta(md, "Content-Encoding")) h.set("Content-Encoding", *enc);
+  h.set("X-Timestamp", x_ts.normal());
+  h.set("X-Backend-Timestamp", x_ts.internal());
+  h.set("X-Backend-Data-Timestamp", obj.data_timestamp.internal());
+  h.set("X-Backend-Durable-Timestamp", obj.data_timestamp.internal());
+
+  // X-Backend-Etag-Is-At: the first listed metadata key present holds the etag to compare.
+  std::string conditional_etag = etag;
+  if (auto at = req.headers.get("X-Backend-Etag-Is-At")) {
+    for (const auto& key : common::list_from_csv(*at)) {
+      for (const auto& [k, v] : md) {
+        if (iequals(k, key)) {
+          conditional_etag = v;
+          goto found;
+        }
+      }
+    }
+  found:;
+  }
+  auto outcome = common::http::evaluate_conditional(
+      req.headers, {.etag = conditional_etag, .last_modified = x_ts.ceil(), .not_found = false});
+  if (outcome != common::http::ConditionalOutcome::kProceed) {
+    Response r;
+    r.status = outcome == common::http::ConditionalOutcome::kNotModified ? 304 : 412;
+    r.headers = std::move(h);
+    r.headers.set("Content-Length", "0");
+    (void)co_await ex.respond(std::move(r));
+    co_return;
+  }
+  bool head = req.method == "HEAD";
+  if (head) {
+    Response r;
+    r.headers = std::move(h);
+    r.headers.set("Content-Length", std::to_string(obj.size));
+    (void)co_await ex.respond(std::move(r));
+    co_return;
+  }
+
+  auto range = common::http::evaluate_range(req.headers.get("Range"), obj.size);
+  if (range.outcome == common::http::RangeOutcome::kUnsatisfiable) {
+    // The object's headers stay (its Content-Type too), with Swift's 416 page as the body.
+    Response r = swob_response(416);
+    for (const auto& [k, v] : h) r.headers.set(k, v);
+    r.headers.set("Content-Range", common::http::unsatisfied_content_range(obj.size));
+    (void)co_await ex.respond(std::move(r));
+    co_return;
+  }
+
+  common::io::BlockingPool& pool = pool_for(p.loc.device);
+  std::string buf(config_.disk_chunk_size, '\0');
+  // Streams [start, end) of the object; false when the client or the disk failed.
+  auto stream_range = [&](uint64_t start, uint64_t end,
+                          common::crypto::Md5* md5) -> net::awaitable<bool> {
+    uint64_t off = start;
+    while (off < end) {
+      size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), end - off));
+      auto n = co_await pool.call(
+          [&] { return disk_.read(obj, off, std::span(buf.data(), want)); });
+      if (!n.ok() || *n == 0) co_return false;
+      std::string_view chunk(buf.data(), *n);
+      if (md5) md5->update(chunk);
+      if (!(co_await ex.write_body(chunk)).ok()) co_return false;
+      off += *n;
+    }
+    co_return true;
+  };
+
+  if (range.outcome == common::http::RangeOutcome::kWhole) {
+    if (!(co_await ex.start_response(200, std::move(h), obj.size)).ok()) co_return;
+    common::crypto::Md5 md5;
+    bool ok = co_await stream_range(0, obj.size, &md5);
+    if (!ok) co_return;  // the runtime closes the connection on a short body
+    (void)co_await ex.finish_response();
+    if (md5.hex_digest() != etag) {
+      // A full read that does not match: the file is bad; the next reader gets another replica.
+      Location loc = p.loc;
+      co_await pool.call([&] {
+        if (auto hash = disk_.object_hash(loc); hash.ok()) {
+          disk_.quarantine(loc, *hash, "ETag and file's md5 do not match").ignore();
+        }
+      });
+    }
+    co_return;
+  }
+
+  if (range.ranges.size() == 1) {
+    const auto& r = range.ranges.front();
+    h.set("Content-Range", common::http::content_range_value(r, obj.size));
+    if (!(co_await ex.start_response(206, std::move(h), r.size())).ok()) co_return;
+    if (co_await stream_range(r.start, r.end, nullptr)) (void)co_await ex.finish_response();
+    co_return;
+  }
+  std::string boundary = common::http::random_boundary();
+  std::string type(h.get_or("Content-Type", "application/octet-stream"));
+  h.set("Content-Type", common::http::multipart_content_type(boundary));
+  uint64_t length =
+      common::http::multipart_body_length(range.ranges, boundary, type, obj.size);
+  if (!(co_await ex.start_response(206, std::move(h), length)).ok()) co_return;
+  for (const auto& r : range.ranges) {
+    if (!(co_await ex.write_body(common::http::multipart_part_header(boundary, type, r, obj.size)))
+             .ok()) {
+      co_return;
+    }
+    if (!co_await stream_range(r.start, r.end, nullptr)) co_return;
+    if (!(co_await ex.write_body("\r\n")).ok()) co_return;
+  }
+  if (!(co_await ex.write_body(common::http::multipart_terminator(boundary))).ok()) co_return;
+  (void)co_await ex.finish_response();
+}
+
+// ---- POST -----------------------------------------------------------------------------------
+
+net::awaitable<void> ObjectServer::handle_post(Exchange& ex, Parsed& p) {
+  const Request& req = ex.request();
+  int64_t new_delete_at = 0;
+  if (auto v = req.headers.get("X-Delete-At"); v && !v->empty()) {
+    new_delete_at = std::strtoll(std::string(*v).c_str(), nullptr, 10);
+  }
+  if (new_delete_at && static_cast<double>(new_delete_at) < p.timestamp.seconds()) {
+    (void)co_await ex.respond(text_response(400, "X-Delete-At in past"));
+    co_return;
+  }
+  Timestamp req_ctype_ts;
+  if (req.headers.contains("Content-Type") && !req.headers.get_or("Content-Type", "").empty()) {
+    auto t = Timestamp::parse(req.headers.get_or("Content-Type-Timestamp", p.timestamp.internal()));
+    req_ctype_ts = t.ok() ? *t : p.timestamp;
+  }
+  common::io::BlockingPool& pool = pool_for(p.loc.device);
+  struct Posted {
+    Response response;
+    HeaderMap update;
+  };
+  Posted posted = co_await pool.call([&]() -> Posted {
+    Posted out;
+    if (!disk_.check_device(p.loc.device).ok()) {
+      out.response = swob_response(507, p.loc.device);
+      return out;
+    }
+    auto obj = disk_.open(p.loc);
+    if (!obj.ok()) {
+      out.response = disk_error(obj.status(), p.loc.device);
+      return out;
+    }
+    bool replication = common::config_true_value(req.headers.get_or("X-Backend-Replication", ""));
+    bool expired = obj->state == DiskObject::State::kExists && !replication &&
+                   delete_at_of(obj->metadata) != 0 &&
+                   static_cast<double>(delete_at_of(obj->metadata)) <= p.timestamp.seconds();
+    if (obj->state != DiskObject::State::kExists || expired) {
+      out.response = swob_response(404);
+      return out;
+    }
+    const Metadata& orig = obj->metadata;
+    Timestamp orig_ts = obj->timestamp;
+    if (const auto* v = find_meta(orig, "X-Timestamp")) {
+      if (auto t = Timestamp::parse(*v); t.ok()) orig_ts = *t;
+    }
+    if (orig_ts >= p.timestamp && obj->ctype_timestamp >= req_ctype_ts) {
+      out.response = with_header(swob_response(409), "X-Backend-Timestamp", orig_ts.internal());
+      return out;
+    }
+    Metadata md;
+    if (p.timestamp > orig_ts) {
+      md.emplace_back("X-Timestamp", p.timestamp.internal());
+      for (const auto& [k, v] : req.headers) {
+        if (has_prefix_and_more(k, kUserMeta) || is_transient_sysmeta(k)) {
+          set_meta(md, title_case(k), v);
+        }
+      }
+      std::vector<std::string> to_copy;
+      for (const auto& h :
+           common::split_words(req.headers.get_or("X-Backend-Replication-Headers", ""))) {
+        to_copy.push_back(common::http::to_lower(h));
+      }
+      to_copy.insert(to_copy.end(), config_.allowed_headers.begin(),
+                     config_.allowed_headers.end());
+      for (const auto& h : to_copy) {
+        if (auto v = req.headers.get(h)) set_meta(md, title_case(h), *v);
+      }
+    } else {
+      // Only the content-type changes: keep the POST-able set as it is.
+      for (const auto& [k, v] : orig) {
+        std::string lower = common::http::to_lower(k);
+        bool fixed = lower == "content-length" || lower == "etag" || lower == "deleted" ||
+                     lower == "x-static-large-object" || lower == "name" || is_sys_meta(k);
+        if (!fixed && k != "Content-Type" && k != "Content-Type-Timestamp") set_meta(md, k, v);
+      }
+    }
+    std::string ctype;
+    Timestamp ctype_ts;
+    std::optional<Timestamp> new_ctype_ts;
+    if (req_ctype_ts > obj->ctype_timestamp) {
+      ctype = std::string(req.headers.get_or("Content-Type", ""));
+      ctype_ts = req_ctype_ts;
+      new_ctype_ts = req_ctype_ts;
+      set_meta(md, "Content-Type", ctype);
+      set_meta(md, "Content-Type-Timestamp", ctype_ts.internal());
+    } else {
+      ctype = find_meta(orig, "Content-Type") ? *find_meta(orig, "Content-Type") : "";
+      ctype_ts = obj->ctype_timestamp;
+      if (ctype_ts != obj->data_timestamp) {
+        set_meta(md, "Content-Type", ctype);
+        set_meta(md, "Content-Type-Timestamp", ctype_ts.internal());
+        new_ctype_ts = ctype_ts;
+      }
+    }
+    set_meta(md, "name", p.loc.name());
+    Timestamp meta_ts = *Timestamp::parse(*find_meta(md, "X-Timestamp"));
+    Status s = disk_.write_meta(p.loc, md, meta_ts, new_ctype_ts);
+    if (!s.ok()) {
+      out.response = disk_error(s, p.loc.device);
+      return out;
+    }
+    std::string update_ctype = ctype;
+    if (ctype_ts != obj->data_timestamp) {
+      // SLO's swift_bytes on the data's content type must reach the container listing still.
+      const std::string* data_ct = find_meta(obj->data_metadata, "Content-Type");
+      if (data_ct) {
+        auto pos = data_ct->find(";swift_bytes=");
+        if (pos != std::string::npos) update_ctype += data_ct->substr(pos);
+      }
+    }
+    out.update.set("X-Size", find_meta(orig, "Content-Length") ? *find_meta(orig, "Content-Length") : "0");
+    out.update.set("X-Content-Type", update_ctype);
+    out.update.set("X-Timestamp", obj->data_timestamp.internal());
+    out.update.set("X-Content-Type-Timestamp", ctype_ts.internal());
+    out.update.set("X-Meta-Timestamp", meta_ts.internal());
+    out.update.set("X-Etag", find_meta(orig, "ETag") ? *find_meta(orig, "ETag") : "");
+    for (std::string_view prefix : {"x-object-sysmeta-container-update-override-"}) {
+      for (const auto& [k, v] : orig) {
+        if (istarts_with(k, prefix)) out.update.set("X-" + title_case(k.substr(prefix.size())), v);
+      }
+    }
+    out.response = swob_response(202);
+    out.response.headers.set("X-Backend-Content-Type", ctype);
+    for (const auto& [k, v] : orig) {
+      if (is_sys_meta(k)) out.response.headers.set(title_case(k), v);
+    }
+    return out;
+  });
+  if (posted.response.status == 202) {
+    co_await container_update(p, "PUT", std::move(posted.update));
+  }
+  (void)co_await ex.respond(std::move(posted.response));
+}
+
+// ---- DELETE ---------------------------------------------------------------------------------
+
+net::awaitable<void> ObjectServer::handle_delete(Exchange& ex, Parsed& p) {
+  const Request& req = ex.request();
+  std::optional<Timestamp> if_delete_at;
+  if (auto v = req.headers.get("X-If-Delete-At")) {
+    auto t = Timestamp::parse(*v);
+    if (!t.ok()) {
+      Response r = swob_response(400);
+      r.body = "Bad X-If-Delete-At header value";
+      (void)co_await ex.respond(std::move(r));
+      co_return;
+    }
+    if_delete_at = *t;
+  }
+  common::io::BlockingPool& pool = pool_for(p.loc.device);
+  struct Deleted {
+    Response response;
+    bool update = false;
+  };
+  Deleted result = co_await pool.call([&]() -> Deleted {
+    Deleted out;
+    if (!disk_.check_device(p.loc.device).ok()) {
+      out.response = swob_response(507, p.loc.device);
+      return out;
+    }
+    auto obj = disk_.open(p.loc);
+    if (!obj.ok()) {
+      out.response = disk_error(obj.status(), p.loc.device);
+      return out;
+    }
+    Timestamp orig_ts;  // zero when nothing is there
+    Metadata orig_md;
+    int status = 404;
+    bool expired = obj->state == DiskObject::State::kExists && delete_at_of(obj->metadata) != 0 &&
+                   static_cast<double>(delete_at_of(obj->metadata)) <= p.timestamp.seconds();
+    if (obj->state == DiskObject::State::kDeleted) {
+      orig_ts = obj->timestamp;
+    } else if (expired) {
+      orig_ts = obj->data_timestamp;
+      orig_md = obj->metadata;
+    } else if (obj->state == DiskObject::State::kExists) {
+      orig_ts = obj->data_timestamp;
+      orig_md = obj->metadata;
+      status = orig_ts < p.timestamp ? 204 : 409;
+    }
+    if (if_delete_at) {
+      if (orig_ts.is_zero()) {
+        out.response = swob_response(404);
+        return out;
+      }
+      if (orig_ts >= p.timestamp) {
+        out.response = swob_response(409);
+        return out;
+      }
+      auto stored = Timestamp::from_seconds(static_cast<double>(delete_at_of(orig_md)));
+      if (!stored.ok() || *stored != *if_delete_at) {
+        out.response = swob_response(412);
+        out.response.body = "X-If-Delete-At and X-Delete-At do not match";
+        return out;
+      }
+      status = 204;
+    }
+    if (orig_ts < p.timestamp) {
+      Status s = disk_.write_tombstone(p.loc, p.timestamp);
+      if (!s.ok()) {
+        out.response = disk_error(s, p.loc.device);
+        return out;
+      }
+      out.update = true;
+    }
+    out.response = swob_response(status);
+    out.response.headers.set("X-Backend-Timestamp", std::max(orig_ts, p.timestamp).internal());
+    const std::string* ct = find_meta(orig_md, "Content-Type");
+    out.response.headers.set("X-Backend-Content-Type", ct ? *ct : "");
+    return out;
+  });
+  if (result.update) {
+    HeaderMap update;
+    update.set("X-Timestamp", p.timestamp.internal());
+    co_await container_update(p, "DELETE", std::move(update));
+  }
+  (void)co_await ex.respond(std::move(result.response));
+}
+
+// ---- container updates ----------------------------------------------------------------------
+
+net::awaitable<void> ObjectServer::container_update(const Parsed& p, std::string op,
+                                                    HeaderMap update_headers) {
+  const Request& req = *p.req;
+  auto hosts = common::list_from_csv(req.headers.get_or("X-Container-Host", ""));
+  auto devices = common::list_from_csv(req.headers.get_or("X-Container-Device", ""));
+  std::string partition(req.headers.get_or("X-Container-Partition", ""));
+  if (hosts.size() != devices.size()) {
+    APUS_LOG_ERROR("container update failed: different numbers of hosts and devices in request: \"" +
+                   std::string(req.headers.get_or("X-Container-Host", "")) + "\" vs \"" +
+                   std::string(req.headers.get_or("X-Container-Device", "")) + "\"");
+    co_return;
+  }
+  if (partition.empty() || hosts.empty()) co_return;  // nobody to tell, as in Swift
+
+  // Everything the deliveries need is copied: they may outlive this request (sync mode stops
+  // waiting after container_update_timeout, and they carry on).
+  auto plan = std::make_shared<UpdatePlan>();
+  plan->op = std::move(op);
+  plan->device = p.loc.device;
+  plan->policy = p.loc.policy;
+  plan->account = p.loc.account;
+  plan->container = p.loc.container;
+  plan->object = p.loc.object;
+  plan->container_partition = partition;
+  for (size_t i = 0; i < hosts.size(); ++i) plan->targets.emplace_back(hosts[i], devices[i]);
+  plan->headers = std::move(update_headers);
+  plan->headers.set("X-Trans-Id", req.headers.get_or("X-Trans-Id", "-"));
+  plan->headers.set("Referer", req.method + " http://" +
+                                   std::string(req.headers.get_or("Host", "localhost")) +
+                                   common::http::quote(std::string(req.path())));
+  plan->headers.set("X-Backend-Storage-Policy-Index", std::to_string(p.loc.policy));
+  plan->headers.set("User-Agent", "object-server " + std::to_string(::getpid()));
+  plan->timestamp = std::string(
+      plan->headers.get_or("X-Meta-Timestamp", plan->headers.get_or("X-Timestamp", "")));
+
+  auto start = std::chrono::steady_clock::now();
+  if (config_.container_update_async) {
+    Status s = co_await pool_for(plan->device).call([this, plan] { return save_async_pending(*plan); });
+    if (!s.ok()) APUS_LOG_ERROR("cannot save async pending: " + s.to_string());
+  } else {
+    auto executor = co_await net::this_coro::executor;
+    auto done = std::make_shared<net::steady_timer>(
+        executor, std::chrono::duration_cast<net::steady_timer::duration>(
+                      std::chrono::duration<double>(config_.container_update_timeout)));
+    auto remaining = std::make_shared<size_t>(plan->targets.size());
+    for (size_t i = 0; i < plan->targets.size(); ++i) {
+      net::co_spawn(
+          executor,
+          [this, plan, i, done, remaining]() -> net::awaitable<void> {
+            co_await deliver_update(plan, i);
+            if (--*remaining == 0) done->cancel();
+          },
+          net::detached);
+    }
+    co_await done->async_wait(net::as_tuple(net::use_awaitable));
+  }
+  phase_update_.observe(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+}
+
+net::awaitable<void> ObjectServer::deliver_update(std::shared_ptr<UpdatePlan> plan,
+                                                  size_t target) {
+  const auto& [host, device] = plan->targets[target];
+  auto colon = host.rfind(':');
+  bool delivered = false;
+  if (colon != std::string::npos) {
+    common::http::ClientRequest request;
+    request.method = plan->op;
+    request.target = "/" + common::http::quote(device) + "/" + plan->container_partition + "/" +
+                     common::http::quote(plan->account + "/" + plan->container + "/" +
+                                         plan->object);
+    request.headers = plan->headers;
+    auto& pool = common::http::ConnectionPool::for_this_thread(
+        {.conn_timeout = config_.conn_timeout, .node_timeout = config_.node_timeout});
+    uint16_t port = static_cast<uint16_t>(std::atoi(host.c_str() + colon + 1));
+    auto response = co_await common::http::simple_request(pool, host.substr(0, colon), port,
+                                                          std::move(request));
+    if (response.ok() && response->head.status >= 200 && response->head.status < 300) {
+      delivered = true;
+    } else {
+      APUS_LOG_ERROR("container update failed with " + host + "/" + device +
+                     " (saving for async update later): " +
+                     (response.ok() ? std::to_string(response->head.status) + " response"
+                                    : response.status().to_string()));
+    }
+  }
+  if (!delivered) {
+    Status s = co_await pool_for(plan->device).call([this, plan] { return save_async_pending(*plan); });
+    if (!s.ok()) APUS_LOG_ERROR("cannot save async pending: " + s.to_string());
+  }
+}
+
+Status ObjectServer::save_async_pending(const UpdatePlan& plan) {
+  AsyncUpdate update;
+  update.op = plan.op;
+  update.account = plan.account;
+  update.container = plan.container;
+  update.obj = plan.object;
+  for (const auto& [k, v] : plan.headers) update.headers.emplace_back(title_case(k), v);
+  auto hash = common::hash_path_hex(
+      {config_.swift.hash_path_prefix, config_.swift.hash_path_suffix}, plan.account,
+      plan.container, plan.object);
+  if (!hash.ok()) return hash.status();
+  std::string device_dir = config_.disk.devices + "/" + plan.device;
+  std::string path = device_dir + "/" + DiskFileManager::policy_dir("async_pending", plan.policy) +
+                     "/" + hash->substr(hash->size() - 3) + "/" + *hash + "-" + plan.timestamp;
+  std::string tmp_dir = device_dir + "/" + DiskFileManager::policy_dir("tmp", plan.policy);
+  auto made = disk_.fs().mkdirs(tmp_dir);
+  if (!made.ok()) return made.status();
+  return disk_.fs().write_file_atomic(path, encode_async_pending(update), tmp_dir);
+}
+
+}  // namespace apus::object

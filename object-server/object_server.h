@@ -1,0 +1,91 @@
+// ObjectServer: Swift's object-server HTTP API (swift-protocol.md §6) on the Apus runtime.
+//
+// PUT, GET, HEAD, POST, DELETE and OPTIONS on /<device>/<partition>/<account>/<container>/<object>
+// with the backend headers Swift's proxy sends and the response headers it expects. Disk work
+// runs on one BlockingPool per device (`threads_per_disk` threads), so a slow disk only slows its
+// own requests; handlers await it and never block their worker. After a PUT, POST or DELETE the
+// container replicas named in X-Container-Host/-Device/-Partition are told: `sync` mode waits up
+// to container_update_timeout and saves an async pending for any that failed; `async` mode saves
+// the async pending at once and answers (apus-object-updater delivers it later).
+//
+// Thread-safe: handle() runs on any worker; the per-device pool map is guarded by a mutex.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <boost/asio/awaitable.hpp>
+
+#include "common/config/config.h"
+#include "common/config/swift_conf.h"
+#include "common/constraints.h"
+#include "common/http/server.h"
+#include "common/io/blocking_pool.h"
+#include "common/metrics/metrics.h"
+#include "object-server/diskfile.h"
+
+namespace apus::object {
+
+struct ObjectServerConfig {
+  common::http::ServerOptions server;  // bind_ip/port, workers, client_timeout, backlog...
+  DiskFileOptions disk;
+  common::SwiftConf swift;  // hash path prefix/suffix, policies, constraints
+  size_t network_chunk_size = 65536;
+  size_t disk_chunk_size = 65536;
+  double max_upload_time = 86400;
+  double conn_timeout = 0.5;
+  double node_timeout = 3.0;
+  double container_update_timeout = 1.0;
+  bool container_update_async = false;  // container_update_mode = async
+  int threads_per_disk = 2;
+  bool replication_server = true;
+  std::set<std::string> allowed_headers;  // lower-case names
+  std::string log_name = "object-server";
+
+  // Reads [app:object-server] (found through [pipeline:main]) of an object-server.conf and the
+  // swift.conf in its swift_dir. Errors name the file, section and key.
+  static common::Result<ObjectServerConfig> from_config(const common::Config& conf);
+};
+
+class ObjectServer {
+ public:
+  // `fs` and `metrics` (nullable) must outlive the server.
+  ObjectServer(ObjectServerConfig config, common::io::Fs& fs, common::Metrics* metrics);
+  ~ObjectServer();
+
+  // The request handler for common::http::Server.
+  boost::asio::awaitable<void> handle(common::http::Exchange& ex);
+
+  const ObjectServerConfig& config() const { return config_; }
+  DiskFileManager& disk() { return disk_; }
+
+ private:
+  struct Parsed;
+  struct UpdatePlan;
+  boost::asio::awaitable<void> handle_put(common::http::Exchange& ex, Parsed& p);
+  boost::asio::awaitable<void> handle_get_head(common::http::Exchange& ex, Parsed& p);
+  boost::asio::awaitable<void> handle_post(common::http::Exchange& ex, Parsed& p);
+  boost::asio::awaitable<void> handle_delete(common::http::Exchange& ex, Parsed& p);
+  boost::asio::awaitable<void> send_object(common::http::Exchange& ex, Parsed& p,
+                                           DiskObject& obj);
+  // Tells the container replicas about a change, per container_update_mode.
+  boost::asio::awaitable<void> container_update(const Parsed& p, std::string op,
+                                                common::http::HeaderMap update_headers);
+  boost::asio::awaitable<void> deliver_update(std::shared_ptr<UpdatePlan> plan, size_t target);
+  // Saves an update for the object updater (pool thread).
+  common::Status save_async_pending(const UpdatePlan& plan);
+  common::io::BlockingPool& pool_for(const std::string& device);
+
+  ObjectServerConfig config_;
+  DiskFileManager disk_;
+  common::Metrics* metrics_;
+  std::mutex pools_mutex_;
+  std::map<std::string, std::unique_ptr<common::io::BlockingPool>> pools_;  // GUARDED_BY(pools_mutex_)
+  common::HistogramHandle phase_body_, phase_write_, phase_commit_, phase_update_;
+};
+
+}  // namespace apus::object

@@ -1,0 +1,103 @@
+"""Test support for Python-driven integration and interop tests: free loopback ports, server
+processes that are always stopped (by pid, even when a test fails), and small HTTP helpers.
+
+Only /usr/bin/python3 runs these (Debian's python3-swift lives there).
+"""
+import http.client
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class Processes:
+    """Starts server processes and stops every one of them on exit, by pid."""
+
+    def __init__(self):
+        self.procs = []
+
+    def start(self, argv, log_path, env=None):
+        log = open(log_path, "ab")
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                start_new_session=True)
+        self.procs.append((proc, log))
+        return proc
+
+    def stop(self, proc, sig=signal.SIGTERM, timeout=10):
+        if proc.poll() is None:
+            # Swift's servers fork workers: signal the whole session we created for it.
+            try:
+                os.killpg(proc.pid, sig)
+            except ProcessLookupError:
+                pass
+            try:
+                proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        for proc, log in self.procs:
+            self.stop(proc)
+            log.close()
+
+
+class TempDir:
+    def __init__(self, prefix):
+        self.path = tempfile.mkdtemp(prefix=prefix)
+
+    def __enter__(self):
+        return self.path
+
+    def __exit__(self, *exc):
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
+def wait_for_port(port, timeout=15.0, proc=None, log_path=None):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            break
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    detail = ""
+    if log_path and os.path.exists(log_path):
+        detail = open(log_path, errors="replace").read()[-3000:]
+    raise RuntimeError("server on port %d did not come up\n%s" % (port, detail))
+
+
+def request(port, method, path, headers=None, body=None, timeout=10):
+    """One request on a fresh connection: (status, {lower-case header: value}, body bytes)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    conn.putrequest(method, path, skip_host=False, skip_accept_encoding=True)
+    headers = dict(headers or {})
+    if body is not None and "Content-Length" not in headers and \
+            headers.get("Transfer-Encoding") != "chunked":
+        headers["Content-Length"] = str(len(body))
+    for k, v in headers.items():
+        conn.putheader(k, v)
+    conn.endheaders()
+    if body:
+        conn.send(body)
+    resp = conn.getresponse()
+    data = resp.read() if method != "HEAD" else b""
+    result = (resp.status, {k.lower(): v for k, v in resp.getheaders()}, data)
+    conn.close()
+    return result

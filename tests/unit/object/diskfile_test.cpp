@@ -1,0 +1,221 @@
+#include "object-server/diskfile.h"
+
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+
+namespace fs = std::filesystem;
+using apus::common::Timestamp;
+using apus::object::choose_files;
+using apus::object::DiskFileManager;
+using apus::object::DiskFileOptions;
+using apus::object::DiskObject;
+using apus::object::find_meta;
+using apus::object::Location;
+using apus::object::Metadata;
+using apus::object::parse_file_name;
+
+namespace {
+
+Timestamp ts(const char* s) { return *Timestamp::parse(s); }
+
+struct TempDevices {
+  fs::path root;
+  TempDevices() {
+    root = fs::temp_directory_path() /
+           ("apus-diskfile-" + std::to_string(::getpid()) + "-" + std::to_string(rand()));
+    fs::create_directories(root / "sda1");
+  }
+  ~TempDevices() { fs::remove_all(root); }
+  DiskFileOptions options() const {
+    DiskFileOptions o;
+    o.devices = root.string();
+    o.mount_check = false;
+    o.fallocate_reserve = 0;
+    return o;
+  }
+};
+
+Location loc(std::string object = "o") {
+  Location l;
+  l.device = "sda1";
+  l.partition = "7";
+  l.account = "AUTH_test";
+  l.container = "c";
+  l.object = std::move(object);
+  return l;
+}
+
+}  // namespace
+
+TEST_CASE("diskfile: file names parse as Swift names them") {
+  auto data = parse_file_name("1402464677.04188.data");
+  REQUIRE(data);
+  CHECK(data->kind == apus::object::OnDiskFile::Kind::kData);
+  CHECK(data->timestamp == ts("1402464677.04188"));
+  auto with_offset = parse_file_name("1402464677.04188_0000000000000001.ts");
+  REQUIRE(with_offset);
+  CHECK(with_offset->timestamp.offset() == 1);
+  auto meta = parse_file_name("1402464677.04188+64.meta");
+  REQUIRE(meta);
+  REQUIRE(meta->ctype_timestamp);
+  CHECK(meta->ctype_timestamp->raw() == ts("1402464677.04188").raw() + 100);
+  CHECK_FALSE(parse_file_name(".1402464677.04188.data.Xy12Ab"));  // rsync temp file
+  CHECK_FALSE(parse_file_name("hashes.pkl"));
+}
+
+TEST_CASE("diskfile: choose_files follows Swift's rules") {
+  Timestamp now = ts("1400000010.00000");  // everything below is younger than reclaim_age
+  SUBCASE("newest data wins; older data and not-newer meta/ts are obsolete") {
+    auto c = choose_files({"1400000001.00000.data", "1400000002.00000.data",
+                           "1400000002.00000.meta", "1400000003.00000.meta",
+                           "1400000001.50000.ts"},
+                          now, 604800);
+    REQUIRE(c.data);
+    CHECK(c.data->name == "1400000002.00000.data");
+    REQUIRE(c.meta);
+    CHECK(c.meta->name == "1400000003.00000.meta");
+    CHECK_FALSE(c.tombstone);
+    std::sort(c.obsolete.begin(), c.obsolete.end());
+    CHECK(c.obsolete == std::vector<std::string>{"1400000001.00000.data", "1400000001.50000.ts",
+                                                 "1400000002.00000.meta"});
+  }
+  SUBCASE("a newer tombstone deletes") {
+    auto c = choose_files({"1400000001.00000.data", "1400000002.00000.ts"}, now, 604800);
+    CHECK_FALSE(c.data);
+    REQUIRE(c.tombstone);
+    CHECK(c.obsolete == std::vector<std::string>{"1400000001.00000.data"});
+  }
+  SUBCASE("a lone old tombstone is reclaimable; a meta without data waits") {
+    auto c = choose_files({"1000000000.00000.ts"}, now, 604800);
+    REQUIRE(c.tombstone);
+    CHECK(c.obsolete == std::vector<std::string>{"1000000000.00000.ts"});
+    auto m = choose_files({"1400000009.00000.meta"}, now, 604800);
+    CHECK(m.obsolete.empty());
+    auto old = choose_files({"1300000000.00000.meta"}, now, 604800);
+    CHECK(old.obsolete == std::vector<std::string>{"1300000000.00000.meta"});
+  }
+  SUBCASE("an older meta with a newer content-type is kept beside the newest meta") {
+    // .meta at t3 (no ctype change), older .meta at t2 that set content-type at t2.
+    auto c = choose_files({"1400000001.00000.data", "1400000003.00000.meta",
+                           "1400000002.00000+0.meta"},
+                          now, 604800);
+    REQUIRE(c.meta);
+    CHECK(c.meta->name == "1400000003.00000.meta");
+    REQUIRE(c.ctype_meta);
+    CHECK(c.ctype_meta->name == "1400000002.00000+0.meta");
+    CHECK(c.obsolete.empty());
+  }
+  SUBCASE("unexpected files are left alone") {
+    auto c = choose_files({"junk", "1400000001.00000.data"}, now, 604800);
+    CHECK(c.obsolete.empty());
+  }
+}
+
+// Timestamps a few seconds old: tombstones older than reclaim_age are removed on sight.
+Timestamp recent(int seconds_ago) {
+  return *Timestamp::from_seconds(static_cast<double>(Timestamp::now().ceil() - seconds_ago));
+}
+
+TEST_CASE("diskfile: write, open, meta, tombstone round trip") {
+  TempDevices dev;
+  DiskFileManager mgr(apus::common::io::default_fs(), dev.options(), {"prefix", "suffix"});
+  Location l = loc("photos/cat.jpg");
+  auto hash = mgr.object_hash(l);
+  REQUIRE(hash.ok());
+
+  auto missing = mgr.open(l);
+  REQUIRE(missing.ok());
+  CHECK(missing->state == DiskObject::State::kMissing);
+
+  auto writer = mgr.create_writer(l, 11);
+  REQUIRE(writer.ok());
+  REQUIRE((*writer)->write("hello ").ok());
+  REQUIRE((*writer)->write("world").ok());
+  Timestamp t1 = recent(30);
+  Metadata md = {{"X-Timestamp", t1.internal()}, {"Content-Type", "text/plain"},
+                 {"Content-Length", "11"}, {"ETag", "5eb63bbbe01eeed093cb22bb8f5acdc3"},
+                 {"X-Object-Meta-Color", "blue"}, {"name", l.name()}};
+  REQUIRE((*writer)->commit(md, t1).ok());
+  writer->reset();
+
+  std::string dir = mgr.hash_dir(l, *hash);
+  CHECK(fs::exists(dir + "/" + t1.internal() + ".data"));
+  CHECK(fs::exists(mgr.partition_dir(l) + "/hashes.invalid"));
+  CHECK(fs::is_empty(dev.root / "sda1" / "tmp"));  // the temp file was renamed away
+
+  auto obj = mgr.open(l);
+  REQUIRE(obj.ok());
+  REQUIRE(obj->state == DiskObject::State::kExists);
+  CHECK(obj->size == 11);
+  CHECK(*find_meta(obj->metadata, "X-Object-Meta-Color") == "blue");
+  char buf[32];
+  auto n = mgr.read(*obj, 6, std::span(buf, sizeof buf));
+  REQUIRE(n.ok());
+  CHECK(std::string(buf, *n) == "world");
+
+  // A POST: new user metadata replaces the old; data-only keys stay.
+  Timestamp t2 = recent(20);
+  REQUIRE(mgr.write_meta(l, {{"X-Timestamp", t2.internal()}, {"X-Object-Meta-Size", "big"},
+                             {"name", l.name()}},
+                         t2, std::nullopt)
+              .ok());
+  obj = mgr.open(l);
+  REQUIRE(obj.ok());
+  CHECK(obj->timestamp == t2);
+  CHECK(obj->data_timestamp == t1);
+  CHECK(find_meta(obj->metadata, "X-Object-Meta-Color") == nullptr);
+  CHECK(*find_meta(obj->metadata, "X-Object-Meta-Size") == "big");
+  CHECK(*find_meta(obj->metadata, "ETag") == "5eb63bbbe01eeed093cb22bb8f5acdc3");
+  CHECK(*find_meta(obj->metadata, "Content-Type") == "text/plain");
+
+  // A DELETE: the tombstone makes the data and meta obsolete, and they are removed.
+  Timestamp t3 = recent(10);
+  REQUIRE(mgr.write_tombstone(l, t3).ok());
+  obj = mgr.open(l);
+  REQUIRE(obj.ok());
+  CHECK(obj->state == DiskObject::State::kDeleted);
+  CHECK(obj->timestamp == t3);
+  std::vector<std::string> left;
+  for (auto& e : fs::directory_iterator(dir)) left.push_back(e.path().filename());
+  CHECK(left == std::vector<std::string>{t3.internal() + ".ts"});
+}
+
+TEST_CASE("diskfile: a failed upload leaves nothing behind; disk full is 507-worthy") {
+  TempDevices dev;
+  apus::common::io::FaultInjectingFs faulty(apus::common::io::default_fs());
+  DiskFileManager mgr(faulty, dev.options(), {"prefix", "suffix"});
+  Location l = loc();
+  faulty.fail_writes_after_bytes(5);
+  auto writer = mgr.create_writer(l, std::nullopt);
+  REQUIRE(writer.ok());
+  auto s = (*writer)->write("0123456789");
+  CHECK(s.code() == apus::common::Status::Code::kInsufficientStorage);
+  writer->reset();  // abandon: the temp file goes
+  CHECK(fs::is_empty(dev.root / "sda1" / "tmp"));
+  auto obj = mgr.open(l);
+  REQUIRE(obj.ok());
+  CHECK(obj->state == DiskObject::State::kMissing);
+}
+
+TEST_CASE("diskfile: corrupt metadata quarantines the object") {
+  TempDevices dev;
+  DiskFileManager mgr(apus::common::io::default_fs(), dev.options(), {"prefix", "suffix"});
+  Location l = loc();
+  auto writer = mgr.create_writer(l, 3);
+  REQUIRE((*writer)->write("abc").ok());
+  Timestamp t1 = ts("1400000001.00000");
+  REQUIRE((*writer)
+              ->commit({{"X-Timestamp", t1.internal()}, {"Content-Length", "4"},  // wrong size
+                        {"ETag", "x"}, {"Content-Type", "a/b"}, {"name", l.name()}},
+                       t1)
+              .ok());
+  auto obj = mgr.open(l);
+  REQUIRE(obj.ok());
+  CHECK(obj->state == DiskObject::State::kMissing);
+  auto hash = *mgr.object_hash(l);
+  CHECK(fs::exists(dev.root / "sda1" / "quarantined" / "objects" / hash));
+  CHECK_FALSE(fs::exists(mgr.hash_dir(l, hash)));
+}
