@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <bit>
+#include <cctype>
 #include <charconv>
 #include <cmath>
-#include <cctype>
 #include <cstdio>
 #include <deque>
 #include <map>
@@ -312,7 +312,7 @@ void merge_duplicate_keys(Value::Dict& entries) {
     for (size_t k = run + 1; k < end; ++k) {
       const size_t dup = order[k];
       if (!key_equal(entries[head].first, entries[dup].first)) continue;  // NaNs
-      entries[head].second = std::move(entries[dup].second);                // later wins
+      entries[head].second = std::move(entries[dup].second);              // later wins
       drop[dup] = any = true;
     }
     run = end;
@@ -330,22 +330,38 @@ void merge_duplicate_keys(Value::Dict& entries) {
 
 const char* opcode_name(uint8_t op) {
   switch (op) {
-    case 'i': return "INST";
-    case 'o': return "OBJ";
-    case 'P': return "PERSID";
-    case 'Q': return "BINPERSID";
-    case 0x81: return "NEWOBJ";
-    case 0x82: return "EXT1";
-    case 0x83: return "EXT2";
-    case 0x84: return "EXT4";
-    case 0x8F: return "EMPTY_SET";
-    case 0x90: return "ADDITEMS";
-    case 0x91: return "FROZENSET";
-    case 0x92: return "NEWOBJ_EX";
-    case 0x96: return "BYTEARRAY8";
-    case 0x97: return "NEXT_BUFFER";
-    case 0x98: return "READONLY_BUFFER";
-    default: return nullptr;
+    case 'i':
+      return "INST";
+    case 'o':
+      return "OBJ";
+    case 'P':
+      return "PERSID";
+    case 'Q':
+      return "BINPERSID";
+    case 0x81:
+      return "NEWOBJ";
+    case 0x82:
+      return "EXT1";
+    case 0x83:
+      return "EXT2";
+    case 0x84:
+      return "EXT4";
+    case 0x8F:
+      return "EMPTY_SET";
+    case 0x90:
+      return "ADDITEMS";
+    case 0x91:
+      return "FROZENSET";
+    case 0x92:
+      return "NEWOBJ_EX";
+    case 0x96:
+      return "BYTEARRAY8";
+    case 0x97:
+      return "NEXT_BUFFER";
+    case 0x98:
+      return "READONLY_BUFFER";
+    default:
+      return nullptr;
   }
 }
 
@@ -367,7 +383,8 @@ std::optional<Global> allowed_global(std::string_view module, std::string_view n
 bool is_latin1_codec(std::string_view name) {
   std::string n;
   for (char c : name) {
-    n += (c == '-' || c == ' ') ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    n += (c == '-' || c == ' ') ? '_'
+                                : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   }
   return n == "latin1" || n == "latin_1" || n == "iso8859_1" || n == "iso_8859_1" || n == "l1";
 }
@@ -411,8 +428,7 @@ class Parser {
 
  private:
   Status corrupt(std::string_view what) const {
-    return Status::corruption("pickle: " + std::string(what) + " at offset " +
-                              std::to_string(at_));
+    return Status::corruption("pickle: " + std::string(what) + " at offset " + std::to_string(at_));
   }
   Status truncated() const { return corrupt("truncated"); }
 
@@ -625,8 +641,8 @@ Status Parser::step(uint8_t op) {
     case 0x8D:  // BINUNICODE8
       APUS_RETURN_IF_ERROR(take_counted(8, false, &s));
       return load_text(s);
-    case 'B':  // BINBYTES
-    case 'C':  // SHORT_BINBYTES
+    case 'B':   // BINBYTES
+    case 'C':   // SHORT_BINBYTES
     case 0x8E:  // BINBYTES8
       APUS_RETURN_IF_ERROR(take_counted(op == 'B' ? 4 : op == 'C' ? 1 : 8, false, &s));
       py3_bytes_ = true;
@@ -651,22 +667,21 @@ Status Parser::step(uint8_t op) {
       list->items.insert(list->items.end(), items.begin(), items.end());
       return Status();
     }
-    case 'l':  // LIST
+    case 'l':    // LIST
     case 't': {  // TUPLE
       size_t mark = 0;
       APUS_RETURN_IF_ERROR(pop_mark(&mark));
-      return push_container(op == 'l' ? Node::Type::kList : Node::Type::kTuple,
-                            take_items(mark));
+      return push_container(op == 'l' ? Node::Type::kList : Node::Type::kTuple, take_items(mark));
     }
-    case 0x85:  // TUPLE1
-    case 0x86:  // TUPLE2
+    case 0x85:    // TUPLE1
+    case 0x86:    // TUPLE2
     case 0x87: {  // TUPLE3
       const size_t count = op - 0x84u;
       if (stack_.size() < fence() + count) return corrupt("stack underflow");
       return push_container(Node::Type::kTuple, take_items(stack_.size() - count));
     }
-    case 'd':  // DICT
-    case 's':  // SETITEM
+    case 'd':    // DICT
+    case 's':    // SETITEM
     case 'u': {  // SETITEMS
       size_t first = 0;
       Node* dict = nullptr;
@@ -687,7 +702,8 @@ Status Parser::step(uint8_t op) {
       }
       std::vector<Node*> items = take_items(first);
       APUS_RETURN_IF_ERROR(charge(items.size()));
-      for (size_t i = 0; i < items.size(); i += 2) dict->entries.emplace_back(items[i], items[i + 1]);
+      for (size_t i = 0; i < items.size(); i += 2)
+        dict->entries.emplace_back(items[i], items[i + 1]);
       if (op == 'd') stack_.push_back(dict);
       return Status();
     }
@@ -809,8 +825,8 @@ Status Parser::load_long_bytes(std::string_view le) {
   size_t n = le.size();
   // Redundant sign bytes above 8 are fine as long as byte 7 carries the same sign.
   while (n > 8 && static_cast<unsigned char>(le[n - 1]) == fill) --n;
-  if (n > 8 || (n == 8 && le.size() > 8 &&
-                (static_cast<unsigned char>(le[7]) & 0x80) != (fill & 0x80))) {
+  if (n > 8 ||
+      (n == 8 && le.size() > 8 && (static_cast<unsigned char>(le[7]) & 0x80) != (fill & 0x80))) {
     return corrupt("LONG out of int64 range");
   }
   uint64_t u = negative ? ~uint64_t{0} : 0;
@@ -854,16 +870,36 @@ Status Parser::load_string_line() {
     if (i >= s.size()) return corrupt("STRING ends in a backslash");
     const char e = s[i++];
     switch (e) {
-      case '\\': out += '\\'; break;
-      case '\'': out += '\''; break;
-      case '"': out += '"'; break;
-      case 'a': out += '\a'; break;
-      case 'b': out += '\b'; break;
-      case 'f': out += '\f'; break;
-      case 'n': out += '\n'; break;
-      case 'r': out += '\r'; break;
-      case 't': out += '\t'; break;
-      case 'v': out += '\v'; break;
+      case '\\':
+        out += '\\';
+        break;
+      case '\'':
+        out += '\'';
+        break;
+      case '"':
+        out += '"';
+        break;
+      case 'a':
+        out += '\a';
+        break;
+      case 'b':
+        out += '\b';
+        break;
+      case 'f':
+        out += '\f';
+        break;
+      case 'n':
+        out += '\n';
+        break;
+      case 'r':
+        out += '\r';
+        break;
+      case 't':
+        out += '\t';
+        break;
+      case 'v':
+        out += '\v';
+        break;
       case 'x': {
         if (s.size() - i < 2 || hex_digit(s[i]) < 0 || hex_digit(s[i + 1]) < 0)
           return corrupt("bad \\x escape in STRING");
@@ -1039,7 +1075,7 @@ Status Parser::to_value(Node* n, int depth, Value* out) {
       items.push_back(std::move(v));
     }
     *out = n->type == Node::Type::kList ? Value::list(std::move(items))
-                                         : Value::tuple(std::move(items));
+                                        : Value::tuple(std::move(items));
   }
   n->converting = false;
   return st;
@@ -1197,8 +1233,7 @@ class Writer {
         if (cp >= 0x10000) {
           std::snprintf(buf, sizeof buf, "\\U%08x", cp);
           out_ += buf;
-        } else if (cp >= 0x100 || cp == '\\' || cp == 0 || cp == '\n' || cp == '\r' ||
-                   cp == 0x1A) {
+        } else if (cp >= 0x100 || cp == '\\' || cp == 0 || cp == '\n' || cp == '\r' || cp == 0x1A) {
           std::snprintf(buf, sizeof buf, "\\u%04x", cp);
           out_ += buf;
         } else {
@@ -1211,8 +1246,7 @@ class Writer {
     if (shared) str_memo_.emplace(text, idx);
   }
 
-  void save_global(std::optional<uint32_t>* slot, std::string_view module,
-                   std::string_view name) {
+  void save_global(std::optional<uint32_t>* slot, std::string_view module, std::string_view name) {
     if (*slot) return get(**slot);
     out_ += 'c';
     out_ += module;
@@ -1259,7 +1293,8 @@ class Writer {
   void save_list(const Value::List& items) {
     out_ += bin() ? "]" : "(l";
     memoize();
-    save_batched(items.size(), [&](size_t i) { save(items[i]); }, 'a', 'e', false);
+    save_batched(
+        items.size(), [&](size_t i) { save(items[i]); }, 'a', 'e', false);
   }
 
   void save_dict(const Value::Dict& entries) {
@@ -1342,7 +1377,10 @@ void repr_quoted(std::string& out, std::string_view s, bool is_bytes) {
     } else if (cp >= 0x20 && cp < 0x7F) {
       out += static_cast<char>(cp);
     } else {
-      std::snprintf(buf, sizeof buf, cp < 0x100 ? "\\x%02x" : cp < 0x10000 ? "\\u%04x" : "\\U%08x",
+      std::snprintf(buf, sizeof buf,
+                    cp < 0x100     ? "\\x%02x"
+                    : cp < 0x10000 ? "\\u%04x"
+                                   : "\\U%08x",
                     cp);
       out += buf;
     }

@@ -31,7 +31,7 @@ namespace apus::common::pickle {
 class Value {
  public:
   enum class Kind { kNone, kBool, kInt, kFloat, kStr, kBytes, kList, kTuple, kDict };
-  using List = std::vector<Value>;                   // items of a list or a tuple
+  using List = std::vector<Value>;                    // items of a list or a tuple
   using Dict = std::vector<std::pair<Value, Value>>;  // entries in insertion order
 
   Value() = default;  // None
@@ -116,18 +116,18 @@ class Value {
 // ignored.
 //
 // Bounds: nesting deeper than kMaxDepth fails, and so does a pickle whose shared references
-// (memo GETs) would expand it beyond kMaxExpansion times its size, so work and memory stay
-// linear in data.size().
-inline constexpr int kMaxDepth = 100;       // Swift's pickles nest at most 4 deep
-inline constexpr int kMaxExpansion = 16;    // legitimate pickles expand at most about 2x
+// (memo GETs) would expand it beyond kMaxExpansion times its size (plus 64 KiB), so work and
+// memory stay linear in data.size(). Allocations never exceed what the input can justify.
+inline constexpr int kMaxDepth = 100;     // Swift's pickles nest at most 4 deep
+inline constexpr int kMaxExpansion = 16;  // legitimate pickles expand at most about 2x
 Result<Value> loads(std::string_view data);
 
 // Writes `v` as Python 3.11's pickle.dumps(v, protocol) would (the C pickler, which memoizes
 // every str, bytes, tuple, list and dict), so for values built afresh the output is
 // byte-identical to Python's. CPython's memo works by object identity: this codec shares
-// only what CPython always shares (the empty and one-character str/bytes singletons and the
-// pieces of its bytes encoding), so Python output that reused one object twice differs here
-// but loads to the same value. bytes use Python 3's protocol-0-2 form (_codecs.encode of the
+// only what CPython always shares ('' and one-character strs below U+0100, b'' and one-byte
+// bytes, and the pieces of its bytes encoding), so Python output that reused some other object
+// twice differs here but loads to the same value. bytes use Python 3's protocol-0-2 form (_codecs.encode of the
 // latin-1 text, `bytes()` when empty), which Python 3 loads as bytes.
 // REQUIRES: protocol is 0, 1 or 2 (others are a programming error; fatal).
 std::string dumps(const Value& v, int protocol);

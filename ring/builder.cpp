@@ -523,7 +523,7 @@ class RingBuilder::Rebalancer {
     for (int gather = 0; gather < kMaxBalanceGatherCount; ++gather) {
       gather_for_balance(gather == 0);
       if (gathered_.empty()) break;
-      std::vector<std::pair<int64_t, std::vector<int>>> list = take_gathered();
+      std::vector<GatheredPart> list = take_gathered();
       // No preference in which order the plan is fulfilled.
       rng_.shuffle(list);
       reassign(list);
@@ -825,9 +825,17 @@ class RingBuilder::Rebalancer {
     gather(part, replica);
   }
 
-  // Groups the gathered slots by partition (first-gathered partition first) and clears them.
-  std::vector<std::pair<int64_t, std::vector<int>>> take_gathered() {
-    std::vector<std::pair<int64_t, std::vector<int>>> list;
+  // A partition to reassign: its replicas are gathered_replicas_[begin, begin + count).
+  struct GatheredPart {
+    int64_t part;
+    uint32_t begin;
+    uint32_t count;
+  };
+
+  // Groups the gathered slots by partition (first-gathered partition first, replicas in gather
+  // order, as Swift's dict of lists holds them) into gathered_replicas_, and clears them.
+  std::vector<GatheredPart> take_gathered() {
+    std::vector<GatheredPart> list;
     if (slot_of_part_.size() != static_cast<std::size_t>(parts_)) {
       slot_of_part_.assign(static_cast<std::size_t>(parts_), -1);
     }
@@ -835,11 +843,22 @@ class RingBuilder::Rebalancer {
       int64_t& slot = slot_of_part_[part];
       if (slot < 0) {
         slot = static_cast<int64_t>(list.size());
-        list.emplace_back(part, std::vector<int>{});
+        list.push_back(GatheredPart{part, 0, 0});
       }
-      list[slot].second.push_back(replica);
+      ++list[slot].count;
     }
-    for (const auto& [part, vec] : list) slot_of_part_[part] = -1;
+    uint32_t offset = 0;
+    for (GatheredPart& g : list) {
+      g.begin = offset;
+      offset += g.count;
+      g.count = 0;
+    }
+    gathered_replicas_.resize(offset);
+    for (const auto& [part, replica] : gathered_) {
+      GatheredPart& g = list[slot_of_part_[part]];
+      gathered_replicas_[g.begin + g.count++] = replica;
+    }
+    for (const GatheredPart& g : list) slot_of_part_[g.part] = -1;
     gathered_.clear();
     return list;
   }
@@ -1056,7 +1075,7 @@ class RingBuilder::Rebalancer {
 
   // --- Reassignment: each gathered replica goes down the tree to the child with the most room
   // among those still below their planned maximum for this partition.
-  void reassign(const std::vector<std::pair<int64_t, std::vector<int>>>& list) {
+  void reassign(const std::vector<GatheredPart>& list) {
     std::vector<double> available(tree_.size(), 0.0);
     std::vector<SortKey> keys(s_.devs.size());
     std::vector<int> weighted_ids;
@@ -1082,10 +1101,12 @@ class RingBuilder::Rebalancer {
     }
 
     TierCounts counts;
-    for (const auto& [part, replicas] : list) {
+    for (const GatheredPart& g : list) {
+      const int64_t part = g.part;
       s_.last_part_moves[part] = 0;
       count_part(part, counts);
-      for (int replica : replicas) {
+      for (uint32_t k = 0; k < g.count; ++k) {
+        const int replica = gathered_replicas_[g.begin + k];
         int tier = 0;
         for (int depth = 1; depth <= 4; ++depth) {
           int best = -1;
@@ -1151,6 +1172,7 @@ class RingBuilder::Rebalancer {
   std::vector<uint8_t> moved_;  // partitions moved in this rebalance
   std::vector<std::pair<int64_t, int>> gathered_;
   std::vector<int64_t> slot_of_part_;
+  std::vector<int> gathered_replicas_;
 };
 
 // --- RingBuilder

@@ -669,9 +669,11 @@ class Cli {
          << message << "\n"
          << kRule << "\n";
   }
-  // Saves the builder (atomically); a Swift pickle being replaced is kept in backups/ first.
-  void save_builder(const std::string& path);
-  void save_ring(const RingData& ring, const std::string& path);
+  // Saves the builder to each path (atomically); a Swift pickle being replaced is kept in
+  // backups/ first. Exits 2 on failure.
+  void save_builder(const std::vector<std::string>& paths);
+  // Writes the ring file image to each path (atomically, 0644). Exits 2 on failure.
+  void save_ring(const RingData& ring, const std::vector<std::string>& paths);
   std::string backup_path(double ts, const std::string& file) const {
     return join_path(backup_dir_,
                      strprintf("%lld.", static_cast<long long>(ts)) + basename_of(file));
@@ -697,10 +699,11 @@ class Cli {
   std::string pickle_bytes_;  // the original file when it was a Swift pickle
 };
 
-void Cli::save_builder(const std::string& path) {
-  if (!pickle_bytes_.empty() && path == builder_file_) {
+void Cli::save_builder(const std::vector<std::string>& paths) {
+  if (!pickle_bytes_.empty() &&
+      std::find(paths.begin(), paths.end(), builder_file_) != paths.end()) {
     const std::string keep = backup_path(now_seconds(), builder_file_) + ".swift-pickle";
-    Status s = common::io::default_fs().write_file_atomic(keep, pickle_bytes_);
+    Status s = internal::write_file_0644(common::io::default_fs(), keep, pickle_bytes_);
     if (!s.ok()) {
       out_ << "Could not keep the Swift builder file in " << keep << ": " << s.message() << "\n";
       exit_with(kExitError);
@@ -709,18 +712,48 @@ void Cli::save_builder(const std::string& path) {
          << "the Apus format and the original is kept as " << keep << "\n";
     pickle_bytes_.clear();
   }
-  Status s = save_builder_file(*builder_, path);
-  if (!s.ok()) {
-    out_ << "Unable to save builder file " << path << ": " << s.message() << "\n";
-    exit_with(kExitError);
+  builder_->ensure_id();
+  const std::string image = encode_builder(builder_->state());
+  for (const std::string& path : paths) {
+    Status s = internal::write_file_0644(common::io::default_fs(), path, image);
+    if (!s.ok()) {
+      out_ << "Unable to save builder file " << path << ": " << s.message() << "\n";
+      exit_with(kExitError);
+    }
   }
 }
 
-void Cli::save_ring(const RingData& ring, const std::string& path) {
-  Status s = write_ring_file(ring, path);
-  if (!s.ok()) {
-    out_ << "Unable to write ring file " << path << ": " << s.message() << "\n";
+void Cli::save_ring(const RingData& ring, const std::vector<std::string>& paths) {
+  // Encoded once (gzip level 9 is the slow part); a copy under another name differs only in
+  // the gzip header's FNAME, which Swift sets to the file's own name.
+  Result<std::string> image = encode_ring(ring, basename_of(ring_file_));
+  if (!image.ok()) {
+    out_ << "Unable to write ring file " << ring_file_ << ": " << image.status().message() << "\n";
     exit_with(kExitError);
+  }
+  for (const std::string& path : paths) {
+    std::string bytes = *image;
+    const std::string base = basename_of(path), own = basename_of(ring_file_);
+    if (base != own) {
+      const bool plain_fname = bytes.size() > 10 && static_cast<uint8_t>(bytes[3]) == 0x08;
+      const bool prefixed =
+          base.size() > own.size() && base.compare(base.size() - own.size(), own.size(), own) == 0;
+      if (plain_fname && prefixed) {
+        bytes.insert(10, base.substr(0, base.size() - own.size()));
+      } else {
+        Result<std::string> other = encode_ring(ring, base);
+        if (!other.ok()) {
+          out_ << "Unable to write ring file " << path << ": " << other.status().message() << "\n";
+          exit_with(kExitError);
+        }
+        bytes = std::move(*other);
+      }
+    }
+    Status s = internal::write_file_0644(common::io::default_fs(), path, bytes);
+    if (!s.ok()) {
+      out_ << "Unable to write ring file " << path << ": " << s.message() << "\n";
+      exit_with(kExitError);
+    }
   }
 }
 
@@ -857,8 +890,7 @@ void Cli::cmd_create() {
   if (!b.ok()) throw b.status();
   builder_ = std::move(*b);
   pickle_bytes_.clear();
-  save_builder(backup_path(now_seconds(), builder_file_));
-  save_builder(builder_file_);
+  save_builder({backup_path(now_seconds(), builder_file_), builder_file_});
   exit_with(kExitSuccess);
 }
 
@@ -939,7 +971,7 @@ void Cli::cmd_add() {
     out_ << s.message() << "\nThe on-disk ring builder is unchanged.\n";
     exit_with(kExitError);
   }
-  save_builder(builder_file_);
+  save_builder({builder_file_});
   exit_with(kExitSuccess);
 }
 
@@ -969,7 +1001,7 @@ void Cli::cmd_remove() {
     if (!s.ok()) throw s;
     out_ << format_device(dev(id)) << " marked for removal and will be removed next rebalance.\n";
   }
-  save_builder(builder_file_);
+  save_builder({builder_file_});
   exit_with(kExitSuccess);
 }
 
@@ -1003,7 +1035,7 @@ void Cli::cmd_set_weight() {
     const std::vector<int> ids = search(search_from_options(opts));
     apply(ids, py_float(opts.args[0]));
   }
-  save_builder(builder_file_);
+  save_builder({builder_file_});
   exit_with(kExitSuccess);
 }
 
@@ -1096,11 +1128,9 @@ void Cli::cmd_rebalance() {
     status = kExitWarning;
   }
   const double ts = now_seconds();
-  const RingData ring = b.ring_data();
-  save_ring(ring, backup_path(ts, ring_file_));
-  save_builder(backup_path(ts, builder_file_));
-  save_ring(ring, ring_file_);
-  save_builder(builder_file_);
+  // Swift's order: the ring (backup, then live), then the builder (backup, then live).
+  save_ring(b.ring_data(), {backup_path(ts, ring_file_), ring_file_});
+  save_builder({backup_path(ts, builder_file_), builder_file_});
   exit_with(status);
 }
 
@@ -1118,7 +1148,7 @@ void Cli::cmd_dispersion() {
   const std::string filter = opts.args.size() > 3 ? opts.args[3] : "";
   if (opts.has("recalculate") || !b.state().dispersion) {
     b.recalculate_dispersion();
-    save_builder(builder_file_);
+    save_builder({builder_file_});
   }
   Result<DispersionReport> report = b.dispersion_report(filter, opts.has("verbose"));
   if (!report.ok()) throw report.status();
@@ -1184,8 +1214,7 @@ void Cli::cmd_write_ring() {
               "forget to run \"rebalance\"?\n";
     }
   }
-  save_ring(ring, backup_path(now_seconds(), ring_file_));
-  save_ring(ring, ring_file_);
+  save_ring(ring, {backup_path(now_seconds(), ring_file_), ring_file_});
   exit_with(kExitSuccess);
 }
 
@@ -1212,14 +1241,14 @@ void Cli::cmd_write_builder() {
   Result<RingBuilder> b = RingBuilder::from_ring_data(*ring, static_cast<int>(min_part_hours));
   if (!b.ok()) throw b.status();
   builder_ = std::move(*b);
-  save_builder(builder_file_);
+  save_builder({builder_file_});
   exit_with(kExitSuccess);
 }
 
 void Cli::cmd_pretend() {
   require_builder();
   builder_->pretend_min_part_hours_passed();
-  save_builder(builder_file_);
+  save_builder({builder_file_});
   exit_with(kExitSuccess);
 }
 
@@ -1309,7 +1338,7 @@ void Cli::cmd_set_min_part_hours() {
   if (!s.ok()) throw s;
   out_ << "The minimum number of hours before a partition can be reassigned is now set to "
        << argv_[3] << "\n";
-  save_builder(builder_file_);
+  save_builder({builder_file_});
   exit_with(kExitSuccess);
 }
 
@@ -1329,7 +1358,7 @@ void Cli::cmd_set_replicas() {
   if (!s.ok()) throw s;
   out_ << strprintf("The replica count is now %.6f.\n", builder_->replicas())
        << "The change will take effect after the next rebalance.\n";
-  save_builder(builder_file_);
+  save_builder({builder_file_});
   exit_with(kExitSuccess);
 }
 
@@ -1359,7 +1388,7 @@ void Cli::cmd_set_overload() {
   out_ << strprintf("The overload factor is now %0.2f%% (%.6f)\n", builder_->state().overload * 100,
                     builder_->state().overload)
        << "The change will take effect after the next rebalance.\n";
-  save_builder(builder_file_);
+  save_builder({builder_file_});
   exit_with(status);
 }
 

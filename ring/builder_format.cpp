@@ -35,7 +35,7 @@ constexpr std::size_t kPrefixBytes = sizeof(kMagic) + 4 + 4;
 constexpr std::size_t kMaxBuilderBytes = std::size_t{1} << 33;
 // What load_builder_file reads from disk at most (a compressed or pickled builder).
 constexpr std::size_t kMaxFileBytes = std::size_t{1} << 31;
-constexpr int kGzipLevel = 6;
+constexpr int kGzipLevel = 1;
 
 // --- gzip
 
@@ -1017,25 +1017,29 @@ Result<RingBuilder> load_builder_file(const std::string& path) {
   return load_builder_file(path, common::io::default_fs());
 }
 
-Status save_builder_file(RingBuilder& builder, const std::string& path, common::io::Fs& fs) {
-  builder.ensure_id();
-  const std::string data = encode_builder(builder.state());
+Status internal::write_file_0644(common::io::Fs& fs, const std::string& path,
+                                 std::string_view data) {
   Result<common::io::File> tmp = fs.create_temp(parent_dir(path));
   if (!tmp.ok()) return tmp.status();
   const std::string tmp_path = tmp->path();
   Status s = fs.write(*tmp, data);
   if (s.ok()) s = fs.fsync(*tmp);
-  // Builders are shared with operators' tools like Swift's (0644), not private temp files.
+  // Builders and rings are read by operators' tools, like Swift's files (0644), not private.
   if (s.ok() && ::fchmod(tmp->fd(), 0644) != 0) {
     s = common::io::from_errno(errno, "fchmod " + tmp_path);
   }
   if (s.ok()) s = tmp->close();
   if (s.ok()) s = fs.durable_rename(tmp_path, path);
   if (!s.ok()) {
-    fs.unlink(tmp_path).ignore();  // harmless if the rename already happened
+    fs.unlink(tmp_path).ignore();  // NotFound if the rename happened before the failure
     return s;
   }
   return Status();
+}
+
+Status save_builder_file(RingBuilder& builder, const std::string& path, common::io::Fs& fs) {
+  builder.ensure_id();
+  return internal::write_file_0644(fs, path, encode_builder(builder.state()));
 }
 
 Status save_builder_file(RingBuilder& builder, const std::string& path) {

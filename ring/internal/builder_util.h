@@ -16,6 +16,12 @@
 #include <utility>
 #include <vector>
 
+#include "common/status.h"
+
+namespace apus::common::io {
+class Fs;
+}
+
 namespace apus::ring::internal {
 
 class PyRandom {
@@ -66,6 +72,11 @@ std::optional<std::string> normalize_ip(std::string_view ip);
 // (lowercased) and "[v6]" brackets; nullopt when invalid.
 std::optional<std::string> normalize_address(std::string_view address);
 bool is_valid_ipv6(std::string_view ip);
+
+// Replaces path with data atomically and durably, mode 0644: a temp file in path's directory,
+// write, fsync, fchmod, rename, directory fsync. On a failure before the rename, path is left
+// as it was and the temp file is removed. (builder_format.cpp)
+common::Status write_file_0644(common::io::Fs& fs, const std::string& path, std::string_view data);
 
 // printf into a std::string.
 std::string strprintf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));

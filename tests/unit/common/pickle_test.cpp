@@ -98,7 +98,8 @@ TEST_CASE("pickle Value: kinds, equality and debug_string") {
   const Value v = Value::dict({{S("a"), Value::list({I(1), Value::floating(1e16), Value::none()})},
                                {B("b\x01'"), Value::tuple({Value::boolean(false)})},
                                {S("\xc3\xa9\xe4\xb8\xad\n"), Value::tuple()}});
-  CHECK(v.debug_string() == "{'a': [1, 1e+16, None], b'b\\x01\\'': (False,), '\\xe9\\u4e2d\\n': ()}");
+  CHECK(v.debug_string() ==
+        "{'a': [1, 1e+16, None], b'b\\x01\\'': (False,), '\\xe9\\u4e2d\\n': ()}");
 }
 
 // ------------------------------------------------------------------------------ loads
@@ -107,12 +108,12 @@ TEST_CASE("pickle Value: kinds, equality and debug_string") {
 //        -1, 2**40, -2**63], 'b': {None: 'h', 3: 'i'}}
 Value composite() {
   return Value::dict(
-      {{S("a"), Value::list({I(1), Value::tuple({I(2)}), Value::tuple({I(3), I(4)}),
-                             Value::tuple({I(5), I(6), I(7)}),
-                             Value::tuple({I(8), I(9), I(10), I(11)}), Value::tuple(),
-                             Value::boolean(true), Value::boolean(false), Value::none(),
-                             Value::floating(1.5), B("xy"), S("\xc3\xa9"), I(256), I(-1),
-                             I(int64_t{1} << 40), I(std::numeric_limits<int64_t>::min())})},
+      {{S("a"),
+        Value::list({I(1), Value::tuple({I(2)}), Value::tuple({I(3), I(4)}),
+                     Value::tuple({I(5), I(6), I(7)}), Value::tuple({I(8), I(9), I(10), I(11)}),
+                     Value::tuple(), Value::boolean(true), Value::boolean(false), Value::none(),
+                     Value::floating(1.5), B("xy"), S("\xc3\xa9"), I(256), I(-1),
+                     I(int64_t{1} << 40), I(std::numeric_limits<int64_t>::min())})},
        {S("b"), Value::dict({{Value::none(), S("h")}, {I(3), S("i")}})}});
 }
 
@@ -192,7 +193,9 @@ TEST_CASE("pickle loads: strings") {
   CHECK(load_ok("\x8d\x01\x00\x00\x00\x00\x00\x00\x00z.") == S("z"));
   // Lone surrogates stay in their 3-byte form (Python's surrogatepass).
   CHECK(load_ok("X\x03\x00\x00\x00\xed\xb2\x80.") == S("\xed\xb2\x80"));
-  CHECK(load_ok("U\x03" "a\x00" "b.") == B("a\0b"s));
+  CHECK(load_ok("U\x03"
+                "a\x00"
+                "b.") == B("a\0b"s));
   CHECK(load_ok("T\x02\x00\x00\x00\xc3\xa9.") == B("\xc3\xa9"));
   CHECK(load_ok("C\x01\xff.") == B("\xff"));
   CHECK(load_ok("B\x01\x00\x00\x00\xff.") == B("\xff"));
@@ -208,8 +211,8 @@ TEST_CASE("pickle loads: strings") {
   // Protocol 0 Python 2 strings: quoted repr with escapes.
   CHECK(load_ok("S'caf\\xc3\\xa9'\n.") == B("caf\xc3\xa9"));
   CHECK(load_ok("S\"it's\"\n.") == B("it's"));
-  CHECK(load_ok("S'\\'\\\\\\n\\t\\r\\a\\b\\f\\v\\0\\101\\7777'\n.") ==
-        B("'\\\n\t\r\a\b\f\v\0A\xff"s "7"s));
+  CHECK(load_ok("S'\\'\\\\\\n\\t\\r\\a\\b\\f\\v\\0\\101\\7777'\n.") == B("'\\\n\t\r\a\b\f\v\0A\xff"s
+                                                                         "7"s));
   CHECK(load_ok("S'\\q'\n.") == B("\\q"));
   CHECK(load_ok("S''\n.") == B(""));
 }
@@ -222,22 +225,33 @@ TEST_CASE("pickle loads: containers, marks and the memo") {
   CHECK(load_ok("(I1\nI2\nd.") == Value::dict({{I(1), I(2)}}));
   CHECK(load_ok("(d.") == Value::dict());
   CHECK(load_ok("}(K\x01K\x02K\x03K\x04u.") == Value::dict({{I(1), I(2)}, {I(3), I(4)}}));
-  CHECK(load_ok("](K\x01K\x02" "e.") == Value::list({I(1), I(2)}));
+  CHECK(load_ok("](K\x01K\x02"
+                "e.") == Value::list({I(1), I(2)}));
   CHECK(load_ok("](e.") == Value::list());
   // GET/PUT in all three widths, MEMOIZE, and the same object referenced twice.
   CHECK(load_ok("K\x07p5\n0g5\n.") == I(7));
-  CHECK(load_ok("K\x07r\x00\x01\x00\x00" "0j\x00\x01\x00\x00.") == I(7));
-  CHECK(load_ok("\x80\x04K\x07\x94" "0h\x00.") == I(7));
-  CHECK(load_ok("]q\x01K\x01" "a]h\x01" "a.") == Value::list({Value::list({I(1)})}));
+  CHECK(load_ok("K\x07r\x00\x01\x00\x00"
+                "0j\x00\x01\x00\x00.") == I(7));
+  CHECK(load_ok("\x80\x04K\x07\x94"
+                "0h\x00.") == I(7));
+  CHECK(load_ok("]q\x01K\x01"
+                "a]h\x01"
+                "a.") == Value::list({Value::list({I(1)})}));
   const Value shared = Value::list({I(1)});
-  CHECK(load_ok("](]q\x01K\x01" "ah\x01" "e.") == Value::list({shared, shared}));
+  CHECK(load_ok("](]q\x01K\x01"
+                "ah\x01"
+                "e.") == Value::list({shared, shared}));
   // A container filled after it was memoized is seen filled through the memo.
-  CHECK(load_ok("(]q\x00h\x00K\x01" "at.") == Value::tuple({shared, shared}));
+  CHECK(load_ok("(]q\x00h\x00K\x01"
+                "at.") == Value::tuple({shared, shared}));
   // POP, POP_MARK, DUP.
-  CHECK(load_ok("K\x01K\x02" "0.") == I(1));
-  CHECK(load_ok("K\x01(K\x02K\x03" "1.") == I(1));
+  CHECK(load_ok("K\x01K\x02"
+                "0.") == I(1));
+  CHECK(load_ok("K\x01(K\x02K\x03"
+                "1.") == I(1));
   CHECK(load_ok("K\x01(0.") == I(1));  // POP of an empty mark drops the mark
-  CHECK(load_ok("K\x01" "2\x86.") == Value::tuple({I(1), I(1)}));
+  CHECK(load_ok("K\x01"
+                "2\x86.") == Value::tuple({I(1), I(1)}));
   // PROTO and FRAME are only headers.
   CHECK(load_ok("\x80\x05\x95\x01\x00\x00\x00\x00\x00\x00\x00N.") == Value::none());
   // Bytes after STOP are ignored, as by Python.
@@ -247,12 +261,17 @@ TEST_CASE("pickle loads: containers, marks and the memo") {
 TEST_CASE("pickle loads: duplicate dict keys behave as in a Python dict") {
   // {1: 'a', True: 'b', 1.0: 'c', 'x': 1, b'x': 2, 'x': 3} == {1: 'c', 'x': 3, b'x': 2}
   const Value v = load_ok(
-      "\x80\x02}(K\x01X\x01\x00\x00\x00" "a\x88X\x01\x00\x00\x00" "bG?\xf0\x00\x00\x00\x00\x00\x00"
-      "X\x01\x00\x00\x00" "cX\x01\x00\x00\x00xK\x01" "C\x01xK\x02X\x01\x00\x00\x00xK\x03u."s);
+      "\x80\x02}(K\x01X\x01\x00\x00\x00"
+      "a\x88X\x01\x00\x00\x00"
+      "bG?\xf0\x00\x00\x00\x00\x00\x00"
+      "X\x01\x00\x00\x00"
+      "cX\x01\x00\x00\x00xK\x01"
+      "C\x01xK\x02X\x01\x00\x00\x00xK\x03u."s);
   CHECK(v == Value::dict({{I(1), S("c")}, {S("x"), I(3)}, {B("x"), I(2)}}));
   // NaN keys are never equal; tuples compare item by item.
-  const Value nan = load_ok("}(G\x7f\xf8\x00\x00\x00\x00\x00\x00K\x01G\x7f\xf8\x00\x00\x00\x00"
-                            "\x00\x00K\x02K\x01K\x02\x86K\x03\x88K\x02\x86K\x04u."s);
+  const Value nan = load_ok(
+      "}(G\x7f\xf8\x00\x00\x00\x00\x00\x00K\x01G\x7f\xf8\x00\x00\x00\x00"
+      "\x00\x00K\x02K\x01K\x02\x86K\x03\x88K\x02\x86K\x04u."s);
   CHECK(nan.as_dict().size() == 3);
   CHECK(nan.as_dict()[2].second == I(4));
 }
@@ -260,12 +279,13 @@ TEST_CASE("pickle loads: duplicate dict keys behave as in a Python dict") {
 TEST_CASE("pickle loads: the globals Swift uses") {
   // Python 3's bytes at protocols 0-2, and the empty bytes form.
   CHECK(load_ok("c_codecs\nencode\n(V\xe9\nVlatin1\ntR.") == B("\xe9"));
-  CHECK(load_ok("\x80\x02" "c_codecs\nencode\nX\x02\x00\x00\x00\xc3\xa9X\x07\x00\x00\x00latin-1"
+  CHECK(load_ok("\x80\x02"
+                "c_codecs\nencode\nX\x02\x00\x00\x00\xc3\xa9X\x07\x00\x00\x00latin-1"
                 "\x86R.") == B("\xe9"));
   CHECK(load_ok("c__builtin__\nbytes\n(tR.") == B(""));
   CHECK(load_ok("cbuiltins\nbytes\nC\x02hi\x85R.") == B("hi"));
-  CHECK(load_ok("\x80\x04\x8c\x07_codecs\x8c\x06" "encode\x93\x8c\x01x\x8c\x06latin1\x86R.") ==
-        B("x"));
+  CHECK(load_ok("\x80\x04\x8c\x07_codecs\x8c\x06"
+                "encode\x93\x8c\x01x\x8c\x06latin1\x86R.") == B("x"));
   CHECK(load_ok("c__builtin__\ndict\n)R.") == Value::dict());
   CHECK(load_ok("cbuiltins\ndict\n(}K\x01K\x02stR.") == Value::dict({{I(1), I(2)}}));
   // async_pending headers: a HeaderKeyDict rebuilt through copy_reg._reconstructor.
@@ -273,10 +293,9 @@ TEST_CASE("pickle loads: the globals Swift uses") {
       "(dp0\nVheaders\np1\nccopy_reg\n_reconstructor\np2\n(cswift.common.header_key_dict\n"
       "HeaderKeyDict\np3\nc__builtin__\ndict\np4\n(dp5\nVX-Timestamp\np6\nV1.0\np7\nsVX-Size\np8\n"
       "V5\np9\nstp10\nRp11\nsVsuccesses\np12\n(lp13\nI1\naI2\nas.";
-  CHECK(load_ok(headers) ==
-        Value::dict({{S("headers"), Value::dict({{S("X-Timestamp"), S("1.0")},
-                                                 {S("X-Size"), S("5")}})},
-                     {S("successes"), Value::list({I(1), I(2)})}}));
+  CHECK(load_ok(headers) == Value::dict({{S("headers"), Value::dict({{S("X-Timestamp"), S("1.0")},
+                                                                     {S("X-Size"), S("5")}})},
+                                         {S("successes"), Value::list({I(1), I(2)})}}));
   CHECK(load_ok("ccopyreg\n_reconstructor\n(c__builtin__\ndict\ncbuiltins\ndict\n}tR.") ==
         Value::dict());
   // BUILD with an empty state changes nothing (a HeaderKeyDict's empty __dict__).
@@ -286,7 +305,11 @@ TEST_CASE("pickle loads: the globals Swift uses") {
 
 TEST_CASE("pickle loads: refuses code, objects and other globals") {
   check_corrupt("cos\nsystem\n(S'echo hi'\ntR.", "global os.system is not allowed");
-  check_corrupt("\x80\x02" "cbuiltins\neval\nX\x01\x00\x00\x00" "1\x85R.", "global builtins.eval");
+  check_corrupt(
+      "\x80\x02"
+      "cbuiltins\neval\nX\x01\x00\x00\x00"
+      "1\x85R.",
+      "global builtins.eval");
   check_corrupt("c__builtin__\ngetattr\n.", "global __builtin__.getattr");
   check_corrupt("c__builtin__\nobject\n.", "not allowed");
   check_corrupt("csubprocess\ncall\n.", "not allowed");
@@ -294,7 +317,10 @@ TEST_CASE("pickle loads: refuses code, objects and other globals") {
   check_corrupt("\x80\x04\x8c\x02os\x8c\x06system\x93.", "offset 14");
   check_corrupt("(S'ls'\nios\nsystem\n.", "opcode INST is not supported");
   check_corrupt("(o.", "opcode OBJ");
-  check_corrupt("\x80\x02" "cswift.common.header_key_dict\nHeaderKeyDict\n)\x81.", "NEWOBJ");
+  check_corrupt(
+      "\x80\x02"
+      "cswift.common.header_key_dict\nHeaderKeyDict\n)\x81.",
+      "NEWOBJ");
   check_corrupt("\x80\x02\x82\x01.", "EXT1");
   check_corrupt("P1\n.", "PERSID");
   check_corrupt("N\x51.", "BINPERSID");
@@ -340,13 +366,16 @@ TEST_CASE("pickle loads: malformed input is Corruption") {
   check_corrupt("0.", "stack underflow");
   check_corrupt("1.", "no MARK");
   check_corrupt("2.", "stack underflow");
-  check_corrupt("X\xff\xff\xff\xff" "ab.", "truncated");
+  check_corrupt(
+      "X\xff\xff\xff\xff"
+      "ab.",
+      "truncated");
   check_corrupt("\x8d\xff\xff\xff\xff\xff\xff\xff\xff.", "truncated");
   check_corrupt("\x8e\x00\x00\x00\x00\x00\x00\x00\x80.", "truncated");
   check_corrupt("\x95\x00\x01\x00\x00\x00\x00\x00\x00N.", "truncated");
   check_corrupt("T\xff\xff\xff\xff.", "negative length");
   check_corrupt("X\x02\x00\x00\x00\xc3(.", "not valid UTF-8");
-  check_corrupt("X\x02\x00\x00\x00\xc0\x80.", "not valid UTF-8");  // overlong
+  check_corrupt("X\x02\x00\x00\x00\xc0\x80.", "not valid UTF-8");          // overlong
   check_corrupt("X\x04\x00\x00\x00\xf4\x90\x80\x80.", "not valid UTF-8");  // > U+10FFFF
   check_corrupt("h\x05.", "memo entry 5 not found");
   check_corrupt("g7\n.", "memo entry 7 not found");
@@ -388,9 +417,16 @@ TEST_CASE("pickle loads: malformed input is Corruption") {
 }
 
 TEST_CASE("pickle loads: recursion, nesting and expansion are bounded") {
-  check_corrupt("]q\x00h\x00" "a.", "recursive structure");
+  check_corrupt(
+      "]q\x00h\x00"
+      "a.",
+      "recursive structure");
   check_corrupt("}q\x00K\x01h\x00s.", "recursive structure");
-  check_corrupt("(]q\x00h\x00\x85q\x01" "1h\x00h\x01" "a.", "recursive structure");
+  check_corrupt(
+      "(]q\x00h\x00\x85q\x01"
+      "1h\x00h\x01"
+      "a.",
+      "recursive structure");
 
   auto nested = [](int depth) {
     return std::string(static_cast<size_t>(depth), ']') +
@@ -428,9 +464,12 @@ TEST_CASE("pickle loads: recursion, nesting and expansion are bounded") {
 
 TEST_CASE("pickle loads: every truncation of a valid pickle fails cleanly") {
   const std::vector<std::string> pickles = {
-      kComposite0, kComposite2, kComposite4,
+      kComposite0,
+      kComposite2,
+      kComposite4,
       dumps(Value::dict({{B("\xff"), Value::list({Value::floating(0.1), I(1)})}}), 0),
-      "S'caf\\xc3\\xa9'\n.", "\x80\x02\x8a\x08\x00\x00\x00\x00\x00\x00\x00\x80."s};
+      "S'caf\\xc3\\xa9'\n.",
+      "\x80\x02\x8a\x08\x00\x00\x00\x00\x00\x00\x00\x80."s};
   int failures = 0;
   for (const std::string& p : pickles) {
     REQUIRE(loads(p).ok());
@@ -451,40 +490,58 @@ TEST_CASE("pickle dumps: byte-identical to Python 3 for known values") {
   CHECK(dumps(composite(), 2) == kComposite2);
   // Python: pickle.dumps({b'ab': b'\xc3\xa9', b'': b'x', b'y': b'x', b'z': b''}, p). The
   // one-byte and empty bytes are CPython singletons, so they are written once.
-  const Value shared = Value::dict(
-      {{B("ab"), B("\xc3\xa9")}, {B(""), B("x")}, {B("y"), B("x")}, {B("z"), B("")}});
+  const Value shared =
+      Value::dict({{B("ab"), B("\xc3\xa9")}, {B(""), B("x")}, {B("y"), B("x")}, {B("z"), B("")}});
   CHECK(dumps(shared, 0) ==
         "(dp0\nc_codecs\nencode\np1\n(Vab\np2\nVlatin1\np3\ntp4\nRp5\ng1\n(V\xc3\xa9\np6\ng3\ntp7\n"
         "Rp8\nsc__builtin__\nbytes\np9\n(tRp10\ng1\n(Vx\np11\ng3\ntp12\nRp13\nsg1\n(Vy\np14\ng3\n"
         "tp15\nRp16\ng13\nsg1\n(Vz\np17\ng3\ntp18\nRp19\ng10\ns."s);
   CHECK(dumps(shared, 2) ==
-        "\x80\x02}q\x00(c_codecs\nencode\nq\x01X\x02\x00\x00\x00" "abq\x02X\x06\x00\x00\x00latin1"
+        "\x80\x02}q\x00(c_codecs\nencode\nq\x01X\x02\x00\x00\x00"
+        "abq\x02X\x06\x00\x00\x00latin1"
         "q\x03\x86q\x04Rq\x05h\x01X\x04\x00\x00\x00\xc3\x83\xc2\xa9q\x06h\x03\x86q\x07Rq\x08"
         "c__builtin__\nbytes\nq\x09)Rq\nh\x01X\x01\x00\x00\x00xq\x0bh\x03\x86q\x0cRq\rh\x01X\x01"
         "\x00\x00\x00yq\x0eh\x03\x86q\x0fRq\x10h\rh\x01X\x01\x00\x00\x00zq\x11h\x03\x86q\x12Rq"
         "\x13h\nu."s);
   // Protocol 0 floats are repr(); ints switch to LONG beyond 32 bits.
-  const Value numbers = Value::list(
-      {Value::floating(1.5e16), Value::floating(1e16), Value::floating(1e-5),
-       Value::floating(1e-4), Value::floating(-0.0), Value::floating(INFINITY),
-       Value::floating(NAN), Value::floating(1e300), Value::floating(123456789012345678.0),
-       Value::floating(5e-324), Value::boolean(true), Value::boolean(false), I(-1), I(256),
-       I(65536), I(int64_t{1} << 31), I(INT32_MIN), I(int64_t{INT32_MIN} - 1),
-       I(std::numeric_limits<int64_t>::max()), I(std::numeric_limits<int64_t>::min()), I(-128),
-       I(-129), I(255), I(int64_t{1} << 40)});
+  const Value numbers = Value::list({Value::floating(1.5e16),
+                                     Value::floating(1e16),
+                                     Value::floating(1e-5),
+                                     Value::floating(1e-4),
+                                     Value::floating(-0.0),
+                                     Value::floating(INFINITY),
+                                     Value::floating(NAN),
+                                     Value::floating(1e300),
+                                     Value::floating(123456789012345678.0),
+                                     Value::floating(5e-324),
+                                     Value::boolean(true),
+                                     Value::boolean(false),
+                                     I(-1),
+                                     I(256),
+                                     I(65536),
+                                     I(int64_t{1} << 31),
+                                     I(INT32_MIN),
+                                     I(int64_t{INT32_MIN} - 1),
+                                     I(std::numeric_limits<int64_t>::max()),
+                                     I(std::numeric_limits<int64_t>::min()),
+                                     I(-128),
+                                     I(-129),
+                                     I(255),
+                                     I(int64_t{1} << 40)});
   CHECK(dumps(numbers, 0) ==
         "(lp0\nF1.5e+16\naF1e+16\naF1e-05\naF0.0001\naF-0.0\naFinf\naFnan\naF1e+300\naF1.2345678901"
         "234568e+17\naF5e-324\naI01\naI00\naI-1\naI256\naI65536\naL2147483648L\naI-2147483648\naL-"
         "2147483649L\naL9223372036854775807L\naL-9223372036854775808L\naI-128\naI-129\naI255\naL10"
         "99511627776L\na.");
-  const Value longs = Value::list({I(int64_t{1} << 31), I(std::numeric_limits<int64_t>::min()),
-                                   I(std::numeric_limits<int64_t>::max()),
-                                   I(int64_t{INT32_MIN} - 1), I(-(int64_t{1} << 39)),
-                                   I(-(int64_t{1} << 31) - (int64_t{1} << 30))});
+  const Value longs =
+      Value::list({I(int64_t{1} << 31), I(std::numeric_limits<int64_t>::min()),
+                   I(std::numeric_limits<int64_t>::max()), I(int64_t{INT32_MIN} - 1),
+                   I(-(int64_t{1} << 39)), I(-(int64_t{1} << 31) - (int64_t{1} << 30))});
   CHECK(dumps(longs, 2) ==
         "\x80\x02]q\x00(\x8a\x05\x00\x00\x00\x80\x00\x8a\x08\x00\x00\x00\x00\x00\x00\x00\x80\x8a"
         "\x08\xff\xff\xff\xff\xff\xff\xff\x7f\x8a\x05\xff\xff\xff\x7f\xff\x8a\x05\x00\x00\x00\x00"
-        "\x80\x8a\x05\x00\x00\x00@\xff" "e."s);
+        "\x80\x8a\x05\x00\x00\x00@\xff"
+        "e."s);
   CHECK(dumps(Value::list({Value::boolean(true), I(int64_t{1} << 31)}), 1) ==
         "]q\x00(I01\nL2147483648L\ne."s);
   // Protocol 0 text: raw-unicode-escape plus escapes for what would break the line.
@@ -515,7 +572,7 @@ TEST_CASE("pickle dumps: long lists and dicts are batched and memo indices grow 
     CHECK(load_ok(p) == Value::list(items));
     CHECK(load_ok(dumps(Value::dict(entries), proto)) == Value::dict(entries));
     if (proto > 0) {
-      CHECK(std::count(p.begin(), p.end(), 'e') >= 3);  // APPENDS per 1000 items
+      CHECK(std::count(p.begin(), p.end(), 'e') >= 3);           // APPENDS per 1000 items
       CHECK(p.find("r\x00\x01\x00\x00"s) != std::string::npos);  // LONG_BINPUT 256
     }
   }
@@ -529,14 +586,20 @@ class RandomValues {
   Value value(int depth = 0) {
     const int k = pick(depth >= 3 ? 8 : 12);
     switch (k) {
-      case 0: return Value::none();
-      case 1: return Value::boolean(pick(2) == 1);
-      case 2: return I(integer());
-      case 3: return Value::floating(floating());
+      case 0:
+        return Value::none();
+      case 1:
+        return Value::boolean(pick(2) == 1);
+      case 2:
+        return I(integer());
+      case 3:
+        return Value::floating(floating());
       case 4:
-      case 5: return S(text());
+      case 5:
+        return S(text());
       case 6:
-      case 7: return B(raw());
+      case 7:
+        return B(raw());
       case 8:
       case 9: {
         Value::List items;
@@ -555,9 +618,18 @@ class RandomValues {
   int pick(int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng_); }
 
   int64_t integer() {
-    static const int64_t kEdges[] = {0, 1, -1, 255, 256, 65535, 65536, INT32_MAX,
-                                     int64_t{INT32_MAX} + 1, INT32_MIN,
-                                     int64_t{INT32_MIN} - 1, std::numeric_limits<int64_t>::max(),
+    static const int64_t kEdges[] = {0,
+                                     1,
+                                     -1,
+                                     255,
+                                     256,
+                                     65535,
+                                     65536,
+                                     INT32_MAX,
+                                     int64_t{INT32_MAX} + 1,
+                                     INT32_MIN,
+                                     int64_t{INT32_MIN} - 1,
+                                     std::numeric_limits<int64_t>::max(),
                                      std::numeric_limits<int64_t>::min()};
     if (pick(2)) return kEdges[pick(std::size(kEdges))];
     return static_cast<int64_t>(rng_()) >> pick(64);
@@ -569,9 +641,9 @@ class RandomValues {
   }
 
   std::string text() {
-    static const uint32_t kCodePoints[] = {'a', 'Z', '0', ' ', '\\', '\'', '\n', '\r', 0, 0x1A,
-                                           0x7F, 0x80, 0xE9, 0xFF, 0x100, 0x4E2D, 0xD800, 0xDC80,
-                                           0xFFFF, 0x1F600, 0x10FFFF};
+    static const uint32_t kCodePoints[] = {
+        'a',  'Z',  '0',  ' ',   '\\',   '\'',   '\n',   '\r',   0,       0x1A,    0x7F,
+        0x80, 0xE9, 0xFF, 0x100, 0x4E2D, 0xD800, 0xDC80, 0xFFFF, 0x1F600, 0x10FFFF};
     std::string out;
     for (int n = pick(10); n > 0; --n) {
       const uint32_t cp = kCodePoints[pick(std::size(kCodePoints))];
@@ -604,11 +676,16 @@ class RandomValues {
 
   Value key() {
     switch (pick(6)) {
-      case 0: return I(integer());
-      case 1: return B(raw());
-      case 2: return Value::none();
-      case 3: return Value::tuple({S(text()), I(integer())});
-      default: return S(text());
+      case 0:
+        return I(integer());
+      case 1:
+        return B(raw());
+      case 2:
+        return Value::none();
+      case 3:
+        return Value::tuple({S(text()), I(integer())});
+      default:
+        return S(text());
     }
   }
 
@@ -652,27 +729,41 @@ TEST_CASE("pickle loads: random mutations never crash and whatever loads dumps a
   RandomValues gen(7);
   std::vector<std::string> seeds = {kComposite0, kComposite2, kComposite4};
   for (int i = 0; i < 60; ++i) seeds.push_back(dumps(gen.value(), i % 3));
-  seeds.push_back("(dp0\nVheaders\np1\nccopy_reg\n_reconstructor\np2\n(cswift.common."
-                  "header_key_dict\nHeaderKeyDict\np3\nc__builtin__\ndict\np4\n(dp5\nVX-Size\np8\n"
-                  "V5\np9\nstp10\nRp11\ns.");
+  seeds.push_back(
+      "(dp0\nVheaders\np1\nccopy_reg\n_reconstructor\np2\n(cswift.common."
+      "header_key_dict\nHeaderKeyDict\np3\nc__builtin__\ndict\np4\n(dp5\nVX-Size\np8\n"
+      "V5\np9\nstp10\nRp11\ns.");
   seeds.push_back("S'caf\\xc3\\xa9'\n.");
 
   std::mt19937 rng(12345);
   auto pick = [&](size_t n) { return std::uniform_int_distribution<size_t>(0, n - 1)(rng); };
-  static const char kInteresting[] = "(.)]}NIJKLMFGSTUVXabcdeghjlpqrstu0128\x80\x85\x86\x87\x88"
-                                     "\x8a\x8b\x8c\x8d\x8e\x93\x94\x95\xff\n'\\";
+  static const char kInteresting[] =
+      "(.)]}NIJKLMFGSTUVXabcdeghjlpqrstu0128\x80\x85\x86\x87\x88"
+      "\x8a\x8b\x8c\x8d\x8e\x93\x94\x95\xff\n'\\";
   int loaded = 0, failed = 0;
   for (int i = 0; i < 30000; ++i) {
     std::string p = seeds[pick(seeds.size())];
     for (size_t m = 1 + pick(4); m > 0 && !p.empty(); --m) {
       const size_t at = pick(p.size());
       switch (pick(7)) {
-        case 0: p[at] = static_cast<char>(rng()); break;
-        case 1: p[at] = kInteresting[pick(sizeof kInteresting - 1)]; break;
-        case 2: p.insert(p.begin() + static_cast<ptrdiff_t>(at), static_cast<char>(rng())); break;
-        case 3: p.erase(at, 1 + pick(4)); break;
-        case 4: p.insert(at, p.substr(pick(p.size()), pick(16))); break;
-        case 5: p[at] ^= static_cast<char>(1 << pick(8)); break;
+        case 0:
+          p[at] = static_cast<char>(rng());
+          break;
+        case 1:
+          p[at] = kInteresting[pick(sizeof kInteresting - 1)];
+          break;
+        case 2:
+          p.insert(p.begin() + static_cast<ptrdiff_t>(at), static_cast<char>(rng()));
+          break;
+        case 3:
+          p.erase(at, 1 + pick(4));
+          break;
+        case 4:
+          p.insert(at, p.substr(pick(p.size()), pick(16)));
+          break;
+        case 5:
+          p[at] ^= static_cast<char>(1 << pick(8));
+          break;
         default:  // a huge or negative length somewhere
           p.insert(at, pick(2) ? "\xff\xff\xff\x7f"s : "\x00\x00\x00\x80"s);
       }
@@ -712,7 +803,8 @@ TEST_CASE("pickle object metadata: the Python 3 Swift encoding") {
   const Value stored = load_ok(p);
   CHECK(*stored.find("name") == B("/AUTH_\xc3\xa9/c/o\xf0\x9f\x98\x80"));
   CHECK(*stored.find("X-Object-Meta-Raw") == B("\xc2\x80\xc3\xbf"));
-  CHECK(*stored.find("X-Object-Meta-Caf\xc3\x83\xc2\xa9") == B("\xc3\x83\xc2\xa9t\xc3\x83\xc2\xa9"));
+  CHECK(*stored.find("X-Object-Meta-Caf\xc3\x83\xc2\xa9") ==
+        B("\xc3\x83\xc2\xa9t\xc3\x83\xc2\xa9"));
   CHECK(*stored.find("X-Object-Meta-Empty") == B(""));
   const auto back = decode_object_metadata(p);
   REQUIRE(back.ok());
@@ -766,8 +858,7 @@ TEST_CASE("pickle object metadata: Python 2 pickles, str items, numbers and oddi
         Pairs{{"X-Wide", "\xe4\xb8\xad"}, {"X-Bad", "\xff\xfe"}});
   // Only the exact key `name` is real UTF-8.
   const Value names = Value::dict({{B("Name"), B("\xc3\xa9")}, {B("name"), B("\xc3\xa9")}});
-  CHECK(*decode_object_metadata(dumps(names, 2)) ==
-        Pairs{{"Name", "\xe9"}, {"name", "\xc3\xa9"}});
+  CHECK(*decode_object_metadata(dumps(names, 2)) == Pairs{{"Name", "\xe9"}, {"name", "\xc3\xa9"}});
 
   auto fails = [](const Value& v, std::string_view what) {
     const auto r = decode_object_metadata(dumps(v, 2));

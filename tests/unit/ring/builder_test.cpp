@@ -792,6 +792,19 @@ TEST_CASE_FIXTURE(TempDir, "apus-ring-builder: create, add, rebalance, listing")
   REQUIRE(ring.ok());
   CHECK(ring->replica2part2dev.size() == 3);
 
+  // The backup ring is the ring as Swift would write it under the backup's own name.
+  bool backup_checked = false;
+  for (const auto& e : std::filesystem::directory_iterator(path("backups"))) {
+    const std::string name = e.path().filename().string();
+    if (name.size() < 8 || name.compare(name.size() - 8, 8, ".ring.gz") != 0) continue;
+    auto image = encode_ring(*ring, name);
+    REQUIRE(image.ok());
+    CHECK(read_all(e.path().string()) == *image);
+    CHECK(read_all(e.path().string()) != read_all(path("object.ring.gz")));
+    backup_checked = true;
+  }
+  CHECK(backup_checked);
+
   r = run_cli({f, "rebalance"});
   CHECK(r.code == 1);
   CHECK(r.out.find("No partitions could be reassigned.\nThe time between rebalances must be at "

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# scripts/saio up starts what exists, status reports it, down stops every process it started.
+set -uo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+export APUS_SAIO_DIR=$(mktemp -d /tmp/apus-saio-test.XXXXXX)
+export APUS_BUILD_DIR="$1"
+export APUS_SAIO_MEMCACHED_PORT=$((20000 + RANDOM % 20000))
+fail=0
+cleanup() { "$top/scripts/saio" down >/dev/null 2>&1; rm -rf "$APUS_SAIO_DIR"; }
+trap cleanup EXIT
+
+"$top/scripts/saio" up || { echo "FAIL: saio up"; fail=1; }
+pids=$(cat "$APUS_SAIO_DIR"/run/*.pid 2>/dev/null)
+[ -n "$pids" ] || { echo "FAIL: no pid files"; fail=1; }
+"$top/scripts/saio" status || { echo "FAIL: saio status"; fail=1; }
+# An object server of the layout answers on its port.
+code=$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:6116/healthcheck)
+[ "$code" = 200 ] || { echo "FAIL: object server 1 healthcheck: $code"; fail=1; }
+"$top/scripts/saio" down || { echo "FAIL: saio down"; fail=1; }
+for pid in $pids; do
+  if kill -0 "$pid" 2>/dev/null && [ "$(awk '{print $3}' /proc/$pid/stat 2>/dev/null)" != Z ]; then
+    echo "FAIL: pid $pid still running after down"; fail=1
+  fi
+done
+[ $fail = 0 ] && echo "saio test: ok"
+exit $fail
