@@ -42,7 +42,7 @@ timed() {
   start=$(now)
   (cd "$dir" && "$tool" x.builder "$@" >/dev/null) || rc=$?
   [ "$rc" -le 1 ] || { echo "$tool $* failed ($rc)" >&2; exit 1; }
-  echo "$(now) - $start" | bc
+  printf '%.3f' "$(echo "$(now) - $start" | bc)"
 }
 
 declare -A first incremental
@@ -78,6 +78,7 @@ result="{\"bench\": \"ring_rebalance\", \"part_power\": $part_power, \"devices\"
 result+=" \"replicas\": $replicas, \"rounds\": $rounds,"
 result+=" \"apus_first_seconds\": $a1, \"swift_first_seconds\": $s1,"
 result+=" \"apus_add_device_seconds\": $a2, \"swift_add_device_seconds\": $s2,"
-result+=" \"speedup_first\": $(echo "scale=1; $s1 / $a1" | bc),"
-result+=" \"speedup_add_device\": $(echo "scale=1; $s2 / $a2" | bc), \"identical_rings\": true}"
+result+=" \"speedup_first\": $(printf '%.1f' "$(echo "scale=3; $s1 / $a1" | bc)"),"
+result+=" \"speedup_add_device\": $(printf '%.1f' "$(echo "scale=3; $s2 / $a2" | bc)"),"
+result+=" \"identical_rings\": true}"
 echo "$result" | tee "bench/results/ring-rebalance-$stamp.json"

@@ -44,7 +44,7 @@ struct RingData {
   std::optional<int> next_part_power;                   // only during a part-power increase
 
   int part_power() const { return 32 - part_shift; }
-  uint32_t partition_count() const { return 1u << part_power(); }
+  uint64_t partition_count() const { return uint64_t{1} << part_power(); }
   // rows - 1 + len(last row) / len(first row), as Swift computes it.
   double replica_count() const;
 };

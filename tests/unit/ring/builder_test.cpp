@@ -747,6 +747,26 @@ TEST_CASE("builder: a stock Swift pickle builder imports") {
   }
 }
 
+TEST_CASE("builder: damaged files never crash the decoders") {
+  // Every byte of a Swift pickle and of an unpacked Apus image flipped in a few ways, and every
+  // truncation: each decode returns a builder or an error.
+  RingBuilder b = make_builder(3, 2, 1, 2, 1, 1);
+  rebalance_ok(b);
+  std::vector<std::string> images = {unhex(kSwiftPickleHex), encode_builder(b.state())};
+  int failures = 0;
+  for (const std::string& image : images) {
+    for (std::size_t i = 0; i < image.size(); ++i) {
+      for (unsigned char flip : {0x01, 0x20, 0x80, 0xff}) {
+        std::string m = image;
+        m[i] = static_cast<char>(m[i] ^ flip);
+        if (!decode_builder(m).ok()) ++failures;
+      }
+      if (!decode_builder(image.substr(0, i)).ok()) ++failures;
+    }
+  }
+  CHECK(failures > 0);
+}
+
 // --- The command line.
 
 struct CliResult {
