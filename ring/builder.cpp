@@ -1185,6 +1185,10 @@ Result<RingBuilder> RingBuilder::create(int part_power, double replicas, int min
   if (!(replicas >= 1) || !std::isfinite(replicas)) {
     return Status::invalid_argument(strprintf("replicas must be at least 1 (was %.6f)", replicas));
   }
+  if (replicas > kMaxReplicas) {
+    return Status::invalid_argument(
+        strprintf("replicas must be at most 65535 (was %.6f)", replicas));
+  }
   if (min_part_hours < 0) {
     return Status::invalid_argument(
         strprintf("min_part_hours must be non-negative (was %d)", min_part_hours));
@@ -1201,7 +1205,7 @@ Result<RingBuilder> RingBuilder::from_state(BuilderState state) {
   if (state.part_power < 0 || state.part_power > kMaxPartPower) {
     return Status::corruption(strprintf("bad part_power %d", state.part_power));
   }
-  if (!(state.replicas >= 1) || !std::isfinite(state.replicas)) {
+  if (!(state.replicas >= 1) || !(state.replicas <= kMaxReplicas)) {
     return Status::corruption("bad replica count " + py_float_repr(state.replicas));
   }
   if (state.min_part_hours < 0) return Status::corruption("negative min_part_hours");
@@ -1381,8 +1385,9 @@ Status RingBuilder::set_min_part_hours(int hours) {
 }
 
 Status RingBuilder::set_replicas(double replicas) {
-  if (!(replicas >= 1) || !std::isfinite(replicas)) {
-    return Status::invalid_argument("Replica count must be at least 1.");
+  if (!(replicas >= 1)) return Status::invalid_argument("Replica count must be at least 1.");
+  if (!(replicas <= kMaxReplicas)) {
+    return Status::invalid_argument("Replica count must be at most 65535.");
   }
   const double p = static_cast<double>(parts());
   if (static_cast<int64_t>(p * s_.replicas) != static_cast<int64_t>(p * replicas)) {

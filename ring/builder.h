@@ -43,6 +43,8 @@ inline constexpr double kMaxBalance = 999.99;
 inline constexpr int kMaxDeviceId = 0xFFFE;
 // 2^32 partitions is the most a 32-bit hash prefix can address.
 inline constexpr int kMaxPartPower = 32;
+// A partition cannot have more replicas than there can be devices.
+inline constexpr double kMaxReplicas = kMaxDeviceId + 1;
 
 // A device plus what the builder tracks about it.
 struct BuilderDevice : Device {
@@ -112,7 +114,7 @@ struct DeviceSearch {
 
 class RingBuilder {
  public:
-  // InvalidArgument unless part_power <= 32, replicas >= 1 and min_part_hours >= 0.
+  // InvalidArgument unless part_power <= 32, 1 <= replicas <= 65535 and min_part_hours >= 0.
   static common::Result<RingBuilder> create(int part_power, double replicas, int min_part_hours);
   // Wraps a loaded state after checking it (sizes, device ids); recomputes device part counts.
   // Corruption when the state is inconsistent.
@@ -143,7 +145,7 @@ class RingBuilder {
   // InvalidArgument when negative.
   common::Status set_overload(double overload);
   common::Status set_min_part_hours(int hours);
-  // InvalidArgument when < 1. Takes effect at the next rebalance.
+  // InvalidArgument unless 1 <= replicas <= 65535. Takes effect at the next rebalance.
   common::Status set_replicas(double replicas);
   // Marks every partition as moved long ago, so the next rebalance may move any of them.
   void pretend_min_part_hours_passed();

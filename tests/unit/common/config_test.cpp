@@ -165,7 +165,7 @@ TEST_CASE("config: DEFAULT is inherited by every section") {
   CHECK(c.section("DEFAULT").get_string("mount_check") == "false");
 }
 
-TEST_CASE("config: paste sections ignore a plain key that DEFAULT sets; `set` overrides") {
+TEST_CASE("config: paste sections ignore a plain key that DEFAULT sets, `set` overrides") {
   Config c = parse_ok(
       "[DEFAULT]\n"
       "log_level = INFO\n"

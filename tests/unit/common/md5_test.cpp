@@ -25,7 +25,7 @@ TEST_CASE("md5: RFC 1321 test suite") {
   CHECK(md5_hex(digits) == "57edf4a22be3c955ac49da2e2107b67a");
 }
 
-TEST_CASE("md5: raw digest and hex agree; embedded NULs count") {
+TEST_CASE("md5: raw digest and hex agree, embedded NULs count") {
   const Md5Digest d = md5(std::string_view("a\0b", 3));
   CHECK(to_hex(d) == md5_hex(std::string_view("a\0b", 3)));
   CHECK(md5_hex(std::string_view("a\0b", 3)) != md5_hex("ab"));
@@ -57,7 +57,7 @@ TEST_CASE("md5: incremental equals one-shot for any split") {
   }
 }
 
-TEST_CASE("md5: digest() keeps the state; reset() starts over; moves transfer it") {
+TEST_CASE("md5: digest() keeps the state, reset() starts over, moves transfer it") {
   Md5 h;
   h.update("mess");
   CHECK(h.hex_digest() == md5_hex("mess"));

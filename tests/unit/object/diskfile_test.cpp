@@ -183,7 +183,7 @@ TEST_CASE("diskfile: write, open, meta, tombstone round trip") {
   CHECK(left == std::vector<std::string>{t3.internal() + ".ts"});
 }
 
-TEST_CASE("diskfile: a failed upload leaves nothing behind; disk full is 507-worthy") {
+TEST_CASE("diskfile: a failed upload leaves nothing behind, disk full is 507-worthy") {
   TempDevices dev;
   apus::common::io::FaultInjectingFs faulty(apus::common::io::default_fs());
   DiskFileManager mgr(faulty, dev.options(), {"prefix", "suffix"});

@@ -278,7 +278,7 @@ TEST_CASE("old rings: region defaults to 1, replication address to the client ad
   CHECK_FALSE(r->next_part_power.has_value());
 }
 
-TEST_CASE("unknown keys are ignored, whatever their value; null version is absent") {
+TEST_CASE("unknown keys are ignored, whatever their value, null version is absent") {
   std::string json =
       two_dev_json(R"(, "future": {"a": [1, 2, {"b": null}], "c": "d"}, "version": null, )"
                    R"("next_part_power": null, "z": [true, false])");
@@ -453,7 +453,7 @@ TEST_CASE("encode refuses malformed data with InvalidArgument") {
   refused(bad, "replica row 0 has 3 entries, expected 8");
 }
 
-TEST_CASE("write_ring_file: atomic, mode 0644, the bytes of encode_ring; load_ring_file reads it") {
+TEST_CASE("write_ring_file: atomic, mode 0644, the bytes of encode_ring, load_ring_file reads it") {
   TempDir dir;
   const std::string path = dir.path("object.ring.gz");
   const RingData ring = sample_ring();

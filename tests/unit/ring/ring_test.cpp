@@ -180,7 +180,7 @@ TEST_CASE("primaries: each device once, index is the position, short rows are sk
   CHECK(nodes[1].device->ip == "10.0.1.1");
 }
 
-TEST_CASE("get_part is hash_path's partition; an object needs a container") {
+TEST_CASE("get_part is hash_path's partition, an object needs a container") {
   auto ring = Ring::from_data(small_ring(), kHash);
   REQUIRE(ring.ok());
   for (const char* name : {"a", "b", "AUTH_test", "\xc3\xa9"}) {
@@ -270,7 +270,7 @@ TEST_CASE("take() and get_handoffs() give the prefix of the full order") {
   CHECK(n.id() == full[1]);
 }
 
-TEST_CASE("an empty ring has no nodes; a ring without any assignment is rejected cleanly") {
+TEST_CASE("an empty ring has no nodes, a ring without any assignment is rejected cleanly") {
   RingData empty;
   empty.part_shift = 28;
   empty.devs.emplace_back(make_device(0, 1, 1, "1.1.1.1", "sda"));
@@ -317,7 +317,7 @@ struct FakeClock {
   void advance(std::chrono::nanoseconds d) const { ns->fetch_add(d.count()); }
 };
 
-TEST_CASE("Ring::open loads the file; a missing or bad file is an error") {
+TEST_CASE("Ring::open loads the file, a missing or bad file is an error") {
   TempDir dir;
   CHECK(Ring::open(dir.path("none.ring.gz"), kHash).status().code() == Code::kNotFound);
   testing::spit(dir.path("bad.ring.gz"), "junk");
