@@ -42,6 +42,8 @@ namespace {
 constexpr std::string_view kUserMeta = "x-object-meta-";
 constexpr std::string_view kSysMeta = "x-object-sysmeta-";
 constexpr std::string_view kTransientSysMeta = "x-object-transient-sysmeta-";
+// expiring_objects_container_divisor: one queue container per day, as Swift's default.
+constexpr int64_t kExpirerDivisor = 86400;
 
 bool has_prefix_and_more(std::string_view key, std::string_view prefix) {
   return key.size() > prefix.size() && istarts_with(key, prefix);
@@ -473,6 +475,13 @@ net::awaitable<void> ObjectServer::handle_put(Exchange& ex, Parsed& p) {
     co_return;
   }
 
+  int64_t orig_delete_at = delete_at_of(prep.orig_metadata);
+  int64_t new_delete_at = delete_at_of(md);
+  if (orig_delete_at != new_delete_at) {
+    if (new_delete_at) co_await delete_at_update(p, "PUT", new_delete_at);
+    if (orig_delete_at) co_await delete_at_update(p, "DELETE", orig_delete_at);
+  }
+
   HeaderMap update;
   update.set("X-Size", std::to_string(received));
   update.set("X-Content-Type", *find_meta(md, "Content-Type"));
@@ -695,6 +704,8 @@ net::awaitable<void> ObjectServer::handle_post(Exchange& ex, Parsed& p) {
   struct Posted {
     Response response;
     HeaderMap update;
+    int64_t old_delete_at = 0;  // set when the POST changes X-Delete-At
+    int64_t new_delete_at = 0;
   };
   Posted posted = co_await pool.call([&]() -> Posted {
     Posted out;
@@ -741,6 +752,10 @@ net::awaitable<void> ObjectServer::handle_post(Exchange& ex, Parsed& p) {
                      config_.allowed_headers.end());
       for (const auto& h : to_copy) {
         if (auto v = req.headers.get(h)) set_meta(md, title_case(h), *v);
+      }
+      if (delete_at_of(orig) != new_delete_at) {
+        out.old_delete_at = delete_at_of(orig);
+        out.new_delete_at = new_delete_at;
       }
     } else {
       // Only the content-type changes: keep the POST-able set as it is.
@@ -804,6 +819,8 @@ net::awaitable<void> ObjectServer::handle_post(Exchange& ex, Parsed& p) {
     return out;
   });
   if (posted.response.status == 202) {
+    if (posted.new_delete_at) co_await delete_at_update(p, "PUT", posted.new_delete_at);
+    if (posted.old_delete_at) co_await delete_at_update(p, "DELETE", posted.old_delete_at);
     co_await container_update(p, "PUT", std::move(posted.update));
   }
   (void)co_await ex.respond(std::move(posted.response));
@@ -828,6 +845,7 @@ net::awaitable<void> ObjectServer::handle_delete(Exchange& ex, Parsed& p) {
   struct Deleted {
     Response response;
     bool update = false;
+    int64_t orig_delete_at = 0;  // the queue row to remove
   };
   Deleted result = co_await pool.call([&]() -> Deleted {
     Deleted out;
@@ -872,6 +890,7 @@ net::awaitable<void> ObjectServer::handle_delete(Exchange& ex, Parsed& p) {
       }
       status = 204;
     }
+    out.orig_delete_at = delete_at_of(orig_md);
     if (orig_ts < p.timestamp) {
       Status s = disk_.write_tombstone(p.loc, p.timestamp);
       if (!s.ok()) {
@@ -886,6 +905,7 @@ net::awaitable<void> ObjectServer::handle_delete(Exchange& ex, Parsed& p) {
     out.response.headers.set("X-Backend-Content-Type", ct ? *ct : "");
     return out;
   });
+  if (result.orig_delete_at) co_await delete_at_update(p, "DELETE", result.orig_delete_at);
   if (result.update) {
     HeaderMap update;
     update.set("X-Timestamp", p.timestamp.internal());
@@ -895,6 +915,22 @@ net::awaitable<void> ObjectServer::handle_delete(Exchange& ex, Parsed& p) {
 }
 
 // ---- container updates ----------------------------------------------------------------------
+
+std::shared_ptr<ObjectServer::UpdatePlan> ObjectServer::make_plan(const Parsed& p, std::string op,
+                                                                 HeaderMap headers) const {
+  const Request& req = *p.req;
+  auto plan = std::make_shared<UpdatePlan>();
+  plan->op = std::move(op);
+  plan->device = p.loc.device;
+  plan->policy = p.loc.policy;
+  plan->headers = std::move(headers);
+  plan->headers.set("X-Trans-Id", req.headers.get_or("X-Trans-Id", "-"));
+  plan->headers.set("Referer", req.method + " http://" +
+                                   std::string(req.headers.get_or("Host", "localhost")) +
+                                   common::http::quote(std::string(req.path())));
+  plan->headers.set("User-Agent", "object-server " + std::to_string(::getpid()));
+  return plan;
+}
 
 net::awaitable<void> ObjectServer::container_update(const Parsed& p, std::string op,
                                                     HeaderMap update_headers) {
@@ -910,50 +946,95 @@ net::awaitable<void> ObjectServer::container_update(const Parsed& p, std::string
   }
   if (partition.empty() || hosts.empty()) co_return;  // nobody to tell, as in Swift
 
-  // Everything the deliveries need is copied: they may outlive this request (sync mode stops
-  // waiting after container_update_timeout, and they carry on).
-  auto plan = std::make_shared<UpdatePlan>();
-  plan->op = std::move(op);
-  plan->device = p.loc.device;
-  plan->policy = p.loc.policy;
+  update_headers.set("X-Backend-Storage-Policy-Index", std::to_string(p.loc.policy));
+  auto plan = make_plan(p, std::move(op), std::move(update_headers));
   plan->account = p.loc.account;
   plan->container = p.loc.container;
   plan->object = p.loc.object;
   plan->container_partition = partition;
   for (size_t i = 0; i < hosts.size(); ++i) plan->targets.emplace_back(hosts[i], devices[i]);
-  plan->headers = std::move(update_headers);
-  plan->headers.set("X-Trans-Id", req.headers.get_or("X-Trans-Id", "-"));
-  plan->headers.set("Referer", req.method + " http://" +
-                                   std::string(req.headers.get_or("Host", "localhost")) +
-                                   common::http::quote(std::string(req.path())));
-  plan->headers.set("X-Backend-Storage-Policy-Index", std::to_string(p.loc.policy));
-  plan->headers.set("User-Agent", "object-server " + std::to_string(::getpid()));
-  plan->timestamp = std::string(
-      plan->headers.get_or("X-Meta-Timestamp", plan->headers.get_or("X-Timestamp", "")));
-
   auto start = std::chrono::steady_clock::now();
-  if (config_.container_update_async) {
-    Status s = co_await pool_for(plan->device).call([this, plan] { return save_async_pending(*plan); });
-    if (!s.ok()) APUS_LOG_ERROR("cannot save async pending: " + s.to_string());
-  } else {
-    auto executor = co_await net::this_coro::executor;
-    auto done = std::make_shared<net::steady_timer>(
-        executor, std::chrono::duration_cast<net::steady_timer::duration>(
-                      std::chrono::duration<double>(config_.container_update_timeout)));
-    auto remaining = std::make_shared<size_t>(plan->targets.size());
-    for (size_t i = 0; i < plan->targets.size(); ++i) {
-      net::co_spawn(
-          executor,
-          [this, plan, i, done, remaining]() -> net::awaitable<void> {
-            co_await deliver_update(plan, i);
-            if (--*remaining == 0) done->cancel();
-          },
-          net::detached);
-    }
-    co_await done->async_wait(net::as_tuple(net::use_awaitable));
-  }
+  co_await send_updates(plan, config_.container_update_timeout);
   phase_update_.observe(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+}
+
+net::awaitable<void> ObjectServer::delete_at_update(const Parsed& p, std::string op,
+                                                    int64_t delete_at) {
+  const Request& req = *p.req;
+  if (common::config_true_value(req.headers.get_or("X-Backend-Replication", ""))) co_return;
+  std::string when = common::normalize_delete_at(delete_at);
+  std::string queue_container;
+  HeaderMap headers;
+  headers.set("X-Backend-Storage-Policy-Index", "0");  // system accounts are policy 0
+  headers.set("X-Timestamp", p.timestamp.internal());
+  std::vector<std::pair<std::string, std::string>> targets;
+  std::string partition;
+  if (op != "DELETE") {
+    auto hosts = req.headers.get("X-Delete-At-Host");
+    if (!hosts) co_return;  // other object servers carry this update
+    queue_container = std::string(req.headers.get_or("X-Delete-At-Container", ""));
+    partition = std::string(req.headers.get_or("X-Delete-At-Partition", ""));
+    auto host_list = common::list_from_csv(*hosts);
+    auto device_list = common::list_from_csv(req.headers.get_or("X-Delete-At-Device", ""));
+    for (size_t i = 0; i < host_list.size() && i < device_list.size(); ++i) {
+      if (!host_list[i].empty() && !device_list[i].empty() && !partition.empty()) {
+        targets.emplace_back(host_list[i], device_list[i]);
+      }
+    }
+    headers.set("X-Size", "0");
+    headers.set("X-Content-Type", "text/plain");
+    headers.set("X-Etag", "d41d8cd98f00b204e9800998ecf8427e");
+  } else if (!common::config_true_value(
+                 req.headers.get_or("X-Backend-Clean-Expiring-Object-Queue", "t"))) {
+    co_return;
+  }
+  if (queue_container.empty()) {
+    // Swift's best guess of the queue container (what a DELETE of an old entry must use).
+    auto hash = disk_.object_hash(p.loc);
+    if (!hash.ok()) co_return;
+    // int(hash, 16) % 100, digit by digit: the 128-bit value does not fit an integer.
+    int64_t shard = 0;
+    for (char c : *hash) shard = (shard * 16 + (c <= '9' ? c - '0' : c - 'a' + 10)) % 100;
+    queue_container = std::to_string(delete_at / kExpirerDivisor * kExpirerDivisor - shard);
+  }
+  auto plan = make_plan(p, std::move(op), std::move(headers));
+  plan->account = std::string(config_.swift.constraints.auto_create_account_prefix) +
+                  "expiring_objects";
+  plan->container = common::normalize_delete_at(std::stoll(queue_container));
+  plan->object = when + "-" + p.loc.account + "/" + p.loc.container + "/" + p.loc.object;
+  plan->container_partition = partition;
+  plan->targets = std::move(targets);
+  // Swift sends these one by one and waits for each (conn_timeout + node_timeout at most).
+  co_await send_updates(plan, config_.conn_timeout + config_.node_timeout);
+}
+
+net::awaitable<void> ObjectServer::send_updates(std::shared_ptr<UpdatePlan> plan,
+                                                double wait_seconds) {
+  plan->timestamp = std::string(
+      plan->headers.get_or("X-Meta-Timestamp", plan->headers.get_or("X-Timestamp", "")));
+  if (config_.container_update_async || plan->targets.empty()) {
+    Status s =
+        co_await pool_for(plan->device).call([this, plan] { return save_async_pending(*plan); });
+    if (!s.ok()) APUS_LOG_ERROR("cannot save async pending: " + s.to_string());
+    co_return;
+  }
+  // Deliveries carry on after the wait ends; they own a copy of everything they need.
+  auto executor = co_await net::this_coro::executor;
+  auto done = std::make_shared<net::steady_timer>(
+      executor, std::chrono::duration_cast<net::steady_timer::duration>(
+                    std::chrono::duration<double>(wait_seconds)));
+  auto remaining = std::make_shared<size_t>(plan->targets.size());
+  for (size_t i = 0; i < plan->targets.size(); ++i) {
+    net::co_spawn(
+        executor,
+        [this, plan, i, done, remaining]() -> net::awaitable<void> {
+          co_await deliver_update(plan, i);
+          if (--*remaining == 0) done->cancel();
+        },
+        net::detached);
+  }
+  co_await done->async_wait(net::as_tuple(net::use_awaitable));
 }
 
 net::awaitable<void> ObjectServer::deliver_update(std::shared_ptr<UpdatePlan> plan,

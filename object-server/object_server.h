@@ -75,6 +75,12 @@ class ObjectServer {
   // Tells the container replicas about a change, per container_update_mode.
   boost::asio::awaitable<void> container_update(const Parsed& p, std::string op,
                                                 common::http::HeaderMap update_headers);
+  // Adds or removes the object's row in the expiring-objects queue (X-Delete-At).
+  boost::asio::awaitable<void> delete_at_update(const Parsed& p, std::string op, int64_t delete_at);
+  std::shared_ptr<UpdatePlan> make_plan(const Parsed& p, std::string op,
+                                        common::http::HeaderMap headers) const;
+  // Sends (sync mode: waiting up to `wait_seconds`) or saves (async mode, or no target) a plan.
+  boost::asio::awaitable<void> send_updates(std::shared_ptr<UpdatePlan> plan, double wait_seconds);
   boost::asio::awaitable<void> deliver_update(std::shared_ptr<UpdatePlan> plan, size_t target);
   // Saves an update for the object updater (pool thread).
   common::Status save_async_pending(const UpdatePlan& plan);

@@ -38,7 +38,10 @@ constexpr int kExitWarning = 1;
 constexpr int kExitError = 2;
 const std::string kRule(79, '-');
 
-// Ends a command with an exit code (thrown inside this file only, caught in run_ring_builder).
+// Control flow: like swift-ring-builder's exit() calls, a command stops where it finds its
+// answer by throwing Exit (an exit code), OptError (an option error, printed as optparse does)
+// or a Status (bad input, printed as the message); Cli::run catches all three. This is a
+// one-shot command-line tool, not a request path, and it keeps each command a straight line.
 struct Exit {
   int code;
 };

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -349,7 +350,9 @@ Result<RingBuilder> decode_apus(std::string_view p) {
 // only callables understood are array.array and _codecs.encode, interpreted here.
 
 struct PyObj;
-using PyRef = std::shared_ptr<PyObj>;
+// Objects live in their reader's arena (a pickle may build cycles, e.g. a list holding itself),
+// so references are plain pointers valid while the reader lives.
+using PyRef = PyObj*;
 struct PyObj {
   enum class Kind {
     kNone,
@@ -373,15 +376,11 @@ struct PyObj {
   std::vector<int64_t> values;                // array contents
 };
 
-PyRef make(PyObj::Kind k) {
-  auto o = std::make_shared<PyObj>();
-  o->kind = k;
-  return o;
-}
-
 class PickleReader {
  public:
-  explicit PickleReader(std::string_view data) : d_(data) { small_ints_.resize(256); }
+  explicit PickleReader(std::string_view data) : d_(data) { small_ints_.resize(256, nullptr); }
+  PickleReader(const PickleReader&) = delete;
+  PickleReader& operator=(const PickleReader&) = delete;
 
   Result<PyRef> load() {
     for (;;) {
@@ -397,6 +396,11 @@ class PickleReader {
   }
 
  private:
+  PyRef make(PyObj::Kind k) {
+    arena_.emplace_back();
+    arena_.back().kind = k;
+    return &arena_.back();
+  }
   Status fail(const std::string& what) const {
     return Status::corruption(
         strprintf("bad Swift builder pickle at byte %zu: %s", pos_, what.c_str()));
@@ -782,12 +786,13 @@ class PickleReader {
   std::vector<std::size_t> marks_;
   std::map<uint64_t, PyRef> memo_;
   std::vector<PyRef> small_ints_;
+  std::deque<PyObj> arena_;  // owns every object; a deque keeps their addresses stable
 };
 
 const PyObj* dict_get(const PyObj& d, std::string_view key) {
   for (const auto& [k, v] : d.dict) {
     if ((k->kind == PyObj::Kind::kStr || k->kind == PyObj::Kind::kBytes) && k->s == key) {
-      return v.get();
+      return v;
     }
   }
   return nullptr;
@@ -798,7 +803,7 @@ bool as_int(const PyObj* o, int64_t& out) {
     out = o->i;
     return true;
   }
-  if (o->kind == PyObj::Kind::kFloat && std::isfinite(o->f)) {
+  if (o->kind == PyObj::Kind::kFloat && std::abs(o->f) < 9.0e18) {
     out = static_cast<int64_t>(o->f);
     return true;
   }
@@ -843,7 +848,8 @@ Status bad_pickle(const std::string& what) {
 }
 
 Result<RingBuilder> decode_pickle(std::string_view data) {
-  Result<PyRef> root = PickleReader(data).load();
+  PickleReader reader(data);
+  Result<PyRef> root = reader.load();
   if (!root.ok()) return root.status();
   const PyObj& d = **root;
   if (d.kind != PyObj::Kind::kDict) return bad_pickle("not a dict (an old RingBuilder object?)");
@@ -917,7 +923,7 @@ Result<RingBuilder> decode_pickle(std::string_view data) {
     if (rows->kind != PyObj::Kind::kList) return bad_pickle("_replica2part2dev");
     std::vector<int64_t> vals;
     for (const PyRef& row : rows->items) {
-      if (!as_int_vector(row.get(), vals)) return bad_pickle("_replica2part2dev row");
+      if (!as_int_vector(row, vals)) return bad_pickle("_replica2part2dev row");
       std::vector<uint16_t> r(vals.size());
       for (std::size_t k = 0; k < vals.size(); ++k) {
         if (vals[k] < 0 || vals[k] > 0xFFFF) return bad_pickle("device id out of range");
