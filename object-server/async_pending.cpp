@@ -65,6 +65,11 @@ std::string encode_async_pending(const AsyncUpdate& update) {
   if (update.container_path) {
     data.set(pickle::Value::str("container_path"), pickle::Value::str(*update.container_path));
   }
+  if (!update.successes.empty()) {
+    pickle::Value::List ids;
+    for (int64_t id : update.successes) ids.push_back(pickle::Value::integer(id));
+    data.set(pickle::Value::str("successes"), pickle::Value::list(std::move(ids)));
+  }
   return pickle::dumps(data, 0);
 }
 
@@ -99,6 +104,11 @@ Result<AsyncUpdate> decode_async_pending(std::string_view pickled) {
     out.headers.emplace_back(utf8_to_wsgi(*name), std::move(val));
   }
   if (const std::string* path = text_of(value->find("container_path"))) out.container_path = *path;
+  if (const pickle::Value* ids = value->find("successes"); ids && (ids->is_list() || ids->is_tuple())) {
+    for (const auto& id : ids->as_list()) {
+      if (id.is_int()) out.successes.push_back(id.as_int());
+    }
+  }
   return out;
 }
 

@@ -25,6 +25,7 @@ struct AsyncUpdate {
   // Update headers as (name, wire bytes) pairs; names title-cased as Swift's HeaderKeyDict.
   std::vector<std::pair<std::string, std::string>> headers;
   std::optional<std::string> container_path;  // "a/c" of a shard to send it to instead
+  std::vector<int64_t> successes;  // container node ids that already took it (the updater's)
 };
 
 // The protocol-0 pickle Swift writes. Header values are stored as Swift's WSGI strings (one

@@ -1,0 +1,302 @@
+#include "object-server/updater.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <chrono>
+#include <thread>
+
+#include "common/http/client.h"
+#include "common/http/url.h"
+#include "common/io/blocking_pool.h"
+#include "common/log/log.h"
+#include "object-server/async_pending.h"
+#include "object-server/diskfile.h"
+
+namespace apus::object {
+
+namespace net = boost::asio;
+using common::Result;
+using common::Status;
+
+Result<UpdaterConfig> UpdaterConfig::from_config(const common::Config& conf) {
+  UpdaterConfig c;
+  common::Section s = conf.section("object-updater");
+#define APUS_TAKE(target, expr)     \
+  do {                              \
+    auto v = (expr);                \
+    if (!v.ok()) return v.status(); \
+    target = *v;                    \
+  } while (0)
+  c.devices = s.get_string("devices", "/srv/node");
+  APUS_TAKE(c.mount_check, s.get_bool("mount_check", true));
+  c.swift_dir = s.get_string("swift_dir", "/etc/swift");
+  APUS_TAKE(c.interval, s.get_double("interval", 300));
+  int64_t concurrency = 8;
+  APUS_TAKE(concurrency, s.get_int("concurrency", 8));
+  c.concurrency = static_cast<int>(std::max<int64_t>(1, concurrency));
+  APUS_TAKE(c.node_timeout, s.get_double("node_timeout", 10));
+  APUS_TAKE(c.conn_timeout, s.get_double("conn_timeout", 0.5));
+  APUS_TAKE(c.objects_per_second, s.get_double("objects_per_second", 50));
+  c.log_name = s.get_string("log_name", "object-updater");
+#undef APUS_TAKE
+  auto swift = common::load_swift_conf(c.swift_dir + "/swift.conf");
+  if (!swift.ok()) return swift.status();
+  c.swift = std::move(*swift);
+  return c;
+}
+
+// One async pending file to deliver.
+struct PendingFile {
+  std::string path;
+  std::string device;  // device directory
+  int policy = 0;
+};
+
+struct ObjectUpdater::Impl {
+  UpdaterConfig config;
+  common::io::Fs& fs;
+  std::unique_ptr<ring::Ring> ring;
+  common::io::BlockingPool disk{"updater-disk", 1};
+  UpdaterStats stats;
+
+  Impl(UpdaterConfig c, common::io::Fs& f, std::unique_ptr<ring::Ring> r)
+      : config(std::move(c)), fs(f), ring(std::move(r)) {}
+
+  // Lists the newest pending per object on every device, removing superseded ones (pool).
+  std::vector<PendingFile> gather();
+  net::awaitable<void> process(const PendingFile& file, common::http::ConnectionPool& pool);
+};
+
+std::vector<PendingFile> ObjectUpdater::Impl::gather() {
+  std::vector<PendingFile> out;
+  auto devices = fs.list_dir(config.devices);
+  if (!devices.ok()) {
+    APUS_LOG_ERROR("cannot list " + config.devices + ": " + devices.status().to_string());
+    return out;
+  }
+  for (const auto& device : *devices) {
+    std::string device_dir = config.devices + "/" + device;
+    if (config.mount_check) {
+      auto mounted = fs.is_mount(device_dir);
+      if (!mounted.ok() || !*mounted) {
+        APUS_LOG_WARNING("skipping " + device_dir + ": not mounted");
+        continue;
+      }
+    }
+    auto dirs = fs.list_dir(device_dir);
+    if (!dirs.ok()) continue;
+    for (const auto& dir : *dirs) {
+      int policy = 0;
+      if (dir == "async_pending") {
+        policy = 0;
+      } else if (dir.rfind("async_pending-", 0) == 0) {
+        policy = std::atoi(dir.c_str() + 14);
+        if (!config.swift.policies.by_index(policy)) {
+          APUS_LOG_WARNING("directory " + dir + " does not map to a valid policy");
+          continue;
+        }
+      } else {
+        continue;
+      }
+      std::string async_dir = device_dir + "/" + dir;
+      auto suffixes = fs.list_dir(async_dir);
+      if (!suffixes.ok()) continue;
+      for (const auto& suffix : *suffixes) {
+        std::string suffix_dir = async_dir + "/" + suffix;
+        auto files = fs.list_dir(suffix_dir);
+        if (!files.ok()) continue;
+        // Names are <hash>-<timestamp>: newest first, so each hash's first file is its newest.
+        std::sort(files->rbegin(), files->rend());
+        std::string last_hash;
+        for (const auto& name : *files) {
+          auto dash = name.find('-');
+          if (dash == std::string::npos) {
+            ++stats.errors;
+            APUS_LOG_ERROR("async pending file with unexpected name " + suffix_dir + "/" + name);
+            continue;
+          }
+          std::string hash = name.substr(0, dash);
+          if (hash == last_hash) {
+            if (fs.unlink(suffix_dir + "/" + name).ok()) ++stats.unlinks;  // superseded
+            continue;
+          }
+          last_hash = hash;
+          out.push_back({suffix_dir + "/" + name, device_dir, policy});
+        }
+      }
+    }
+  }
+  return out;
+}
+
+net::awaitable<void> ObjectUpdater::Impl::process(const PendingFile& file,
+                                                  common::http::ConnectionPool& pool) {
+  auto loaded = co_await disk.call([&]() -> Result<AsyncUpdate> {
+    auto bytes = fs.read_file(file.path);
+    if (!bytes.ok()) return bytes.status();
+    return decode_async_pending(*bytes);
+  });
+  if (!loaded.ok()) {
+    if (loaded.status().is_not_found()) co_return;  // delivered by someone else meanwhile
+    ++stats.errors;
+    APUS_LOG_ERROR("cannot read async pending " + file.path + ": " + loaded.status().to_string());
+    co_return;
+  }
+  AsyncUpdate& update = *loaded;
+  std::string account = update.account, container = update.container;
+  if (update.container_path) {
+    auto slash = update.container_path->find('/');
+    if (slash != std::string::npos) {
+      account = update.container_path->substr(0, slash);
+      container = update.container_path->substr(slash + 1);
+    }
+  }
+  auto nodes = ring->get_nodes(account, container);
+  if (!nodes.ok()) {
+    ++stats.errors;
+    co_return;
+  }
+  common::http::ClientRequest request;
+  request.method = update.op;
+  request.target = "/" + std::to_string(nodes->partition);  // device prefixed per node below
+  std::string object_path =
+      common::http::quote("/" + account + "/" + container + "/" + update.obj);
+  bool has_policy = false, has_redirect = false, has_quoted = false;
+  for (const auto& [k, v] : update.headers) {
+    if (common::http::iequals(k, "User-Agent")) continue;
+    has_policy |= common::http::iequals(k, "X-Backend-Storage-Policy-Index");
+    has_redirect |= common::http::iequals(k, "X-Backend-Accept-Redirect");
+    has_quoted |= common::http::iequals(k, "X-Backend-Accept-Quoted-Location");
+    request.headers.add(k, v);
+  }
+  request.headers.set("User-Agent", "object-updater " + std::to_string(::getpid()));
+  if (!has_policy) request.headers.set("X-Backend-Storage-Policy-Index", std::to_string(file.policy));
+  if (!has_redirect) request.headers.set("X-Backend-Accept-Redirect", "true");
+  if (!has_quoted) request.headers.set("X-Backend-Accept-Quoted-Location", "true");
+
+  bool all_ok = true, new_successes = false;
+  for (const auto& node : nodes->nodes) {
+    int64_t id = node.id();
+    if (std::find(update.successes.begin(), update.successes.end(), id) !=
+        update.successes.end()) {
+      continue;
+    }
+    const ring::Device& dev = *node.device;
+    common::http::ClientRequest r = request;
+    r.target = "/" + common::http::quote(dev.device) + request.target + object_path;
+    auto resp = co_await common::http::simple_request(
+        pool, dev.replication_ip, static_cast<uint16_t>(dev.replication_port), std::move(r));
+    if (resp.ok() && resp->head.status >= 200 && resp->head.status < 300) {
+      update.successes.push_back(id);
+      new_successes = true;
+    } else {
+      all_ok = false;
+      APUS_LOG_DEBUG("update of " + object_path + " to " + dev.replication_ip + ":" +
+                     std::to_string(dev.replication_port) + "/" + dev.device + " failed: " +
+                     (resp.ok() ? std::to_string(resp->head.status) : resp.status().to_string()));
+    }
+  }
+  std::string tmp_dir = file.device + "/" + DiskFileManager::policy_dir("tmp", file.policy);
+  if (all_ok) {
+    ++stats.successes;
+    bool unlinked = co_await disk.call([&] {
+      bool ok = fs.unlink(file.path).ok();
+      fs.rmdir(file.path.substr(0, file.path.rfind('/'))).ignore();  // if it was the last one
+      return ok;
+    });
+    if (unlinked) ++stats.unlinks;  // counted here, on the loop thread, like every stat
+  } else {
+    ++stats.failures;
+    if (new_successes) {
+      Status s = co_await disk.call([&] {
+        return fs.write_file_atomic(file.path, encode_async_pending(update), tmp_dir);
+      });
+      if (!s.ok()) APUS_LOG_ERROR("cannot rewrite " + file.path + ": " + s.to_string());
+    }
+  }
+}
+
+ObjectUpdater::ObjectUpdater(UpdaterConfig config, common::io::Fs& fs,
+                             std::unique_ptr<ring::Ring> container_ring)
+    : impl_(std::make_unique<Impl>(std::move(config), fs, std::move(container_ring))) {}
+
+ObjectUpdater::~ObjectUpdater() = default;
+
+UpdaterStats ObjectUpdater::run_once() {
+  Impl& impl = *impl_;
+  impl.stats = UpdaterStats();
+  auto start = std::chrono::steady_clock::now();
+  net::io_context ioc(1);
+  std::vector<PendingFile> files;
+  net::co_spawn(
+      ioc,
+      [&]() -> net::awaitable<void> {
+        files = co_await impl.disk.call([&] { return impl.gather(); });
+        common::http::ConnectionPool pool(
+            {.conn_timeout = impl.config.conn_timeout, .node_timeout = impl.config.node_timeout});
+        // `concurrency` workers take files in turn; objects_per_second paces the whole pass.
+        size_t next = 0, running = 0;
+        auto executor = co_await net::this_coro::executor;
+        net::steady_timer all_done(executor, net::steady_timer::time_point::max());
+        double per_object = impl.config.objects_per_second > 0
+                                ? 1.0 / impl.config.objects_per_second
+                                : 0.0;
+        auto pass_start = std::chrono::steady_clock::now();
+        for (int w = 0; w < impl.config.concurrency; ++w) {
+          ++running;
+          net::co_spawn(
+              executor,
+              [&]() -> net::awaitable<void> {
+                net::steady_timer pace(executor);
+                while (next < files.size()) {
+                  size_t i = next++;
+                  if (per_object > 0) {
+                    pace.expires_at(pass_start +
+                                    std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                        std::chrono::duration<double>(per_object * i)));
+                    co_await pace.async_wait(net::use_awaitable);
+                  }
+                  co_await impl.process(files[i], pool);
+                }
+                if (--running == 0) all_done.cancel();
+              },
+              net::detached);
+        }
+        if (running > 0) {
+          auto [ec] = co_await all_done.async_wait(net::as_tuple(net::use_awaitable));
+          (void)ec;
+        }
+      },
+      net::detached);
+  ioc.run();
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  APUS_LOG_INFO("Object update sweep completed: " + std::to_string(seconds) + "s, " +
+                std::to_string(impl.stats.successes) + " successes, " +
+                std::to_string(impl.stats.failures) + " failures, " +
+                std::to_string(impl.stats.unlinks) + " unlinks, " +
+                std::to_string(impl.stats.errors) + " errors");
+  return impl.stats;
+}
+
+void ObjectUpdater::run_forever(const std::atomic<bool>& stop) {
+  while (!stop.load()) {
+    auto start = std::chrono::steady_clock::now();
+    (void)run_once();
+    auto next = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double>(impl_->config.interval));
+    // Sleep in one-second steps so a stop request is seen promptly; that is the whole cost of
+    // an idle updater between passes.
+    while (!stop.load() && std::chrono::steady_clock::now() < next) {
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
+  }
+}
+
+}  // namespace apus::object
