@@ -191,14 +191,15 @@ ObjectWriter::ObjectWriter(DiskFileManager& manager, Location location, std::str
     : manager_(manager),
       location_(std::move(location)),
       hash_(std::move(hash)),
-      temp_(std::move(temp)) {}
+      temp_(std::move(temp)),
+      temp_path_(temp_.path()) {}
 
 ObjectWriter::~ObjectWriter() {
-  if (!committed_ && temp_.is_open()) {
-    std::string path = temp_.path();
-    (void)temp_.close();
-    manager_.fs().unlink(path).ignore();  // a failed upload leaves nothing behind
-  }
+  if (committed_) return;
+  // A failed or abandoned upload leaves nothing behind, even when the commit failed after
+  // closing the file (a failed rename).
+  if (temp_.is_open()) (void)temp_.close();
+  manager_.fs().unlink(temp_path_).ignore();
 }
 
 Status ObjectWriter::write(std::string_view chunk) {

@@ -132,6 +132,7 @@ class ObjectWriter {
   Location location_;
   std::string hash_;
   common::io::File temp_;
+  std::string temp_path_;
   uint64_t written_ = 0;
   uint64_t unsynced_ = 0;
   bool committed_ = false;

@@ -219,3 +219,30 @@ TEST_CASE("diskfile: corrupt metadata quarantines the object") {
   CHECK(fs::exists(dev.root / "sda1" / "quarantined" / "objects" / hash));
   CHECK_FALSE(fs::exists(mgr.hash_dir(l, hash)));
 }
+
+TEST_CASE("diskfile: EIO on fsync fails the commit and leaves the old object visible") {
+  TempDevices dev;
+  apus::common::io::FaultInjectingFs faulty(apus::common::io::default_fs());
+  DiskFileManager mgr(faulty, dev.options(), {"prefix", "suffix"});
+  Location l = loc();
+  Timestamp t1 = recent(20), t2 = recent(10);
+  auto put = [&](const Timestamp& t, std::string_view body) {
+    auto writer = mgr.create_writer(l, body.size());
+    REQUIRE(writer.ok());
+    REQUIRE((*writer)->write(body).ok());
+    return (*writer)->commit({{"X-Timestamp", t.internal()}, {"Content-Length",
+                              std::to_string(body.size())}, {"ETag", "e"},
+                              {"Content-Type", "a/b"}, {"name", l.name()}},
+                             t);
+  };
+  REQUIRE(put(t1, "old").ok());
+  faulty.fail_next(apus::common::io::FaultInjectingFs::Op::kFsync, EIO);
+  auto s = put(t2, "new!");
+  CHECK(s.code() == apus::common::Status::Code::kIOError);
+  auto obj = mgr.open(l);
+  REQUIRE(obj.ok());
+  REQUIRE(obj->state == DiskObject::State::kExists);
+  CHECK(obj->data_timestamp == t1);
+  CHECK(obj->size == 3);
+  CHECK(fs::is_empty(dev.root / "sda1" / "tmp"));
+}
