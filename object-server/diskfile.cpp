@@ -1,7 +1,5 @@
 #include "object-server/diskfile.h"
 
-#include <sys/file.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <random>
@@ -556,19 +554,19 @@ Status DiskFileManager::quarantine(const Location& loc, const std::string& hash,
 }
 
 Status DiskFileManager::invalidate_suffix(const Location& loc, const std::string& hash) {
+  return mark_suffix_dirty(loc, hash.substr(hash.size() - 3));
+}
+
+Status DiskFileManager::mark_suffix_dirty(const Location& loc, const std::string& suffix) {
   std::string part = partition_dir(loc);
-  // Swift guards hashes.invalid with flock on <part>/.lock; so do we, so that a Python
-  // replicator on the same disk sees whole lines.
-  auto lock = fs_.open_append(join(part, ".lock"));
+  auto made = fs_.mkdirs(part);
+  if (!made.ok()) return made.status();
+  // Under the partition lock, so a Python replicator on the same disk sees whole lines.
+  auto lock = PartitionLock::take(fs_, part);
   if (!lock.ok()) return lock.status();
-  if (::flock(lock->fd(), LOCK_EX) != 0) {
-    return common::io::from_errno(errno, "flock " + part + "/.lock");
-  }
   auto invalid = fs_.open_append(join(part, "hashes.invalid"));
-  Status s = invalid.ok() ? fs_.write(*invalid, hash.substr(hash.size() - 3) + "\n")
-                          : invalid.status();
-  ::flock(lock->fd(), LOCK_UN);
-  return s;
+  if (!invalid.ok()) return invalid.status();
+  return fs_.write(*invalid, suffix + "\n");
 }
 
 }  // namespace apus::object

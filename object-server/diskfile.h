@@ -96,6 +96,47 @@ struct DiskObject {
   common::io::File data_file;  // open for reading when kExists
 };
 
+// Three lowercase hex digits: the last three of an object hash, naming its suffix directory.
+bool is_valid_suffix(std::string_view s);
+
+// A partition's suffix hashes, as in hashes.pkl: suffix -> MD5 hex, or nullopt when it must be
+// recomputed; `valid` false when the file was missing or unreadable.
+struct SuffixHashes {
+  bool valid = false;
+  std::optional<double> updated;  // Unix time of the last write
+  std::vector<std::pair<std::string, std::optional<std::string>>> suffixes;  // file order
+
+  const std::optional<std::string>* find(std::string_view suffix) const {
+    for (const auto& [s, h] : suffixes) {
+      if (s == suffix) return &h;
+    }
+    return nullptr;
+  }
+  void set(std::string_view suffix, std::optional<std::string> hash) {
+    for (auto& [s, h] : suffixes) {
+      if (s == suffix) {
+        h = std::move(hash);
+        return;
+      }
+    }
+    suffixes.emplace_back(suffix, std::move(hash));
+  }
+  friend bool operator==(const SuffixHashes&, const SuffixHashes&) = default;
+};
+
+// flock on <partition>/.lock, as Swift's lock_path: held while hashes.pkl / hashes.invalid
+// change. Released when destroyed.
+class PartitionLock {
+ public:
+  static common::Result<PartitionLock> take(common::io::Fs& fs, const std::string& part_dir);
+  PartitionLock(PartitionLock&&) = default;
+  ~PartitionLock();
+
+ private:
+  explicit PartitionLock(common::io::File f) : file_(std::move(f)) {}
+  common::io::File file_;
+};
+
 struct DiskFileOptions {
   std::string devices = "/srv/node";
   bool mount_check = true;
@@ -180,8 +221,17 @@ class DiskFileManager {
   // Moves the object's hash directory to <dev>/quarantined/objects[-N]/<hash>.
   common::Status quarantine(const Location& loc, const std::string& hash, std::string_view why);
 
-  // Appends the suffix to <part>/hashes.invalid under the partition lock.
+  // Appends the object hash's suffix to <part>/hashes.invalid under the partition lock.
   common::Status invalidate_suffix(const Location& loc, const std::string& hash);
+  // The same for a suffix by name (REPLICATE with suffixes only marks them, as Swift does).
+  common::Status mark_suffix_dirty(const Location& loc, const std::string& suffix);
+
+  // Swift's get_hashes for the partition of `part_loc` (device, partition, policy): merges
+  // hashes.invalid, recomputes the suffixes listed in `recalculate` and any without a hash,
+  // cleans up hash directories on the way and saves hashes.pkl. What REPLICATE answers. A
+  // partition that does not exist has no suffixes (and is not created).
+  common::Result<SuffixHashes> get_hashes(const Location& part_loc,
+                                          const std::vector<std::string>& recalculate);
 
  private:
   friend class ObjectWriter;
@@ -193,6 +243,12 @@ class DiskFileManager {
   common::Status commit_file(const Location& loc, const std::string& hash, common::io::File& temp,
                              const std::string& file_name, bool fsync_data);
   common::Status cleanup(const std::string& hash_dir);
+  // hashes.cpp
+  SuffixHashes read_hashes(const std::string& part_dir);
+  common::Status write_hashes(const std::string& part_dir, SuffixHashes& hashes);
+  common::Result<SuffixHashes> consolidate_hashes(const std::string& part_dir);
+  // nullopt when the suffix directory is gone (or was empty and removed).
+  common::Result<std::optional<std::string>> hash_suffix(const std::string& suffix_dir);
   common::Result<common::io::File> create_temp(const Location& loc);
 
   common::io::Fs& fs_;

@@ -20,6 +20,7 @@
 #include "common/http/swob.h"
 #include "common/http/url.h"
 #include "common/log/log.h"
+#include "common/pickle.h"
 #include "object-server/async_pending.h"
 
 namespace apus::object {
@@ -245,11 +246,11 @@ common::io::BlockingPool& ObjectServer::pool_for(const std::string& device) {
 net::awaitable<void> ObjectServer::handle(Exchange& ex) {
   const Request& req = ex.request();
   const std::string& method = req.method;
-  static const std::array<std::string_view, 6> kPublic = {"DELETE", "GET",  "HEAD",
-                                                           "OPTIONS", "POST", "PUT"};
+  static const std::array<std::string_view, 7> kPublic = {
+      "DELETE", "GET", "HEAD", "OPTIONS", "POST", "PUT", "REPLICATE"};
   if (method == "OPTIONS") {
     Response r;
-    r.headers.set("Allow", "DELETE, GET, HEAD, OPTIONS, POST, PUT");
+    r.headers.set("Allow", "DELETE, GET, HEAD, OPTIONS, POST, PUT, REPLICATE");
     r.headers.set("Server", "object-server/" APUS_SWIFT_VERSION);
     (void)co_await ex.respond(std::move(r));
     co_return;
@@ -264,6 +265,10 @@ net::awaitable<void> ObjectServer::handle(Exchange& ex) {
     Response r = swob_response(412);
     r.body = "Invalid UTF8 or contains NULL";
     (void)co_await ex.respond(std::move(r));
+    co_return;
+  }
+  if (method == "REPLICATE") {
+    co_await handle_replicate(ex, path);
     co_return;
   }
   auto segs = common::http::split_path(path, 5, 5, true);
@@ -312,6 +317,73 @@ net::awaitable<void> ObjectServer::handle(Exchange& ex) {
   } else {
     co_await handle_delete(ex, p);
   }
+}
+
+// ---- REPLICATE ------------------------------------------------------------------------------
+
+net::awaitable<void> ObjectServer::handle_replicate(Exchange& ex, const std::string& path) {
+  const Request& req = ex.request();
+  if (!config_.replication_server) {
+    (void)co_await ex.respond(swob_response(405));
+    co_return;
+  }
+  // /<device>/<partition>[/<suffix>-<suffix>...]
+  auto segs = common::http::split_path(path, 2, 3, true);
+  Status valid = segs.ok() ? common::http::validate_device_partition(*(*segs)[0], *(*segs)[1])
+                           : segs.status();
+  if (!valid.ok()) {
+    (void)co_await ex.respond(text_response(400, valid.message()));
+    co_return;
+  }
+  std::string_view policy_header = req.headers.get_or("X-Backend-Storage-Policy-Index", "");
+  const common::StoragePolicy* policy = config_.swift.policies.by_index_string(policy_header);
+  if (!policy) {
+    (void)co_await ex.respond(
+        text_response(503, "No policy with index " + std::string(policy_header)));
+    co_return;
+  }
+  Location loc;
+  loc.device = *(*segs)[0];
+  loc.partition = *(*segs)[1];
+  loc.policy = static_cast<int>(policy->index);
+  std::vector<std::string> recalculate;
+  if ((*segs)[2] && !(*segs)[2]->empty()) {
+    std::string_view rest = *(*segs)[2];
+    size_t start = 0;
+    while (start <= rest.size()) {
+      size_t dash = rest.find('-', start);
+      if (dash == std::string_view::npos) dash = rest.size();
+      recalculate.emplace_back(rest.substr(start, dash - start));
+      start = dash + 1;
+    }
+  }
+  Response r = co_await pool_for(loc.device).call([&]() -> Response {
+    if (!disk_.check_device(loc.device).ok()) return swob_response(507, loc.device);
+    if (!recalculate.empty()) {
+      // Swift 2.30: suffixes named in the path are only marked for the next rehash, and the
+      // answer is None.
+      for (const auto& suffix : recalculate) {
+        if (!is_valid_suffix(suffix)) continue;
+        Status s = disk_.mark_suffix_dirty(loc, suffix);
+        if (!s.ok()) return disk_error(s, loc.device);
+      }
+      Response none = swob_response(200);
+      none.body = common::pickle::dumps(common::pickle::Value::none(), 2);
+      return none;
+    }
+    auto hashes = disk_.get_hashes(loc, recalculate);
+    if (!hashes.ok()) return disk_error(hashes.status(), loc.device);
+    // The suffix -> hash dict, pickled at protocol 2 as Swift answers (py2 nodes read it).
+    common::pickle::Value dict = common::pickle::Value::dict();
+    for (const auto& [suffix, hash] : hashes->suffixes) {
+      dict.set(common::pickle::Value::str(suffix),
+               hash ? common::pickle::Value::str(*hash) : common::pickle::Value::none());
+    }
+    Response ok = swob_response(200);
+    ok.body = common::pickle::dumps(dict, 2);
+    return ok;
+  });
+  (void)co_await ex.respond(std::move(r));
 }
 
 // ---- PUT ------------------------------------------------------------------------------------

@@ -67,6 +67,8 @@ class ObjectServer {
   struct Parsed;
   struct UpdatePlan;
   boost::asio::awaitable<void> handle_put(common::http::Exchange& ex, Parsed& p);
+  boost::asio::awaitable<void> handle_replicate(common::http::Exchange& ex,
+                                                const std::string& path);
   boost::asio::awaitable<void> handle_get_head(common::http::Exchange& ex, Parsed& p);
   boost::asio::awaitable<void> handle_post(common::http::Exchange& ex, Parsed& p);
   boost::asio::awaitable<void> handle_delete(common::http::Exchange& ex, Parsed& p);
