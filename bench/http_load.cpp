@@ -2,7 +2,12 @@
 //
 //   http_load --port P [--host 127.0.0.1] [--path /healthcheck] [--concurrency C]
 //             [--seconds S] [--warmup S] [--fresh] [--threads T]
+//             [--method GET|PUT] [--size BYTES] [--objects N] [--backend] [--count N]
 //
+// With --objects N the path is a prefix and each request names one of N objects
+// (<path>/o<i>, round robin). --method PUT sends a body of --size bytes. --backend adds what a
+// Swift storage server needs from a proxy: X-Timestamp (now, unique per request) and
+// Content-Type, so object servers can be driven directly.
 // C connections each send GET requests one after another (keep-alive), or open a fresh
 // connection per request with --fresh. Every response is checked (status 200 and a complete
 // body), so a broken answer is counted as an error, never as a fast one. Prints one JSON object:
@@ -12,6 +17,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -47,7 +53,35 @@ struct Options {
   double warmup = 1;
   bool fresh = false;
   int threads = 1;
+  std::string method = "GET";
+  size_t size = 0;
+  uint64_t objects = 0;
+  uint64_t count = 0;  // stop after this many requests in all (0 = run for --seconds)
+  bool backend = false;
 };
+
+// A unique, increasing X-Timestamp per request: now, plus 10 us per request sent so far.
+std::string next_timestamp() {
+  static std::atomic<uint64_t> counter{0};
+  double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+                   .count();
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%016.5f", now + 0.00001 * static_cast<double>(counter++ % 50000));
+  return buf;
+}
+
+std::string build_request(const Options& opt, uint64_t n, const std::string& body) {
+  std::string path = opt.path;
+  if (opt.objects) path += "/o" + std::to_string(n % opt.objects);
+  std::string req = opt.method + " " + path + " HTTP/1.1\r\nHost: " + opt.host + "\r\n";
+  if (opt.fresh) req += "Connection: close\r\n";
+  if (opt.backend) {
+    req += "X-Timestamp: " + next_timestamp() + "\r\nContent-Type: application/octet-stream\r\n";
+  }
+  if (opt.method == "PUT") req += "Content-Length: " + std::to_string(body.size()) + "\r\n";
+  req += "\r\n";
+  return req;
+}
 
 struct Stats {
   std::vector<double> latencies;  // seconds, measured window only
@@ -57,14 +91,12 @@ struct Stats {
 constexpr auto kTuple = net::as_tuple(net::use_awaitable);
 
 // Reads one response: head, then Content-Length bytes. Returns false on anything unexpected.
-net::awaitable<bool> read_response(tcp::socket& sock, net::streambuf& buf) {
+net::awaitable<bool> read_response(tcp::socket& sock, net::streambuf& buf, int want_status) {
   auto [ec, n] = co_await net::async_read_until(sock, buf, "\r\n\r\n", kTuple);
   if (ec) co_return false;
   std::string head(static_cast<const char*>(buf.data().data()), n);
   buf.consume(n);
-  if (head.compare(0, 12, "HTTP/1.1 200") != 0 && head.compare(0, 12, "HTTP/1.0 200") != 0) {
-    co_return false;
-  }
+  if (head.size() < 12 || std::atoi(head.c_str() + 9) != want_status) co_return false;
   size_t length = 0;
   for (const char* key : {"\r\nContent-Length:", "\r\ncontent-length:"}) {
     auto pos = head.find(key);
@@ -82,11 +114,12 @@ net::awaitable<bool> read_response(tcp::socket& sock, net::streambuf& buf) {
 net::awaitable<void> client_loop(const Options& opt, tcp::endpoint ep, Clock::time_point measure,
                                  Clock::time_point end, Stats& stats) {
   auto ex = co_await net::this_coro::executor;
-  const std::string request = "GET " + opt.path + " HTTP/1.1\r\nHost: " + opt.host +
-                              (opt.fresh ? "\r\nConnection: close" : "") + "\r\n\r\n";
+  static std::atomic<uint64_t> sequence{0};
+  const std::string body = opt.method == "PUT" ? std::string(opt.size, 'b') : std::string();
   std::optional<tcp::socket> sock;
   net::streambuf buf;
   while (Clock::now() < end) {
+    if (opt.count && sequence.load() >= opt.count) break;
     auto start = Clock::now();
     bool ok = true;
     if (!sock) {
@@ -97,8 +130,10 @@ net::awaitable<void> client_loop(const Options& opt, tcp::endpoint ep, Clock::ti
       buf.consume(buf.size());
     }
     if (ok) {
-      auto [ec, n] = co_await net::async_write(*sock, net::buffer(request), kTuple);
-      ok = !ec && co_await read_response(*sock, buf);
+      std::string request = build_request(opt, sequence++, body);
+      std::array<net::const_buffer, 2> buffers{net::buffer(request), net::buffer(body)};
+      auto [ec, n] = co_await net::async_write(*sock, buffers, kTuple);
+      ok = !ec && co_await read_response(*sock, buf, opt.method == "PUT" ? 201 : 200);
     }
     double latency = std::chrono::duration<double>(Clock::now() - start).count();
     if (start >= measure) {
@@ -137,6 +172,11 @@ bool parse(int argc, char** argv, Options& o) {
     else if (a == "--warmup") o.warmup = std::atof(next());
     else if (a == "--threads") o.threads = std::atoi(next());
     else if (a == "--fresh") o.fresh = true;
+    else if (a == "--method") o.method = next();
+    else if (a == "--size") o.size = std::strtoull(next(), nullptr, 10);
+    else if (a == "--objects") o.objects = std::strtoull(next(), nullptr, 10);
+    else if (a == "--backend") o.backend = true;
+    else if (a == "--count") o.count = std::strtoull(next(), nullptr, 10);
     else return false;
   }
   return o.port != 0 && o.concurrency > 0 && o.threads > 0;

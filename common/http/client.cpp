@@ -2,6 +2,7 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <array>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -214,6 +215,8 @@ net::awaitable<Result<ClientResponse>> ClientConnectionImpl::read_response_head(
 net::awaitable<Result<size_t>> ClientConnectionImpl::read_body(std::span<char> buf) {
   if (!head_read_) co_return Status::invalid_argument("response head not read");
   if (response_done_) co_return size_t{0};
+  // Room for large reads: Beast reads into buffer_ (see the server's read_body).
+  if (buffer_.capacity() < buf.size()) buffer_.reserve(std::max<size_t>(buf.size(), 65536));
   for (;;) {
     auto& body = parser_->get().body();
     body.data = buf.data();

@@ -52,6 +52,8 @@ using net::ip::tcp;
 namespace {
 
 constexpr auto kAsTuple = net::as_tuple(net::use_awaitable);
+// Above this a connection's read buffer is released between requests.
+constexpr size_t kIdleBufferBytes = 16384;
 
 std::chrono::steady_clock::duration to_duration(double seconds) {
   return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
@@ -416,6 +418,8 @@ net::awaitable<void> Session::serve_one() {
   }
   // A body the handler did not read would be taken for the next request; close instead.
   if (!body_done_) must_close_ = true;
+  // Keep-alive connections wait with a small buffer: a thousand idle clients cost little.
+  if (buffer_.size() == 0 && buffer_.capacity() > kIdleBufferBytes) buffer_.shrink_to_fit();
 
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
@@ -448,6 +452,12 @@ net::awaitable<Result<size_t>> Session::read_body(std::span<char> buf) {
     if (!s.ok()) co_return s;
   }
   if (buf.empty()) co_return Status::invalid_argument("read_body needs a buffer");
+  // Beast reads into buffer_ and copies into `buf`; reads are at most buffer_'s free space, which
+  // after a small head is a few hundred bytes. Give the body room (read_buffer_size, Swift's
+  // network_chunk_size); idle connections give it back after the request.
+  if (buffer_.capacity() < server_.options_.read_buffer_size) {
+    buffer_.reserve(server_.options_.read_buffer_size);
+  }
   for (;;) {
     auto& body = parser_->get().body();
     body.data = buf.data();
