@@ -10,6 +10,7 @@
 
 #include "common/http/server.h"
 #include "common/metrics/metrics.h"
+#include "common/process.h"
 
 namespace net = boost::asio;
 using apus::common::http::Exchange;
@@ -27,7 +28,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  apus::common::http::Server::block_signals();
+  apus::common::block_stop_signals();
   apus::common::Metrics metrics("bench");
   apus::common::http::Server server(
       options,

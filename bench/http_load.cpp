@@ -60,13 +60,21 @@ struct Options {
   bool backend = false;
 };
 
-// A unique, increasing X-Timestamp per request: now, plus 10 us per request sent so far.
+// A unique, increasing X-Timestamp per request: now, or 10 us after the previous one if that
+// is later, so no two requests share one and a later request never carries an older one.
 std::string next_timestamp() {
-  static std::atomic<uint64_t> counter{0};
-  double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-                   .count();
+  static std::atomic<int64_t> last{0};
+  auto now = std::chrono::duration_cast<std::chrono::microseconds>(
+                 std::chrono::system_clock::now().time_since_epoch())
+                 .count() / 10;  // Swift's 10 us units
+  int64_t prev = last.load();
+  int64_t next;
+  do {
+    next = std::max<int64_t>(now, prev + 1);
+  } while (!last.compare_exchange_weak(prev, next));
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%016.5f", now + 0.00001 * static_cast<double>(counter++ % 50000));
+  std::snprintf(buf, sizeof buf, "%010lld.%05lld", static_cast<long long>(next / 100000),
+                static_cast<long long>(next % 100000));
   return buf;
 }
 

@@ -93,7 +93,7 @@ run_one() {  # side method size concurrency round
   case $side in swift) pid=$swift_pid ;; apus) pid=$apus_pid ;; *) pid=$nofsync_pid ;; esac
   local before after out
   before=$(cpu_ticks "$pid")
-  out=$("$load" --port "${port[$side]}" --path "/sda1/0/AUTH_bench/c$size" --objects 200 \
+  out=$("$load" --port "${port[$side]}" --path "/sda1/0/AUTH_bench/c$size" --objects 1000 \
         --method "$method" --size "$size" --backend --concurrency "$conc" \
         --seconds "$window" --warmup "$warmup")
   after=$(cpu_ticks "$pid")
@@ -104,7 +104,7 @@ echo "rounds=$rounds window=${window}s; swift pid $swift_pid, apus pid $apus_pid
 for size in 4096 1048576; do
   # Every object GET will ask for exists on every side.
   for side in swift apus; do
-    "$load" --port "${port[$side]}" --path "/sda1/0/AUTH_bench/c$size" --objects 200 --count 200 \
+    "$load" --port "${port[$side]}" --path "/sda1/0/AUTH_bench/c$size" --objects 1000 --count 1000 \
       --method PUT --size "$size" --backend --concurrency 8 --seconds 600 --warmup 0 >/dev/null
   done
   for method in PUT GET; do

@@ -114,6 +114,14 @@ class [[nodiscard]] Result {
     if (!apus_status_.ok()) return apus_status_;          \
   } while (0)
 
+// Assigns the value of a Result expression to `lhs`, or returns its failed Status.
+#define APUS_ASSIGN_OR_RETURN(lhs, expr)                  \
+  do {                                                    \
+    auto apus_result_ = (expr);                           \
+    if (!apus_result_.ok()) return apus_result_.status(); \
+    lhs = std::move(*apus_result_);                       \
+  } while (0)
+
 // The same inside a coroutine.
 #define APUS_CO_RETURN_IF_ERROR(expr)                     \
   do {                                                    \

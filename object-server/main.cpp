@@ -10,37 +10,31 @@
 #include "common/io/fs.h"
 #include "common/log/log.h"
 #include "common/metrics/metrics.h"
+#include "common/process.h"
 #include "object-server/object_server.h"
 
 namespace log = apus::common::log;
+using apus::common::Status;
 
 int main(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr, "usage: %s CONFIG_FILE\n", argv[0]);
     return 2;
   }
-  apus::common::http::Server::block_signals();
-  auto conf = apus::common::Config::load(argv[1]);
+  apus::common::block_stop_signals();
+  auto conf = apus::common::load_program_config(argv[1]);
   if (!conf.ok()) {
-    std::fprintf(stderr, "Error trying to load config from %s: %s\n", argv[1],
-                 conf.status().message().c_str());
+    std::fprintf(stderr, "%s\n", conf.status().message().c_str());
     return 1;
   }
   auto config = apus::object::ObjectServerConfig::from_config(*conf);
-  if (!config.ok()) {
-    std::fprintf(stderr, "%s\n", config.status().message().c_str());
+  Status logging = config.ok() ? apus::common::configure_logging(
+                                     conf->section("app:object-server"), config->log_name)
+                               : config.status();
+  if (!logging.ok()) {
+    std::fprintf(stderr, "%s\n", logging.message().c_str());
     return 1;
   }
-  auto section = conf->section("app:object-server");
-  log::Options log_options;
-  log_options.name = config->log_name;
-  log_options.file = section.get_string("log_file", "");
-  log_options.facility = section.get_string("log_facility", "LOG_LOCAL0");
-  if (!log::parse_level(section.get_string("log_level", "INFO"), &log_options.level)) {
-    std::fprintf(stderr, "%s: bad log_level\n", argv[1]);
-    return 1;
-  }
-  log::configure(log_options);
 
   apus::common::Metrics metrics("object");
   apus::object::ObjectServer server(*config, apus::common::io::default_fs(), &metrics);

@@ -136,34 +136,28 @@ Result<ObjectServerConfig> ObjectServerConfig::from_config(const common::Config&
     return s.get_double(key, def);
   };
   auto get_bool = [&](const char* key, bool def) -> Result<bool> { return s.get_bool(key, def); };
-#define APUS_TAKE(target, expr)            \
-  do {                                     \
-    auto v = (expr);                       \
-    if (!v.ok()) return v.status();        \
-    target = *v;                           \
-  } while (0)
 
   c.server.server_type = "object-server";
   c.server.bind_ip = s.get_string("bind_ip", "0.0.0.0");
   int64_t port = 6200, workers = std::max(1u, std::thread::hardware_concurrency());
-  APUS_TAKE(port, get_int("bind_port", 6200));
-  if (s.get_string("workers", "auto") != "auto") APUS_TAKE(workers, get_int("workers", workers));
+  APUS_ASSIGN_OR_RETURN(port, get_int("bind_port", 6200));
+  if (s.get_string("workers", "auto") != "auto") APUS_ASSIGN_OR_RETURN(workers, get_int("workers", workers));
   c.server.bind_port = static_cast<uint16_t>(port);
   c.server.workers = static_cast<int>(std::max<int64_t>(1, workers));
   int64_t backlog = 4096;
-  APUS_TAKE(backlog, get_int("backlog", 4096));
+  APUS_ASSIGN_OR_RETURN(backlog, get_int("backlog", 4096));
   c.server.backlog = static_cast<int>(backlog);
-  APUS_TAKE(c.server.reuse_port, get_bool("reuse_port", false));
-  APUS_TAKE(c.server.client_timeout, get_double("client_timeout", 60));
+  APUS_ASSIGN_OR_RETURN(c.server.reuse_port, get_bool("reuse_port", false));
+  APUS_ASSIGN_OR_RETURN(c.server.client_timeout, get_double("client_timeout", 60));
   c.server.builtin_healthcheck = true;
 
   c.disk.devices = s.get_string("devices", "/srv/node");
-  APUS_TAKE(c.disk.mount_check, get_bool("mount_check", true));
-  APUS_TAKE(c.disk.fsync_on_close, get_bool("fsync_on_close", true));
+  APUS_ASSIGN_OR_RETURN(c.disk.mount_check, get_bool("mount_check", true));
+  APUS_ASSIGN_OR_RETURN(c.disk.fsync_on_close, get_bool("fsync_on_close", true));
   int64_t mb = 512;
-  APUS_TAKE(mb, get_int("mb_per_sync", 512));
+  APUS_ASSIGN_OR_RETURN(mb, get_int("mb_per_sync", 512));
   c.disk.mb_per_sync = static_cast<uint64_t>(std::max<int64_t>(0, mb));
-  APUS_TAKE(c.disk.reclaim_age, get_int("reclaim_age", 604800));
+  APUS_ASSIGN_OR_RETURN(c.disk.reclaim_age, get_int("reclaim_age", 604800));
   std::string reserve = s.get_string("fallocate_reserve", "1%");
   c.disk.fallocate_reserve_is_percent = !reserve.empty() && reserve.back() == '%';
   if (c.disk.fallocate_reserve_is_percent) reserve.pop_back();
@@ -174,21 +168,21 @@ Result<ObjectServerConfig> ObjectServerConfig::from_config(const common::Config&
   }
 
   int64_t chunk = 65536;
-  APUS_TAKE(chunk, get_int("network_chunk_size", 65536));
+  APUS_ASSIGN_OR_RETURN(chunk, get_int("network_chunk_size", 65536));
   c.network_chunk_size = static_cast<size_t>(std::max<int64_t>(4096, chunk));
-  APUS_TAKE(chunk, get_int("disk_chunk_size", 65536));
+  APUS_ASSIGN_OR_RETURN(chunk, get_int("disk_chunk_size", 65536));
   c.disk_chunk_size = static_cast<size_t>(std::max<int64_t>(4096, chunk));
-  APUS_TAKE(c.max_upload_time, get_double("max_upload_time", 86400));
-  APUS_TAKE(c.conn_timeout, get_double("conn_timeout", 0.5));
-  APUS_TAKE(c.node_timeout, get_double("node_timeout", 3));
-  APUS_TAKE(c.container_update_timeout, get_double("container_update_timeout", 1));
+  APUS_ASSIGN_OR_RETURN(c.max_upload_time, get_double("max_upload_time", 86400));
+  APUS_ASSIGN_OR_RETURN(c.conn_timeout, get_double("conn_timeout", 0.5));
+  APUS_ASSIGN_OR_RETURN(c.node_timeout, get_double("node_timeout", 3));
+  APUS_ASSIGN_OR_RETURN(c.container_update_timeout, get_double("container_update_timeout", 1));
   std::string mode = s.get_string("container_update_mode", "sync");
   if (mode != "sync" && mode != "async") {
     return s.invalid("container_update_mode", "must be sync or async");
   }
   c.container_update_async = mode == "async";
   int64_t threads = 2;
-  APUS_TAKE(threads, get_int("threads_per_disk", 2));
+  APUS_ASSIGN_OR_RETURN(threads, get_int("threads_per_disk", 2));
   c.threads_per_disk = static_cast<int>(std::max<int64_t>(1, threads));
   std::string replication = s.get_string("replication_server", "");
   c.replication_server = replication.empty() || common::config_true_value(replication);
@@ -200,7 +194,6 @@ Result<ObjectServerConfig> ObjectServerConfig::from_config(const common::Config&
     c.allowed_headers.insert(common::http::to_lower(h));
   }
   c.log_name = s.get_string("log_name", "object-server");
-#undef APUS_TAKE
 
   std::string swift_dir = s.get_string("swift_dir", "/etc/swift");
   auto swift = common::load_swift_conf(swift_dir + "/swift.conf");
@@ -319,6 +312,24 @@ net::awaitable<void> ObjectServer::handle(Exchange& ex) {
   }
 }
 
+void ObjectServer::copy_allowed_headers(const Request& req, Metadata& md) const {
+  // allowed_headers and any the replicator names, stored under Swift's title-cased names.
+  for (const auto& h :
+       common::split_words(req.headers.get_or("X-Backend-Replication-Headers", ""))) {
+    if (auto v = req.headers.get(h)) set_meta(md, title_case(h), *v);
+  }
+  for (const auto& h : config_.allowed_headers) {
+    if (auto v = req.headers.get(h)) set_meta(md, title_case(h), *v);
+  }
+}
+
+Result<DiskObject> ObjectServer::open_checked(const Location& loc) {
+  if (!disk_.check_device(loc.device).ok()) {
+    return Status::insufficient_storage(loc.device);
+  }
+  return disk_.open(loc);
+}
+
 // ---- REPLICATE ------------------------------------------------------------------------------
 
 net::awaitable<void> ObjectServer::handle_replicate(Exchange& ex, const std::string& path) {
@@ -426,12 +437,7 @@ net::awaitable<void> ObjectServer::handle_put(Exchange& ex, Parsed& p) {
   };
   Prepared prep = co_await pool.call([&]() -> Prepared {
     Prepared out;
-    Status dev = disk_.check_device(p.loc.device);
-    if (!dev.ok()) {
-      out.refusal = swob_response(507, p.loc.device);
-      return out;
-    }
-    auto obj = disk_.open(p.loc);
+    auto obj = open_checked(p.loc);
     if (!obj.ok()) {
       out.refusal = disk_error(obj.status(), p.loc.device);
       return out;
@@ -524,14 +530,7 @@ net::awaitable<void> ObjectServer::handle_put(Exchange& ex, Parsed& p) {
   for (const auto& [k, v] : req.headers) {
     if (is_user_or_sys_meta(k) || is_transient_sysmeta(k)) set_meta(md, title_case(k), v);
   }
-  std::vector<std::string> to_copy;
-  for (const auto& h : common::split_words(req.headers.get_or("X-Backend-Replication-Headers", ""))) {
-    to_copy.push_back(common::http::to_lower(h));
-  }
-  to_copy.insert(to_copy.end(), config_.allowed_headers.begin(), config_.allowed_headers.end());
-  for (const auto& h : to_copy) {
-    if (auto v = req.headers.get(h)) set_meta(md, title_case(h), *v);
-  }
+  copy_allowed_headers(req, md);
   set_meta(md, "name", p.loc.name());
 
   auto t_commit = std::chrono::steady_clock::now();
@@ -586,11 +585,7 @@ net::awaitable<void> ObjectServer::handle_get_head(Exchange& ex, Parsed& p) {
   };
   Opened opened = co_await pool.call([&]() -> Opened {
     Opened out;
-    if (!disk_.check_device(p.loc.device).ok()) {
-      out.refusal = swob_response(507, p.loc.device);
-      return out;
-    }
-    auto obj = disk_.open(p.loc);
+    auto obj = open_checked(p.loc);
     if (!obj.ok()) {
       out.refusal = disk_error(obj.status(), p.loc.device);
       return out;
@@ -781,11 +776,7 @@ net::awaitable<void> ObjectServer::handle_post(Exchange& ex, Parsed& p) {
   };
   Posted posted = co_await pool.call([&]() -> Posted {
     Posted out;
-    if (!disk_.check_device(p.loc.device).ok()) {
-      out.response = swob_response(507, p.loc.device);
-      return out;
-    }
-    auto obj = disk_.open(p.loc);
+    auto obj = open_checked(p.loc);
     if (!obj.ok()) {
       out.response = disk_error(obj.status(), p.loc.device);
       return out;
@@ -815,16 +806,7 @@ net::awaitable<void> ObjectServer::handle_post(Exchange& ex, Parsed& p) {
           set_meta(md, title_case(k), v);
         }
       }
-      std::vector<std::string> to_copy;
-      for (const auto& h :
-           common::split_words(req.headers.get_or("X-Backend-Replication-Headers", ""))) {
-        to_copy.push_back(common::http::to_lower(h));
-      }
-      to_copy.insert(to_copy.end(), config_.allowed_headers.begin(),
-                     config_.allowed_headers.end());
-      for (const auto& h : to_copy) {
-        if (auto v = req.headers.get(h)) set_meta(md, title_case(h), *v);
-      }
+      copy_allowed_headers(req, md);
       if (delete_at_of(orig) != new_delete_at) {
         out.old_delete_at = delete_at_of(orig);
         out.new_delete_at = new_delete_at;
@@ -921,11 +903,7 @@ net::awaitable<void> ObjectServer::handle_delete(Exchange& ex, Parsed& p) {
   };
   Deleted result = co_await pool.call([&]() -> Deleted {
     Deleted out;
-    if (!disk_.check_device(p.loc.device).ok()) {
-      out.response = swob_response(507, p.loc.device);
-      return out;
-    }
-    auto obj = disk_.open(p.loc);
+    auto obj = open_checked(p.loc);
     if (!obj.ok()) {
       out.response = disk_error(obj.status(), p.loc.device);
       return out;

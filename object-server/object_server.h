@@ -84,6 +84,10 @@ class ObjectServer {
   // Sends (sync mode: waiting up to `wait_seconds`) or saves (async mode, or no target) a plan.
   boost::asio::awaitable<void> send_updates(std::shared_ptr<UpdatePlan> plan, double wait_seconds);
   boost::asio::awaitable<void> deliver_update(std::shared_ptr<UpdatePlan> plan, size_t target);
+  // Stores allowed_headers and X-Backend-Replication-Headers from the request into `md`.
+  void copy_allowed_headers(const common::http::Request& req, Metadata& md) const;
+  // The object's state, or InsufficientStorage when its device is unavailable (pool thread).
+  common::Result<DiskObject> open_checked(const Location& loc);
   // Saves an update for the object updater (pool thread).
   common::Status save_async_pending(const UpdatePlan& plan);
   common::io::BlockingPool& pool_for(const std::string& device);

@@ -28,24 +28,17 @@ using common::Status;
 Result<UpdaterConfig> UpdaterConfig::from_config(const common::Config& conf) {
   UpdaterConfig c;
   common::Section s = conf.section("object-updater");
-#define APUS_TAKE(target, expr)     \
-  do {                              \
-    auto v = (expr);                \
-    if (!v.ok()) return v.status(); \
-    target = *v;                    \
-  } while (0)
   c.devices = s.get_string("devices", "/srv/node");
-  APUS_TAKE(c.mount_check, s.get_bool("mount_check", true));
+  APUS_ASSIGN_OR_RETURN(c.mount_check, s.get_bool("mount_check", true));
   c.swift_dir = s.get_string("swift_dir", "/etc/swift");
-  APUS_TAKE(c.interval, s.get_double("interval", 300));
+  APUS_ASSIGN_OR_RETURN(c.interval, s.get_double("interval", 300));
   int64_t concurrency = 8;
-  APUS_TAKE(concurrency, s.get_int("concurrency", 8));
+  APUS_ASSIGN_OR_RETURN(concurrency, s.get_int("concurrency", 8));
   c.concurrency = static_cast<int>(std::max<int64_t>(1, concurrency));
-  APUS_TAKE(c.node_timeout, s.get_double("node_timeout", 10));
-  APUS_TAKE(c.conn_timeout, s.get_double("conn_timeout", 0.5));
-  APUS_TAKE(c.objects_per_second, s.get_double("objects_per_second", 50));
+  APUS_ASSIGN_OR_RETURN(c.node_timeout, s.get_double("node_timeout", 10));
+  APUS_ASSIGN_OR_RETURN(c.conn_timeout, s.get_double("conn_timeout", 0.5));
+  APUS_ASSIGN_OR_RETURN(c.objects_per_second, s.get_double("objects_per_second", 50));
   c.log_name = s.get_string("log_name", "object-updater");
-#undef APUS_TAKE
   auto swift = common::load_swift_conf(c.swift_dir + "/swift.conf");
   if (!swift.ok()) return swift.status();
   c.swift = std::move(*swift);

@@ -21,21 +21,20 @@
 #include <chrono>
 #include <cstdio>
 
+#include "common/http/internal/asio_util.h"
+
 namespace apus::common::http {
 
 namespace net = boost::asio;
+using internal::kAsTuple;
+using internal::to_duration;
 namespace beast = boost::beast;
 namespace bhttp = boost::beast::http;
 using net::ip::tcp;
 
 namespace {
 
-constexpr auto kAsTuple = net::as_tuple(net::use_awaitable);
 
-std::chrono::steady_clock::duration to_duration(double seconds) {
-  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-      std::chrono::duration<double>(seconds));
-}
 
 Status peer_error(const std::string& peer, const beast::error_code& ec, std::string_view what) {
   std::string msg = std::string(what) + " " + peer + ": " + ec.message();

@@ -165,14 +165,9 @@ class Server {
   // to drain_timeout), then join every thread. Safe to call more than once.
   void stop();
 
-  // Runs until SIGTERM or SIGINT (graceful stop), reopening logs on SIGHUP. Blocks those
-  // signals in every thread it is called before start() on, so call it on the main thread
-  // before start()... see block_signals().
+  // Runs until SIGTERM or SIGINT, then stops gracefully; SIGHUP reopens logs meanwhile.
+  // REQUIRES: common::block_stop_signals() was called in main() before start().
   void run_until_signal();
-
-  // Blocks SIGTERM, SIGINT, SIGHUP and SIGPIPE in the calling thread and the threads it later
-  // creates. Call first thing in main() of a server program.
-  static void block_signals();
 
   // Connections accepted but not yet taken by a worker (approximate).
   size_t accept_queue_depth() const;

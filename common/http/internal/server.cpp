@@ -7,7 +7,6 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
-#include <signal.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -39,26 +38,25 @@
 #include <vector>
 
 #include "common/http/date.h"
+#include "common/http/internal/asio_util.h"
 #include "common/log/log.h"
 #include "common/metrics/metrics.h"
+#include "common/process.h"
 
 namespace apus::common::http {
 
 namespace net = boost::asio;
+using internal::kAsTuple;
+using internal::to_duration;
 namespace beast = boost::beast;
 namespace bhttp = boost::beast::http;
 using net::ip::tcp;
 
 namespace {
 
-constexpr auto kAsTuple = net::as_tuple(net::use_awaitable);
 // Above this a connection's read buffer is released between requests.
 constexpr size_t kIdleBufferBytes = 16384;
 
-std::chrono::steady_clock::duration to_duration(double seconds) {
-  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-      std::chrono::duration<double>(seconds));
-}
 
 double now_unix() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
@@ -817,34 +815,9 @@ void Server::stop() { impl_->stop(); }
 size_t Server::accept_queue_depth() const { return impl_->accepted_.size_approx(); }
 size_t Server::open_connections() const { return impl_->open_connections_.load(); }
 
-void Server::block_signals() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGHUP);
-  sigaddset(&set, SIGPIPE);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-}
-
 void Server::run_until_signal() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGHUP);
-  for (;;) {
-    int sig = 0;
-    if (sigwait(&set, &sig) != 0) continue;
-    if (sig == SIGHUP) {
-      log::reopen();
-      APUS_LOG_INFO("SIGHUP: log reopened");
-      continue;
-    }
-    APUS_LOG_INFO("signal " + std::to_string(sig) + ": draining and stopping");
-    stop();
-    return;
-  }
+  wait_for_stop_signal();
+  stop();
 }
 
 }  // namespace apus::common::http

@@ -1,0 +1,65 @@
+#include "common/process.h"
+
+#include <signal.h>
+
+#include <string>
+
+#include "common/log/log.h"
+
+namespace apus::common {
+
+namespace {
+sigset_t stop_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);
+  return set;
+}
+}  // namespace
+
+void block_stop_signals() {
+  sigset_t set = stop_signals();
+  sigaddset(&set, SIGPIPE);  // a peer closing mid-write is an error code, not a death
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+int wait_for_stop_signal() {
+  sigset_t set = stop_signals();
+  for (;;) {
+    int sig = 0;
+    if (sigwait(&set, &sig) != 0) continue;
+    if (sig == SIGHUP) {
+      log::reopen();
+      APUS_LOG_INFO("SIGHUP: log reopened");
+      continue;
+    }
+    APUS_LOG_INFO("signal " + std::to_string(sig) + ": stopping");
+    return sig;
+  }
+}
+
+Result<Config> load_program_config(const char* path) {
+  auto conf = Config::load(path);
+  if (!conf.ok()) {
+    return Status::invalid_argument(std::string("Error trying to load config from ") + path +
+                                    ": " + conf.status().message());
+  }
+  return conf;
+}
+
+Status configure_logging(const Section& section, std::string_view default_name) {
+  log::Options options;
+  options.name = section.get_string("log_name", std::string(default_name));
+  options.file = section.get_string("log_file", "");
+  options.facility = section.get_string("log_facility", "LOG_LOCAL0");
+  std::string level = section.get_string("log_level", "INFO");
+  if (!log::parse_level(level, &options.level)) {
+    return section.invalid("log_level", "is not a log level");
+  }
+  log::configure(options);
+  return Status();
+}
+
+}  // namespace apus::common
