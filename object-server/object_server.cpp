@@ -6,6 +6,7 @@
 #include <array>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -689,22 +690,41 @@ net::awaitable<void> ObjectServer::send_object(Exchange& ex, Parsed& p, DiskObje
   }
 
   common::io::BlockingPool& pool = pool_for(p.loc.device);
-  std::string buf(config_.disk_chunk_size, '\0');
+  // Two buffers: the disk pool reads the next chunk while this worker hashes and sends the
+  // current one, so a large GET waits on the disk and the network at once, not in turn.
+  std::array<std::string, 2> bufs = {std::string(config_.disk_chunk_size, '\0'),
+                                     std::string(config_.disk_chunk_size, '\0')};
   // Streams [start, end) of the object; false when the client or the disk failed.
   auto stream_range = [&](uint64_t start, uint64_t end,
                           common::crypto::Md5* md5) -> net::awaitable<bool> {
+    using namespace boost::asio::experimental::awaitable_operators;
+    Result<size_t> got = size_t{0};
+    Status sent;
+    auto read_into = [&](uint64_t off, size_t idx) -> net::awaitable<void> {
+      size_t want = static_cast<size_t>(std::min<uint64_t>(bufs[idx].size(), end - off));
+      got = co_await pool.call(
+          [&, off, idx, want] { return disk_.read(obj, off, std::span(bufs[idx].data(), want)); });
+    };
+    auto send = [&](std::string_view data) -> net::awaitable<void> {
+      if (md5) md5->update(data);
+      sent = co_await ex.write_body(data);
+    };
     uint64_t off = start;
-    while (off < end) {
-      size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), end - off));
-      auto n = co_await pool.call(
-          [&] { return disk_.read(obj, off, std::span(buf.data(), want)); });
-      if (!n.ok() || *n == 0) co_return false;
-      std::string_view chunk(buf.data(), *n);
-      if (md5) md5->update(chunk);
-      if (!(co_await ex.write_body(chunk)).ok()) co_return false;
-      off += *n;
+    size_t cur = 0;
+    co_await read_into(off, cur);
+    for (;;) {
+      if (!got.ok() || *got == 0) co_return false;
+      std::string_view data(bufs[cur].data(), *got);
+      uint64_t next = off + *got;
+      if (next >= end) {
+        co_await send(data);
+        co_return sent.ok();
+      }
+      co_await (read_into(next, cur ^ 1) && send(data));
+      if (!sent.ok()) co_return false;
+      off = next;
+      cur ^= 1;
     }
-    co_return true;
   };
 
   if (range.outcome == common::http::RangeOutcome::kWhole) {
