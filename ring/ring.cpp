@@ -218,11 +218,28 @@ void RingState::get_handoffs(uint32_t part, size_t n, std::vector<Node>* out) co
 
 // --- Ring
 
+namespace {
+
+// Each thread keeps its last copy of each ring's state with the generation it had. While the
+// generation is unchanged (every lookup but the first after a reload) a lookup costs one atomic
+// load and a reference-count increment: no lock. A few rings per process, so a small vector.
+struct CachedState {
+  uint64_t ring_id;
+  uint64_t generation;
+  std::shared_ptr<const RingState> state;
+};
+thread_local std::vector<CachedState> t_cached_states;
+
+std::atomic<uint64_t> g_next_ring_id{1};
+
+}  // namespace
+
 Ring::Ring(std::string path, common::HashPathConfig hash, RingOptions options)
     : path_(std::move(path)),
       hash_(std::move(hash)),
       options_(std::move(options)),
-      fs_(options_.fs != nullptr ? *options_.fs : common::io::default_fs()) {}
+      fs_(options_.fs != nullptr ? *options_.fs : common::io::default_fs()),
+      id_(g_next_ring_id.fetch_add(1, std::memory_order_relaxed)) {}
 
 Result<std::unique_ptr<Ring>> Ring::open(std::string path, common::HashPathConfig hash,
                                          RingOptions options) {
@@ -238,7 +255,7 @@ Result<std::unique_ptr<Ring>> Ring::from_data(RingData data, common::HashPathCon
   RingOptions options;
   options.reload_on_lookup = false;
   std::unique_ptr<Ring> ring(new Ring(std::string(), std::move(hash), std::move(options)));
-  std::atomic_store(&ring->current_, std::move(*state));
+  ring->publish(std::move(*state));
   return ring;
 }
 
@@ -247,9 +264,26 @@ int64_t Ring::now_ns() const {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
 }
 
+
 std::shared_ptr<const RingState> Ring::state() const {
   maybe_reload();
-  return std::atomic_load(&current_);
+  const uint64_t generation = generation_.load(std::memory_order_acquire);
+  for (CachedState& c : t_cached_states) {
+    if (c.ring_id != id_) continue;
+    if (c.generation != generation) {
+      c.state = std::atomic_load(&current_);  // rare: the first lookup after a swap
+      c.generation = generation;
+    }
+    return c.state;
+  }
+  t_cached_states.push_back({id_, generation, std::atomic_load(&current_)});
+  return t_cached_states.back().state;
+}
+
+void Ring::publish(std::shared_ptr<const RingState> state) const {
+  std::atomic_store(&current_, std::move(state));
+  // Readers that see the new generation reload their cached copy, which is then the new state.
+  generation_.fetch_add(1, std::memory_order_release);
 }
 
 void Ring::maybe_reload() const {
@@ -290,7 +324,7 @@ Result<bool> Ring::reload_locked(int64_t now) const {
   if (!state.ok()) {
     return Status::corruption("ring file " + path_ + ": " + state.status().message());
   }
-  std::atomic_store(&current_, std::move(*state));
+  publish(std::move(*state));
   loaded_mtime_ns_ = st->mtime_ns;
   loaded_size_ = st->size;
   return true;

@@ -4,10 +4,10 @@
 // A RingState is one loaded ring, immutable, with per-device tier indices precomputed so that
 // lookups do no allocation beyond their result vector and no hashing beyond one MD5. A Ring
 // owns the current RingState of a `.ring.gz` file and replaces it when the file's mtime (or
-// size) changes, checking at most every `reload_time` (Swift: 15 s). Readers take the current
-// state with std::atomic_load of a shared_ptr (a reference-count increment inside a tiny
-// critical section) and keep it as long as they use its devices; a reload builds a new state
-// off to the side and swaps it in with std::atomic_store, so readers never wait for a reload.
+// size) changes, checking at most every `reload_time` (Swift: 15 s). A reload builds a new state
+// off to the side and publishes it with a generation number; readers keep a per-thread copy of
+// the state and take a new one only when the generation moved, so a lookup takes no lock (one
+// atomic load and a reference-count increment) and never waits for a reload.
 //
 // Results point into the RingState that produced them: a Node's `device` lives as long as that
 // state. NodeList and HandoffIterator hold a shared_ptr to it for that reason.
@@ -238,10 +238,16 @@ class Ring {
   const RingOptions options_;
   common::io::Fs& fs_;
 
+  // Swaps in a new state and bumps generation_.
+  void publish(std::shared_ptr<const RingState> state) const;
+
   // The current state. Read and written only through std::atomic_load / std::atomic_store
   // (libstdc++ 12's std::atomic<std::shared_ptr> guards its pointer with a lock bit that
-  // ThreadSanitizer cannot see, so every concurrent test would report a false race).
+  // ThreadSanitizer cannot see, so every concurrent test would report a false race). Readers
+  // go through their thread's cached copy (ring.cpp) and touch current_ only after a reload.
   mutable std::shared_ptr<const RingState> current_;
+  mutable std::atomic<uint64_t> generation_{0};  // bumped by publish()
+  const uint64_t id_;  // names this ring in the per-thread caches
   // steady-clock nanoseconds before which no check is made.
   mutable std::atomic<int64_t> next_check_ns_{0};
   // Serialises reloads; lookups only try_lock it, so they never wait on a reload.

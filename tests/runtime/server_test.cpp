@@ -258,6 +258,28 @@ TEST_CASE("stop() lets an in-flight request finish and closes idle connections")
   CHECK(idle.closed_by_peer());
 }
 
+TEST_CASE("reuse_port lets a second server bind beside the first, and both serve") {
+  ServerOptions options;
+  options.reuse_port = true;
+  TestServer first(echo_handler, options);
+  options.bind_port = first.port();
+  options.bind_ip = "127.0.0.1";
+  apus::common::http::Server second(options, echo_handler);
+  REQUIRE(second.start().ok());
+  for (int i = 0; i < 10; ++i) {
+    auto r = raw_request(first.port(), "GET /x HTTP/1.1\r\n\r\n");
+    REQUIRE(r);
+    CHECK(r->status == 200);
+  }
+  second.stop();
+  // Without reuse_port the port is taken.
+  ServerOptions plain;
+  plain.bind_ip = "127.0.0.1";
+  plain.bind_port = first.port();
+  apus::common::http::Server third(plain, echo_handler);
+  CHECK_FALSE(third.start().ok());
+}
+
 TEST_CASE("/metrics reports requests by method and status") {
   TestServer server(echo_handler);
   REQUIRE(raw_request(server.port(), "DELETE /x HTTP/1.1\r\n\r\n"));
