@@ -158,48 +158,6 @@ std::string undo_surrogateescape(std::string_view text) {
   return out;
 }
 
-// Python's repr(float): the shortest digits that round-trip, fixed notation for decimal
-// exponents in [-4, 16), scientific otherwise, and always a '.0' or an exponent.
-std::string float_repr(double d) {
-  if (std::isnan(d)) return "nan";
-  if (std::isinf(d)) return d < 0 ? "-inf" : "inf";
-  char buf[64];
-  const auto res = std::to_chars(buf, buf + sizeof buf, d, std::chars_format::scientific);
-  const std::string_view sci(buf, static_cast<size_t>(res.ptr - buf));  // [-]D[.DDD]e(+|-)XX
-  std::string out;
-  size_t i = 0;
-  if (sci[0] == '-') out += '-', i = 1;
-  const size_t e = sci.find('e');
-  std::string digits;
-  for (size_t k = i; k < e; ++k) {
-    if (sci[k] != '.') digits += sci[k];
-  }
-  int exp10 = 0;
-  (void)std::from_chars(sci.data() + e + (sci[e + 1] == '+' ? 2 : 1), sci.data() + sci.size(),
-                        exp10);
-  const int decpt = exp10 + 1;  // value = 0.DIGITS * 10^decpt
-  const int ndigits = static_cast<int>(digits.size());
-  if (decpt <= -4 || decpt > 16) {
-    out += digits[0];
-    if (ndigits > 1) out += '.', out.append(digits, 1);
-    char ebuf[8];
-    std::snprintf(ebuf, sizeof ebuf, "e%c%02d", exp10 < 0 ? '-' : '+', std::abs(exp10));
-    out += ebuf;
-  } else if (decpt <= 0) {
-    out += "0.";
-    out.append(static_cast<size_t>(-decpt), '0');
-    out += digits;
-  } else if (decpt >= ndigits) {
-    out += digits;
-    out.append(static_cast<size_t>(decpt - ndigits), '0');
-    out += ".0";
-  } else {
-    out.append(digits, 0, static_cast<size_t>(decpt));
-    out += '.';
-    out.append(digits, static_cast<size_t>(decpt));
-  }
-  return out;
-}
 
 // Python's str(v) for the scalar kinds object metadata may hold.
 std::optional<std::string> python_str(const Value& v) {
@@ -209,7 +167,7 @@ std::optional<std::string> python_str(const Value& v) {
     case Value::Kind::kInt:
       return std::to_string(v.as_int());
     case Value::Kind::kFloat:
-      return float_repr(v.as_float());
+      return python_float_repr(v.as_float());
     default:
       return std::nullopt;
   }
@@ -1152,7 +1110,7 @@ class Writer {
           const auto bits = std::bit_cast<uint64_t>(v.as_float());
           for (int i = 7; i >= 0; --i) out_ += static_cast<char>(bits >> (8 * i) & 0xFF);
         } else {
-          out_ += 'F' + float_repr(v.as_float()) + '\n';
+          out_ += 'F' + python_float_repr(v.as_float()) + '\n';
         }
         return;
       case Value::Kind::kStr:
@@ -1400,7 +1358,7 @@ void repr(std::string& out, const Value& v) {
       out += std::to_string(v.as_int());
       return;
     case Value::Kind::kFloat:
-      out += float_repr(v.as_float());
+      out += python_float_repr(v.as_float());
       return;
     case Value::Kind::kStr:
     case Value::Kind::kBytes:
@@ -1542,6 +1500,49 @@ Result<std::string> metadata_item_to_wire(const Value& item, bool py3, bool is_n
 }
 
 }  // namespace
+
+// Python's repr(float): the shortest digits that round-trip, fixed notation for decimal
+// exponents in [-4, 16), scientific otherwise, and always a '.0' or an exponent.
+std::string python_float_repr(double d) {
+  if (std::isnan(d)) return "nan";
+  if (std::isinf(d)) return d < 0 ? "-inf" : "inf";
+  char buf[64];
+  const auto res = std::to_chars(buf, buf + sizeof buf, d, std::chars_format::scientific);
+  const std::string_view sci(buf, static_cast<size_t>(res.ptr - buf));  // [-]D[.DDD]e(+|-)XX
+  std::string out;
+  size_t i = 0;
+  if (sci[0] == '-') out += '-', i = 1;
+  const size_t e = sci.find('e');
+  std::string digits;
+  for (size_t k = i; k < e; ++k) {
+    if (sci[k] != '.') digits += sci[k];
+  }
+  int exp10 = 0;
+  (void)std::from_chars(sci.data() + e + (sci[e + 1] == '+' ? 2 : 1), sci.data() + sci.size(),
+                        exp10);
+  const int decpt = exp10 + 1;  // value = 0.DIGITS * 10^decpt
+  const int ndigits = static_cast<int>(digits.size());
+  if (decpt <= -4 || decpt > 16) {
+    out += digits[0];
+    if (ndigits > 1) out += '.', out.append(digits, 1);
+    char ebuf[8];
+    std::snprintf(ebuf, sizeof ebuf, "e%c%02d", exp10 < 0 ? '-' : '+', std::abs(exp10));
+    out += ebuf;
+  } else if (decpt <= 0) {
+    out += "0.";
+    out.append(static_cast<size_t>(-decpt), '0');
+    out += digits;
+  } else if (decpt >= ndigits) {
+    out += digits;
+    out.append(static_cast<size_t>(decpt - ndigits), '0');
+    out += ".0";
+  } else {
+    out.append(digits, 0, static_cast<size_t>(decpt));
+    out += '.';
+    out.append(digits, static_cast<size_t>(decpt));
+  }
+  return out;
+}
 
 Result<Value> loads(std::string_view data) {
   bool py3_bytes = false;

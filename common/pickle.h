@@ -122,6 +122,11 @@ inline constexpr int kMaxDepth = 100;     // Swift's pickles nest at most 4 deep
 inline constexpr int kMaxExpansion = 16;  // legitimate pickles expand at most about 2x
 Result<Value> loads(std::string_view data);
 
+// Python's repr() of a float: the shortest digits that read back exactly, positional for
+// decimal exponents in [-4, 16) with ".0" on integral values, else d.ddde±XX; "nan", "inf".
+// Pickle protocol 0 and json.dumps (ring files) both write floats this way.
+std::string python_float_repr(double d);
+
 // Writes `v` as Python 3.11's pickle.dumps(v, protocol) would (the C pickler, which memoizes
 // every str, bytes, tuple, list and dict), so for values built afresh the output is
 // byte-identical to Python's. CPython's memo works by object identity: this codec shares

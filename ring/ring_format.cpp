@@ -21,6 +21,7 @@
 #include <zlib.h>
 
 #include "common/io/fs.h"
+#include "common/pickle.h"
 #include "ring/ring_data.h"
 
 namespace apus::ring {
@@ -159,61 +160,16 @@ void append_int(std::string& out, Int v) {
   out.append(buf, r.ptr);
 }
 
-// Python's repr(float) as json.dumps writes it: the shortest digits that read back exactly, in
-// positional notation when the decimal exponent is in (-4, 16], with ".0" added to integers,
-// else d[.ddd]e±XX. NaN and infinities as json.dumps spells them (allow_nan=True).
+// A float as json.dumps writes it: Python's repr, with NaN and infinities spelled as
+// json.dumps spells them (allow_nan=True).
 void append_python_float(std::string& out, double d) {
   if (std::isnan(d)) {
     out += "NaN";
-    return;
-  }
-  if (std::isinf(d)) {
+  } else if (std::isinf(d)) {
     out += d < 0 ? "-Infinity" : "Infinity";
-    return;
+  } else {
+    out += common::pickle::python_float_repr(d);
   }
-  char buf[64];
-  const auto r = std::to_chars(buf, buf + sizeof(buf), d, std::chars_format::scientific);
-  std::string_view sci(buf, static_cast<size_t>(r.ptr - buf));  // e.g. "-1.25e+02"
-  if (!sci.empty() && sci.front() == '-') {
-    out += '-';
-    sci.remove_prefix(1);
-  }
-  const size_t e_pos = sci.find('e');
-  std::string digits;
-  for (char c : sci.substr(0, e_pos)) {
-    if (c != '.') digits += c;
-  }
-  int exp10 = 0;
-  std::from_chars(sci.data() + e_pos + 1 + (sci[e_pos + 1] == '+' ? 1 : 0), sci.data() + sci.size(),
-                  exp10);
-  const int decpt = exp10 + 1;  // position of the decimal point relative to the digits
-  const int ndigits = static_cast<int>(digits.size());
-  if (decpt > -4 && decpt <= 16) {
-    if (decpt <= 0) {
-      out += "0.";
-      out.append(static_cast<size_t>(-decpt), '0');
-      out += digits;
-    } else if (decpt >= ndigits) {
-      out += digits;
-      out.append(static_cast<size_t>(decpt - ndigits), '0');
-      out += ".0";
-    } else {
-      out.append(digits, 0, static_cast<size_t>(decpt));
-      out += '.';
-      out.append(digits, static_cast<size_t>(decpt));
-    }
-    return;
-  }
-  out += digits[0];
-  if (ndigits > 1) {
-    out += '.';
-    out.append(digits, 1);
-  }
-  const int e = decpt - 1;
-  out += e < 0 ? "e-" : "e+";
-  const int mag = e < 0 ? -e : e;
-  if (mag < 10) out += '0';
-  append_int(out, mag);
 }
 
 void append_device(std::string& out, const Device& d) {

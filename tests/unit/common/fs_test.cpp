@@ -1,4 +1,5 @@
 #include "common/io/fs.h"
+#include "tests/support/temp_dir.h"
 
 #include <algorithm>
 #include <atomic>
@@ -37,25 +38,12 @@ using Code = Status::Code;
 using Op = FaultInjectingFs::Op;
 using namespace std::chrono_literals;
 
-// A fresh directory under the system temp dir, removed with everything in it afterwards.
-class TempDir {
+// The shared temp dir fixture, with the Fs under test at hand.
+class TempDir : public apus::test::TempDir {
  public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "apus_fs_test.XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    root_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(root_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  std::string path(std::string_view name) const { return root_ + "/" + std::string(name); }
+  TempDir() : apus::test::TempDir("apus_fs_test") {}
 
  protected:
-  std::string root_;
   Fs& fs_ = default_fs();
 };
 

@@ -19,6 +19,7 @@
 #include "ring/builder_cli.h"
 #include "ring/internal/builder_util.h"
 #include "ring/ring_data.h"
+#include "tests/support/temp_dir.h"
 
 // Test-only: checks a Status is OK and prints it when it is not.
 #define APUS_REQUIRE_OK(expr)                           \
@@ -33,26 +34,9 @@ namespace {
 using common::Status;
 using Code = common::Status::Code;
 
-// A fresh directory under the system temp dir, removed with everything in it afterwards.
-class TempDir {
+class TempDir : public apus::test::TempDir {
  public:
-  TempDir() {
-    std::string tmpl =
-        (std::filesystem::temp_directory_path() / "apus_builder_test.XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    root_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(root_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  std::string path(std::string_view name) const { return root_ + "/" + std::string(name); }
-
- protected:
-  std::string root_;
+  TempDir() : apus::test::TempDir("apus_builder_test") {}
 };
 
 std::string read_all(const std::string& path) {

@@ -17,30 +17,11 @@
 #include <stdlib.h>
 
 #include "ring/ring_data.h"
+#include "tests/support/temp_dir.h"
 
 namespace apus::ring::testing {
 
-// A fresh directory under the system temp dir, removed with everything in it afterwards.
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "apus_ring_test.XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    root_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(root_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  std::string path(std::string_view name) const { return root_ + "/" + std::string(name); }
-  const std::string& root() const { return root_; }
-
- private:
-  std::string root_;
-};
+using TempDir = apus::test::TempDir;
 
 inline std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
