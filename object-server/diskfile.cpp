@@ -21,6 +21,25 @@ namespace {
 constexpr size_t kXattrChunk = 65536;
 constexpr const char* kMetadataKey = "user.swift.metadata";
 constexpr const char* kChecksumKey = "user.swift.metadata_checksum";
+// Set instead of the keys above when the metadata did not fit the filesystem's xattr room: the
+// MD5 of the pickle kept in the sidecar file ".<file name>.metadata" (FORMAT.md).
+constexpr const char* kSidecarKey = "user.apus.metadata_sidecar";
+// An orphaned sidecar (its file never renamed in, after a crash) is removed after this long.
+constexpr int64_t kOrphanSidecarSeconds = 3600;
+
+std::string sidecar_name(std::string_view file_name) {
+  return "." + std::string(file_name) + ".metadata";
+}
+
+// The file a sidecar belongs to, or "" when `name` is not a sidecar.
+std::string sidecar_owner(std::string_view name) {
+  constexpr std::string_view kSuffix = ".metadata";
+  if (name.size() <= 1 + kSuffix.size() || name.front() != '.' ||
+      name.substr(name.size() - kSuffix.size()) != kSuffix) {
+    return "";
+  }
+  return std::string(name.substr(1, name.size() - 1 - kSuffix.size()));
+}
 
 std::string join(std::string_view a, std::string_view b) {
   std::string out(a);
@@ -198,6 +217,11 @@ ObjectWriter::~ObjectWriter() {
   // closing the file (a failed rename).
   if (temp_.is_open()) (void)temp_.close();
   manager_.fs().unlink(temp_path_).ignore();
+  if (sidecar_) {
+    std::string side = sidecar_->path();
+    (void)sidecar_->close();
+    manager_.fs().unlink(side).ignore();
+  }
 }
 
 Status ObjectWriter::write(std::string_view chunk) {
@@ -215,9 +239,9 @@ Status ObjectWriter::write(std::string_view chunk) {
 }
 
 Status ObjectWriter::commit(const Metadata& metadata, const Timestamp& timestamp) {
-  APUS_RETURN_IF_ERROR(manager_.write_metadata(temp_, metadata));
+  APUS_RETURN_IF_ERROR(manager_.write_metadata(location_, temp_, metadata, &sidecar_));
   APUS_RETURN_IF_ERROR(manager_.commit_file(location_, hash_, temp_, timestamp.internal() + ".data",
-                                            manager_.options().fsync_on_close));
+                                            manager_.options().fsync_on_close, &sidecar_));
   committed_ = true;
   return Status();
 }
@@ -277,16 +301,41 @@ std::string DiskFileManager::hash_dir(const Location& loc, const std::string& ha
   return join(join(partition_dir(loc), hash.substr(hash.size() - 3)), hash);
 }
 
-Status DiskFileManager::write_metadata(File& file, const Metadata& metadata) {
+Status DiskFileManager::write_metadata(const Location& loc, File& file, const Metadata& metadata,
+                                       std::optional<File>* sidecar) {
   std::string pickled = common::pickle::encode_object_metadata(metadata);
-  for (size_t i = 0, n = 0; i < pickled.size() || n == 0; i += kXattrChunk, ++n) {
+  size_t pieces = 0;
+  Status s;
+  for (size_t i = 0; s.ok() && (i < pickled.size() || pieces == 0); i += kXattrChunk) {
+    std::string key = kMetadataKey;
+    if (pieces > 0) key += std::to_string(pieces);
+    s = fs_.set_xattr(file, key, std::string_view(pickled).substr(i, kXattrChunk));
+    if (s.ok()) ++pieces;
+  }
+  if (s.ok()) s = fs_.set_xattr(file, kChecksumKey, common::crypto::md5_hex(pickled));
+  if (s.ok() || s.code() != Status::Code::kInsufficientStorage || sidecar == nullptr) return s;
+
+  // No room for the xattrs (ext4 gives all of an inode's xattrs about one block): the pickle
+  // goes to a sidecar file instead, renamed into place just before the file itself.
+  for (size_t n = 0; n < pieces; ++n) {
     std::string key = kMetadataKey;
     if (n > 0) key += std::to_string(n);
-    APUS_RETURN_IF_ERROR(
-        fs_.set_xattr(file, key, std::string_view(pickled).substr(i, kXattrChunk)));
-    if (i + kXattrChunk >= pickled.size()) break;
+    fs_.remove_xattr(file, key).ignore();
   }
-  return fs_.set_xattr(file, kChecksumKey, common::crypto::md5_hex(pickled));
+  fs_.remove_xattr(file, kChecksumKey).ignore();
+  auto side = create_temp(loc);
+  if (!side.ok()) return side.status();
+  Status w = fs_.write(*side, pickled);
+  if (w.ok() && options_.fsync_on_close) w = fs_.fsync(*side);
+  if (w.ok()) w = fs_.set_xattr(file, kSidecarKey, common::crypto::md5_hex(pickled));
+  if (!w.ok()) {
+    std::string path = side->path();
+    (void)side->close();
+    fs_.unlink(path).ignore();
+    return w;
+  }
+  *sidecar = std::move(*side);
+  return Status();
 }
 
 Result<Metadata> DiskFileManager::read_metadata(const File& file) {
@@ -297,7 +346,7 @@ Result<Metadata> DiskFileManager::read_metadata(const File& file) {
     auto piece = fs_.get_xattr(file, key);
     if (!piece.ok()) {
       if (piece.status().is_not_found() && n > 0) break;
-      if (piece.status().is_not_found()) return Status::corruption("no metadata xattr");
+      if (piece.status().is_not_found()) return read_sidecar(file);
       return piece.status();
     }
     pickled += *piece;
@@ -307,6 +356,28 @@ Result<Metadata> DiskFileManager::read_metadata(const File& file) {
     return Status::corruption("metadata checksum mismatch");
   }
   auto decoded = common::pickle::decode_object_metadata(pickled);
+  if (!decoded.ok()) return Status::corruption("unreadable metadata: " + decoded.status().message());
+  return std::move(*decoded);
+}
+
+Result<Metadata> DiskFileManager::read_sidecar(const File& file) {
+  auto checksum = fs_.get_xattr(file, kSidecarKey);
+  if (!checksum.ok()) {
+    if (checksum.status().is_not_found()) return Status::corruption("no metadata xattr");
+    return checksum.status();
+  }
+  const std::string& path = file.path();
+  size_t slash = path.rfind('/');
+  std::string side = path.substr(0, slash + 1) + sidecar_name(path.substr(slash + 1));
+  auto pickled = fs_.read_file(side);
+  if (!pickled.ok()) {
+    return pickled.status().is_not_found() ? Status::corruption("metadata sidecar missing")
+                                           : pickled.status();
+  }
+  if (*checksum != common::crypto::md5_hex(*pickled)) {
+    return Status::corruption("metadata sidecar checksum mismatch");
+  }
+  auto decoded = common::pickle::decode_object_metadata(*pickled);
   if (!decoded.ok()) return Status::corruption("unreadable metadata: " + decoded.status().message());
   return std::move(*decoded);
 }
@@ -457,11 +528,20 @@ Result<std::unique_ptr<ObjectWriter>> DiskFileManager::create_writer(
 }
 
 Status DiskFileManager::commit_file(const Location& loc, const std::string& hash, File& temp,
-                                    const std::string& file_name, bool fsync_data) {
+                                    const std::string& file_name, bool fsync_data,
+                                    std::optional<File>* sidecar) {
   if (fsync_data) APUS_RETURN_IF_ERROR(fs_.fsync(temp));
   std::string dir = hash_dir(loc, hash);
   auto created = fs_.mkdirs(dir);
   if (!created.ok()) return created.status();
+  if (sidecar && *sidecar) {
+    // The sidecar lands first: a crash between the two renames leaves an orphan sidecar (removed
+    // later), never a file whose metadata is missing.
+    std::string side_path = (*sidecar)->path();
+    APUS_RETURN_IF_ERROR((*sidecar)->close());
+    APUS_RETURN_IF_ERROR(fs_.rename(side_path, join(dir, sidecar_name(file_name))));
+    sidecar->reset();
+  }
   std::string temp_path = temp.path();
   APUS_RETURN_IF_ERROR(temp.close());
   APUS_RETURN_IF_ERROR(fs_.rename(temp_path, join(dir, file_name)));
@@ -486,10 +566,42 @@ Status DiskFileManager::cleanup(const std::string& dir) {
     Status s = fs_.unlink(join(dir, name));
     if (!s.ok() && !s.is_not_found()) return s;
   }
-  if (chosen.obsolete.size() == names->size()) {
+  size_t removed = chosen.obsolete.size() + prune_sidecars(dir, *names, chosen.obsolete);
+  if (removed == names->size()) {
     fs_.rmdir(dir).ignore();  // empty now; another writer may have raced a file in: fine
   }
   return Status();
+}
+
+size_t DiskFileManager::prune_sidecars(const std::string& dir, const std::vector<std::string>& names,
+                                       const std::vector<std::string>& removed) {
+  size_t pruned = 0;
+  Timestamp now = Timestamp::now();
+  for (const auto& name : names) {
+    std::string owner = sidecar_owner(name);
+    if (owner.empty()) continue;
+    bool owner_removed = std::find(removed.begin(), removed.end(), owner) != removed.end();
+    bool owner_present = !owner_removed &&
+                         std::find(names.begin(), names.end(), owner) != names.end();
+    if (owner_present) continue;
+    if (!owner_removed) {
+      // A sidecar whose file has not been renamed in yet is a commit in progress; only an old
+      // one is an orphan from a crash.
+      auto f = parse_file_name(owner);
+      if (f && now.seconds() - f->timestamp.seconds() < kOrphanSidecarSeconds) continue;
+    }
+    if (fs_.unlink(join(dir, name)).ok()) ++pruned;
+  }
+  return pruned;
+}
+
+void DiskFileManager::discard_temps(File& temp, std::optional<File>& sidecar) {
+  for (File* f : {&temp, sidecar ? &*sidecar : nullptr}) {
+    if (!f || !f->is_open()) continue;
+    std::string path = f->path();
+    (void)f->close();
+    fs_.unlink(path).ignore();
+  }
 }
 
 Status DiskFileManager::write_meta(const Location& loc, const Metadata& metadata,
@@ -504,13 +616,10 @@ Status DiskFileManager::write_meta(const Location& loc, const Metadata& metadata
                          ? common::encode_timestamps(timestamp, ctype_timestamp, std::nullopt,
                                                      /*explicit_deltas=*/true) + ".meta"
                          : timestamp.internal() + ".meta";
-  Status s = write_metadata(*temp, metadata);
-  if (s.ok()) s = commit_file(loc, *hash, *temp, name, options_.fsync_on_close);
-  if (!s.ok() && temp->is_open()) {
-    std::string path = temp->path();
-    (void)temp->close();
-    fs_.unlink(path).ignore();
-  }
+  std::optional<File> sidecar;
+  Status s = write_metadata(loc, *temp, metadata, &sidecar);
+  if (s.ok()) s = commit_file(loc, *hash, *temp, name, options_.fsync_on_close, &sidecar);
+  if (!s.ok()) discard_temps(*temp, sidecar);
   return s;
 }
 
@@ -522,14 +631,13 @@ Status DiskFileManager::write_tombstone(const Location& loc, const Timestamp& ti
   if (!temp.ok()) return temp.status();
   Metadata md = {{"X-Timestamp", timestamp.internal()}, {"name", loc.name()}};
   for (const auto& [k, v] : extra) set_meta(md, k, v);
-  Status s = write_metadata(*temp, md);
-  if (s.ok()) s = commit_file(loc, *hash, *temp, timestamp.internal() + ".ts",
-                              options_.fsync_on_close);
-  if (!s.ok() && temp->is_open()) {
-    std::string path = temp->path();
-    (void)temp->close();
-    fs_.unlink(path).ignore();
+  std::optional<File> sidecar;
+  Status s = write_metadata(loc, *temp, md, &sidecar);
+  if (s.ok()) {
+    s = commit_file(loc, *hash, *temp, timestamp.internal() + ".ts", options_.fsync_on_close,
+                    &sidecar);
   }
+  if (!s.ok()) discard_temps(*temp, sidecar);
   return s;
 }
 

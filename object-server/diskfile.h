@@ -174,6 +174,7 @@ class ObjectWriter {
   std::string hash_;
   common::io::File temp_;
   std::string temp_path_;
+  std::optional<common::io::File> sidecar_;  // metadata too large for xattrs, if any
   uint64_t written_ = 0;
   uint64_t unsynced_ = 0;
   bool committed_ = false;
@@ -236,12 +237,21 @@ class DiskFileManager {
  private:
   friend class ObjectWriter;
   // Writes `metadata` into the xattrs of `file` (split in 64 KiB pieces, plus checksum).
-  common::Status write_metadata(common::io::File& file, const Metadata& metadata);
+  // When the xattrs do not fit (ext4) and `sidecar` is given, the pickle goes to a sidecar temp
+  // file returned there, for commit_file to rename beside the file (FORMAT.md).
+  common::Status write_metadata(const Location& loc, common::io::File& file,
+                                const Metadata& metadata, std::optional<common::io::File>* sidecar);
   common::Result<Metadata> read_metadata(const common::io::File& file);
+  common::Result<Metadata> read_sidecar(const common::io::File& file);
+  // Removes sidecars whose file went (in `removed`) or never came; returns how many.
+  size_t prune_sidecars(const std::string& dir, const std::vector<std::string>& names,
+                        const std::vector<std::string>& removed);
+  void discard_temps(common::io::File& temp, std::optional<common::io::File>& sidecar);
   common::Result<Metadata> read_metadata_at(const std::string& path);
   // Renames a finished temp file into place and does the post-write housekeeping.
   common::Status commit_file(const Location& loc, const std::string& hash, common::io::File& temp,
-                             const std::string& file_name, bool fsync_data);
+                             const std::string& file_name, bool fsync_data,
+                             std::optional<common::io::File>* sidecar = nullptr);
   common::Status cleanup(const std::string& hash_dir);
   // hashes.cpp
   SuffixHashes read_hashes(const std::string& part_dir);

@@ -119,6 +119,7 @@ Result<std::optional<std::string>> DiskFileManager::hash_suffix(const std::strin
     for (const auto& name : chosen.obsolete) {
       if (fs_.unlink(dir + "/" + name).ok()) --left;
     }
+    left -= prune_sidecars(dir, *files, chosen.obsolete);
     if (left == 0) {
       fs_.rmdir(dir).ignore();
       continue;

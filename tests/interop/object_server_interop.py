@@ -226,6 +226,23 @@ def compare_replicate(root, swift_port, apus_port):
     check(pkls[0] == pkls[1], "hashes.pkl: swift %r, apus %r" % tuple(pkls))
 
 
+def large_metadata(swift_port, apus_port):
+    """Metadata near max_meta_overall_size: Apus stores it on any filesystem (on ext4 through
+    its sidecar), where Swift may answer 507."""
+    headers = {"X-Timestamp": "1700000030.00000", "Content-Type": "text/plain"}
+    for i in range(30):
+        headers["X-Object-Meta-K%02d" % i] = "v" * 120
+    path = "/sda1/5/AUTH_test/c/large-metadata"
+    s_status = procs.request(swift_port, "PUT", path, headers, b"body")[0]
+    a_status = procs.request(apus_port, "PUT", path, headers, b"body")[0]
+    print("large metadata PUT: swift %d, apus %d" % (s_status, a_status))
+    check(a_status == 201, "Apus stores large metadata: %d" % a_status)
+    status, h, body = procs.request(apus_port, "GET", path)
+    check(status == 200 and body == b"body" and
+          all(h.get("x-object-meta-k%02d" % i) == "v" * 120 for i in range(30)),
+          "large metadata reads back: %d" % status)
+
+
 def compare_updates(container):
     by_agent = {}
     for method, path, headers in container.updates:
@@ -340,6 +357,7 @@ def main():
             time.sleep(0.5)
             compare_updates(container)
             compare_replicate(root, swift_port, apus_port)
+            large_metadata(swift_port, apus_port)
             compare_async_pendings(root, swift_port, apus_port)
             cross_read(root, apus_port, apus2_port, swift_port)
         finally:

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 
 namespace fs = std::filesystem;
 using apus::common::Timestamp;
@@ -245,4 +246,54 @@ TEST_CASE("diskfile: EIO on fsync fails the commit and leaves the old object vis
   CHECK(obj->data_timestamp == t1);
   CHECK(obj->size == 3);
   CHECK(fs::is_empty(dev.root / "sda1" / "tmp"));
+}
+
+TEST_CASE("diskfile: metadata too large for xattrs goes to a sidecar and reads back") {
+  TempDevices dev;
+  apus::common::io::FaultInjectingFs faulty(apus::common::io::default_fs());
+  DiskFileManager mgr(faulty, dev.options(), {"prefix", "suffix"});
+  Location l = loc("big-meta");
+  Timestamp t1 = recent(20);
+  Metadata md = {{"X-Timestamp", t1.internal()}, {"Content-Length", "2"}, {"ETag", "e"},
+                 {"Content-Type", "a/b"}, {"name", l.name()}};
+  for (int i = 0; i < 30; ++i) {
+    md.emplace_back("X-Object-Meta-K" + std::to_string(i), std::string(120, 'v'));
+  }
+  auto writer = mgr.create_writer(l, 2);
+  REQUIRE(writer.ok());
+  REQUIRE((*writer)->write("hi").ok());
+  // As ext4 answers when an inode's xattrs outgrow their block (whatever this filesystem is).
+  faulty.fail_next(apus::common::io::FaultInjectingFs::Op::kSetXattr, ENOSPC);
+  REQUIRE((*writer)->commit(md, t1).ok());
+  writer->reset();
+  std::string dir = mgr.hash_dir(l, *mgr.object_hash(l));
+  CHECK(fs::exists(dir + "/." + t1.internal() + ".data.metadata"));
+  auto obj = mgr.open(l);
+  REQUIRE(obj.ok());
+  REQUIRE(obj->state == DiskObject::State::kExists);
+  CHECK(*find_meta(obj->metadata, "X-Object-Meta-K29") == std::string(120, 'v'));
+  CHECK(fs::is_empty(dev.root / "sda1" / "tmp"));
+
+  // A newer object replaces it: the old .data and its sidecar both go.
+  Timestamp t2 = recent(10);
+  REQUIRE(mgr.write_tombstone(l, t2).ok());
+  std::vector<std::string> left;
+  for (auto& e : fs::directory_iterator(dir)) left.push_back(e.path().filename());
+  CHECK(left == std::vector<std::string>{t2.internal() + ".ts"});
+}
+
+TEST_CASE("diskfile: an orphan sidecar is kept while young and removed when old") {
+  TempDevices dev;
+  DiskFileManager mgr(apus::common::io::default_fs(), dev.options(), {"prefix", "suffix"});
+  Location l = loc("orphans");
+  std::string dir = mgr.hash_dir(l, *mgr.object_hash(l));
+  fs::create_directories(dir);
+  Timestamp young = recent(5), old = recent(7200);
+  for (const Timestamp& t : {young, old}) {
+    std::ofstream(dir + "/." + t.internal() + ".data.metadata") << "x";
+  }
+  // Any write in the hash dir runs the cleanup.
+  REQUIRE(mgr.write_tombstone(l, recent(1)).ok());
+  CHECK(fs::exists(dir + "/." + young.internal() + ".data.metadata"));
+  CHECK_FALSE(fs::exists(dir + "/." + old.internal() + ".data.metadata"));
 }
