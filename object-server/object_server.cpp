@@ -35,6 +35,7 @@ using common::http::HeaderMap;
 using common::http::Request;
 using common::http::Response;
 using common::http::iequals;
+using common::http::title_case;
 using common::http::istarts_with;
 using common::http::swob_response;
 using common::http::text_response;
@@ -56,28 +57,6 @@ bool is_user_or_sys_meta(std::string_view key) {
 bool is_sys_meta(std::string_view key) { return has_prefix_and_more(key, kSysMeta); }
 bool is_transient_sysmeta(std::string_view key) {
   return has_prefix_and_more(key, kTransientSysMeta);
-}
-
-// Python's str.title(), which is how Swift spells header names it stores and returns.
-std::string title_case(std::string_view s) {
-  std::string out(s);
-  bool start = true;
-  for (char& c : out) {
-    bool letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-    if (letter) {
-      c = start ? static_cast<char>(std::toupper(static_cast<unsigned char>(c)))
-                : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    }
-    start = !letter;
-  }
-  return out;
-}
-
-std::string strip_quotes(std::string_view etag) {
-  if (etag.size() >= 2 && etag.front() == '"' && etag.back() == '"') {
-    etag = etag.substr(1, etag.size() - 2);
-  }
-  return std::string(etag);
 }
 
 Response with_header(Response r, std::string_view name, std::string_view value) {
@@ -449,7 +428,7 @@ net::awaitable<void> ObjectServer::handle_put(Exchange& ex, Parsed& p) {
       if (auto inm = req.headers.get("If-None-Match")) {
         const std::string* etag = find_meta(obj->metadata, "ETag");
         for (const auto& tag : common::list_from_csv(*inm)) {
-          if (tag == "*" || (etag && strip_quotes(tag) == *etag)) {
+          if (tag == "*" || (etag && common::http::normalize_etag(tag) == *etag)) {
             out.refusal = swob_response(412);
             return out;
           }
@@ -516,7 +495,7 @@ net::awaitable<void> ObjectServer::handle_put(Exchange& ex, Parsed& p) {
   }
   std::string etag = md5.hex_digest();
   if (auto client_etag = req.headers.get("Etag")) {
-    std::string want = strip_quotes(*client_etag);
+    std::string want(common::http::normalize_etag(*client_etag));
     if (!want.empty() && common::http::to_lower(want) != etag) {
       co_await pool.call([&] { prep.writer.reset(); });
       (void)co_await ex.respond(swob_response(422));

@@ -26,6 +26,17 @@ std::string to_lower(std::string_view s) {
   return out;
 }
 
+std::string title_case(std::string_view s) {
+  std::string out(s);
+  bool start = true;
+  for (char& c : out) {
+    bool letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+    if (letter) c = start ? static_cast<char>(c & ~0x20) : lower(c);
+    start = !letter;
+  }
+  return out;
+}
+
 std::optional<std::string_view> HeaderMap::get(std::string_view name) const {
   for (const auto& [n, v] : fields_) {
     if (iequals(n, name)) return std::string_view(v);

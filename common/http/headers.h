@@ -20,6 +20,9 @@ namespace apus::common::http {
 bool iequals(std::string_view a, std::string_view b);
 bool istarts_with(std::string_view s, std::string_view prefix);
 std::string to_lower(std::string_view s);
+// Python's str.title(): how Swift spells the header names it stores and returns
+// ("x-object-meta-foo_bar" -> "X-Object-Meta-Foo_Bar").
+std::string title_case(std::string_view s);
 
 class HeaderMap {
  public:

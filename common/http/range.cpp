@@ -76,13 +76,6 @@ std::optional<std::string> joined_header(const HeaderMap& headers, std::string_v
   return out;
 }
 
-std::string_view normalize_etag(std::string_view tag) {
-  if (tag.size() >= 2 && tag.front() == '"' && tag.back() == '"') {
-    tag.remove_prefix(1);
-    tag.remove_suffix(1);
-  }
-  return tag;
-}
 
 // swob's Match: a comma-separated set of (unquoted) tags; "*" matches anything.
 class EtagList {
@@ -130,6 +123,14 @@ size_t decimal_length(uint64_t v) {
 }
 
 }  // namespace
+
+std::string_view normalize_etag(std::string_view tag) {
+  if (tag.size() >= 2 && tag.front() == '"' && tag.back() == '"') {
+    tag.remove_prefix(1);
+    tag.remove_suffix(1);
+  }
+  return tag;
+}
 
 std::optional<std::vector<RangeSpec>> parse_range_header(std::string_view raw_value) {
   std::string value;

@@ -95,6 +95,9 @@ std::string multipart_terminator(std::string_view boundary);
 uint64_t multipart_body_length(const std::vector<ByteRange>& ranges, std::string_view boundary,
                                std::string_view content_type, uint64_t length);
 
+// An entity tag without its surrounding double quotes ("abc" -> abc), as Swift compares them.
+std::string_view normalize_etag(std::string_view tag);
+
 enum class ConditionalOutcome {
   kProceed,             // answer normally (then apply Range for GET)
   kNotModified,         // 304, empty body

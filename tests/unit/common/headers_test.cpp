@@ -39,3 +39,9 @@ TEST_CASE("headers: get, set, add, erase keep order and spelling") {
   CHECK(h.size() == 1);
   CHECK(h.contains("Content-Type"));
 }
+
+TEST_CASE("headers: title_case spells names as Python's str.title()") {
+  CHECK(apus::common::http::title_case("x-object-meta-foo_bar") == "X-Object-Meta-Foo_Bar");
+  CHECK(apus::common::http::title_case("CONTENT-TYPE") == "Content-Type");
+  CHECK(apus::common::http::title_case("x-2b-or-not") == "X-2B-Or-Not");
+}
