@@ -1,9 +1,11 @@
 #include "common/process.h"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <string>
 
+#include "common/http/url.h"
 #include "common/log/log.h"
 
 namespace apus::common {
@@ -60,6 +62,32 @@ Status configure_logging(const Section& section, std::string_view default_name) 
   }
   log::configure(options);
   return Status();
+}
+
+http::AccessLogger storage_access_logger() {
+  int pid = ::getpid();
+  return [pid](const http::RequestRecord& r) {
+    const auto& req = *r.request;
+    bool replication = req.method == "REPLICATE" || req.method == "SSYNC" ||
+                       req.headers.contains("X-Backend-Replication");
+    auto level = replication ? log::Level::kDebug : log::Level::kInfo;
+    if (!log::enabled(level)) return;
+    std::string path = http::quote(http::percent_decode(req.path()));
+    log::StorageAccessFields f;
+    f.remote_addr = req.remote_addr;
+    f.method = req.method;
+    f.path = path;
+    f.status = r.status;
+    f.content_length = r.content_length;
+    f.referer = req.headers.get_or("Referer", "");
+    f.trans_id = req.headers.get_or("X-Trans-Id", "");
+    f.user_agent = req.headers.get_or("User-Agent", "");
+    f.trans_time = r.seconds;
+    f.policy_index = req.headers.get_or("X-Backend-Storage-Policy-Index", "");
+    f.now = r.start_time + r.seconds;
+    f.pid = pid;
+    log::write(level, log::format_storage_access_line(f));
+  };
 }
 
 }  // namespace apus::common

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "common/config/config.h"
+#include "common/http/server.h"
 #include "common/status.h"
 
 namespace apus::common {
@@ -26,5 +27,10 @@ Result<Config> load_program_config(const char* path);
 // Configures logging from `section`: log_name (default `default_name`), log_level, log_file
 // (Apus: a file instead of syslog), log_facility. InvalidArgument for a bad log_level.
 Status configure_logging(const Section& section, std::string_view default_name);
+
+// The access logger of a storage server (object, container, account): Swift's storage access
+// line for every request, at INFO, with replication requests (REPLICATE, SSYNC, or
+// X-Backend-Replication) at DEBUG as Swift logs them.
+http::AccessLogger storage_access_logger();
 
 }  // namespace apus::common

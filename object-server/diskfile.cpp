@@ -259,33 +259,12 @@ std::string DiskFileManager::policy_dir(std::string_view base, int policy) {
 }
 
 Status DiskFileManager::check_device(const std::string& device) {
-  std::string path = join(options_.devices, device);
-  if (options_.mount_check) {
-    auto mounted = fs_.is_mount(path);
-    if (!mounted.ok() || !*mounted) {
-      return Status::insufficient_storage(device + " is not mounted");
-    }
-    return Status();
-  }
-  auto st = fs_.stat(path);
-  if (!st.ok() || !st->exists || !st->is_dir) {
-    return Status::insufficient_storage(device + " is not a directory");
-  }
-  return Status();
+  return common::io::check_device(fs_, options_.devices, device, options_.mount_check);
 }
 
 Status DiskFileManager::check_free_space(const std::string& device, uint64_t size) {
-  if (options_.fallocate_reserve <= 0) return Status();
-  auto space = fs_.statvfs(join(options_.devices, device));
-  if (!space.ok()) return space.status();
-  double free_after = static_cast<double>(space->free_bytes) - static_cast<double>(size);
-  double reserve = options_.fallocate_reserve_is_percent
-                       ? static_cast<double>(space->total_bytes) * options_.fallocate_reserve / 100
-                       : options_.fallocate_reserve;
-  if (free_after < reserve) {
-    return Status::insufficient_storage("not enough free space on " + device);
-  }
-  return Status();
+  return common::io::check_free_space(fs_, options_.devices, device, options_.fallocate_reserve,
+                                      size);
 }
 
 Result<std::string> DiskFileManager::object_hash(const Location& loc) const {

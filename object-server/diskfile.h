@@ -24,6 +24,7 @@
 
 #include "common/crypto/md5.h"
 #include "common/hash_path.h"
+#include "common/io/device.h"
 #include "common/io/fs.h"
 #include "common/status.h"
 #include "common/timestamp.h"
@@ -143,9 +144,7 @@ struct DiskFileOptions {
   bool fsync_on_close = true;        // Apus knob: fsync data and directory before answering
   uint64_t mb_per_sync = 512;        // fdatasync every this many MiB written
   int64_t reclaim_age = 604800;      // seconds
-  // Free space to keep: bytes, or a percentage when fallocate_reserve_is_percent.
-  double fallocate_reserve = 1.0;
-  bool fallocate_reserve_is_percent = true;
+  common::io::FreeSpaceReserve fallocate_reserve;  // free space to keep
 };
 
 class DiskFileManager;

@@ -1,19 +1,15 @@
 // apus-object-server CONFIG [-v]: Swift's object server, started like swift-object-server.
-#include <unistd.h>
-
 #include <cstdio>
 #include <string>
 
 #include "common/config/config.h"
 #include "common/http/server.h"
-#include "common/http/url.h"
 #include "common/io/fs.h"
 #include "common/log/log.h"
 #include "common/metrics/metrics.h"
 #include "common/process.h"
 #include "object-server/object_server.h"
 
-namespace log = apus::common::log;
 using apus::common::Status;
 
 int main(int argc, char** argv) {
@@ -38,34 +34,10 @@ int main(int argc, char** argv) {
 
   apus::common::Metrics metrics("object");
   apus::object::ObjectServer server(*config, apus::common::io::default_fs(), &metrics);
-  int pid = ::getpid();
-  auto access_log = [pid](const apus::common::http::RequestRecord& r) {
-    const auto& req = *r.request;
-    bool replication = req.method == "REPLICATE" || req.method == "SSYNC" ||
-                       req.headers.contains("X-Backend-Replication");
-    auto level = replication ? log::Level::kDebug : log::Level::kInfo;
-    if (!log::enabled(level)) return;
-    log::StorageAccessFields f;
-    std::string path = apus::common::http::quote(
-        apus::common::http::percent_decode(req.path()));
-    f.remote_addr = req.remote_addr;
-    f.method = req.method;
-    f.path = path;
-    f.status = r.status;
-    f.content_length = r.content_length;
-    f.referer = req.headers.get_or("Referer", "");
-    f.trans_id = req.headers.get_or("X-Trans-Id", "");
-    f.user_agent = req.headers.get_or("User-Agent", "");
-    f.trans_time = r.seconds;
-    f.policy_index = req.headers.get_or("X-Backend-Storage-Policy-Index", "");
-    f.now = r.start_time + r.seconds;
-    f.pid = pid;
-    log::write(level, log::format_storage_access_line(f));
-  };
   apus::common::http::Server http(
       config->server,
       [&server](apus::common::http::Exchange& ex) { return server.handle(ex); }, &metrics,
-      access_log);
+      apus::common::storage_access_logger());
   if (auto s = http.start(); !s.ok()) {
     APUS_LOG_ERROR("cannot start: " + s.to_string());
     std::fprintf(stderr, "cannot start: %s\n", s.to_string().c_str());

@@ -138,14 +138,9 @@ Result<ObjectServerConfig> ObjectServerConfig::from_config(const common::Config&
   APUS_ASSIGN_OR_RETURN(mb, get_int("mb_per_sync", 512));
   c.disk.mb_per_sync = static_cast<uint64_t>(std::max<int64_t>(0, mb));
   APUS_ASSIGN_OR_RETURN(c.disk.reclaim_age, get_int("reclaim_age", 604800));
-  std::string reserve = s.get_string("fallocate_reserve", "1%");
-  c.disk.fallocate_reserve_is_percent = !reserve.empty() && reserve.back() == '%';
-  if (c.disk.fallocate_reserve_is_percent) reserve.pop_back();
-  char* end = nullptr;
-  c.disk.fallocate_reserve = std::strtod(reserve.c_str(), &end);
-  if (reserve.empty() || end == reserve.c_str() || *end != '\0') {
-    return s.invalid("fallocate_reserve", "is not a number or a percentage");
-  }
+  auto reserve = common::io::FreeSpaceReserve::parse(s.get_string("fallocate_reserve", "1%"));
+  if (!reserve.ok()) return s.invalid("fallocate_reserve", reserve.status().message());
+  c.disk.fallocate_reserve = *reserve;
 
   int64_t chunk = 65536;
   APUS_ASSIGN_OR_RETURN(chunk, get_int("network_chunk_size", 65536));
@@ -974,9 +969,7 @@ std::shared_ptr<ObjectServer::UpdatePlan> ObjectServer::make_plan(const Parsed& 
   plan->policy = p.loc.policy;
   plan->headers = std::move(headers);
   plan->headers.set("X-Trans-Id", req.headers.get_or("X-Trans-Id", "-"));
-  plan->headers.set("Referer", req.method + " http://" +
-                                   std::string(req.headers.get_or("Host", "localhost")) +
-                                   common::http::quote(std::string(req.path())));
+  plan->headers.set("Referer", common::http::as_referer(req));
   plan->headers.set("User-Agent", "object-server " + std::to_string(::getpid()));
   return plan;
 }

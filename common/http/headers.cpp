@@ -79,3 +79,103 @@ size_t HeaderMap::erase_prefix(std::string_view prefix) {
 }
 
 }  // namespace apus::common::http
+
+namespace apus::common::http {
+
+namespace {
+
+// RFC 2616 token characters as Swift's _rfc_token has them (bytes >= 0x80 included).
+bool is_token_char(unsigned char c) {
+  if (c <= 0x20 || c == 0x7f) return false;
+  return std::string_view("()<>@,;:\\\"/[]?={}").find(static_cast<char>(c)) ==
+         std::string_view::npos;
+}
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+
+size_t skip_spaces(std::string_view s, size_t i) {
+  while (i < s.size() && is_space(s[i])) ++i;
+  return i;
+}
+size_t skip_token(std::string_view s, size_t i) {
+  while (i < s.size() && is_token_char(static_cast<unsigned char>(s[i]))) ++i;
+  return i;
+}
+// End of a quoted string starting at s[i] == '"', or npos when it never closes.
+size_t skip_quoted(std::string_view s, size_t i) {
+  for (++i; i < s.size(); ++i) {
+    if (s[i] == '\\') {
+      if (++i == s.size()) return std::string_view::npos;
+    } else if (s[i] == '"') {
+      return i + 1;
+    }
+  }
+  return std::string_view::npos;
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+// One match of Swift's parameter pattern  \s*;\s*(token)\s*(?:=\s*(token|"quoted"))?  at `i`:
+// the end of the match, or npos.
+size_t match_param(std::string_view s, size_t i, std::string& key, std::string& value) {
+  i = skip_spaces(s, i);
+  if (i >= s.size() || s[i] != ';') return std::string_view::npos;
+  i = skip_spaces(s, i + 1);
+  size_t key_end = skip_token(s, i);
+  if (key_end == i) return std::string_view::npos;
+  key.assign(s.substr(i, key_end - i));
+  value.clear();
+  size_t end = skip_spaces(s, key_end);
+  if (end < s.size() && s[end] == '=') {
+    size_t v = skip_spaces(s, end + 1);
+    size_t v_end = v < s.size() && s[v] == '"' ? skip_quoted(s, v) : skip_token(s, v);
+    if (v_end != std::string_view::npos && v_end > v) {
+      value.assign(s.substr(v, v_end - v));
+      return v_end;
+    }
+  }
+  return end;
+}
+
+}  // namespace
+
+ContentType parse_content_type(std::string_view value) {
+  ContentType ct;
+  size_t semi = value.find(';');
+  if (semi == std::string_view::npos) {
+    ct.type.assign(value);
+    return ct;
+  }
+  ct.type.assign(value.substr(0, semi));
+  std::string_view params = value.substr(semi);
+  std::string key, val;
+  for (size_t i = 0; i < params.size();) {
+    size_t end = match_param(params, i, key, val);
+    if (end == std::string_view::npos) {
+      ++i;  // like re.findall: try the next position
+      continue;
+    }
+    ct.params.emplace_back(std::string(trim(key)), std::string(trim(val)));
+    i = end;
+  }
+  return ct;
+}
+
+std::pair<std::string, std::optional<std::string>> extract_swift_bytes(std::string_view value) {
+  ContentType ct = parse_content_type(value);
+  std::optional<std::string> swift_bytes;
+  std::string out = std::move(ct.type);
+  for (auto& [k, v] : ct.params) {
+    if (k == "swift_bytes") {
+      swift_bytes = std::move(v);
+    } else {
+      out += ";" + k + "=" + v;
+    }
+  }
+  return {std::move(out), std::move(swift_bytes)};
+}
+
+}  // namespace apus::common::http

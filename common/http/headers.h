@@ -24,6 +24,19 @@ std::string to_lower(std::string_view s);
 // ("x-object-meta-foo_bar" -> "X-Object-Meta-Foo_Bar").
 std::string title_case(std::string_view s);
 
+// Swift's parse_content_type(): "text/plain; charset=UTF-8; level=1" splits into the type
+// ("text/plain") and its parameters, each (name, value) trimmed; a parameter without a value
+// has an empty one. Text that does not parse as a parameter is skipped, as Swift's regex does.
+struct ContentType {
+  std::string type;
+  std::vector<std::pair<std::string, std::string>> params;
+};
+ContentType parse_content_type(std::string_view value);
+
+// Swift's extract_swift_bytes(): the content type without its swift_bytes parameter (the other
+// parameters re-joined as ";k=v"), and that parameter's value, if any.
+std::pair<std::string, std::optional<std::string>> extract_swift_bytes(std::string_view value);
+
 class HeaderMap {
  public:
   using Field = std::pair<std::string, std::string>;

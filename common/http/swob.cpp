@@ -1,5 +1,7 @@
 #include "common/http/swob.h"
 
+#include "common/http/url.h"
+
 namespace apus::common::http {
 
 std::string_view swob_explanation(int status) {
@@ -65,6 +67,11 @@ Response text_response(int status, std::string body) {
   r.headers.set("Content-Type", "text/plain");
   r.body = std::move(body);
   return r;
+}
+
+std::string as_referer(const Request& req) {
+  return req.method + " http://" + std::string(req.headers.get_or("Host", "localhost")) +
+         quote(percent_decode(req.path()));
 }
 
 }  // namespace apus::common::http

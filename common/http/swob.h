@@ -24,4 +24,8 @@ Response swob_response(int status, std::string_view drive = {});
 // A response with `body` as text/plain, as Swift's servers send for validation errors.
 Response text_response(int status, std::string body);
 
+// swob's Request.as_referer(): "<METHOD> http://<Host><quoted path>", the Referer a storage
+// server puts on the requests it sends on behalf of `req`.
+std::string as_referer(const Request& req);
+
 }  // namespace apus::common::http

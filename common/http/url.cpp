@@ -97,4 +97,30 @@ Status validate_device_partition(std::string_view device, std::string_view parti
   return Status();
 }
 
+std::vector<std::pair<std::string, std::string>> parse_query(std::string_view query) {
+  std::vector<std::pair<std::string, std::string>> out;
+  auto decode = [](std::string_view s) {
+    std::string plus(s);
+    for (char& c : plus) {
+      if (c == '+') c = ' ';
+    }
+    return percent_decode(plus);
+  };
+  size_t start = 0;
+  while (start <= query.size()) {
+    size_t amp = query.find('&', start);
+    std::string_view field =
+        query.substr(start, amp == std::string_view::npos ? std::string_view::npos : amp - start);
+    start = amp == std::string_view::npos ? query.size() + 1 : amp + 1;
+    if (field.empty()) continue;
+    size_t eq = field.find('=');
+    if (eq == std::string_view::npos) {
+      out.emplace_back(decode(field), "");
+    } else {
+      out.emplace_back(decode(field.substr(0, eq)), decode(field.substr(eq + 1)));
+    }
+  }
+  return out;
+}
+
 }  // namespace apus::common::http

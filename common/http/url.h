@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -27,6 +28,11 @@ std::string quote(std::string_view s, std::string_view safe = "/");
 Result<std::vector<std::optional<std::string>>> split_path(std::string_view path, int minsegs,
                                                             int maxsegs = 0,
                                                             bool rest_with_last = false);
+
+// Python's urllib.parse.parse_qsl(query, keep_blank_values=True) as swob reads a query string:
+// fields split on '&', '+' as a space, then percent-decoded to raw bytes; a field without '='
+// has an empty value; empty fields are skipped. Fields keep their order (duplicates too).
+std::vector<std::pair<std::string, std::string>> parse_query(std::string_view query);
 
 // Swift's validate_device_partition: neither empty, ".", ".." nor containing '/'.
 Status validate_device_partition(std::string_view device, std::string_view partition);

@@ -34,7 +34,7 @@ struct TempDevices {
     DiskFileOptions o;
     o.devices = root.string();
     o.mount_check = false;
-    o.fallocate_reserve = 0;
+    o.fallocate_reserve.amount = 0;
     return o;
   }
 };

@@ -1,0 +1,350 @@
+#include "common/listing_format.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdlib>
+#include <vector>
+
+namespace apus::common::listing {
+
+namespace {
+
+// ---- Accept negotiation (swob's Accept) ------------------------------------------------------
+
+bool is_token_char(unsigned char c) {
+  if (c <= 0x20 || c == 0x7f) return false;
+  return std::string_view("()<>@,;:\\\"/[]?={}").find(static_cast<char>(c)) ==
+         std::string_view::npos;
+}
+bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
+std::string_view strip(std::string_view s) {
+  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
+  return s;
+}
+size_t spaces(std::string_view s, size_t i) {
+  while (i < s.size() && is_space(s[i])) ++i;
+  return i;
+}
+size_t token(std::string_view s, size_t i) {
+  while (i < s.size() && is_token_char(static_cast<unsigned char>(s[i]))) ++i;
+  return i;
+}
+size_t quoted(std::string_view s, size_t i) {  // s[i] == '"'; npos when unterminated
+  for (++i; i < s.size(); ++i) {
+    if (s[i] == '\\') {
+      if (++i == s.size()) return std::string_view::npos;
+    } else if (s[i] == '"') {
+      return i + 1;
+    }
+  }
+  return std::string_view::npos;
+}
+
+struct MediaRange {
+  std::string type, subtype;
+  double quality = 1.0;
+  bool exact = true;  // no '*' in type or subtype
+};
+
+// One comma-separated piece of an Accept header, or nullopt when swob would reject it.
+std::optional<MediaRange> parse_range(std::string_view piece) {
+  size_t i = spaces(piece, 0);
+  size_t t_end = token(piece, i);
+  if (t_end == i || t_end >= piece.size() || piece[t_end] != '/') return std::nullopt;
+  size_t s_end = token(piece, t_end + 1);
+  if (s_end == t_end + 1) return std::nullopt;
+  MediaRange r;
+  r.type.assign(piece.substr(i, t_end - i));
+  r.subtype.assign(piece.substr(t_end + 1, s_end - t_end - 1));
+  std::string_view params = piece.substr(s_end);
+  // The rest must be extensions (;name=value) and trailing space.
+  for (size_t j = 0;;) {
+    size_t k = spaces(params, j);
+    if (k == params.size()) break;
+    if (params[k] != ';') return std::nullopt;
+    k = spaces(params, k + 1);
+    size_t n_end = token(params, k);
+    if (n_end == k) return std::nullopt;
+    k = spaces(params, n_end);
+    if (k >= params.size() || params[k] != '=') return std::nullopt;
+    k = spaces(params, k + 1);
+    size_t v_end = k < params.size() && params[k] == '"' ? quoted(params, k) : token(params, k);
+    if (v_end == std::string_view::npos || v_end == k) return std::nullopt;
+    j = v_end;
+  }
+  bool seen_q = false;
+  size_t start = 0;
+  while (start <= params.size()) {
+    size_t semi = params.find(';', start);
+    std::string_view p = strip(params.substr(start, semi == std::string_view::npos
+                                                        ? std::string_view::npos
+                                                        : semi - start));
+    start = semi == std::string_view::npos ? params.size() + 1 : semi + 1;
+    if (p.empty()) continue;
+    size_t eq = p.find('=');
+    if (eq == std::string_view::npos || p.find('=', eq + 1) != std::string_view::npos) {
+      return std::nullopt;  // Python's `name, value = parm.split('=')` fails
+    }
+    if (strip(p.substr(0, eq)) != "q") continue;
+    if (seen_q) return std::nullopt;  // multiple "q" params
+    seen_q = true;
+    std::string value(strip(p.substr(eq + 1)));
+    char* end = nullptr;
+    r.quality = std::strtod(value.c_str(), &end);
+    if (value.empty() || *end != '\0') return std::nullopt;
+  }
+  r.exact = r.type != "*" && r.subtype != "*";
+  return r;
+}
+
+bool matches(const MediaRange& r, std::string_view option) {
+  size_t slash = option.find('/');
+  std::string_view type = option.substr(0, slash), subtype = option.substr(slash + 1);
+  return (r.type == "*" || r.type == type) && (r.subtype == "*" || r.subtype == subtype);
+}
+
+// ---- writers ---------------------------------------------------------------------------------
+
+// Decodes one UTF-8 sequence at s[i]; advances i. Invalid bytes come out as themselves.
+uint32_t next_code_point(std::string_view s, size_t& i) {
+  auto b = [&](size_t k) { return static_cast<uint32_t>(static_cast<uint8_t>(s[k])); };
+  uint32_t c = b(i);
+  size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 1;
+  if (i + len > s.size()) len = 1;
+  if (len == 1) {
+    ++i;
+    return c;
+  }
+  uint32_t cp = c & (0xFF >> (len + 1));
+  for (size_t k = 1; k < len; ++k) cp = cp << 6 | (b(i + k) & 0x3F);
+  i += len;
+  return cp;
+}
+
+void append_u_escape(std::string& out, uint32_t unit) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out += "\\u";
+  for (int shift = 12; shift >= 0; shift -= 4) out.push_back(kHex[(unit >> shift) & 0xF]);
+}
+
+void append_xml(std::string& out, std::string_view s, bool attribute) {
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += attribute ? "&quot;" : "\""; break;
+      case '\n': out += attribute ? "&#10;" : "\n"; break;
+      case '\r': out += attribute ? "&#13;" : "\r"; break;
+      case '\t': out += attribute ? "&#09;" : "\t"; break;
+      default: out.push_back(c);
+    }
+  }
+}
+
+// <tag>text</tag>, or <tag /> for empty text, as ElementTree writes it.
+void append_element(std::string& out, std::string_view tag, std::string_view text) {
+  out += "<";
+  out += tag;
+  if (text.empty()) {
+    out += " />";
+    return;
+  }
+  out += ">";
+  append_xml(out, text, false);
+  out += "</";
+  out += tag;
+  out += ">";
+}
+
+constexpr std::string_view kXmlDeclaration = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+
+template <class Item, class WriteFields>
+std::string json_list(std::span<const Item> items, WriteFields write_fields) {
+  std::string out = "[";
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i) out += ", ";
+    if (items[i].subdir) {
+      out += "{\"subdir\": ";
+      append_json_string(out, items[i].name);
+      out += "}";
+    } else {
+      out += "{";
+      write_fields(out, items[i]);
+      out += "}";
+    }
+  }
+  out += "]";
+  return out;
+}
+
+template <class Item>
+std::string plain_list(std::span<const Item> items) {
+  std::string out;
+  for (const Item& item : items) {
+    out += item.name;
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+Negotiated negotiate(std::optional<std::string_view> format,
+                     std::optional<std::string_view> accept) {
+  static const std::array<std::string_view, 4> kOffered = {"text/plain", "application/json",
+                                                            "application/xml", "text/xml"};
+  std::string forced;
+  if (format && !format->empty()) {
+    std::string f(*format);
+    std::transform(f.begin(), f.end(), f.begin(), [](unsigned char c) { return std::tolower(c); });
+    forced = f == "json" ? "application/json" : f == "xml" ? "application/xml" : "text/plain";
+    accept = forced;
+  }
+  Negotiated n;
+  std::vector<MediaRange> ranges;
+  if (accept && !accept->empty()) {
+    std::string_view header = *accept;
+    for (size_t start = 0; start <= header.size();) {
+      size_t comma = header.find(',', start);
+      std::string_view piece = header.substr(
+          start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+      start = comma == std::string_view::npos ? header.size() + 1 : comma + 1;
+      auto range = parse_range(piece);
+      if (!range) {
+        n.status = 400;
+        n.error_body = "Invalid Accept header";
+        return n;
+      }
+      ranges.push_back(std::move(*range));
+    }
+  }
+  if (ranges.empty()) {
+    n.content_type = kOffered[0];
+    return n;
+  }
+  std::stable_sort(ranges.begin(), ranges.end(), [](const MediaRange& a, const MediaRange& b) {
+    return std::pair(a.quality, a.exact) > std::pair(b.quality, b.exact);
+  });
+  for (const MediaRange& r : ranges) {
+    for (std::string_view option : kOffered) {
+      if (matches(r, option)) {
+        n.content_type = option;
+        return n;
+      }
+    }
+  }
+  n.status = 406;
+  return n;
+}
+
+void append_json_string(std::string& out, std::string_view utf8) {
+  out.push_back('"');
+  for (size_t i = 0; i < utf8.size();) {
+    uint32_t cp = next_code_point(utf8, i);
+    switch (cp) {
+      case '"': out += "\\\""; continue;
+      case '\\': out += "\\\\"; continue;
+      case '\n': out += "\\n"; continue;
+      case '\r': out += "\\r"; continue;
+      case '\t': out += "\\t"; continue;
+      case '\b': out += "\\b"; continue;
+      case '\f': out += "\\f"; continue;
+      default: break;
+    }
+    if (cp >= 0x20 && cp < 0x7f) {
+      out.push_back(static_cast<char>(cp));
+    } else if (cp >= 0x10000) {
+      cp -= 0x10000;
+      append_u_escape(out, 0xD800 | (cp >> 10));
+      append_u_escape(out, 0xDC00 | (cp & 0x3FF));
+    } else {
+      append_u_escape(out, cp);
+    }
+  }
+  out.push_back('"');
+}
+
+std::string to_json(std::span<const ObjectItem> items) {
+  return json_list(items, [](std::string& out, const ObjectItem& o) {
+    out += "\"bytes\": " + std::to_string(o.bytes) + ", \"hash\": ";
+    append_json_string(out, o.hash);
+    out += ", \"name\": ";
+    append_json_string(out, o.name);
+    out += ", \"content_type\": ";
+    append_json_string(out, o.content_type);
+    out += ", \"last_modified\": ";
+    append_json_string(out, o.last_modified);
+  });
+}
+
+std::string to_json(std::span<const ContainerItem> items) {
+  return json_list(items, [](std::string& out, const ContainerItem& c) {
+    out += "\"name\": ";
+    append_json_string(out, c.name);
+    out += ", \"count\": " + std::to_string(c.count) + ", \"bytes\": " + std::to_string(c.bytes);
+    out += ", \"last_modified\": ";
+    append_json_string(out, c.last_modified);
+  });
+}
+
+std::string to_xml(std::span<const ObjectItem> items, std::string_view container) {
+  std::string out(kXmlDeclaration);
+  out += "<container name=\"";
+  append_xml(out, container, true);
+  if (items.empty()) {
+    out += "\" />";
+    return out;
+  }
+  out += "\">";
+  for (const ObjectItem& o : items) {
+    if (o.subdir) {
+      out += "<subdir name=\"";
+      append_xml(out, o.name, true);
+      out += "\">";
+      append_element(out, "name", o.name);
+      out += "</subdir>";
+      continue;
+    }
+    out += "<object>";
+    append_element(out, "name", o.name);
+    append_element(out, "hash", o.hash);
+    append_element(out, "bytes", std::to_string(o.bytes));
+    append_element(out, "content_type", o.content_type);
+    append_element(out, "last_modified", o.last_modified);
+    out += "</object>";
+  }
+  out += "</container>";
+  return out;
+}
+
+std::string to_xml(std::span<const ContainerItem> items, std::string_view account) {
+  std::string out(kXmlDeclaration);
+  out += "<account name=\"";
+  append_xml(out, account, true);
+  out += "\">\n";
+  for (const ContainerItem& c : items) {
+    if (c.subdir) {
+      out += "<subdir name=\"";
+      append_xml(out, c.name, true);
+      out += "\" />\n";
+      continue;
+    }
+    out += "<container>";
+    append_element(out, "name", c.name);
+    append_element(out, "count", std::to_string(c.count));
+    append_element(out, "bytes", std::to_string(c.bytes));
+    append_element(out, "last_modified", c.last_modified);
+    out += "</container>\n";
+  }
+  out += "</account>";
+  return out;
+}
+
+std::string to_plain(std::span<const ObjectItem> items) { return plain_list(items); }
+std::string to_plain(std::span<const ContainerItem> items) { return plain_list(items); }
+
+}  // namespace apus::common::listing

@@ -1,0 +1,375 @@
+#include "container-server/account_server.h"
+
+#include "common/hash_path.h"
+#include "common/http/headers.h"
+#include "common/http/swob.h"
+#include "common/http/url.h"
+#include "common/listing_format.h"
+
+namespace apus::container {
+
+namespace net = boost::asio;
+using common::Result;
+using common::Status;
+using common::Timestamp;
+using common::http::Exchange;
+using common::http::Request;
+using common::http::Response;
+using common::http::swob_response;
+
+namespace {
+
+constexpr DbType kType = DbType::kAccount;
+
+Timestamp parse_or_zero(std::string_view ts) {
+  auto t = Timestamp::parse(ts);
+  return t.ok() ? *t : Timestamp();
+}
+
+std::optional<int64_t> parse_int(std::string_view s) {
+  std::string text(s);
+  char* end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || end == text.c_str() || errno != 0 || *end != '\0') return std::nullopt;
+  return v;
+}
+
+// Swift's _deleted_response(): an empty body, and X-Account-Status: Deleted when the account
+// exists and is marked deleted.
+Response deleted_response(int status, const std::optional<DbInfo>& info, std::string body = {}) {
+  Response r;
+  r.status = status;
+  r.headers.set("Content-Type", "text/html; charset=utf-8");
+  if (info && info->is_status_deleted()) r.headers.set("X-Account-Status", "Deleted");
+  r.body = std::move(body);
+  return r;
+}
+
+Response bad_request(std::string body) {
+  Response r = swob_response(400);
+  r.body = std::move(body);
+  return r;
+}
+
+DbInfo new_account_info(const std::string& account, const std::string& partition,
+                        const std::string& device, const std::string& put_timestamp) {
+  DbInfo info;
+  info.account = account;
+  info.partition = partition;
+  info.created_at = Timestamp::now().internal();
+  info.id = new_db_id(device);
+  info.put_timestamp = put_timestamp;
+  info.status_changed_at = put_timestamp;
+  return info;
+}
+
+// Swift's get_response_headers() for an account.
+void account_headers(Response& r, const DbInfo& info, const common::StoragePolicies& policies) {
+  auto& h = r.headers;
+  h.set("X-Account-Container-Count", std::to_string(info.container_count));
+  h.set("X-Account-Object-Count", std::to_string(info.object_count));
+  h.set("X-Account-Bytes-Used", std::to_string(info.bytes_used));
+  h.set("X-Timestamp", parse_or_zero(info.created_at).normal());
+  h.set("X-PUT-Timestamp", parse_or_zero(info.put_timestamp).normal());
+  for (const auto& [index, st] : info.policy_stats) {
+    const common::StoragePolicy* policy = policies.by_index(index);
+    if (!policy) continue;
+    std::string prefix = "X-Account-Storage-Policy-" + policy->name() + "-";
+    h.set(prefix + "container-count", std::to_string(st.container_count));
+    h.set(prefix + "object-count", std::to_string(st.object_count));
+    h.set(prefix + "bytes-used", std::to_string(st.bytes_used));
+  }
+  for (const auto& [key, item] : info.metadata) {
+    if (!item.value.empty()) h.set(key, item.value);
+  }
+}
+
+}  // namespace
+
+struct AccountServer::Target {
+  std::string device, partition, account;
+  std::optional<std::string> container;
+  std::string db;  // hash_path hex of the account
+};
+
+AccountServer::AccountServer(const DbServerConfig& config, DbDevices& devices)
+    : config_(config), devices_(devices) {}
+
+net::awaitable<void> AccountServer::handle(Exchange& ex) {
+  const Request& req = ex.request();
+  const std::string& method = req.method;
+  if (method == "OPTIONS") {
+    Response r;
+    r.headers.set("Allow", "DELETE, GET, HEAD, OPTIONS, POST, PUT");
+    r.headers.set("Server", "account-server/" APUS_SWIFT_VERSION);
+    (void)co_await ex.respond(std::move(r));
+    co_return;
+  }
+  bool known = method == "PUT" || method == "GET" || method == "HEAD" || method == "POST" ||
+               method == "DELETE";
+  if (!known) {
+    (void)co_await ex.respond(swob_response(405));
+    co_return;
+  }
+  std::string path = common::http::percent_decode(req.path());
+  if (!common::check_utf8(path, /*internal=*/true)) {
+    Response r = swob_response(412);
+    r.body = "Invalid UTF8";
+    (void)co_await ex.respond(std::move(r));
+    co_return;
+  }
+  PathOrError split = split_storage_path(path, 3, method == "PUT" ? 4 : 3, false);
+  if (split.error) {
+    (void)co_await ex.respond(std::move(*split.error));
+    co_return;
+  }
+  Target t;
+  t.device = *split.segments[0];
+  t.partition = *split.segments[1];
+  t.account = *split.segments[2];
+  if (split.segments.size() > 3) t.container = split.segments[3];
+  auto db = common::hash_path_hex(
+      common::HashPathConfig{config_.swift.hash_path_prefix, config_.swift.hash_path_suffix},
+      t.account);
+  if (!db.ok()) {
+    (void)co_await ex.respond(plain_error(400, db.status().message()));
+    co_return;
+  }
+  t.db = *db;
+
+  // Checks Swift makes before it touches the device, in its order.
+  if (method == "POST") {
+    if (TimestampOrError ts = request_timestamp(req); ts.error) {
+      (void)co_await ex.respond(std::move(*ts.error));
+      co_return;
+    }
+  }
+  std::optional<std::string> format;
+  if (method == "GET" || method == "HEAD") {
+    if (method == "GET") {
+      ListingParams params =
+          listing_params(req, config_.swift.constraints.account_listing_limit, false);
+      if (params.error) {
+        (void)co_await ex.respond(std::move(*params.error));
+        co_return;
+      }
+      format = params.format;
+    } else {
+      for (auto& [k, v] : common::http::parse_query(req.query())) {
+        if (k == "format") format = v;
+      }
+    }
+    ContentTypeOrError ctype = listing_content_type(req, format);
+    if (ctype.error) {
+      (void)co_await ex.respond(std::move(*ctype.error));
+      co_return;
+    }
+  }
+
+  Response r = co_await devices_.pool(t.device).call([&]() -> Response {
+    if (!devices_.check_device(t.device).ok()) return insufficient_storage(t.device);
+    if ((method == "PUT" || method == "POST") && !devices_.check_free_space(t.device).ok()) {
+      return insufficient_storage(t.device);
+    }
+    if (method == "PUT") return t.container ? put_container_row(req, t) : put_account(req, t);
+    if (method == "DELETE") return delete_account(req, t);
+    if (method == "POST") return post_account(req, t);
+    return head_or_get(req, t);
+  });
+  (void)co_await ex.respond(method == "HEAD" ? no_body(std::move(r)) : std::move(r));
+}
+
+Response AccountServer::put_container_row(const Request& req, const Target& t) {
+  Timestamp ts = Timestamp::now();
+  if (req.headers.contains("X-Timestamp")) {
+    TimestampOrError parsed = request_timestamp(req);
+    if (parsed.error) return std::move(*parsed.error);
+    ts = parsed.timestamp;
+  }
+  auto store = devices_.store(t.device);
+  if (!store.ok()) return swob_response(500);
+  if (t.account.rfind(config_.auto_create_account_prefix, 0) == 0) {
+    Status s = (*store)->update_info(t.db, [&](std::optional<DbInfo>& info) -> Result<bool> {
+      if (info) return false;
+      info = new_account_info(t.account, t.partition, t.device, ts.internal());
+      return true;
+    });
+    if (!s.ok()) return swob_response(to_http_status(s));
+  }
+  auto info = (*store)->get_info(t.db);
+  if (!info.ok()) return swob_response(500);
+  bool override_deleted =
+      common::http::iequals(req.headers.get_or("X-Account-Override-Deleted", "no"), "yes");
+  if (!*info || (!override_deleted && (*info)->is_deleted(kType))) return swob_response(404);
+
+  auto put = req.headers.get("X-Put-Timestamp");
+  auto del = req.headers.get("X-Delete-Timestamp");
+  auto count = parse_int(req.headers.get_or("X-Object-Count", ""));
+  auto bytes = parse_int(req.headers.get_or("X-Bytes-Used", ""));
+  if (!put || !del || !count || !bytes) {
+    return plain_error(400, "Missing or invalid X-Put-Timestamp, X-Delete-Timestamp, "
+                            "X-Object-Count or X-Bytes-Used header");
+  }
+  ContainerRecord rec;
+  rec.name = *t.container;
+  rec.put_timestamp.assign(*put);
+  rec.delete_timestamp.assign(*del);
+  rec.object_count = *count;
+  rec.bytes_used = *bytes;
+  std::string_view count_text = req.headers.get_or("X-Object-Count", "");
+  rec.deleted = parse_or_zero(*del) > parse_or_zero(*put) && (count_text == "0");
+  rec.storage_policy_index =
+      static_cast<int>(parse_int(req.headers.get_or("X-Backend-Storage-Policy-Index", "0"))
+                           .value_or(0));
+  std::vector<ContainerRecord> records;
+  records.push_back(std::move(rec));
+  Status s = (*store)->merge_containers(t.db, std::move(records));
+  if (s.is_not_found()) return swob_response(404);
+  if (!s.ok()) return swob_response(to_http_status(s));
+  // Swift compares the two header values as strings here.
+  return swob_response(std::string_view(*del) > std::string_view(*put) ? 204 : 201);
+}
+
+Response AccountServer::put_account(const Request& req, const Target& t) {
+  TimestampOrError ts = request_timestamp(req);
+  if (ts.error) return std::move(*ts.error);
+  auto store = devices_.store(t.device);
+  if (!store.ok()) return swob_response(500);
+  std::string stamp = ts.timestamp.internal();
+  std::optional<Response> answer;
+  bool created = false;
+  Status s = (*store)->update_info(t.db, [&](std::optional<DbInfo>& info) -> Result<bool> {
+    if (!info) {
+      info = new_account_info(t.account, t.partition, t.device, stamp);
+      created = true;
+      return true;
+    }
+    if (info->is_status_deleted()) {
+      answer = deleted_response(403, info, "Recently deleted");
+      return false;
+    }
+    created = info->is_deleted(kType);
+    bool changed = false;
+    if (info->put_timestamp < stamp) {
+      info->put_timestamp = stamp;
+      changed = true;
+    }
+    if (info->is_deleted(kType)) answer = swob_response(409);
+    return changed;
+  });
+  if (!s.ok()) return swob_response(to_http_status(s));
+  if (answer) return std::move(*answer);
+  DbMetadata md = request_metadata(req, kType, false, ts.timestamp);
+  s = (*store)->update_info(t.db, [&](std::optional<DbInfo>& info) -> Result<bool> {
+    if (!info) return false;
+    MetadataMerge m = merge_metadata(*info, md, true, config_.swift.constraints);
+    if (m.invalid) answer = bad_request(*m.invalid);
+    return m.changed && !m.invalid;
+  });
+  if (!s.ok()) return swob_response(to_http_status(s));
+  if (answer) return std::move(*answer);
+  return swob_response(created ? 201 : 202);
+}
+
+Response AccountServer::delete_account(const Request& req, const Target& t) {
+  TimestampOrError ts = request_timestamp(req);
+  if (ts.error) return std::move(*ts.error);
+  auto store = devices_.store(t.device);
+  if (!store.ok()) return swob_response(500);
+  std::string stamp = ts.timestamp.internal();
+  std::optional<Response> answer;
+  Status s = (*store)->update_info(t.db, [&](std::optional<DbInfo>& info) -> Result<bool> {
+    if (!info || info->is_deleted(kType)) {
+      answer = deleted_response(404, info);
+      return false;
+    }
+    DbMetadata cleared;
+    for (const auto& [key, item] : info->metadata) cleared[key] = MetaItem{"", stamp};
+    (void)merge_metadata(*info, cleared, false, config_.swift.constraints);
+    if (info->delete_timestamp < stamp) {
+      info->delete_timestamp = stamp;
+      info->status = "DELETED";
+      info->status_changed_at = stamp;
+    }
+    answer = deleted_response(204, info);
+    return true;
+  });
+  if (!s.ok()) return swob_response(to_http_status(s));
+  return std::move(*answer);
+}
+
+Response AccountServer::post_account(const Request& req, const Target& t) {
+  TimestampOrError ts = request_timestamp(req);
+  if (ts.error) return std::move(*ts.error);
+  auto store = devices_.store(t.device);
+  if (!store.ok()) return swob_response(500);
+  DbMetadata md = request_metadata(req, kType, false, ts.timestamp);
+  std::optional<Response> answer;
+  Status s = (*store)->update_info(t.db, [&](std::optional<DbInfo>& info) -> Result<bool> {
+    if (!info || info->is_deleted(kType)) {
+      answer = deleted_response(404, info);
+      return false;
+    }
+    MetadataMerge m = merge_metadata(*info, md, true, config_.swift.constraints);
+    if (m.invalid) answer = bad_request(*m.invalid);
+    return m.changed && !m.invalid;
+  });
+  if (!s.ok()) return swob_response(to_http_status(s));
+  return answer ? std::move(*answer) : swob_response(204);
+}
+
+Response AccountServer::head_or_get(const Request& req, const Target& t) {
+  auto store = devices_.store(t.device);
+  if (!store.ok()) return swob_response(500);
+  auto info = (*store)->get_info(t.db);
+  if (!info.ok()) return swob_response(500);
+  if (!*info || (*info)->is_deleted(kType)) return deleted_response(404, *info);
+  const DbInfo& i = **info;
+
+  // Both were checked before the pool job; these cannot fail now.
+  ListingParams params = listing_params(req, config_.swift.constraints.account_listing_limit,
+                                        false);
+  std::optional<std::string> format = params.format;
+  if (req.method == "HEAD") {
+    format.reset();
+    for (auto& [k, v] : common::http::parse_query(req.query())) {
+      if (k == "format") format = v;
+    }
+  }
+  std::string type = listing_content_type(req, format).content_type;
+  Response r;
+  account_headers(r, i, config_.swift.policies);
+  r.headers.set("Content-Type", type + "; charset=utf-8");
+  if (req.method == "HEAD") {
+    r.status = 204;
+    return r;
+  }
+  auto entries = (*store)->list_containers(t.db, params.query);
+  if (!entries.ok()) return swob_response(500);
+  std::vector<common::listing::ContainerItem> items;
+  items.reserve(entries->size());
+  for (const ContainerEntry& e : *entries) {
+    common::listing::ContainerItem item;
+    item.name = e.row.name;
+    item.subdir = e.subdir;
+    if (!e.subdir) {
+      item.count = e.row.object_count;
+      item.bytes = e.row.bytes_used;
+      item.last_modified = parse_or_zero(e.row.put_timestamp).isoformat();
+    }
+    items.push_back(std::move(item));
+  }
+  r.status = 200;
+  if (type.ends_with("/xml")) {
+    r.body = common::listing::to_xml(items, t.account);
+  } else if (type.ends_with("/json")) {
+    r.body = common::listing::to_json(items);
+  } else {
+    r.body = common::listing::to_plain(items);
+    if (r.body.empty()) r.status = 204;
+  }
+  return r;
+}
+
+}  // namespace apus::container

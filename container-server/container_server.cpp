@@ -1,0 +1,798 @@
+#include "container-server/container_server.h"
+
+#include <unistd.h>
+
+#include <boost/json.hpp>
+
+#include "common/hash_path.h"
+#include "common/http/client.h"
+#include "common/http/date.h"
+#include "common/http/headers.h"
+#include "common/http/swob.h"
+#include "common/http/url.h"
+#include "common/listing_format.h"
+#include "common/log/log.h"
+
+namespace apus::container {
+
+namespace net = boost::asio;
+using common::Result;
+using common::Status;
+using common::Timestamp;
+using common::http::Exchange;
+using common::http::HeaderMap;
+using common::http::Request;
+using common::http::Response;
+using common::http::swob_response;
+
+namespace {
+
+constexpr DbType kType = DbType::kContainer;
+// Sharding sysmeta survives a container DELETE (Swift's delete_meta_whitelist).
+constexpr std::string_view kKeptOnDelete[] = {"x-container-sysmeta-shard-quoted-root",
+                                              "x-container-sysmeta-shard-root"};
+
+Timestamp parse_or_zero(std::string_view ts) {
+  auto t = Timestamp::parse(ts);
+  return t.ok() ? *t : Timestamp();
+}
+
+// Swift's gen_resp_headers(): backend timestamps always, counts only for a live container.
+HeaderMap container_headers(const std::optional<DbInfo>& info, bool deleted) {
+  DbInfo none;
+  const DbInfo& i = info ? *info : none;
+  HeaderMap h;
+  h.set("X-Backend-Timestamp", parse_or_zero(info ? i.created_at : "0").internal());
+  h.set("X-Backend-PUT-Timestamp", parse_or_zero(i.put_timestamp).internal());
+  h.set("X-Backend-DELETE-Timestamp", parse_or_zero(i.delete_timestamp).internal());
+  h.set("X-Backend-Status-Changed-At", parse_or_zero(i.status_changed_at).internal());
+  h.set("X-Backend-Storage-Policy-Index", std::to_string(i.storage_policy_index));
+  if (!deleted) {
+    h.set("X-Container-Object-Count", std::to_string(i.container_objects()));
+    h.set("X-Container-Bytes-Used", std::to_string(i.container_bytes()));
+    h.set("X-Timestamp", parse_or_zero(i.created_at).normal());
+    h.set("X-PUT-Timestamp", parse_or_zero(i.put_timestamp).normal());
+    h.set("X-Backend-Sharding-State", "unsharded");
+  }
+  return h;
+}
+
+void add_metadata_headers(HeaderMap& h, const DbInfo& info, bool allow_versions) {
+  for (const auto& [key, item] : info.metadata) {
+    if (!item.value.empty() && returned_metadata(key, kType, allow_versions)) {
+      h.set(key, item.value);
+    }
+  }
+}
+
+DbInfo new_container_info(const std::string& account, const std::string& container,
+                          const std::string& partition, const std::string& device,
+                          const std::string& put_timestamp, int policy) {
+  DbInfo info;
+  info.account = account;
+  info.container = container;
+  info.partition = partition;
+  info.created_at = Timestamp::now().internal();
+  info.id = new_db_id(device);
+  info.put_timestamp = put_timestamp;
+  info.status_changed_at = put_timestamp;
+  info.storage_policy_index = policy;
+  info.policy_stats[policy];
+  return info;
+}
+
+Response with_header(Response r, std::string_view name, std::string_view value) {
+  r.headers.set(name, value);
+  return r;
+}
+
+// Swift's HTTPBadRequest(body): its text under swob's default type.
+Response bad_request(std::string body) {
+  Response r = swob_response(400);
+  r.body = std::move(body);
+  return r;
+}
+
+std::optional<int64_t> parse_int(std::string_view s) {
+  std::string text(s);
+  char* end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || end == text.c_str() || errno != 0) return std::nullopt;
+  while (*end == ' ') ++end;
+  if (*end != '\0') return std::nullopt;
+  return v;
+}
+
+// Python's [x.strip() for x in s.split(',')]: empty items kept.
+std::vector<std::string> split_stripped(std::string_view s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (;;) {
+    size_t comma = s.find(',', start);
+    std::string_view item = s.substr(start, comma == std::string_view::npos ? s.npos : comma - start);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    out.emplace_back(item);
+    if (comma == std::string_view::npos) return out;
+    start = comma + 1;
+  }
+}
+
+}  // namespace
+
+struct ContainerServer::Target {
+  std::string device, partition, account, container;
+  std::optional<std::string> object;
+  std::string db;  // hash_path hex of account/container
+};
+
+ContainerServer::ContainerServer(const DbServerConfig& config, DbDevices& devices)
+    : config_(config), devices_(devices) {}
+
+net::awaitable<void> ContainerServer::handle(Exchange& ex) {
+  const Request& req = ex.request();
+  const std::string& method = req.method;
+  static constexpr std::string_view kAllowed = "DELETE, GET, HEAD, OPTIONS, POST, PUT, UPDATE";
+  if (method == "OPTIONS") {
+    Response r;
+    r.headers.set("Allow", kAllowed);
+    r.headers.set("Server", "container-server/" APUS_SWIFT_VERSION);
+    (void)co_await ex.respond(std::move(r));
+    co_return;
+  }
+  bool known = method == "PUT" || method == "GET" || method == "HEAD" || method == "POST" ||
+               method == "DELETE" || method == "UPDATE";
+  if (!known) {
+    (void)co_await ex.respond(swob_response(405));
+    co_return;
+  }
+  std::string path = common::http::percent_decode(req.path());
+  if (!common::check_utf8(path, /*internal=*/true)) {
+    Response r = swob_response(412);
+    r.body = "Invalid UTF8 or contains NULL";
+    (void)co_await ex.respond(std::move(r));
+    co_return;
+  }
+  // POST and UPDATE name a container only; the others may name an object row.
+  bool container_only = method == "POST" || method == "UPDATE";
+  PathOrError split = split_storage_path(path, 4, container_only ? 4 : 5, !container_only);
+  if (split.error) {
+    (void)co_await ex.respond(std::move(*split.error));
+    co_return;
+  }
+  Target t;
+  t.device = *split.segments[0];
+  t.partition = *split.segments[1];
+  t.account = *split.segments[2];
+  t.container = *split.segments[3];
+  if (split.segments.size() > 4) t.object = split.segments[4];
+  auto db = common::hash_path_hex(
+      common::HashPathConfig{config_.swift.hash_path_prefix, config_.swift.hash_path_suffix},
+      t.account, t.container);
+  if (!db.ok()) {
+    (void)co_await ex.respond(plain_error(400, db.status().message()));
+    co_return;
+  }
+  t.db = *db;
+
+  if (method == "PUT") {
+    co_await handle_put(ex, t);
+  } else if (method == "DELETE") {
+    co_await handle_delete(ex, t);
+  } else if (method == "POST") {
+    co_await handle_post(ex, t);
+  } else if (method == "HEAD") {
+    co_await handle_head(ex, t);
+  } else if (method == "GET") {
+    co_await handle_get(ex, t);
+  } else {
+    co_await handle_update(ex, t);
+  }
+}
+
+// ---- PUT -------------------------------------------------------------------------------------
+
+namespace {
+
+// Swift's _should_autocreate: an explicit X-Backend-Auto-Create, else accounts under the
+// auto-create prefix except the sharder's ".shards_" ones.
+bool should_autocreate(const Request& req, const std::string& account, const std::string& prefix) {
+  if (auto h = req.headers.get("X-Backend-Auto-Create"); h && !h->empty()) {
+    return common::config_true_value(*h);
+  }
+  if (account.rfind(prefix + "shards_", 0) == 0) return false;
+  return account.rfind(prefix, 0) == 0;
+}
+
+}  // namespace
+
+net::awaitable<void> ContainerServer::handle_put(Exchange& ex, const Target& t) {
+  const Request& req = ex.request();
+  TimestampOrError ts = request_timestamp(req);
+  if (ts.error) {
+    (void)co_await ex.respond(std::move(*ts.error));
+    co_return;
+  }
+  // TODO(apus): validate X-Container-Sync-To against the realms and allowed_sync_hosts.
+  PolicyOrError policy = request_policy_index(req, config_.swift.policies);
+  auto& pool = devices_.pool(t.device);
+  bool device_ok = co_await pool.call([&] { return devices_.check_device(t.device).ok() &&
+                                                   devices_.check_free_space(t.device).ok(); });
+  if (!device_ok) {
+    (void)co_await ex.respond(insufficient_storage(t.device));
+    co_return;
+  }
+  if (policy.error) {
+    (void)co_await ex.respond(std::move(*policy.error));
+    co_return;
+  }
+
+  if (t.object) {  // an object row from an object server or updater
+    ObjectRecord rec;
+    rec.name = *t.object;
+    rec.created_at = ts.timestamp.internal();
+    auto size = parse_int(req.headers.get_or("X-Size", ""));
+    auto ctype = req.headers.get("X-Content-Type");
+    auto etag = req.headers.get("X-Etag");
+    if (!size || !ctype || !etag) {
+      (void)co_await ex.respond(plain_error(400, "Missing or invalid X-Size, X-Content-Type "
+                                                 "or X-Etag header"));
+      co_return;
+    }
+    rec.size = *size;
+    rec.content_type.assign(*ctype);
+    rec.etag.assign(*etag);
+    rec.storage_policy_index = policy.index.value_or(0);
+    rec.ctype_timestamp.assign(req.headers.get_or("X-Content-Type-Timestamp", ""));
+    rec.meta_timestamp.assign(req.headers.get_or("X-Meta-Timestamp", ""));
+    Response r = co_await pool.call([&] { return put_row(req, t, ts.timestamp, std::move(rec)); });
+    (void)co_await ex.respond(std::move(r));
+    co_return;
+  }
+
+  int new_policy = config_.swift.policies.default_policy().index;
+  if (policy.index) {
+    new_policy = *policy.index;
+  } else if (auto d = parse_int(req.headers.get_or("X-Backend-Storage-Policy-Default", ""))) {
+    new_policy = static_cast<int>(*d);
+  }
+  struct Outcome {
+    std::optional<Response> response;
+    bool created = false;
+    DbInfo info;
+  };
+  Outcome out = co_await pool.call([&]() -> Outcome {
+    Outcome o;
+    auto store = devices_.store(t.device);
+    if (!store.ok()) {
+      o.response = swob_response(500);
+      return o;
+    }
+    std::string stamp = ts.timestamp.internal();
+    Status s = (*store)->update_info(t.db, [&](std::optional<DbInfo>& info) -> Result<bool> {
+      if (!info) {
+        info = new_container_info(t.account, t.container, t.partition, t.device, stamp,
+                                  new_policy);
+        o.created = true;
+        return true;
+      }
+      bool recreated = info->is_deleted(kType);
+      if (recreated) {
+        info->policy_stats[new_policy];
+        if (info->storage_policy_index != new_policy) {
+          info->storage_policy_index = new_policy;
+          info->status_changed_at = std::max(info->status_changed_at, stamp);
+        }
+      } else if (policy.index && *policy.index != info->storage_policy_index) {
+        o.response = with_header(swob_response(409), "X-Backend-Storage-Policy-Index",
+                                 std::to_string(info->storage_policy_index));
+        return false;
+      }
+      if (info->put_timestamp < stamp) info->put_timestamp = stamp;
+      if (info->is_deleted(kType)) {
+        o.response = swob_response(409);
+        return true;
+      }
+      if (recreated && info->status_changed_at < stamp) info->status_changed_at = stamp;
+      o.created = recreated;
+      return true;
+    });
+    if (!s.ok()) {
+      o.response = swob_response(to_http_status(s));
+      return o;
+    }
+    if (o.response) return o;
+    DbMetadata md = request_metadata(req, kType, config_.allow_versions, ts.timestamp);
+    s = (*store)->update_info(t.db, [&](std::optional<DbInfo>& info) -> Result<bool> {
+      if (!info) return false;
+      auto sync_to = md.find("X-Container-Sync-To");
+      bool new_sync_to = sync_to != md.end() &&
+                         (!info->metadata.count("X-Container-Sync-To") ||
+                          info->metadata["X-Container-Sync-To"].value != sync_to->second.value);
+      MetadataMerge m = merge_metadata(*info, md, true, config_.swift.constraints);
+      if (m.invalid) {
+        o.response = bad_request(*m.invalid);
+        return false;
+      }
+      if (new_sync_to) {
+        info->x_container_sync_point1 = -1;
+        info->x_container_sync_point2 = -1;
+      }
+      o.info = *info;
+      return m.changed || new_sync_to;
+    });
+    if (!s.ok()) o.response = swob_response(to_http_status(s));
+    return o;
+  });
+  if (out.response) {
+    (void)co_await ex.respond(std::move(*out.response));
+    co_return;
+  }
+  if (auto failed = co_await account_update(req, t, out.info)) {
+    (void)co_await ex.respond(std::move(*failed));
+    co_return;
+  }
+  Response r = swob_response(out.created ? 201 : 202);
+  r.headers.set("X-Backend-Storage-Policy-Index", std::to_string(out.info.storage_policy_index));
+  (void)co_await ex.respond(std::move(r));
+}
+
+// ---- object rows -----------------------------------------------------------------------------
+
+Response ContainerServer::put_row(const Request& req, const Target& t, const Timestamp& ts,
+                                  ObjectRecord rec) {
+  auto store = devices_.store(t.device);
+  if (!store.ok()) return swob_response(500);
+  if (should_autocreate(req, t.account, config_.auto_create_account_prefix)) {
+    Status s = (*store)->update_info(t.db, [&](std::optional<DbInfo>& info) -> Result<bool> {
+      if (info) return false;
+      info = new_container_info(t.account, t.container, t.partition, t.device, ts.internal(),
+                                rec.storage_policy_index);
+      return true;
+    });
+    if (!s.ok()) return swob_response(to_http_status(s));
+  }
+  bool deleting = rec.deleted;
+  std::vector<ObjectRecord> records;
+  records.push_back(std::move(rec));
+  Status s = (*store)->merge_objects(t.db, std::move(records));
+  if (s.is_not_found()) return swob_response(404);
+  if (!s.ok()) return swob_response(to_http_status(s));
+  return swob_response(deleting ? 204 : 201);
+}
+
+// ---- DELETE ----------------------------------------------------------------------------------
+
+net::awaitable<void> ContainerServer::handle_delete(Exchange& ex, const Target& t) {
+  const Request& req = ex.request();
+  TimestampOrError ts = request_timestamp(req);
+  if (ts.error) {
+    (void)co_await ex.respond(std::move(*ts.error));
+    co_return;
+  }
+  auto& pool = devices_.pool(t.device);
+  bool device_ok = co_await pool.call([&] { return devices_.check_device(t.device).ok(); });
+  if (!device_ok) {
+    (void)co_await ex.respond(insufficient_storage(t.device));
+    co_return;
+  }
+  PolicyOrError policy = request_policy_index(req, config_.swift.policies);
+  if (policy.error) {
+    (void)co_await ex.respond(std::move(*policy.error));
+    co_return;
+  }
+  if (t.object) {
+    ObjectRecord rec;
+    rec.name = *t.object;
+    rec.created_at.assign(req.headers.get_or("X-Timestamp", ""));
+    rec.content_type = "application/deleted";
+    rec.etag = "noetag";
+    rec.deleted = true;
+    rec.storage_policy_index = policy.index.value_or(0);
+    Response r = co_await pool.call([&] { return put_row(req, t, ts.timestamp, std::move(rec)); });
+    (void)co_await ex.respond(std::move(r));
+    co_return;
+  }
+
+  struct Outcome {
+    std::optional<Response> response;
+    bool existed = false;
+    DbInfo info;
+  };
+  Outcome out = co_await pool.call([&]() -> Outcome {
+    Outcome o;
+    auto store = devices_.store(t.device);
+    if (!store.ok()) {
+      o.response = swob_response(500);
+      return o;
+    }
+    std::string stamp = ts.timestamp.internal();
+    Status s = (*store)->update_info(t.db, [&](std::optional<DbInfo>& info) -> Result<bool> {
+      if (!info) {
+        o.response = swob_response(404);
+        return false;
+      }
+      if (!info->empty(kType)) {
+        o.response = swob_response(409);
+        return false;
+      }
+      o.existed = !parse_or_zero(info->put_timestamp).is_zero() && !info->is_deleted(kType);
+      // Swift's delete_db(): clear the metadata, then mark the database deleted.
+      DbMetadata cleared;
+      for (const auto& [key, item] : info->metadata) {
+        bool kept = false;
+        for (std::string_view k : kKeptOnDelete) kept = kept || common::http::iequals(key, k);
+        if (!kept) cleared[key] = MetaItem{"", stamp};
+      }
+      (void)merge_metadata(*info, cleared, false, config_.swift.constraints);
+      if (info->delete_timestamp < stamp) {
+        info->delete_timestamp = stamp;
+        info->status = "DELETED";
+        info->status_changed_at = stamp;
+      }
+      if (!info->is_deleted(kType)) o.response = swob_response(409);
+      o.info = *info;
+      return true;
+    });
+    if (!s.ok()) o.response = swob_response(to_http_status(s));
+    return o;
+  });
+  if (out.response) {
+    (void)co_await ex.respond(std::move(*out.response));
+    co_return;
+  }
+  if (auto failed = co_await account_update(req, t, out.info)) {
+    (void)co_await ex.respond(std::move(*failed));
+    co_return;
+  }
+  (void)co_await ex.respond(swob_response(out.existed ? 204 : 404));
+}
+
+// ---- POST ------------------------------------------------------------------------------------
+
+net::awaitable<void> ContainerServer::handle_post(Exchange& ex, const Target& t) {
+  const Request& req = ex.request();
+  TimestampOrError ts = request_timestamp(req);
+  if (ts.error) {
+    (void)co_await ex.respond(std::move(*ts.error));
+    co_return;
+  }
+  auto& pool = devices_.pool(t.device);
+  Response r = co_await pool.call([&]() -> Response {
+    if (!devices_.check_device(t.device).ok() || !devices_.check_free_space(t.device).ok()) {
+      return insufficient_storage(t.device);
+    }
+    auto store = devices_.store(t.device);
+    if (!store.ok()) return swob_response(500);
+    std::string stamp = ts.timestamp.internal();
+    DbMetadata md = request_metadata(req, kType, config_.allow_versions, ts.timestamp);
+    std::optional<Response> answer;
+    Status s = (*store)->update_info(t.db, [&](std::optional<DbInfo>& info) -> Result<bool> {
+      if (!info || info->is_deleted(kType)) {
+        answer = swob_response(404);
+        return false;
+      }
+      bool changed = false;
+      if (info->put_timestamp < stamp) {
+        info->put_timestamp = stamp;
+        changed = true;
+      }
+      auto sync_to = md.find("X-Container-Sync-To");
+      bool new_sync_to = sync_to != md.end() &&
+                         (!info->metadata.count("X-Container-Sync-To") ||
+                          info->metadata["X-Container-Sync-To"].value != sync_to->second.value);
+      MetadataMerge m = merge_metadata(*info, md, true, config_.swift.constraints);
+      if (m.invalid) {
+        answer = bad_request(*m.invalid);
+        return changed;  // Swift has already saved the new put_timestamp
+      }
+      if (new_sync_to) {
+        info->x_container_sync_point1 = -1;
+        info->x_container_sync_point2 = -1;
+      }
+      return changed || m.changed || new_sync_to;
+    });
+    if (!s.ok()) return swob_response(to_http_status(s));
+    return answer ? std::move(*answer) : swob_response(204);
+  });
+  (void)co_await ex.respond(std::move(r));
+}
+
+// ---- HEAD and GET ----------------------------------------------------------------------------
+
+net::awaitable<void> ContainerServer::handle_head(Exchange& ex, const Target& t) {
+  const Request& req = ex.request();
+  ContentTypeOrError ctype = listing_content_type(req, std::nullopt);
+  if (auto f = common::http::parse_query(req.query()); !f.empty()) {
+    std::optional<std::string> format;
+    for (auto& [k, v] : f) {
+      if (k == "format") format = v;
+    }
+    if (format && !common::check_utf8(*format, true) && !format->empty()) {
+      (void)co_await ex.respond(no_body(plain_error(400, "\"format\" parameter not valid UTF-8")));
+      co_return;
+    }
+    ctype = listing_content_type(req, format);
+  }
+  if (ctype.error) {
+    (void)co_await ex.respond(no_body(std::move(*ctype.error)));
+    co_return;
+  }
+  auto& pool = devices_.pool(t.device);
+  Response r = co_await pool.call([&]() -> Response {
+    if (!devices_.check_device(t.device).ok()) return insufficient_storage(t.device);
+    auto store = devices_.store(t.device);
+    if (!store.ok()) return swob_response(500);
+    auto info = (*store)->get_info(t.db);
+    if (!info.ok()) return swob_response(500);
+    bool deleted = !*info || (*info)->is_deleted(kType);
+    Response resp = swob_response(deleted ? 404 : 204);
+    for (const auto& [k, v] : container_headers(*info, deleted)) resp.headers.set(k, v);
+    if (deleted) return resp;
+    add_metadata_headers(resp.headers, **info, config_.allow_versions);
+    resp.headers.set("Content-Type", ctype.content_type + "; charset=utf-8");
+    resp.headers.set("Last-Modified", common::http::format_http_date(
+                                          parse_or_zero((*info)->put_timestamp).ceil()));
+    return resp;
+  });
+  (void)co_await ex.respond(no_body(std::move(r)));
+}
+
+namespace {
+
+common::listing::ObjectItem listing_item(const ObjectEntry& e) {
+  common::listing::ObjectItem item;
+  item.name = e.row.name;
+  if (e.subdir) {
+    item.subdir = true;
+    return item;
+  }
+  item.bytes = e.row.size;
+  item.hash = e.row.etag;
+  auto [type, swift_bytes] = common::http::extract_swift_bytes(e.row.content_type);
+  item.content_type = std::move(type);
+  if (swift_bytes) {
+    if (auto n = parse_int(*swift_bytes)) item.bytes = *n;
+  }
+  auto ts = common::decode_timestamps(e.row.created_at);
+  Timestamp meta = !ts.ok() ? Timestamp() : ts->t3 ? *ts->t3 : ts->t2 ? *ts->t2 : ts->t1;
+  item.last_modified = meta.isoformat();
+  return item;
+}
+
+}  // namespace
+
+net::awaitable<void> ContainerServer::handle_get(Exchange& ex, const Target& t) {
+  const Request& req = ex.request();
+  ListingParams params =
+      listing_params(req, config_.swift.constraints.container_listing_limit, true);
+  if (params.error) {
+    (void)co_await ex.respond(std::move(*params.error));
+    co_return;
+  }
+  ContentTypeOrError ctype = listing_content_type(req, params.format);
+  if (ctype.error) {
+    (void)co_await ex.respond(std::move(*ctype.error));
+    co_return;
+  }
+  auto& pool = devices_.pool(t.device);
+  Response r = co_await pool.call([&]() -> Response {
+    if (!devices_.check_device(t.device).ok()) return insufficient_storage(t.device);
+    auto store = devices_.store(t.device);
+    if (!store.ok()) return swob_response(500);
+    auto info = (*store)->get_info(t.db);
+    if (!info.ok()) return swob_response(500);
+    PolicyOrError policy = request_policy_index(req, config_.swift.policies);
+    if (policy.error) return std::move(*policy.error);
+    bool deleted = !*info || (*info)->is_deleted(kType);
+    if (deleted) {
+      Response resp = swob_response(404);
+      for (const auto& [k, v] : container_headers(*info, true)) resp.headers.set(k, v);
+      return resp;
+    }
+    const DbInfo& i = **info;
+    ListingQuery q = params.query;
+    q.storage_policy_index = policy.index.value_or(i.storage_policy_index);
+    auto entries = (*store)->list_objects(t.db, q);
+    if (!entries.ok()) return swob_response(500);
+    std::vector<common::listing::ObjectItem> items;
+    items.reserve(entries->size());
+    for (const ObjectEntry& e : *entries) items.push_back(listing_item(e));
+    Response resp;
+    resp.status = 200;
+    resp.headers = container_headers(*info, false);
+    resp.headers.set("X-Backend-Record-Type", "object");
+    resp.headers.set("X-Backend-Record-Storage-Policy-Index",
+                     std::to_string(q.storage_policy_index));
+    add_metadata_headers(resp.headers, i, config_.allow_versions);
+    const std::string& type = ctype.content_type;
+    if (type.ends_with("/xml")) {
+      resp.body = common::listing::to_xml(items, t.container);
+    } else if (type.ends_with("/json")) {
+      resp.body = common::listing::to_json(items);
+    } else {
+      resp.body = common::listing::to_plain(items);
+    }
+    resp.headers.set("Content-Type", type + "; charset=utf-8");
+    resp.headers.set("Last-Modified",
+                     common::http::format_http_date(parse_or_zero(i.put_timestamp).ceil()));
+    if (resp.body.empty()) resp.status = 204;
+    return resp;
+  });
+  (void)co_await ex.respond(std::move(r));
+}
+
+// ---- UPDATE ----------------------------------------------------------------------------------
+
+namespace {
+
+// One row of an UPDATE body (Swift's merge_items dicts), or nullopt when malformed.
+std::optional<ObjectRecord> record_from_json(const boost::json::value& v) {
+  const auto* o = v.if_object();
+  if (!o) return std::nullopt;
+  auto str = [&](const char* key) -> std::optional<std::string> {
+    auto it = o->find(key);
+    if (it == o->end() || it->value().is_null()) return std::string();
+    if (auto s = it->value().if_string()) return std::string(s->data(), s->size());
+    return std::nullopt;
+  };
+  auto num = [&](const char* key) -> std::optional<int64_t> {
+    auto it = o->find(key);
+    if (it == o->end()) return int64_t{0};
+    if (auto i = it->value().if_int64()) return *i;
+    if (auto s = it->value().if_string()) return parse_int(std::string(s->data(), s->size()));
+    return std::nullopt;
+  };
+  ObjectRecord rec;
+  auto name = str("name"), created = str("created_at"), ctype = str("content_type"),
+       etag = str("etag"), ctype_ts = str("ctype_timestamp"), meta_ts = str("meta_timestamp");
+  auto size = num("size"), deleted = num("deleted"), policy = num("storage_policy_index");
+  if (!name || name->empty() || !created || !ctype || !etag || !ctype_ts || !meta_ts || !size ||
+      !deleted || !policy) {
+    return std::nullopt;
+  }
+  rec.name = std::move(*name);
+  rec.created_at = std::move(*created);
+  rec.content_type = std::move(*ctype);
+  rec.etag = std::move(*etag);
+  rec.ctype_timestamp = std::move(*ctype_ts);
+  rec.meta_timestamp = std::move(*meta_ts);
+  rec.size = *size;
+  rec.deleted = *deleted != 0;
+  rec.storage_policy_index = static_cast<int>(*policy);
+  return rec;
+}
+
+}  // namespace
+
+net::awaitable<void> ContainerServer::handle_update(Exchange& ex, const Target& t) {
+  const Request& req = ex.request();
+  TimestampOrError ts = request_timestamp(req);
+  if (ts.error) {
+    (void)co_await ex.respond(std::move(*ts.error));
+    co_return;
+  }
+  auto& pool = devices_.pool(t.device);
+  bool device_ok = co_await pool.call([&] { return devices_.check_device(t.device).ok() &&
+                                                   devices_.check_free_space(t.device).ok(); });
+  if (!device_ok) {
+    (void)co_await ex.respond(insufficient_storage(t.device));
+    co_return;
+  }
+  PolicyOrError policy = request_policy_index(req, config_.swift.policies);
+  if (policy.error) {
+    (void)co_await ex.respond(std::move(*policy.error));
+    co_return;
+  }
+  // UPDATE bodies are rows for one container: a few MiB at most.
+  constexpr size_t kMaxBody = 16 << 20;
+  std::string body;
+  std::array<char, 65536> buf;
+  for (;;) {
+    auto n = co_await ex.read_body(buf);
+    if (!n.ok()) co_return;
+    if (*n == 0) break;
+    body.append(buf.data(), *n);
+    if (body.size() > kMaxBody) {
+      (void)co_await ex.respond(swob_response(413));
+      co_return;
+    }
+  }
+  boost::system::error_code ec;
+  boost::json::value parsed = boost::json::parse(body, ec);
+  std::vector<ObjectRecord> records;
+  if (!ec && parsed.is_array()) {
+    for (const auto& v : parsed.as_array()) {
+      auto rec = record_from_json(v);
+      if (!rec) {
+        ec = boost::json::make_error_code(boost::json::error::syntax);
+        break;
+      }
+      records.push_back(std::move(*rec));
+    }
+  }
+  if (ec || !parsed.is_array()) {
+    (void)co_await ex.respond(plain_error(400, "Invalid UPDATE body"));
+    co_return;
+  }
+  Response r = co_await pool.call([&]() -> Response {
+    auto store = devices_.store(t.device);
+    if (!store.ok()) return swob_response(500);
+    if (should_autocreate(req, t.account, config_.auto_create_account_prefix)) {
+      if (!policy.index) return bad_request("X-Backend-Storage-Policy-Index header is required");
+      Status s = (*store)->update_info(t.db, [&](std::optional<DbInfo>& info) -> Result<bool> {
+        if (info) return false;
+        info = new_container_info(t.account, t.container, t.partition, t.device,
+                                  ts.timestamp.internal(), *policy.index);
+        return true;
+      });
+      if (!s.ok()) return swob_response(to_http_status(s));
+    }
+    Status s = (*store)->merge_objects(t.db, std::move(records));
+    if (s.is_not_found()) return swob_response(404);
+    if (!s.ok()) return swob_response(to_http_status(s));
+    return swob_response(202);
+  });
+  (void)co_await ex.respond(std::move(r));
+}
+
+// ---- account updates -------------------------------------------------------------------------
+
+net::awaitable<std::optional<Response>> ContainerServer::account_update(const Request& req,
+                                                                        const Target& t,
+                                                                        const DbInfo& info) {
+  std::vector<std::string> hosts = split_stripped(req.headers.get_or("X-Account-Host", ""));
+  std::vector<std::string> devices = split_stripped(req.headers.get_or("X-Account-Device", ""));
+  if (hosts.size() != devices.size()) {
+    APUS_LOG_ERROR("ERROR Account update failed: different numbers of hosts and devices in "
+                   "request: \"" + std::string(req.headers.get_or("X-Account-Host", "")) +
+                   "\" vs \"" + std::string(req.headers.get_or("X-Account-Device", "")) + "\"");
+    co_return swob_response(400);
+  }
+  std::string partition(req.headers.get_or("X-Account-Partition", ""));
+  if (partition.empty()) co_return std::nullopt;
+
+  common::http::ClientOptions options;
+  options.conn_timeout = config_.conn_timeout;
+  options.node_timeout = config_.node_timeout;
+  auto& pool = common::http::ConnectionPool::for_this_thread(options);
+  std::string path = "/" + common::http::quote(t.account) + "/" + common::http::quote(t.container);
+  size_t not_found = 0;
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    size_t colon = hosts[i].rfind(':');
+    std::string ip = colon == std::string::npos ? hosts[i] : hosts[i].substr(0, colon);
+    uint16_t port = colon == std::string::npos
+                        ? 0
+                        : static_cast<uint16_t>(std::atoi(hosts[i].c_str() + colon + 1));
+    common::http::ClientRequest out;
+    out.method = "PUT";
+    out.target = "/" + common::http::quote(devices[i]) + "/" + common::http::quote(partition) + path;
+    out.headers.set("X-Put-Timestamp", info.put_timestamp);
+    out.headers.set("X-Delete-Timestamp", info.delete_timestamp);
+    out.headers.set("X-Object-Count", std::to_string(info.container_objects()));
+    out.headers.set("X-Bytes-Used", std::to_string(info.container_bytes()));
+    out.headers.set("X-Trans-Id", req.headers.get_or("X-Trans-Id", "-"));
+    out.headers.set("X-Backend-Storage-Policy-Index", std::to_string(info.storage_policy_index));
+    out.headers.set("User-Agent", "container-server " + std::to_string(::getpid()));
+    out.headers.set("Referer", common::http::as_referer(req));
+    if (common::http::iequals(req.headers.get_or("X-Account-Override-Deleted", "no"), "yes")) {
+      out.headers.set("X-Account-Override-Deleted", "yes");
+    }
+    out.content_length = 0;
+    auto resp = co_await common::http::simple_request(pool, ip, port, std::move(out));
+    if (!resp.ok()) {
+      APUS_LOG_ERROR("ERROR account update failed with " + hosts[i] + "/" + devices[i] +
+                     " (will retry later): " + resp.status().to_string());
+    } else if (resp->head.status == 404) {
+      ++not_found;
+    } else if (resp->head.status < 200 || resp->head.status >= 300) {
+      APUS_LOG_ERROR("ERROR Account update failed with " + hosts[i] + "/" + devices[i] +
+                     " (will retry later): Response " + std::to_string(resp->head.status));
+    }
+  }
+  if (!hosts.empty() && not_found == hosts.size()) co_return swob_response(404);
+  co_return std::nullopt;
+}
+
+}  // namespace apus::container

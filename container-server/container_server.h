@@ -1,0 +1,47 @@
+// ContainerServer: Swift's container-server HTTP API (swift-protocol.md §9) on a ListingStore.
+//
+// Container PUT/POST/DELETE/HEAD/GET on /<device>/<partition>/<account>/<container>, object
+// rows PUT/DELETE on /<device>/<partition>/<account>/<container>/<object> from object servers
+// and updaters, and UPDATE (a JSON list of rows). After a container PUT or DELETE the account
+// replicas named in X-Account-Host/-Device/-Partition get the container's new counts, as
+// Swift's container server sends them; a failure there is logged and left for the updater.
+//
+// Thread-safe: handle() runs on any worker; database work runs on the device's pool.
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+
+#include "container-server/db_server.h"
+
+namespace apus::container {
+
+class ContainerServer final : public DbServer {
+ public:
+  // `config` and `devices` must outlive the server.
+  ContainerServer(const DbServerConfig& config, DbDevices& devices);
+
+  // DbServer
+  boost::asio::awaitable<void> handle(common::http::Exchange& ex) override;
+
+ private:
+  struct Target;
+  boost::asio::awaitable<void> handle_put(common::http::Exchange& ex, const Target& t);
+  boost::asio::awaitable<void> handle_delete(common::http::Exchange& ex, const Target& t);
+  boost::asio::awaitable<void> handle_post(common::http::Exchange& ex, const Target& t);
+  boost::asio::awaitable<void> handle_head(common::http::Exchange& ex, const Target& t);
+  boost::asio::awaitable<void> handle_get(common::http::Exchange& ex, const Target& t);
+  boost::asio::awaitable<void> handle_update(common::http::Exchange& ex, const Target& t);
+  // Merges one object row (PUT or DELETE), auto-creating the container where Swift does.
+  // Pool thread.
+  common::http::Response put_row(const common::http::Request& req, const Target& t,
+                                 const common::Timestamp& ts, ObjectRecord rec);
+  // Sends the container's counts to its account replicas; a response (400, 404) when Swift
+  // would answer with one instead of the container's own.
+  boost::asio::awaitable<std::optional<common::http::Response>> account_update(
+      const common::http::Request& req, const Target& t, const DbInfo& info);
+
+  const DbServerConfig& config_;
+  DbDevices& devices_;
+};
+
+}  // namespace apus::container

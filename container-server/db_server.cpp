@@ -1,0 +1,440 @@
+#include "container-server/db_server.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <random>
+#include <thread>
+
+#include "common/constraints.h"
+#include "common/http/headers.h"
+#include "common/http/swob.h"
+#include "common/http/url.h"
+#include "common/listing_format.h"
+#include "common/log/log.h"
+#include "common/process.h"
+
+namespace apus::container {
+
+using common::Result;
+using common::Status;
+using common::Timestamp;
+using common::http::Request;
+using common::http::Response;
+
+// ---- configuration ---------------------------------------------------------------------------
+
+Result<DbServerConfig> DbServerConfig::from_config(const common::Config& conf, DbType type) {
+  DbServerConfig c;
+  c.type = type;
+  std::string app = c.server_type();
+  if (auto pipeline = conf.pipeline(); pipeline.ok() && !pipeline->empty()) app = pipeline->back();
+  common::Section s = conf.section("app:" + app);
+
+  c.server.server_type = c.server_type();
+  c.server.bind_ip = s.get_string("bind_ip", "0.0.0.0");
+  int64_t port = type == DbType::kContainer ? 6201 : 6202;
+  APUS_ASSIGN_OR_RETURN(port, s.get_int("bind_port", port));
+  c.server.bind_port = static_cast<uint16_t>(port);
+  int64_t workers = std::max(1u, std::thread::hardware_concurrency());
+  if (s.get_string("workers", "auto") != "auto") {
+    APUS_ASSIGN_OR_RETURN(workers, s.get_int("workers", workers));
+  }
+  c.server.workers = static_cast<int>(std::max<int64_t>(1, workers));
+  int64_t backlog = 4096;
+  APUS_ASSIGN_OR_RETURN(backlog, s.get_int("backlog", 4096));
+  c.server.backlog = static_cast<int>(backlog);
+  APUS_ASSIGN_OR_RETURN(c.server.reuse_port, s.get_bool("reuse_port", false));
+  APUS_ASSIGN_OR_RETURN(c.server.client_timeout, s.get_double("client_timeout", 60));
+
+  c.devices = s.get_string("devices", "/srv/node");
+  APUS_ASSIGN_OR_RETURN(c.mount_check, s.get_bool("mount_check", true));
+  auto reserve = common::io::FreeSpaceReserve::parse(s.get_string("fallocate_reserve", "1%"));
+  if (!reserve.ok()) return s.invalid("fallocate_reserve", reserve.status().message());
+  c.fallocate_reserve = *reserve;
+  APUS_ASSIGN_OR_RETURN(c.node_timeout, s.get_double("node_timeout", 3));
+  APUS_ASSIGN_OR_RETURN(c.conn_timeout, s.get_double("conn_timeout", 0.5));
+  if (type == DbType::kContainer) {
+    APUS_ASSIGN_OR_RETURN(c.allow_versions, s.get_bool("allow_versions", false));
+  }
+  APUS_ASSIGN_OR_RETURN(c.sync_writes, s.get_bool("db_sync_writes", true));
+  int64_t threads = 2;
+  APUS_ASSIGN_OR_RETURN(threads, s.get_int("threads_per_disk", 2));
+  c.threads_per_disk = static_cast<int>(std::max<int64_t>(1, threads));
+  std::string replication = s.get_string("replication_server", "");
+  c.replication_server = replication.empty() || common::config_true_value(replication);
+  c.log_name = s.get_string("log_name", c.server_type());
+
+  std::string swift_dir = s.get_string("swift_dir", "/etc/swift");
+  auto swift = common::load_swift_conf(swift_dir + "/swift.conf");
+  if (!swift.ok()) return swift.status();
+  c.swift = std::move(*swift);
+  // The deprecated server option wins over swift.conf's, as in Swift.
+  c.auto_create_account_prefix = s.get_string("auto_create_account_prefix",
+                                              c.swift.constraints.auto_create_account_prefix);
+  if (c.auto_create_account_prefix.empty()) {
+    c.auto_create_account_prefix = c.swift.constraints.auto_create_account_prefix;
+  }
+  return c;
+}
+
+std::string DbServerConfig::server_type() const {
+  return type == DbType::kContainer ? "container-server" : "account-server";
+}
+
+// ---- devices ---------------------------------------------------------------------------------
+
+DbDevices::DbDevices(const DbServerConfig& config, common::io::Fs& fs, common::Metrics* metrics)
+    : config_(config), fs_(fs), metrics_(metrics) {}
+
+DbDevices::~DbDevices() {
+  // Pools first: their queued jobs may still use a store.
+  std::lock_guard lock(mutex_);
+  pools_.clear();
+  stores_.clear();
+}
+
+common::io::BlockingPool& DbDevices::pool(const std::string& device) {
+  std::lock_guard lock(mutex_);
+  auto& pool = pools_[device];
+  if (!pool) {
+    pool = std::make_unique<common::io::BlockingPool>("db-" + device, config_.threads_per_disk);
+    if (metrics_) pool->export_metrics(*metrics_);
+  }
+  return *pool;
+}
+
+Status DbDevices::check_device(const std::string& device) {
+  return common::io::check_device(fs_, config_.devices, device, config_.mount_check);
+}
+
+Status DbDevices::check_free_space(const std::string& device) {
+  return common::io::check_free_space(fs_, config_.devices, device, config_.fallocate_reserve);
+}
+
+Result<ListingStore*> DbDevices::store(const std::string& device) {
+  std::lock_guard lock(mutex_);
+  auto& store = stores_[device];
+  if (!store) {
+    std::string dir = config_.devices + "/" + device +
+                      (config_.type == DbType::kContainer ? "/apus-containers" : "/apus-accounts");
+    StoreOptions options;
+    options.type = config_.type;
+    options.sync_writes = config_.sync_writes;
+    auto opened = ListingStore::open(dir, options);
+    if (!opened.ok()) {
+      stores_.erase(device);
+      return opened.status();
+    }
+    store = std::move(*opened);
+  }
+  return store.get();
+}
+
+// ---- request rules ---------------------------------------------------------------------------
+
+Response plain_error(int status, std::string body) {
+  return common::http::text_response(status, std::move(body));
+}
+
+Response insufficient_storage(const std::string& device) {
+  return common::http::swob_response(507, device);
+}
+
+Response no_body(Response r) {
+  r.body.clear();
+  return r;
+}
+
+TimestampOrError request_timestamp(const Request& req) {
+  TimestampOrError out;
+  auto header = req.headers.get("X-Timestamp");
+  if (!header) {
+    out.error = plain_error(400, "Missing X-Timestamp header");
+    return out;
+  }
+  auto ts = Timestamp::parse(*header);
+  if (!ts.ok()) {
+    out.error = plain_error(400, "Invalid X-Timestamp header");
+    return out;
+  }
+  out.timestamp = *ts;
+  return out;
+}
+
+PolicyOrError request_policy_index(const Request& req, const common::StoragePolicies& policies) {
+  PolicyOrError out;
+  auto header = req.headers.get("X-Backend-Storage-Policy-Index");
+  if (!header) return out;
+  std::string text(*header);
+  // Python's int(): surrounding whitespace and a sign are fine.
+  char* end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(text.c_str(), &end, 10);
+  bool numeric = !text.empty() && end != text.c_str() && errno == 0;
+  while (numeric && *end && std::isspace(static_cast<unsigned char>(*end))) ++end;
+  numeric = numeric && *end == '\0';
+  const common::StoragePolicy* policy = numeric ? policies.by_index(v) : nullptr;
+  if (!policy) {
+    // Swift formats the header with %r: quoted while still a string, bare once an int.
+    std::string shown = numeric ? std::to_string(v) : "'" + text + "'";
+    out.error = plain_error(400, "Invalid X-Backend-Storage-Policy-Index " + shown);
+    return out;
+  }
+  out.index = policy->index;
+  return out;
+}
+
+namespace {
+
+constexpr std::string_view kContainerSaved[] = {"x-container-read", "x-container-write",
+                                                "x-container-sync-key", "x-container-sync-to"};
+
+bool longer_prefix(std::string_view key, std::string_view prefix) {
+  return key.size() > prefix.size() && common::http::istarts_with(key, prefix);
+}
+
+bool is_sys_or_user_meta(std::string_view key, DbType type) {
+  if (type == DbType::kContainer) {
+    return longer_prefix(key, "x-container-meta-") || longer_prefix(key, "x-container-sysmeta-");
+  }
+  return longer_prefix(key, "x-account-meta-") || longer_prefix(key, "x-account-sysmeta-");
+}
+
+bool is_saved_container_header(std::string_view key, bool allow_versions) {
+  for (std::string_view saved : kContainerSaved) {
+    if (common::http::iequals(key, saved)) return true;
+  }
+  return allow_versions && common::http::iequals(key, "x-versions-location");
+}
+
+// How swob names a header it read from the WSGI environ: '_' as '-', then str.title().
+std::string stored_name(std::string_view header) {
+  std::string name(header);
+  std::replace(name.begin(), name.end(), '_', '-');
+  return common::http::title_case(name);
+}
+
+}  // namespace
+
+bool returned_metadata(std::string_view key, DbType type, bool allow_versions) {
+  if (type == DbType::kAccount) return true;
+  return is_sys_or_user_meta(key, type) || is_saved_container_header(key, allow_versions);
+}
+
+DbMetadata request_metadata(const Request& req, DbType type, bool allow_versions,
+                            const Timestamp& ts) {
+  DbMetadata md;
+  std::string stamp = ts.internal();
+  for (const auto& [name, value] : req.headers) {
+    bool wanted = is_sys_or_user_meta(name, type) ||
+                  (type == DbType::kContainer && is_saved_container_header(name, allow_versions));
+    if (wanted) md[stored_name(name)] = MetaItem{value, stamp};
+  }
+  return md;
+}
+
+MetadataMerge merge_metadata(DbInfo& info, const DbMetadata& updates, bool validate,
+                             const common::Constraints& constraints) {
+  MetadataMerge out;
+  if (updates.empty()) return out;
+  DbMetadata merged = info.metadata;
+  for (const auto& [key, item] : updates) {
+    auto it = merged.find(key);
+    if (it == merged.end() || item.timestamp > it->second.timestamp) {
+      merged[key] = item;
+      out.changed = true;
+    }
+  }
+  if (!out.changed) return out;
+  if (validate) {
+    int64_t count = 0, size = 0;
+    for (const auto& [key, item] : merged) {
+      if ((!key.empty() && !common::check_utf8(key)) ||
+          (!item.value.empty() && !common::check_utf8(item.value))) {
+        out.invalid = "Metadata must be valid UTF-8";
+        return out;
+      }
+      for (std::string_view prefix : {"x-account-meta-", "x-container-meta-"}) {
+        if (!item.value.empty() && common::http::istarts_with(key, prefix)) {
+          ++count;
+          size += static_cast<int64_t>(key.size() - prefix.size() + item.value.size());
+        }
+      }
+    }
+    if (count > constraints.max_meta_count) {
+      out.invalid = "Too many metadata items; max " + std::to_string(constraints.max_meta_count);
+      return out;
+    }
+    if (size > constraints.max_meta_overall_size) {
+      out.invalid =
+          "Total metadata too large; max " + std::to_string(constraints.max_meta_overall_size);
+      return out;
+    }
+  }
+  info.metadata = std::move(merged);
+  return out;
+}
+
+ListingParams listing_params(const Request& req, int64_t max_limit, bool container) {
+  ListingParams out;
+  std::map<std::string, std::string> params;
+  for (auto& [k, v] : common::http::parse_query(req.query())) params[k] = std::move(v);
+  // Swift decodes each parameter as UTF-8 and answers 400 naming the first that is not, in
+  // the order it reads them.
+  static constexpr std::string_view kContainerOrder[] = {
+      "marker", "end_marker", "prefix", "delimiter", "path", "format", "reverse", "states",
+      "includes", "limit"};
+  static constexpr std::string_view kAccountOrder[] = {"prefix", "delimiter", "reverse", "limit",
+                                                       "marker", "end_marker", "format"};
+  std::span<const std::string_view> order =
+      container ? std::span<const std::string_view>(kContainerOrder)
+                : std::span<const std::string_view>(kAccountOrder);
+  ListingQuery& q = out.query;
+  q.limit = max_limit;
+  for (std::string_view name : order) {
+    auto it = params.find(std::string(name));
+    if (it == params.end() || it->second.empty()) continue;
+    const std::string& value = it->second;
+    if (!common::check_utf8(value, /*internal=*/true)) {
+      out.error = plain_error(400, "\"" + std::string(name) + "\" parameter not valid UTF-8");
+      return out;
+    }
+    if (name != "limit" || !std::all_of(value.begin(), value.end(), ::isdigit)) continue;
+    if (value.size() > 18 || std::stoll(value) > max_limit) {
+      out.error = common::http::swob_response(412);
+      out.error->body = "Maximum limit is " + std::to_string(max_limit);
+      return out;
+    }
+    q.limit = std::stoll(value);
+  }
+  auto get = [&](const char* name) -> std::optional<std::string> {
+    auto it = params.find(name);
+    if (it == params.end()) return std::nullopt;
+    return it->second;
+  };
+  q.marker = get("marker").value_or("");
+  q.end_marker = get("end_marker");
+  q.prefix = get("prefix");
+  q.delimiter = get("delimiter");
+  if (container) q.path = get("path");
+  q.reverse = common::config_true_value(get("reverse").value_or(""));
+  q.allow_reserved = common::config_true_value(
+      req.headers.get_or("X-Backend-Allow-Reserved-Names", ""));
+  out.format = get("format");
+  return out;
+}
+
+ContentTypeOrError listing_content_type(const Request& req,
+                                        const std::optional<std::string>& format) {
+  ContentTypeOrError out;
+  std::optional<std::string_view> fmt;
+  if (format) fmt = *format;
+  auto n = common::listing::negotiate(fmt, req.headers.get("Accept"));
+  if (n.status == 400) {
+    out.error = common::http::swob_response(400);
+    out.error->body = n.error_body;
+  } else if (n.status != 0) {
+    out.error = common::http::swob_response(n.status);
+  }
+  out.content_type = n.content_type;
+  return out;
+}
+
+std::string new_db_id(std::string_view device) {
+  thread_local std::mt19937_64 rng(std::random_device{}());
+  uint64_t hi = rng(), lo = rng();
+  hi = (hi & 0xFFFFFFFFFFFF0FFFULL) | 0x0000000000004000ULL;  // version 4
+  lo = (lo & 0x3FFFFFFFFFFFFFFFULL) | 0x8000000000000000ULL;  // RFC 4122 variant
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%08x-%04x-%04x-%04x-%012llx",
+                static_cast<unsigned>(hi >> 32), static_cast<unsigned>(hi >> 16 & 0xFFFF),
+                static_cast<unsigned>(hi & 0xFFFF), static_cast<unsigned>(lo >> 48),
+                static_cast<unsigned long long>(lo & 0xFFFFFFFFFFFFULL));
+  return std::string(buf) + "-" + std::string(device);
+}
+
+PathOrError split_storage_path(std::string_view decoded_path, int min_segments,
+                               int max_segments, bool rest_with_last) {
+  PathOrError out;
+  auto segs = common::http::split_path(decoded_path, min_segments, max_segments, rest_with_last);
+  Status valid = segs.ok() ? common::http::validate_device_partition(*(*segs)[0], *(*segs)[1])
+                           : segs.status();
+  if (!valid.ok()) {
+    out.error = plain_error(400, valid.message());
+    return out;
+  }
+  out.segments = std::move(*segs);
+  // Reserved names ("\x00" inside a name) must start with it: validate_internal_*.
+  static constexpr std::string_view kKinds[] = {"account", "container", "object"};
+  for (size_t i = 2; i < out.segments.size() && i < 5; ++i) {
+    const auto& name = out.segments[i];
+    if (!name || name->empty()) continue;
+    if (i == 4) {
+      const std::string& account = *out.segments[2];
+      if (account.rfind(".", 0) == 0 || account == ".misplaced_objects") continue;
+    }
+    if (name->find('\0') != std::string::npos && (*name)[0] != '\0') {
+      out.error =
+          common::http::swob_response(400);
+      out.error->body = "Invalid reserved-namespace " + std::string(kKinds[i - 2]);
+      return out;
+    }
+    if (i == 4) {
+      bool reserved_container = (*out.segments[3])[0] == '\0';
+      bool reserved_object = (*name)[0] == '\0';
+      if (reserved_container && !reserved_object) {
+        out.error = common::http::swob_response(400);
+        out.error->body = "Invalid user-namespace object in reserved-namespace container";
+        return out;
+      }
+      if (reserved_object && !reserved_container) {
+        out.error = common::http::swob_response(400);
+        out.error->body = "Invalid reserved-namespace object in user-namespace container";
+        return out;
+      }
+    }
+  }
+  return out;
+}
+
+// ---- main ------------------------------------------------------------------------------------
+
+int run_db_server(int argc, char** argv, DbType type, const MakeDbServer& make) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: %s CONFIG_FILE\n", argv[0]);
+    return 2;
+  }
+  common::block_stop_signals();
+  auto conf = common::load_program_config(argv[1]);
+  if (!conf.ok()) {
+    std::fprintf(stderr, "%s\n", conf.status().message().c_str());
+    return 1;
+  }
+  auto config = DbServerConfig::from_config(*conf, type);
+  Status logging = config.ok()
+                       ? common::configure_logging(
+                             conf->section("app:" + config->server_type()), config->log_name)
+                       : config.status();
+  if (!logging.ok()) {
+    std::fprintf(stderr, "%s\n", logging.message().c_str());
+    return 1;
+  }
+  common::Metrics metrics(type == DbType::kContainer ? "container" : "account");
+  DbDevices devices(*config, common::io::default_fs(), &metrics);
+  std::unique_ptr<DbServer> server = make(*config, devices);
+  common::http::Server http(
+      config->server, [&server](common::http::Exchange& ex) { return server->handle(ex); },
+      &metrics, common::storage_access_logger());
+  if (auto s = http.start(); !s.ok()) {
+    APUS_LOG_ERROR("cannot start: " + s.to_string());
+    std::fprintf(stderr, "cannot start: %s\n", s.to_string().c_str());
+    return 1;
+  }
+  APUS_LOG_INFO(config->server_type() + " listening on " + config->server.bind_ip + ":" +
+                std::to_string(http.port()) + " with " + std::to_string(config->server.workers) +
+                " workers");
+  http.run_until_signal();
+  return 0;
+}
+
+}  // namespace apus::container

@@ -1,0 +1,174 @@
+// What the container and account servers share: their config, the per-device disk pools and
+// listing stores, and the request rules both apply the same way (device checks, metadata,
+// listing parameters and formats), each as Swift's servers do.
+//
+// Thread-safe: DbDevices hands out per-device pools and stores under a mutex; stores open
+// lazily on a pool thread.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/asio/awaitable.hpp>
+
+#include "common/config/config.h"
+#include "common/config/swift_conf.h"
+#include "common/http/server.h"
+#include "common/io/blocking_pool.h"
+#include "common/io/device.h"
+#include "common/io/fs.h"
+#include "common/metrics/metrics.h"
+#include "common/timestamp.h"
+#include "container-server/listing_db.h"
+
+namespace apus::container {
+
+struct DbServerConfig {
+  DbType type = DbType::kContainer;
+  common::http::ServerOptions server;  // bind_ip/port, workers, client_timeout, backlog...
+  std::string devices = "/srv/node";
+  bool mount_check = true;
+  common::io::FreeSpaceReserve fallocate_reserve;
+  double node_timeout = 3.0;
+  double conn_timeout = 0.5;
+  bool allow_versions = false;  // containers: X-Versions-Location is stored too
+  bool sync_writes = true;      // db_sync_writes: fsync RocksDB's WAL on every write
+  int threads_per_disk = 2;
+  bool replication_server = true;
+  std::string auto_create_account_prefix = ".";
+  std::string log_name;
+  common::SwiftConf swift;
+
+  // Reads the [app:...] section named by [pipeline:main] of a container-server.conf or
+  // account-server.conf and the swift.conf in its swift_dir. Errors name file, section and key.
+  static common::Result<DbServerConfig> from_config(const common::Config& conf, DbType type);
+  // "container-server" or "account-server".
+  std::string server_type() const;
+};
+
+class DbDevices {
+ public:
+  // `fs` and `metrics` (nullable) must outlive this.
+  DbDevices(const DbServerConfig& config, common::io::Fs& fs, common::Metrics* metrics);
+  ~DbDevices();
+
+  // The disk pool of `device` (created on first use).
+  common::io::BlockingPool& pool(const std::string& device);
+  // 507-worthy InsufficientStorage when the device is missing or unmounted. Pool thread.
+  common::Status check_device(const std::string& device);
+  // InsufficientStorage when free space is below fallocate_reserve. Pool thread.
+  common::Status check_free_space(const std::string& device);
+  // The listing store of `device`, opened on first use (IOError when RocksDB cannot open it).
+  // REQUIRES: check_device(device) passed. Pool thread.
+  common::Result<ListingStore*> store(const std::string& device);
+
+ private:
+  const DbServerConfig& config_;
+  common::io::Fs& fs_;
+  common::Metrics* metrics_;
+  std::mutex mutex_;
+  std::map<std::string, std::unique_ptr<common::io::BlockingPool>> pools_;  // GUARDED_BY(mutex_)
+  std::map<std::string, std::unique_ptr<ListingStore>> stores_;             // GUARDED_BY(mutex_)
+};
+
+// ---- request rules ---------------------------------------------------------------------------
+
+// A response with a text/plain body (Swift's validation errors).
+common::http::Response plain_error(int status, std::string body);
+
+// X-Timestamp as Swift's valid_timestamp(): 400 "Missing X-Timestamp header" / "Invalid
+// X-Timestamp header" as a ready response when absent or bad.
+struct TimestampOrError {
+  common::Timestamp timestamp;
+  std::optional<common::http::Response> error;
+};
+TimestampOrError request_timestamp(const common::http::Request& req);
+
+// X-Backend-Storage-Policy-Index checked against the policies: nullopt when absent, the index,
+// or a 400 response ("Invalid X-Backend-Storage-Policy-Index ...", as Swift words it).
+struct PolicyOrError {
+  std::optional<int> index;
+  std::optional<common::http::Response> error;
+};
+PolicyOrError request_policy_index(const common::http::Request& req,
+                                   const common::StoragePolicies& policies);
+
+// The metadata a request sets, each item stamped with `ts`: X-<Type>-Meta-* and
+// X-<Type>-Sysmeta-* headers, plus the container headers Swift saves (ACLs, sync, versions),
+// under the names Swift stores (title case, '_' as '-').
+DbMetadata request_metadata(const common::http::Request& req, DbType type, bool allow_versions,
+                            const common::Timestamp& ts);
+
+// Swift's update_metadata(): folds `updates` into `info.metadata`, an item replacing the stored
+// one only when its timestamp is newer. Returns false when nothing changes. With `validate`, a
+// result over the metadata limits gives the 400 body Swift sends ("Too many metadata items;
+// max 90", "Total metadata too large; max 4096", "Metadata must be valid UTF-8").
+struct MetadataMerge {
+  bool changed = false;
+  std::optional<std::string> invalid;  // the 400 body
+};
+MetadataMerge merge_metadata(DbInfo& info, const DbMetadata& updates, bool validate,
+                             const common::Constraints& constraints);
+
+// Whether a stored metadata item is returned in container responses (containers return only
+// user/sys metadata and the saved headers; accounts all of it).
+bool returned_metadata(std::string_view key, DbType type, bool allow_versions);
+
+// The query parameters of a listing request, decoded and checked as Swift's get_param() and
+// constrain_req_limit() do: 400 '"<name>" parameter not valid UTF-8', 412 "Maximum limit is N".
+struct ListingParams {
+  ListingQuery query;
+  std::optional<std::string> format;
+  std::optional<common::http::Response> error;
+};
+ListingParams listing_params(const common::http::Request& req, int64_t max_limit,
+                             bool container);
+
+// The negotiated listing content type (format param or Accept), or Swift's 400/406 response.
+struct ContentTypeOrError {
+  std::string content_type;
+  std::optional<common::http::Response> error;
+};
+ContentTypeOrError listing_content_type(const common::http::Request& req,
+                                        const std::optional<std::string>& format);
+
+// Swift's HTTPInsufficientStorage for `device`.
+common::http::Response insufficient_storage(const std::string& device);
+
+// A new database id: "<uuid4>-<device>".
+std::string new_db_id(std::string_view device);
+
+// Validates a storage-server path: "/<device>/<partition>/<account>[/...]" split as Swift's
+// split_and_validate_path() (400 with its message) plus the reserved-name rules of
+// validate_internal_*. `segments` has min..max entries, the last taking the rest when
+// `rest_with_last`.
+struct PathOrError {
+  std::vector<std::optional<std::string>> segments;
+  std::optional<common::http::Response> error;
+};
+PathOrError split_storage_path(std::string_view decoded_path, int min_segments, int max_segments,
+                               bool rest_with_last);
+
+// Answers a HEAD-style response: no body, Content-Length 0 whatever swob's default body.
+common::http::Response no_body(common::http::Response r);
+
+// A container or account server: the request handler over its config and devices.
+class DbServer {
+ public:
+  virtual ~DbServer() = default;
+  virtual boost::asio::awaitable<void> handle(common::http::Exchange& ex) = 0;
+};
+using MakeDbServer =
+    std::function<std::unique_ptr<DbServer>(const DbServerConfig& config, DbDevices& devices)>;
+
+// main() of both programs: reads CONFIG_FILE (argv[1]), sets up logging and metrics, serves
+// with the server `make` builds until SIGTERM. Returns the exit code.
+int run_db_server(int argc, char** argv, DbType type, const MakeDbServer& make);
+
+}  // namespace apus::container

@@ -1,0 +1,775 @@
+#include "container-server/listing_db.h"
+
+#include <array>
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+
+#include <rocksdb/db.h>
+#include <rocksdb/options.h>
+#include <rocksdb/write_batch.h>
+
+#include "common/crypto/md5.h"
+#include "common/http/headers.h"
+#include "common/timestamp.h"
+
+namespace apus::container {
+
+using common::Result;
+using common::Status;
+using common::Timestamp;
+
+namespace {
+
+// ---- value encoding: varints and length-prefixed strings (FORMAT.md) --------------------------
+
+constexpr uint8_t kInfoVersion = 1;
+constexpr uint8_t kRowVersion = 1;
+
+void put_varint(std::string& out, uint64_t v) {
+  while (v >= 0x80) {
+    out.push_back(static_cast<char>(v | 0x80));
+    v >>= 7;
+  }
+  out.push_back(static_cast<char>(v));
+}
+void put_signed(std::string& out, int64_t v) {  // zig-zag
+  put_varint(out, (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63));
+}
+void put_string(std::string& out, std::string_view s) {
+  put_varint(out, s.size());
+  out.append(s);
+}
+
+class Reader {
+ public:
+  explicit Reader(std::string_view data) : data_(data) {}
+  bool ok() const { return ok_; }
+  bool done() const { return data_.empty(); }
+  uint64_t varint() {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (data_.empty()) break;
+      auto byte = static_cast<uint8_t>(data_.front());
+      data_.remove_prefix(1);
+      v |= static_cast<uint64_t>(byte & 0x7f) << shift;
+      if (!(byte & 0x80)) return v;
+    }
+    ok_ = false;
+    return 0;
+  }
+  int64_t signed_varint() {
+    uint64_t z = varint();
+    return static_cast<int64_t>((z >> 1) ^ (~(z & 1) + 1));
+  }
+  std::string string() {
+    uint64_t n = varint();
+    if (!ok_ || n > data_.size()) {
+      ok_ = false;
+      return {};
+    }
+    std::string s(data_.substr(0, n));
+    data_.remove_prefix(n);
+    return s;
+  }
+
+ private:
+  std::string_view data_;
+  bool ok_ = true;
+};
+
+void put_be32(std::string& out, uint32_t v) {
+  for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<char>(v >> shift));
+}
+void put_be64(std::string& out, uint64_t v) {
+  for (int shift = 56; shift >= 0; shift -= 8) out.push_back(static_cast<char>(v >> shift));
+}
+
+// ---- keys ------------------------------------------------------------------------------------
+
+std::string info_key(std::string_view db) {
+  std::string k = "i";
+  k.append(db);
+  return k;
+}
+// Rows of one database and policy share this prefix; the name follows it.
+std::string row_base(std::string_view db, uint32_t policy) {
+  std::string k = "r";
+  put_string(k, db);
+  put_be32(k, policy);
+  return k;
+}
+std::string seq_key(std::string_view db, int64_t rowid) {
+  std::string k = "s";
+  put_string(k, db);
+  put_be64(k, static_cast<uint64_t>(rowid));
+  return k;
+}
+
+// ---- records ---------------------------------------------------------------------------------
+
+std::string encode_info(const DbInfo& in) {
+  std::string out(1, static_cast<char>(kInfoVersion));
+  for (const std::string* s :
+       {&in.account, &in.container, &in.partition, &in.created_at, &in.put_timestamp,
+        &in.delete_timestamp, &in.status, &in.status_changed_at, &in.reported_put_timestamp,
+        &in.reported_delete_timestamp, &in.hash, &in.id}) {
+    put_string(out, *s);
+  }
+  for (int64_t v : {in.reported_object_count, in.reported_bytes_used,
+                    static_cast<int64_t>(in.storage_policy_index), in.x_container_sync_point1,
+                    in.x_container_sync_point2, in.container_count, in.object_count,
+                    in.bytes_used, in.max_row}) {
+    put_signed(out, v);
+  }
+  put_varint(out, in.policy_stats.size());
+  for (const auto& [index, st] : in.policy_stats) {
+    put_signed(out, index);
+    put_signed(out, st.object_count);
+    put_signed(out, st.bytes_used);
+    put_signed(out, st.container_count);
+  }
+  put_varint(out, in.metadata.size());
+  for (const auto& [key, item] : in.metadata) {
+    put_string(out, key);
+    put_string(out, item.value);
+    put_string(out, item.timestamp);
+  }
+  return out;
+}
+
+Result<DbInfo> decode_info(std::string_view data) {
+  if (data.empty() || static_cast<uint8_t>(data[0]) != kInfoVersion) {
+    return Status::corruption("unknown info record version");
+  }
+  Reader r(data.substr(1));
+  DbInfo in;
+  for (std::string* s :
+       {&in.account, &in.container, &in.partition, &in.created_at, &in.put_timestamp,
+        &in.delete_timestamp, &in.status, &in.status_changed_at, &in.reported_put_timestamp,
+        &in.reported_delete_timestamp, &in.hash, &in.id}) {
+    *s = r.string();
+  }
+  int64_t policy = 0;
+  for (int64_t* v : {&in.reported_object_count, &in.reported_bytes_used, &policy,
+                     &in.x_container_sync_point1, &in.x_container_sync_point2,
+                     &in.container_count, &in.object_count, &in.bytes_used, &in.max_row}) {
+    *v = r.signed_varint();
+  }
+  in.storage_policy_index = static_cast<int>(policy);
+  uint64_t n = r.varint();
+  for (uint64_t i = 0; i < n && r.ok(); ++i) {
+    auto index = static_cast<int>(r.signed_varint());
+    PolicyStat& st = in.policy_stats[index];
+    st.object_count = r.signed_varint();
+    st.bytes_used = r.signed_varint();
+    st.container_count = r.signed_varint();
+  }
+  n = r.varint();
+  for (uint64_t i = 0; i < n && r.ok(); ++i) {
+    std::string key = r.string();
+    MetaItem item;
+    item.value = r.string();
+    item.timestamp = r.string();
+    in.metadata[std::move(key)] = std::move(item);
+  }
+  if (!r.ok()) return Status::corruption("truncated info record");
+  return in;
+}
+
+std::string encode_row(const ObjectRecord& o) {
+  std::string out(1, static_cast<char>(kRowVersion));
+  put_string(out, o.created_at);
+  put_signed(out, o.size);
+  put_string(out, o.content_type);
+  put_string(out, o.etag);
+  out.push_back(o.deleted ? 1 : 0);
+  put_signed(out, o.rowid);
+  return out;
+}
+std::string encode_row(const ContainerRecord& c) {
+  std::string out(1, static_cast<char>(kRowVersion));
+  put_string(out, c.put_timestamp);
+  put_string(out, c.delete_timestamp);
+  put_signed(out, c.object_count);
+  put_signed(out, c.bytes_used);
+  out.push_back(c.deleted ? 1 : 0);
+  put_signed(out, c.rowid);
+  return out;
+}
+
+bool decode_row(std::string_view data, ObjectRecord& o) {
+  if (data.empty() || static_cast<uint8_t>(data[0]) != kRowVersion) return false;
+  Reader r(data.substr(1));
+  o.created_at = r.string();
+  o.size = r.signed_varint();
+  o.content_type = r.string();
+  o.etag = r.string();
+  uint64_t deleted = r.varint();
+  o.deleted = deleted != 0;
+  o.rowid = r.signed_varint();
+  return r.ok();
+}
+bool decode_row(std::string_view data, ContainerRecord& c) {
+  if (data.empty() || static_cast<uint8_t>(data[0]) != kRowVersion) return false;
+  Reader r(data.substr(1));
+  c.put_timestamp = r.string();
+  c.delete_timestamp = r.string();
+  c.object_count = r.signed_varint();
+  c.bytes_used = r.signed_varint();
+  c.deleted = r.varint() != 0;
+  c.rowid = r.signed_varint();
+  return r.ok();
+}
+
+// Whether a row is deleted, without decoding all of it: the flag sits right after the strings
+// and numbers, so decode; rows are small.
+template <class Row>
+bool row_deleted(std::string_view value) {
+  Row row;
+  return !decode_row(value, row) || row.deleted;
+}
+
+Status from_rocksdb(const rocksdb::Status& s) {
+  if (s.ok()) return Status();
+  if (s.IsNotFound()) return Status::not_found(s.ToString());
+  if (s.IsCorruption()) return Status::corruption(s.ToString());
+  if (s.IsNoSpace()) return Status::insufficient_storage(s.ToString());
+  return Status::io_error(s.ToString());
+}
+
+Timestamp parse_or_zero(std::string_view ts) {
+  auto t = Timestamp::parse(ts);
+  return t.ok() ? *t : Timestamp();
+}
+
+// ---- the RocksDB store -----------------------------------------------------------------------
+
+class RocksListingStore final : public ListingStore {
+ public:
+  RocksListingStore(StoreOptions options, std::unique_ptr<rocksdb::DB> db)
+      : ListingStore(options), db_(std::move(db)) {
+    write_options_.sync = options.sync_writes;
+  }
+
+  Result<std::optional<DbInfo>> get_info(std::string_view db) override {
+    return read_info(db, nullptr);
+  }
+
+  Status update_info(std::string_view db, const InfoUpdate& fn) override {
+    std::lock_guard lock(lock_for(db));
+    auto info = read_info(db, nullptr);
+    if (!info.ok()) return info.status();
+    auto write = fn(*info);
+    if (!write.ok()) return write.status();
+    if (!*write || !info->has_value()) return Status();
+    rocksdb::WriteBatch batch;
+    batch.Put(info_key(db), encode_info(**info));
+    return from_rocksdb(db_->Write(write_options_, &batch));
+  }
+
+  Status merge_objects(std::string_view db, std::vector<ObjectRecord> records) override {
+    std::lock_guard lock(lock_for(db));
+    auto loaded = read_info(db, nullptr);
+    if (!loaded.ok()) return loaded.status();
+    if (!loaded->has_value()) return Status::not_found("no such container");
+    DbInfo& info = **loaded;
+    rocksdb::WriteBatch batch;
+    std::unordered_map<std::string, ObjectRecord> written;  // rows this batch already holds
+    for (ObjectRecord& rec : records) {
+      std::string key = row_base(db, static_cast<uint32_t>(rec.storage_policy_index)) + rec.name;
+      std::optional<ObjectRecord> existing;
+      if (auto it = written.find(key); it != written.end()) {
+        existing = it->second;
+      } else {
+        std::string value;
+        rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), key, &value);
+        if (!s.ok() && !s.IsNotFound()) return from_rocksdb(s);
+        if (s.ok()) {
+          existing.emplace();
+          if (!decode_row(value, *existing)) return Status::corruption("bad object row");
+          existing->name = rec.name;
+          existing->storage_policy_index = rec.storage_policy_index;
+        }
+      }
+      if (!merge_object_record(rec, existing ? &*existing : nullptr)) continue;
+      if (existing) remove_object_stats(info, *existing, db, batch);
+      rec.rowid = ++info.max_row;
+      add_object_stats(info, rec);
+      batch.Put(key, encode_row(rec));
+      batch.Put(seq_key(db, rec.rowid), key.substr(1));
+      written[key] = rec;
+    }
+    if (written.empty()) return Status();
+    batch.Put(info_key(db), encode_info(info));
+    return from_rocksdb(db_->Write(write_options_, &batch));
+  }
+
+  Status merge_containers(std::string_view db, std::vector<ContainerRecord> records) override {
+    std::lock_guard lock(lock_for(db));
+    auto loaded = read_info(db, nullptr);
+    if (!loaded.ok()) return loaded.status();
+    if (!loaded->has_value()) return Status::not_found("no such account");
+    DbInfo& info = **loaded;
+    rocksdb::WriteBatch batch;
+    std::unordered_map<std::string, ContainerRecord> written;
+    for (ContainerRecord& rec : records) {
+      std::string key = row_base(db, 0) + rec.name;
+      std::optional<ContainerRecord> existing;
+      if (auto it = written.find(key); it != written.end()) {
+        existing = it->second;
+      } else {
+        std::string value;
+        rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), key, &value);
+        if (!s.ok() && !s.IsNotFound()) return from_rocksdb(s);
+        if (s.ok()) {
+          existing.emplace();
+          if (!decode_row(value, *existing)) return Status::corruption("bad container row");
+          existing->name = rec.name;
+        }
+      }
+      if (existing) {
+        // Swift keeps the newer put and delete timestamps independently, takes counts from the
+        // update, and always rewrites the row.
+        if (parse_or_zero(existing->put_timestamp) > parse_or_zero(rec.put_timestamp)) {
+          rec.put_timestamp = existing->put_timestamp;
+        }
+        if (parse_or_zero(existing->delete_timestamp) > parse_or_zero(rec.delete_timestamp)) {
+          rec.delete_timestamp = existing->delete_timestamp;
+        }
+        rec.deleted = parse_or_zero(rec.delete_timestamp) > parse_or_zero(rec.put_timestamp) &&
+                      rec.object_count == 0;
+        remove_container_stats(info, *existing, db, batch);
+      }
+      rec.rowid = ++info.max_row;
+      add_container_stats(info, rec);
+      batch.Put(key, encode_row(rec));
+      batch.Put(seq_key(db, rec.rowid), key.substr(1));
+      written[key] = rec;
+    }
+    if (written.empty()) return Status();
+    batch.Put(info_key(db), encode_info(info));
+    return from_rocksdb(db_->Write(write_options_, &batch));
+  }
+
+  Result<std::vector<ObjectEntry>> list_objects(std::string_view db,
+                                                const ListingQuery& q) override {
+    std::vector<ObjectEntry> out;
+    Status s = scan(db, q, static_cast<uint32_t>(q.storage_policy_index), /*allow_path=*/true,
+                    &row_deleted<ObjectRecord>,
+                    [&](std::string_view name, std::optional<std::string_view> value) {
+                      ObjectEntry e;
+                      e.row.name.assign(name);
+                      if (!value) {
+                        e.subdir = true;
+                      } else if (!decode_row(*value, e.row)) {
+                        return false;
+                      }
+                      e.row.storage_policy_index = q.storage_policy_index;
+                      out.push_back(std::move(e));
+                      return true;
+                    });
+    if (!s.ok()) return s;
+    return out;
+  }
+
+  Result<std::vector<ContainerEntry>> list_containers(std::string_view db,
+                                                      const ListingQuery& q) override {
+    std::vector<ContainerEntry> out;
+    ListingQuery account_query = q;
+    account_query.path.reset();  // accounts have no path parameter
+    Status s = scan(db, account_query, 0, /*allow_path=*/false, &row_deleted<ContainerRecord>,
+                    [&](std::string_view name, std::optional<std::string_view> value) {
+                      ContainerEntry e;
+                      e.row.name.assign(name);
+                      if (!value) {
+                        e.subdir = true;
+                      } else if (!decode_row(*value, e.row)) {
+                        return false;
+                      }
+                      out.push_back(std::move(e));
+                      return true;
+                    });
+    if (!s.ok()) return s;
+    return out;
+  }
+
+ private:
+  using Emit = std::function<bool(std::string_view name, std::optional<std::string_view> value)>;
+
+  std::mutex& lock_for(std::string_view db) {
+    return locks_[std::hash<std::string_view>()(db) % locks_.size()];
+  }
+
+  Result<std::optional<DbInfo>> read_info(std::string_view db, const rocksdb::Snapshot* snap) {
+    rocksdb::ReadOptions ro;
+    ro.snapshot = snap;
+    std::string value;
+    rocksdb::Status s = db_->Get(ro, info_key(db), &value);
+    if (s.IsNotFound()) return std::optional<DbInfo>();
+    if (!s.ok()) return from_rocksdb(s);
+    auto info = decode_info(value);
+    if (!info.ok()) return info.status();
+    return std::optional<DbInfo>(std::move(*info));
+  }
+
+  // Swift's object table triggers: policy_stat counts and the chexor hash.
+  static void add_object_stats(DbInfo& info, const ObjectRecord& r) {
+    PolicyStat& st = info.policy_stats[r.storage_policy_index];
+    st.object_count += r.deleted ? 0 : 1;
+    st.bytes_used += r.size;
+    info.hash = chexor(info.hash, r.name, r.created_at);
+  }
+  void remove_object_stats(DbInfo& info, const ObjectRecord& r, std::string_view db,
+                           rocksdb::WriteBatch& batch) {
+    if (auto it = info.policy_stats.find(r.storage_policy_index); it != info.policy_stats.end()) {
+      it->second.object_count -= r.deleted ? 0 : 1;
+      it->second.bytes_used -= r.size;
+    }
+    info.hash = chexor(info.hash, r.name, r.created_at);
+    batch.Delete(seq_key(db, r.rowid));
+  }
+  static std::string container_hash_input(const ContainerRecord& r) {
+    return r.put_timestamp + "-" + r.delete_timestamp + "-" + std::to_string(r.object_count) +
+           "-" + std::to_string(r.bytes_used);
+  }
+  static void add_container_stats(DbInfo& info, const ContainerRecord& r) {
+    int alive = r.deleted ? 0 : 1;
+    info.container_count += alive;
+    info.object_count += r.object_count;
+    info.bytes_used += r.bytes_used;
+    PolicyStat& st = info.policy_stats[r.storage_policy_index];
+    st.container_count += alive;
+    st.object_count += r.object_count;
+    st.bytes_used += r.bytes_used;
+    info.hash = chexor(info.hash, r.name, container_hash_input(r));
+  }
+  void remove_container_stats(DbInfo& info, const ContainerRecord& r, std::string_view db,
+                              rocksdb::WriteBatch& batch) {
+    int alive = r.deleted ? 0 : 1;
+    info.container_count -= alive;
+    info.object_count -= r.object_count;
+    info.bytes_used -= r.bytes_used;
+    if (auto it = info.policy_stats.find(r.storage_policy_index); it != info.policy_stats.end()) {
+      it->second.container_count -= alive;
+      it->second.object_count -= r.object_count;
+      it->second.bytes_used -= r.bytes_used;
+    }
+    info.hash = chexor(info.hash, r.name, container_hash_input(r));
+    batch.Delete(seq_key(db, r.rowid));
+  }
+
+  // Swift's list_*_iter: an ordered walk over one database's rows of one policy, re-seeking
+  // past each delimiter subdirectory. The bounds are recomputed from (marker, end_marker) each
+  // time exactly as Swift rebuilds its SQL query, so every corner (path mode skipping, subdir
+  // equal to the marker, reverse) comes out the same.
+  Status scan(std::string_view db, const ListingQuery& q, uint32_t policy, bool allow_path,
+              bool (*is_deleted)(std::string_view), const Emit& emit) {
+    const rocksdb::Snapshot* snap = db_->GetSnapshot();
+    struct Release {
+      rocksdb::DB* db;
+      const rocksdb::Snapshot* snap;
+      ~Release() { db->ReleaseSnapshot(snap); }
+    } release{db_.get(), snap};
+    auto info = read_info(db, snap);
+    if (!info.ok()) return info.status();
+    if (!info->has_value()) return Status::not_found();
+
+    const std::string base = row_base(db, policy);
+    const std::string base_end = row_base(db, policy + 1);
+    rocksdb::ReadOptions ro;
+    ro.snapshot = snap;
+    rocksdb::Slice lower_slice(base), upper_slice(base_end);
+    ro.iterate_lower_bound = &lower_slice;
+    ro.iterate_upper_bound = &upper_slice;
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro));
+
+    std::string marker = q.marker;
+    std::string end_marker = q.end_marker.value_or("");
+    if (q.reverse) std::swap(marker, end_marker);
+    std::optional<std::string> prefix = q.prefix;
+    std::string delimiter = q.delimiter.value_or("");
+    std::optional<std::string> path;
+    if (allow_path && q.path) {
+      std::string p = *q.path;
+      if (!p.empty()) {
+        while (!p.empty() && p.back() == '/') p.pop_back();
+        p += '/';
+      }
+      prefix = path = p;
+      delimiter = "/";
+    } else if (!delimiter.empty() && !prefix) {
+      prefix = "";
+    }
+    const std::string pfx = prefix.value_or("");
+    const std::string end_prefix = pfx.empty() ? "" : increment_last_char(pfx);
+    const std::string orig_marker = marker;
+    const bool delimited = prefix.has_value() && !delimiter.empty();
+    const int64_t limit = q.limit;
+    int64_t results = 0;
+    bool delim_force_gte = false;
+
+    while (results < limit) {
+      // The bounds of Swift's next query.
+      std::optional<std::string> upper;
+      if (!end_marker.empty() && (pfx.empty() || end_marker < end_prefix)) {
+        upper = end_marker;
+      } else if (!pfx.empty()) {
+        upper = end_prefix;
+      }
+      std::string lower;
+      bool lower_inclusive = true;
+      if (delim_force_gte) {
+        lower = marker;
+        delim_force_gte = false;
+      } else if (!marker.empty() && (pfx.empty() || marker >= pfx)) {
+        lower = marker;
+        lower_inclusive = false;
+      } else if (!pfx.empty()) {
+        lower = pfx;
+      }
+      auto in_bounds = [&](std::string_view name) {
+        if (upper && name >= *upper) return false;
+        if (lower_inclusive ? name < lower : name <= lower) return false;
+        if (!q.allow_reserved && !name.empty() && name[0] == '\0') return false;
+        return true;
+      };
+      if (q.reverse) {
+        if (upper) {
+          it->SeekForPrev(base + *upper);
+        } else {
+          it->SeekToLast();
+        }
+      } else {
+        std::string start = lower;
+        if (!q.allow_reserved && start < std::string_view("\x01", 1)) start = "\x01";
+        it->Seek(base + start);
+      }
+
+      int64_t rowcount = 0;
+      bool requery = false;
+      for (; it->Valid() && results < limit; q.reverse ? it->Prev() : it->Next()) {
+        std::string_view key(it->key().data(), it->key().size());
+        std::string_view name = key.substr(base.size());
+        if (!in_bounds(name)) {
+          // Past the far bound: done. Before the near bound (an exclusive marker, or the
+          // reserved range seen from the top in reverse): keep walking.
+          bool past_far = q.reverse ? (lower_inclusive ? name < lower : name <= lower) ||
+                                          (!q.allow_reserved && !name.empty() && name[0] == '\0')
+                                    : (upper && name >= *upper);
+          if (past_far) break;
+          continue;
+        }
+        std::string_view value(it->value().data(), it->value().size());
+        if (is_deleted(value)) continue;
+        ++rowcount;
+        if (q.reverse) {
+          end_marker.assign(name);
+        } else {
+          marker.assign(name);
+        }
+        if (!delimited) {
+          if (!emit(name, value)) return Status::corruption("bad row");
+          ++results;
+          continue;
+        }
+        size_t end = name.find(delimiter, pfx.size());
+        if (path) {
+          if (name == *path) continue;
+          if (end != std::string_view::npos && name.size() > end + delimiter.size()) {
+            if (q.reverse) {
+              end_marker.assign(name.substr(0, end + delimiter.size()));
+            } else {
+              marker = std::string(name.substr(0, end)) + increment_last_char(delimiter);
+            }
+            requery = true;
+            break;
+          }
+        } else if (end != std::string_view::npos) {
+          std::string dir_name(name.substr(0, end + delimiter.size()));
+          if (q.reverse) {
+            end_marker = dir_name;
+          } else {
+            marker = std::string(name.substr(0, end)) + increment_last_char(delimiter);
+            delim_force_gte = true;
+          }
+          if (dir_name != orig_marker) {
+            if (!emit(dir_name, std::nullopt)) return Status::corruption("bad row");
+            ++results;
+          }
+          requery = true;
+          break;
+        }
+        if (!emit(name, value)) return Status::corruption("bad row");
+        ++results;
+      }
+      if (!it->status().ok()) return from_rocksdb(it->status());
+      if (!requery || rowcount == 0) break;
+    }
+    return Status();
+  }
+
+  std::unique_ptr<rocksdb::DB> db_;
+  rocksdb::WriteOptions write_options_;
+  std::array<std::mutex, 128> locks_;  // striped by database name
+};
+
+}  // namespace
+
+// ---- DbInfo ----------------------------------------------------------------------------------
+
+int64_t DbInfo::container_objects() const {
+  auto it = policy_stats.find(storage_policy_index);
+  return it == policy_stats.end() ? 0 : it->second.object_count;
+}
+int64_t DbInfo::container_bytes() const {
+  auto it = policy_stats.find(storage_policy_index);
+  return it == policy_stats.end() ? 0 : it->second.bytes_used;
+}
+
+bool DbInfo::is_deleted(DbType type) const {
+  bool newer_delete = parse_or_zero(delete_timestamp) > parse_or_zero(put_timestamp);
+  if (type == DbType::kContainer) return container_objects() == 0 && newer_delete;
+  return status == "DELETED" || (container_count == 0 && newer_delete);
+}
+
+bool DbInfo::is_status_deleted() const {
+  return status == "DELETED" || delete_timestamp > put_timestamp;
+}
+
+bool DbInfo::empty(DbType type) const {
+  if (type == DbType::kAccount) return container_count == 0;
+  int64_t most = 0;
+  bool any = false;
+  for (const auto& [index, st] : policy_stats) {
+    most = any ? std::max(most, st.object_count) : st.object_count;
+    any = true;
+  }
+  return most == 0;
+}
+
+// ---- helpers ---------------------------------------------------------------------------------
+
+std::string chexor(std::string_view old_hash, std::string_view name, std::string_view timestamp) {
+  std::string input;
+  input.reserve(name.size() + 1 + timestamp.size());
+  input.append(name).append("-").append(timestamp);
+  common::crypto::Md5Digest digest = common::crypto::md5(input);
+  auto nibble = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return 0;
+  };
+  std::array<uint8_t, 16> old{};
+  // The stored hash is 32 hex digits; shorter ones are right-aligned as int(old, 16) reads them.
+  std::string padded(old_hash.size() < 32 ? 32 - old_hash.size() : 0, '0');
+  padded.append(old_hash.substr(old_hash.size() > 32 ? old_hash.size() - 32 : 0));
+  for (size_t i = 0; i < 16; ++i) {
+    old[i] = static_cast<uint8_t>(nibble(padded[2 * i]) << 4 | nibble(padded[2 * i + 1]));
+    old[i] ^= digest[i];
+  }
+  std::string out(32, '0');
+  common::crypto::write_hex(old, out.data());
+  return out;
+}
+
+std::string increment_last_char(std::string_view s) {
+  // Find the start of the last UTF-8 sequence and decode it.
+  size_t start = s.size() - 1;
+  while (start > 0 && (static_cast<uint8_t>(s[start]) & 0xC0) == 0x80) --start;
+  auto b = [&](size_t i) { return static_cast<uint32_t>(static_cast<uint8_t>(s[i])); };
+  uint32_t cp = b(start);
+  size_t len = s.size() - start;
+  if (len == 2) cp = (cp & 0x1F) << 6 | (b(start + 1) & 0x3F);
+  if (len == 3) cp = (cp & 0x0F) << 12 | (b(start + 1) & 0x3F) << 6 | (b(start + 2) & 0x3F);
+  if (len == 4) {
+    cp = (cp & 0x07) << 18 | (b(start + 1) & 0x3F) << 12 | (b(start + 2) & 0x3F) << 6 |
+         (b(start + 3) & 0x3F);
+  }
+  ++cp;
+  std::string out(s.substr(0, start));
+  if (cp < 0x80) {
+    out.push_back(static_cast<char>(cp));
+  } else if (cp < 0x800) {
+    out.push_back(static_cast<char>(0xC0 | cp >> 6));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else if (cp < 0x10000) {
+    out.push_back(static_cast<char>(0xE0 | cp >> 12));
+    out.push_back(static_cast<char>(0x80 | (cp >> 6 & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else {
+    out.push_back(static_cast<char>(0xF0 | cp >> 18));
+    out.push_back(static_cast<char>(0x80 | (cp >> 12 & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp >> 6 & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  }
+  return out;
+}
+
+bool merge_object_record(ObjectRecord& update, const ObjectRecord* existing) {
+  auto decoded = common::decode_timestamps(update.created_at);
+  Timestamp data = decoded.ok() ? decoded->t1 : Timestamp();
+  Timestamp ctype = decoded.ok() && decoded->t2 ? *decoded->t2 : data;
+  Timestamp meta = decoded.ok() && decoded->t3 ? *decoded->t3 : ctype;
+  if (!update.ctype_timestamp.empty()) {
+    ctype = parse_or_zero(update.ctype_timestamp);
+    meta = ctype;
+  }
+  if (!update.meta_timestamp.empty()) meta = parse_or_zero(update.meta_timestamp);
+  update.ctype_timestamp.clear();
+  update.meta_timestamp.clear();
+  if (!existing) {
+    update.created_at = common::encode_timestamps(data, ctype, meta);
+    return true;
+  }
+  auto rec = common::decode_timestamps(existing->created_at);
+  Timestamp rec_data = rec.ok() ? rec->t1 : Timestamp();
+  Timestamp rec_ctype = rec.ok() && rec->t2 ? *rec->t2 : rec_data;
+  Timestamp rec_meta = rec.ok() && rec->t3 ? *rec->t3 : rec_ctype;
+
+  // swift_bytes follows the data timestamp, the rest of the content type its own timestamp.
+  auto [new_type, new_bytes] = common::http::extract_swift_bytes(update.content_type);
+  auto [old_type, old_bytes] = common::http::extract_swift_bytes(existing->content_type);
+  bool newer = false;
+  if (rec_data >= data) {
+    update.size = existing->size;
+    update.etag = existing->etag;
+    update.deleted = existing->deleted;
+    new_bytes = old_bytes;
+    data = rec_data;
+  } else {
+    newer = true;
+  }
+  if (rec_ctype >= ctype) {
+    new_type = old_type;
+    ctype = rec_ctype;
+  } else {
+    newer = true;
+  }
+  if (rec_meta >= meta) {
+    meta = rec_meta;
+  } else {
+    newer = true;
+  }
+  update.created_at = common::encode_timestamps(data, ctype, meta);
+  update.content_type = new_type;
+  if (new_bytes && !new_bytes->empty()) update.content_type += ";swift_bytes=" + *new_bytes;
+  return newer;
+}
+
+Result<std::unique_ptr<ListingStore>> ListingStore::open(const std::string& path,
+                                                         StoreOptions options) {
+  rocksdb::Options ro;
+  ro.create_if_missing = true;
+  ro.max_open_files = 512;
+  ro.keep_log_file_num = 4;
+  ro.recycle_log_file_num = 2;
+  rocksdb::DB* raw = nullptr;
+  rocksdb::Status s = rocksdb::DB::Open(ro, path, &raw);
+  if (!s.ok()) return from_rocksdb(s);
+  return std::unique_ptr<ListingStore>(
+      new RocksListingStore(options, std::unique_ptr<rocksdb::DB>(raw)));
+}
+
+}  // namespace apus::container

@@ -1,0 +1,193 @@
+// ListingStore: the account and container "databases" of one device, kept in one RocksDB.
+//
+// Swift keeps one SQLite file per account and per container; Apus keeps every one of them in a
+// single RocksDB instance per device and server type (`<device>/apus-containers` or
+// `<device>/apus-accounts`). Each database (named by its hash_path hex, as Swift names the
+// file) is an info record (Swift's container_stat / account_stat row: timestamps, status,
+// metadata, per-policy counts) plus its rows (objects of a container, containers of an
+// account). Layout and encodings: container-server/FORMAT.md.
+//
+// Every change to a database runs as one read-modify-write under that database's lock and is
+// written as one RocksDB WriteBatch: a row, its replication-sequence entry and the counts it
+// changes land together or not at all, so a crash never leaves counts out of step with rows.
+// Reads take a snapshot and no lock. Merging follows Swift's rules exactly (newest data,
+// content-type and metadata timestamps win independently for objects; newest put and delete
+// timestamps for containers in an account).
+//
+// All calls block on disk: call them from a BlockingPool thread, never from a network worker.
+// Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+
+namespace apus::container {
+
+enum class DbType { kContainer, kAccount };
+
+// One metadata item as Swift keeps it: {name: [value, internal timestamp]}. An empty value
+// marks a deleted item until reclaim.
+struct MetaItem {
+  std::string value;
+  std::string timestamp;
+};
+using DbMetadata = std::map<std::string, MetaItem>;
+
+struct PolicyStat {
+  int64_t object_count = 0;
+  int64_t bytes_used = 0;
+  int64_t container_count = 0;  // accounts only
+};
+
+// Swift's container_stat / account_stat row. Timestamps are kept as the strings Swift stores
+// (internal form, "0" when unset), since Swift compares some of them as strings.
+struct DbInfo {
+  std::string account;
+  std::string container;  // empty for accounts
+  std::string partition;
+  std::string created_at;
+  std::string put_timestamp = "0";
+  std::string delete_timestamp = "0";
+  std::string status;  // "" or "DELETED"
+  std::string status_changed_at = "0";
+  std::string reported_put_timestamp = "0";
+  std::string reported_delete_timestamp = "0";
+  int64_t reported_object_count = 0;
+  int64_t reported_bytes_used = 0;
+  std::string hash = std::string(32, '0');  // XOR of every row's MD5 (Swift's chexor)
+  std::string id;                           // "<uuid4>-<device>"
+  int storage_policy_index = 0;             // containers
+  int64_t x_container_sync_point1 = -1;
+  int64_t x_container_sync_point2 = -1;
+  int64_t container_count = 0;  // accounts: totals over all policies
+  int64_t object_count = 0;
+  int64_t bytes_used = 0;
+  std::map<int, PolicyStat> policy_stats;
+  DbMetadata metadata;
+  int64_t max_row = -1;  // the newest ROWID given out
+
+  // Containers: the counts of the container's own policy (Swift's container_stat view).
+  int64_t container_objects() const;
+  int64_t container_bytes() const;
+  // Swift's _is_deleted_info for each type.
+  bool is_deleted(DbType type) const;
+  // Accounts: status DELETED or delete_timestamp > put_timestamp (as strings), as Swift's
+  // is_status_deleted().
+  bool is_status_deleted() const;
+  // Containers: no objects in any policy (Swift's empty()); accounts: no containers.
+  bool empty(DbType type) const;
+};
+
+// A container's object row, or an update to one (as Swift's merge_items takes it).
+struct ObjectRecord {
+  std::string name;
+  std::string created_at;  // internal timestamp, or up to three encoded (data, ctype, meta)
+  int64_t size = 0;
+  std::string content_type;
+  std::string etag;
+  bool deleted = false;
+  int storage_policy_index = 0;
+  std::string ctype_timestamp;  // updates only; empty when not given
+  std::string meta_timestamp;   // updates only
+  int64_t rowid = 0;            // set on rows read back
+};
+
+// An account's container row.
+struct ContainerRecord {
+  std::string name;
+  std::string put_timestamp = "0";
+  std::string delete_timestamp = "0";
+  int64_t object_count = 0;
+  int64_t bytes_used = 0;
+  bool deleted = false;
+  int storage_policy_index = 0;
+  int64_t rowid = 0;
+};
+
+// A listing request, with Swift's parameter meanings (swift-protocol.md §9.3).
+struct ListingQuery {
+  int64_t limit = 10000;
+  std::string marker;
+  std::optional<std::string> end_marker;
+  std::optional<std::string> prefix;
+  std::optional<std::string> delimiter;
+  std::optional<std::string> path;  // containers only
+  bool reverse = false;
+  bool allow_reserved = false;  // names starting with "\x00" listed too
+  int storage_policy_index = 0;  // containers only: whose rows to list
+};
+
+// One listing entry: a row, or a subdir when `subdir` is set (then only `name` is set).
+struct ObjectEntry {
+  bool subdir = false;
+  ObjectRecord row;
+};
+struct ContainerEntry {
+  bool subdir = false;
+  ContainerRecord row;
+};
+
+struct StoreOptions {
+  DbType type = DbType::kContainer;
+  bool sync_writes = true;  // fsync the WAL on every write (db_sync_writes)
+};
+
+class ListingStore {
+ public:
+  // Opens (creating if needed) the store at `path`. IOError when RocksDB cannot open it.
+  static common::Result<std::unique_ptr<ListingStore>> open(const std::string& path,
+                                                           StoreOptions options);
+  virtual ~ListingStore() = default;
+
+  DbType type() const { return options_.type; }
+
+  // The info of database `db`, or nullopt when it does not exist. IOError/Corruption.
+  virtual common::Result<std::optional<DbInfo>> get_info(std::string_view db) = 0;
+
+  // Runs `fn` on database `db`'s info under its lock: `info` is nullopt when the database does
+  // not exist, and `fn` may create it by emplacing one. When `fn` returns true the (new) info
+  // is written. `fn`'s own failure Status is returned unchanged and nothing is written.
+  using InfoUpdate = std::function<common::Result<bool>(std::optional<DbInfo>& info)>;
+  virtual common::Status update_info(std::string_view db, const InfoUpdate& fn) = 0;
+
+  // Swift's merge_items for container databases: each record replaces the row of the same
+  // (name, policy) only where its timestamps are newer. NotFound when `db` does not exist.
+  virtual common::Status merge_objects(std::string_view db,
+                                       std::vector<ObjectRecord> records) = 0;
+  // The same for account databases (container rows).
+  virtual common::Status merge_containers(std::string_view db,
+                                          std::vector<ContainerRecord> records) = 0;
+
+  // Listings as Swift's list_objects_iter / list_containers_iter give them (deleted rows never
+  // listed). NotFound when `db` does not exist.
+  virtual common::Result<std::vector<ObjectEntry>> list_objects(std::string_view db,
+                                                                const ListingQuery& q) = 0;
+  virtual common::Result<std::vector<ContainerEntry>> list_containers(std::string_view db,
+                                                                      const ListingQuery& q) = 0;
+
+ protected:
+  explicit ListingStore(StoreOptions options) : options_(options) {}
+  StoreOptions options_;
+};
+
+// Swift's chexor: `old_hash` XOR MD5("<name>-<timestamp>"), as 32 hex characters.
+std::string chexor(std::string_view old_hash, std::string_view name, std::string_view timestamp);
+
+// The next string in code-point order after `s`'s last character (Swift's
+// s[:-1] + chr(ord(s[-1]) + 1)), on UTF-8 bytes. REQUIRES: !s.empty().
+std::string increment_last_char(std::string_view s);
+
+// Swift's update_new_item_from_existing: folds `existing` into `update` (newest data, content
+// type and meta timestamps win) and encodes the result's created_at. Returns false when
+// nothing in `update` is newer, so the existing row stays.
+bool merge_object_record(ObjectRecord& update, const ObjectRecord* existing);
+
+}  // namespace apus::container
