@@ -294,7 +294,7 @@ class RocksListingStore final : public ListingStore {
       }
       if (!merge_object_record(rec, existing ? &*existing : nullptr)) continue;
       if (existing) remove_object_stats(info, *existing, db, batch);
-      rec.rowid = ++info.max_row;
+      rec.rowid = info.max_row = std::max<int64_t>(info.max_row, 0) + 1;  // ROWIDs start at 1
       add_object_stats(info, rec);
       batch.Put(key, encode_row(rec));
       batch.Put(seq_key(db, rec.rowid), key.substr(1));
@@ -341,7 +341,7 @@ class RocksListingStore final : public ListingStore {
                       rec.object_count == 0;
         remove_container_stats(info, *existing, db, batch);
       }
-      rec.rowid = ++info.max_row;
+      rec.rowid = info.max_row = std::max<int64_t>(info.max_row, 0) + 1;  // ROWIDs start at 1
       add_container_stats(info, rec);
       batch.Put(key, encode_row(rec));
       batch.Put(seq_key(db, rec.rowid), key.substr(1));

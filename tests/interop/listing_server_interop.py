@@ -56,7 +56,7 @@ BASE_TIME = 1700000000.0
 ACCOUNTS = ["AUTH_a", "AUTH_b", "AUTH_del", ".dot"]
 MISSING_ACCOUNT = "AUTH_never"        # never created: container PUTs there get 404
 DOOMED_ACCOUNT = "AUTH_del"           # the only account that is ever DELETEd
-CONTAINERS = ["c1", "c2", "c-3", "c.4", "caf\u00e9", "\u2603", "empty", "p1", "tmp"]
+CONTAINERS = ["c1", "c2", "c-3", "c.4", "caf\u00e9", "\u2603", "empty", "p1", "tmp", "q&\"<'"]
 CHURN_OBJECTS = ["x", "y/z"]           # the only rows "tmp" gets, so it is often empty
 RESERVED_CONTAINER = "\x00vers"       # only with X-Backend-Allow-Reserved-Names
 OBJECTS = [
@@ -65,6 +65,7 @@ OBJECTS = [
     "caf\u00e9", "caf\u00e9/x", "caf\u00e9-b", "\u2603", "\u2603/x", "\u2603/x/y",
     "\u00e9/b/c", "z", "zz/b/x", "x b", "per%cent", "q?x=1", "semi;colon", "amp&lt<gt>",
     "quo\"te'", "/lead", "//", "emoji\U0001F600", "tab\tx", "\u00ff\u0100", "~tilde",
+    "q\"&</x", "t\tb/c", "nl\n/x",
 ]
 RESERVED_OBJECTS = ["\x00o1", "\x00o/2", "\x00"]
 MARKERS = OBJECTS + ["", "a/b/", "caf", "zzz", "\u2603/", "a/c", "b0"]
@@ -677,6 +678,15 @@ def main():
                                                    step, op, what, d))
         if len(diffs) > args.show:
             print("... %d more differences" % (len(diffs) - args.show))
+        kinds = {}
+        for _, _, what, d, _ in diffs:
+            kind = "%s %s: %s" % (what.split()[0], what.split()[1], d.split(":")[0]
+                                  if d.startswith("header") else d.split()[0])
+            kinds[kind] = kinds.get(kind, 0) + 1
+        if kinds:
+            print("differences by kind:")
+            for kind, n in sorted(kinds.items(), key=lambda kv: -kv[1]):
+                print("  %5d  %s" % (n, kind))
         print("%s statuses: %s" % (names[0], ", ".join(
             "%d x%d" % kv for kv in sorted(statuses.items()))))
         print("requests digest %s" % req_digest.hexdigest()[:16])
