@@ -372,4 +372,10 @@ Response AccountServer::head_or_get(const Request& req, const Target& t) {
   return r;
 }
 
+Result<std::unique_ptr<DbServer>> make_account_server(const common::Config&,
+                                                      const DbServerConfig& config,
+                                                      DbDevices& devices) {
+  return std::unique_ptr<DbServer>(std::make_unique<AccountServer>(config, devices));
+}
+
 }  // namespace apus::container

@@ -35,4 +35,9 @@ class AccountServer final : public DbServer {
   DbDevices& devices_;
 };
 
+// The account server of a program config (MakeDbServer).
+common::Result<std::unique_ptr<DbServer>> make_account_server(const common::Config& conf,
+                                                              const DbServerConfig& config,
+                                                              DbDevices& devices);
+
 }  // namespace apus::container

@@ -4,7 +4,6 @@
 int main(int argc, char** argv) {
   using namespace apus::container;
   return run_db_server(argc, argv, DbType::kContainer,
-                       [](const DbServerConfig& config, DbDevices& devices) {
-                         return std::make_unique<ContainerServer>(config, devices);
-                       });
+                       [](const apus::common::Config& conf, const DbServerConfig& config,
+                          DbDevices& devices) { return make_container_server(conf, config, devices); });
 }

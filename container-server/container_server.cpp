@@ -127,8 +127,39 @@ struct ContainerServer::Target {
   std::string db;  // hash_path hex of account/container
 };
 
-ContainerServer::ContainerServer(const DbServerConfig& config, DbDevices& devices)
-    : config_(config), devices_(devices) {}
+ContainerServer::ContainerServer(const DbServerConfig& config, DbDevices& devices,
+                                 std::unique_ptr<ContainerUpdater> updater)
+    : config_(config), devices_(devices), updater_(std::move(updater)) {}
+
+void ContainerServer::start_background() {
+  if (updater_) updater_->start();
+}
+
+void ContainerServer::stop_background() {
+  if (updater_) updater_->stop();
+}
+
+Result<std::unique_ptr<DbServer>> make_container_server(const common::Config& conf,
+                                                        const DbServerConfig& config,
+                                                        DbDevices& devices) {
+  auto updater_config = ContainerUpdaterConfig::from_config(conf);
+  if (!updater_config.ok()) return updater_config.status();
+  std::unique_ptr<ContainerUpdater> updater;
+  if (updater_config->enabled) {
+    std::string swift_dir = conf.section("container-updater").get_string("swift_dir", "/etc/swift");
+    auto ring = ring::Ring::open(swift_dir + "/account.ring.gz",
+                                 {config.swift.hash_path_prefix, config.swift.hash_path_suffix});
+    if (ring.ok()) {
+      updater = std::make_unique<ContainerUpdater>(*updater_config, config, devices,
+                                                   std::move(*ring));
+    } else {
+      APUS_LOG_WARNING("container updates to accounts only at PUT and DELETE: no account ring (" +
+                       ring.status().to_string() + ")");
+    }
+  }
+  return std::unique_ptr<DbServer>(
+      std::make_unique<ContainerServer>(config, devices, std::move(updater)));
+}
 
 net::awaitable<void> ContainerServer::handle(Exchange& ex) {
   const Request& req = ex.request();

@@ -11,17 +11,23 @@
 
 #include <boost/asio/awaitable.hpp>
 
+#include <memory>
+
+#include "container-server/container_updater.h"
 #include "container-server/db_server.h"
 
 namespace apus::container {
 
 class ContainerServer final : public DbServer {
  public:
-  // `config` and `devices` must outlive the server.
-  ContainerServer(const DbServerConfig& config, DbDevices& devices);
+  // `config` and `devices` must outlive the server. `updater` (nullable) runs while it serves.
+  ContainerServer(const DbServerConfig& config, DbDevices& devices,
+                  std::unique_ptr<ContainerUpdater> updater = nullptr);
 
   // DbServer
   boost::asio::awaitable<void> handle(common::http::Exchange& ex) override;
+  void start_background() override;
+  void stop_background() override;
 
  private:
   struct Target;
@@ -42,6 +48,13 @@ class ContainerServer final : public DbServer {
 
   const DbServerConfig& config_;
   DbDevices& devices_;
+  std::unique_ptr<ContainerUpdater> updater_;
 };
+
+// The container server of a program config (MakeDbServer), with its updater when
+// [container-updater] leaves it enabled and swift_dir has an account ring.
+common::Result<std::unique_ptr<DbServer>> make_container_server(const common::Config& conf,
+                                                                const DbServerConfig& config,
+                                                                DbDevices& devices);
 
 }  // namespace apus::container

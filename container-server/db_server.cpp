@@ -111,12 +111,21 @@ Status DbDevices::check_free_space(const std::string& device) {
   return common::io::check_free_space(fs_, config_.devices, device, config_.fallocate_reserve);
 }
 
+std::string DbDevices::store_dir(const std::string& device) const {
+  return config_.devices + "/" + device +
+         (config_.type == DbType::kContainer ? "/apus-containers" : "/apus-accounts");
+}
+
+bool DbDevices::has_store(const std::string& device) {
+  auto st = fs_.stat(store_dir(device));
+  return st.ok() && st->exists;
+}
+
 Result<ListingStore*> DbDevices::store(const std::string& device) {
   std::lock_guard lock(mutex_);
   auto& store = stores_[device];
   if (!store) {
-    std::string dir = config_.devices + "/" + device +
-                      (config_.type == DbType::kContainer ? "/apus-containers" : "/apus-accounts");
+    std::string dir = store_dir(device);
     StoreOptions options;
     options.type = config_.type;
     options.sync_writes = config_.sync_writes;
@@ -421,7 +430,12 @@ int run_db_server(int argc, char** argv, DbType type, const MakeDbServer& make) 
   }
   common::Metrics metrics(type == DbType::kContainer ? "container" : "account");
   DbDevices devices(*config, common::io::default_fs(), &metrics);
-  std::unique_ptr<DbServer> server = make(*config, devices);
+  auto made = make(*conf, *config, devices);
+  if (!made.ok()) {
+    std::fprintf(stderr, "%s\n", made.status().message().c_str());
+    return 1;
+  }
+  std::unique_ptr<DbServer> server = std::move(made).value();
   common::http::Server http(
       config->server, [&server](common::http::Exchange& ex) { return server->handle(ex); },
       &metrics, common::storage_access_logger());
@@ -433,7 +447,9 @@ int run_db_server(int argc, char** argv, DbType type, const MakeDbServer& make) 
   APUS_LOG_INFO(config->server_type() + " listening on " + config->server.bind_ip + ":" +
                 std::to_string(http.port()) + " with " + std::to_string(config->server.workers) +
                 " workers");
+  server->start_background();
   http.run_until_signal();
+  server->stop_background();
   return 0;
 }
 

@@ -67,8 +67,12 @@ class DbDevices {
   // The listing store of `device`, opened on first use (IOError when RocksDB cannot open it).
   // REQUIRES: check_device(device) passed. Pool thread.
   common::Result<ListingStore*> store(const std::string& device);
+  // Whether `device` holds a store already (so a walk need not create one). Pool thread.
+  bool has_store(const std::string& device);
+  common::io::Fs& fs() { return fs_; }
 
  private:
+  std::string store_dir(const std::string& device) const;
   const DbServerConfig& config_;
   common::io::Fs& fs_;
   common::Metrics* metrics_;
@@ -163,9 +167,13 @@ class DbServer {
  public:
   virtual ~DbServer() = default;
   virtual boost::asio::awaitable<void> handle(common::http::Exchange& ex) = 0;
+  // Background work that runs while the server serves (the container updater).
+  virtual void start_background() {}
+  virtual void stop_background() {}
 };
-using MakeDbServer =
-    std::function<std::unique_ptr<DbServer>(const DbServerConfig& config, DbDevices& devices)>;
+// Builds a server from its program config; InvalidArgument for a bad option.
+using MakeDbServer = std::function<common::Result<std::unique_ptr<DbServer>>(
+    const common::Config& conf, const DbServerConfig& config, DbDevices& devices)>;
 
 // main() of both programs: reads CONFIG_FILE (argv[1]), sets up logging and metrics, serves
 // with the server `make` builds until SIGTERM. Returns the exit code.

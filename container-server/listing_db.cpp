@@ -256,6 +256,26 @@ class RocksListingStore final : public ListingStore {
     return read_info(db, nullptr);
   }
 
+  Result<std::vector<std::pair<std::string, DbInfo>>> list_infos(std::string_view after_db,
+                                                                 size_t limit) override {
+    std::vector<std::pair<std::string, DbInfo>> out;
+    rocksdb::ReadOptions ro;
+    std::string upper = "j";  // info keys are "i" + name
+    rocksdb::Slice upper_slice(upper);
+    ro.iterate_upper_bound = &upper_slice;
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro));
+    std::string start = info_key(after_db);
+    for (it->Seek(start); it->Valid() && out.size() < limit; it->Next()) {
+      std::string_view key(it->key().data(), it->key().size());
+      if (key == start) continue;
+      auto info = decode_info(std::string_view(it->value().data(), it->value().size()));
+      if (!info.ok()) return info.status();
+      out.emplace_back(std::string(key.substr(1)), std::move(*info));
+    }
+    if (!it->status().ok()) return from_rocksdb(it->status());
+    return out;
+  }
+
   Status update_info(std::string_view db, const InfoUpdate& fn) override {
     std::lock_guard lock(lock_for(db));
     auto info = read_info(db, nullptr);

@@ -152,6 +152,11 @@ class ListingStore {
   // The info of database `db`, or nullopt when it does not exist. IOError/Corruption.
   virtual common::Result<std::optional<DbInfo>> get_info(std::string_view db) = 0;
 
+  // Up to `limit` databases after `after_db` (exclusive) in name order, with their info: a
+  // page of a walk over every database, as the updater and replicator make.
+  virtual common::Result<std::vector<std::pair<std::string, DbInfo>>> list_infos(
+      std::string_view after_db, size_t limit) = 0;
+
   // Runs `fn` on database `db`'s info under its lock: `info` is nullopt when the database does
   // not exist, and `fn` may create it by emplacing one. When `fn` returns true the (new) info
   // is written. `fn`'s own failure Status is returned unchanged and nothing is written.
