@@ -3,11 +3,14 @@
 //   http_load --port P [--host 127.0.0.1] [--path /healthcheck] [--concurrency C]
 //             [--seconds S] [--warmup S] [--fresh] [--threads T]
 //             [--method GET|PUT] [--size BYTES] [--objects N] [--backend] [--count N]
+//             [--header "Name: value"]... [--query STRING] [--status N]
 //
 // With --objects N the path is a prefix and each request names one of N objects
 // (<path>/o<i>, round robin). --method PUT sends a body of --size bytes. --backend adds what a
 // Swift storage server needs from a proxy: X-Timestamp (now, unique per request) and
-// Content-Type, so object servers can be driven directly.
+// Content-Type, so object servers can be driven directly. --header adds a header to every
+// request (repeatable); --query appends "?STRING" to every path; --status sets the status a
+// response must have to count (default 200, 201 for PUT).
 // C connections each send GET requests one after another (keep-alive), or open a fresh
 // connection per request with --fresh. Every response is checked (status 200 and a complete
 // body), so a broken answer is counted as an error, never as a fast one. Prints one JSON object:
@@ -58,6 +61,9 @@ struct Options {
   uint64_t objects = 0;
   uint64_t count = 0;  // stop after this many requests in all (0 = run for --seconds)
   bool backend = false;
+  std::vector<std::string> headers;  // "Name: value"
+  std::string query;
+  int status = 0;  // 0: 200, or 201 for PUT
 };
 
 // A unique, increasing X-Timestamp per request: now, or 10 us after the previous one if that
@@ -81,11 +87,13 @@ std::string next_timestamp() {
 std::string build_request(const Options& opt, uint64_t n, const std::string& body) {
   std::string path = opt.path;
   if (opt.objects) path += "/o" + std::to_string(n % opt.objects);
+  if (!opt.query.empty()) path += "?" + opt.query;
   std::string req = opt.method + " " + path + " HTTP/1.1\r\nHost: " + opt.host + "\r\n";
   if (opt.fresh) req += "Connection: close\r\n";
   if (opt.backend) {
     req += "X-Timestamp: " + next_timestamp() + "\r\nContent-Type: application/octet-stream\r\n";
   }
+  for (const auto& h : opt.headers) req += h + "\r\n";
   if (opt.method == "PUT") req += "Content-Length: " + std::to_string(body.size()) + "\r\n";
   req += "\r\n";
   return req;
@@ -141,7 +149,8 @@ net::awaitable<void> client_loop(const Options& opt, tcp::endpoint ep, Clock::ti
       std::string request = build_request(opt, sequence++, body);
       std::array<net::const_buffer, 2> buffers{net::buffer(request), net::buffer(body)};
       auto [ec, n] = co_await net::async_write(*sock, buffers, kTuple);
-      ok = !ec && co_await read_response(*sock, buf, opt.method == "PUT" ? 201 : 200);
+      int want = opt.status ? opt.status : opt.method == "PUT" ? 201 : 200;
+      ok = !ec && co_await read_response(*sock, buf, want);
     }
     double latency = std::chrono::duration<double>(Clock::now() - start).count();
     if (start >= measure) {
@@ -185,6 +194,9 @@ bool parse(int argc, char** argv, Options& o) {
     else if (a == "--objects") o.objects = std::strtoull(next(), nullptr, 10);
     else if (a == "--backend") o.backend = true;
     else if (a == "--count") o.count = std::strtoull(next(), nullptr, 10);
+    else if (a == "--header") o.headers.push_back(next());
+    else if (a == "--query") o.query = next();
+    else if (a == "--status") o.status = std::atoi(next());
     else return false;
   }
   return o.port != 0 && o.concurrency > 0 && o.threads > 0;

@@ -242,7 +242,7 @@ class Generator:
              "X-Bytes-Used": str(self.rng.choice((0, 12, 1 << 40))),
              "X-Backend-Storage-Policy-Index": self.rng.choice(("0", "1")),
              "X-Trans-Id": "tx-direct"}
-        return Request("account", "PUT", self.cpath(a, c), h)
+        return Request("account", "PUT", "%s/%s" % (self.apath(a), quote(c)), h)
 
     # -- container requests --------------------------------------------------------------------
     def container_put(self, a=None, c=None):
