@@ -129,7 +129,13 @@ struct ContainerServer::Target {
 
 ContainerServer::ContainerServer(const DbServerConfig& config, DbDevices& devices,
                                  std::unique_ptr<ContainerUpdater> updater)
-    : config_(config), devices_(devices), updater_(std::move(updater)) {}
+    : config_(config), devices_(devices), updater_(std::move(updater)) {
+  if (auto* m = devices_.metrics()) {
+    phase_account_update_ =
+        m->histogram("apus_db_phase_seconds", "Time spent in each listing-store operation",
+                     {{"phase", "account_update"}}, common::Metrics::latency_buckets());
+  }
+}
 
 void ContainerServer::start_background() {
   if (updater_) updater_->start();
@@ -784,6 +790,7 @@ net::awaitable<std::optional<Response>> ContainerServer::account_update(const Re
   std::string partition(req.headers.get_or("X-Account-Partition", ""));
   if (partition.empty()) co_return std::nullopt;
 
+  common::ScopedTimer timer(phase_account_update_);
   common::http::ClientOptions options;
   options.conn_timeout = config_.conn_timeout;
   options.node_timeout = config_.node_timeout;

@@ -49,6 +49,7 @@ class ContainerServer final : public DbServer {
   const DbServerConfig& config_;
   DbDevices& devices_;
   std::unique_ptr<ContainerUpdater> updater_;
+  common::HistogramHandle phase_account_update_;  // apus_db_phase_seconds{phase=account_update}
 };
 
 // The container server of a program config (MakeDbServer), with its updater when

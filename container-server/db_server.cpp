@@ -121,6 +121,61 @@ bool DbDevices::has_store(const std::string& device) {
   return st.ok() && st->exists;
 }
 
+namespace {
+
+// A ListingStore that records how long each call took, by phase, in apus_db_phase_seconds.
+class TimedStore final : public ListingStore {
+ public:
+  TimedStore(std::unique_ptr<ListingStore> inner, common::Metrics& metrics, StoreOptions options)
+      : ListingStore(options), inner_(std::move(inner)) {
+    auto phase = [&](const char* name) {
+      return metrics.histogram("apus_db_phase_seconds",
+                               "Time spent in each listing-store operation", {{"phase", name}},
+                               common::Metrics::latency_buckets());
+    };
+    info_read_ = phase("info_read");
+    info_write_ = phase("info_write");
+    row_merge_ = phase("row_merge");
+    listing_ = phase("listing");
+  }
+  Result<std::optional<DbInfo>> get_info(std::string_view db) override {
+    common::ScopedTimer t(info_read_);
+    return inner_->get_info(db);
+  }
+  Result<std::vector<std::pair<std::string, DbInfo>>> list_infos(std::string_view after,
+                                                                 size_t limit) override {
+    return inner_->list_infos(after, limit);
+  }
+  Status update_info(std::string_view db, const InfoUpdate& fn) override {
+    common::ScopedTimer t(info_write_);
+    return inner_->update_info(db, fn);
+  }
+  Status merge_objects(std::string_view db, std::vector<ObjectRecord> records) override {
+    common::ScopedTimer t(row_merge_);
+    return inner_->merge_objects(db, std::move(records));
+  }
+  Status merge_containers(std::string_view db, std::vector<ContainerRecord> records) override {
+    common::ScopedTimer t(row_merge_);
+    return inner_->merge_containers(db, std::move(records));
+  }
+  Result<std::vector<ObjectEntry>> list_objects(std::string_view db,
+                                                const ListingQuery& q) override {
+    common::ScopedTimer t(listing_);
+    return inner_->list_objects(db, q);
+  }
+  Result<std::vector<ContainerEntry>> list_containers(std::string_view db,
+                                                      const ListingQuery& q) override {
+    common::ScopedTimer t(listing_);
+    return inner_->list_containers(db, q);
+  }
+
+ private:
+  std::unique_ptr<ListingStore> inner_;
+  common::HistogramHandle info_read_, info_write_, row_merge_, listing_;
+};
+
+}  // namespace
+
 Result<ListingStore*> DbDevices::store(const std::string& device) {
   std::lock_guard lock(mutex_);
   auto& store = stores_[device];
@@ -135,6 +190,7 @@ Result<ListingStore*> DbDevices::store(const std::string& device) {
       return opened.status();
     }
     store = std::move(*opened);
+    if (metrics_) store = std::make_unique<TimedStore>(std::move(store), *metrics_, options);
   }
   return store.get();
 }

@@ -70,6 +70,7 @@ class DbDevices {
   // Whether `device` holds a store already (so a walk need not create one). Pool thread.
   bool has_store(const std::string& device);
   common::io::Fs& fs() { return fs_; }
+  common::Metrics* metrics() { return metrics_; }
 
  private:
   std::string store_dir(const std::string& device) const;

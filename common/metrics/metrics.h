@@ -11,6 +11,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -57,6 +58,19 @@ class HistogramHandle {
   void observe(double v) const;
  private:
   prometheus::Histogram* h_ = nullptr;
+};
+
+// Observes the seconds from its construction to its destruction into a histogram.
+class ScopedTimer {
+ public:
+  explicit ScopedTimer(HistogramHandle h);
+  ~ScopedTimer();
+  ScopedTimer(const ScopedTimer&) = delete;
+  ScopedTimer& operator=(const ScopedTimer&) = delete;
+
+ private:
+  HistogramHandle h_;
+  int64_t start_ns_;
 };
 
 class Metrics {

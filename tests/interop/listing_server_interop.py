@@ -13,7 +13,9 @@ The sequence depends only on --seed and --ops, never on the responses, so two ru
 requests; the digests printed at the end make that easy to check.
 
 usage: listing_server_interop.py <build-dir> [--ops N] [--seed S]
-Run with /usr/bin/python3 (Debian's python3-swift lives there).
+Run with /usr/bin/python3 (Debian's python3-swift lives there). Not in --help, for checking the
+test itself: --swift-vs-swift (two independent Swift pairs; must report no difference),
+--trace FILE (every request and Swift's answer), --show N (differing requests printed, 30).
 """
 import argparse
 import concurrent.futures
