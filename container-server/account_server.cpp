@@ -99,29 +99,34 @@ AccountServer::AccountServer(const DbServerConfig& config, DbDevices& devices)
 net::awaitable<void> AccountServer::handle(Exchange& ex) {
   const Request& req = ex.request();
   const std::string& method = req.method;
+  // Every answer to HEAD goes out as swob makes it (no body, its length declared).
+  auto respond = [&](Response r) {
+    return ex.respond(method == "HEAD" ? no_body(std::move(r)) : std::move(r));
+  };
   if (method == "OPTIONS") {
     Response r;
+    r.headers.set("Content-Type", "text/html; charset=UTF-8");
     r.headers.set("Allow", "DELETE, GET, HEAD, OPTIONS, POST, PUT");
     r.headers.set("Server", "account-server/" APUS_SWIFT_VERSION);
-    (void)co_await ex.respond(std::move(r));
+    (void)co_await respond(std::move(r));
     co_return;
   }
   bool known = method == "PUT" || method == "GET" || method == "HEAD" || method == "POST" ||
                method == "DELETE";
   if (!known) {
-    (void)co_await ex.respond(swob_response(405));
+    (void)co_await respond(swob_response(405));
     co_return;
   }
   std::string path = common::http::percent_decode(req.path());
   if (!common::check_utf8(path, /*internal=*/true)) {
     Response r = swob_response(412);
     r.body = "Invalid UTF8";
-    (void)co_await ex.respond(std::move(r));
+    (void)co_await respond(std::move(r));
     co_return;
   }
   PathOrError split = split_storage_path(path, 3, method == "PUT" ? 4 : 3, false);
   if (split.error) {
-    (void)co_await ex.respond(std::move(*split.error));
+    (void)co_await respond(std::move(*split.error));
     co_return;
   }
   Target t;
@@ -133,15 +138,15 @@ net::awaitable<void> AccountServer::handle(Exchange& ex) {
       common::HashPathConfig{config_.swift.hash_path_prefix, config_.swift.hash_path_suffix},
       t.account);
   if (!db.ok()) {
-    (void)co_await ex.respond(plain_error(400, db.status().message()));
+    (void)co_await respond(plain_error(400, db.status().message()));
     co_return;
   }
-  t.db = *db;
+  t.db = t.partition + "/" + *db;  // Swift finds a database under its path's partition
 
   // Checks Swift makes before it touches the device, in its order.
   if (method == "POST") {
     if (TimestampOrError ts = request_timestamp(req); ts.error) {
-      (void)co_await ex.respond(std::move(*ts.error));
+      (void)co_await respond(std::move(*ts.error));
       co_return;
     }
   }
@@ -151,7 +156,7 @@ net::awaitable<void> AccountServer::handle(Exchange& ex) {
       ListingParams params =
           listing_params(req, config_.swift.constraints.account_listing_limit, false);
       if (params.error) {
-        (void)co_await ex.respond(std::move(*params.error));
+        (void)co_await respond(std::move(*params.error));
         co_return;
       }
       format = params.format;
@@ -162,7 +167,7 @@ net::awaitable<void> AccountServer::handle(Exchange& ex) {
     }
     ContentTypeOrError ctype = listing_content_type(req, format);
     if (ctype.error) {
-      (void)co_await ex.respond(std::move(*ctype.error));
+      (void)co_await respond(std::move(*ctype.error));
       co_return;
     }
   }
@@ -177,7 +182,7 @@ net::awaitable<void> AccountServer::handle(Exchange& ex) {
     if (method == "POST") return post_account(req, t);
     return head_or_get(req, t);
   });
-  (void)co_await ex.respond(method == "HEAD" ? no_body(std::move(r)) : std::move(r));
+  (void)co_await respond(std::move(r));
 }
 
 Response AccountServer::put_container_row(const Request& req, const Target& t) {

@@ -170,32 +170,37 @@ Result<std::unique_ptr<DbServer>> make_container_server(const common::Config& co
 net::awaitable<void> ContainerServer::handle(Exchange& ex) {
   const Request& req = ex.request();
   const std::string& method = req.method;
+  // Every answer to HEAD goes out as swob makes it (no body, its length declared).
+  auto respond = [&](Response r) {
+    return ex.respond(method == "HEAD" ? no_body(std::move(r)) : std::move(r));
+  };
   static constexpr std::string_view kAllowed = "DELETE, GET, HEAD, OPTIONS, POST, PUT, UPDATE";
   if (method == "OPTIONS") {
     Response r;
+    r.headers.set("Content-Type", "text/html; charset=UTF-8");
     r.headers.set("Allow", kAllowed);
     r.headers.set("Server", "container-server/" APUS_SWIFT_VERSION);
-    (void)co_await ex.respond(std::move(r));
+    (void)co_await respond(std::move(r));
     co_return;
   }
   bool known = method == "PUT" || method == "GET" || method == "HEAD" || method == "POST" ||
                method == "DELETE" || method == "UPDATE";
   if (!known) {
-    (void)co_await ex.respond(swob_response(405));
+    (void)co_await respond(swob_response(405));
     co_return;
   }
   std::string path = common::http::percent_decode(req.path());
   if (!common::check_utf8(path, /*internal=*/true)) {
     Response r = swob_response(412);
     r.body = "Invalid UTF8 or contains NULL";
-    (void)co_await ex.respond(std::move(r));
+    (void)co_await respond(std::move(r));
     co_return;
   }
   // POST and UPDATE name a container only; the others may name an object row.
   bool container_only = method == "POST" || method == "UPDATE";
   PathOrError split = split_storage_path(path, 4, container_only ? 4 : 5, !container_only);
   if (split.error) {
-    (void)co_await ex.respond(std::move(*split.error));
+    (void)co_await respond(std::move(*split.error));
     co_return;
   }
   Target t;
@@ -208,10 +213,10 @@ net::awaitable<void> ContainerServer::handle(Exchange& ex) {
       common::HashPathConfig{config_.swift.hash_path_prefix, config_.swift.hash_path_suffix},
       t.account, t.container);
   if (!db.ok()) {
-    (void)co_await ex.respond(plain_error(400, db.status().message()));
+    (void)co_await respond(plain_error(400, db.status().message()));
     co_return;
   }
-  t.db = *db;
+  t.db = t.partition + "/" + *db;  // Swift finds a database under its path's partition
 
   if (method == "PUT") {
     co_await handle_put(ex, t);
@@ -654,7 +659,10 @@ net::awaitable<void> ContainerServer::handle_get(Exchange& ex, const Target& t) 
     resp.headers.set("Content-Type", type + "; charset=utf-8");
     resp.headers.set("Last-Modified",
                      common::http::format_http_date(parse_or_zero(i.put_timestamp).ceil()));
-    if (resp.body.empty()) resp.status = 204;
+    if (resp.body.empty()) {
+      resp.status = 204;
+      resp.reason = "OK";  // Swift changes the code of its 200 and keeps the phrase
+    }
     return resp;
   });
   (void)co_await ex.respond(std::move(r));

@@ -206,6 +206,10 @@ Response insufficient_storage(const std::string& device) {
 }
 
 Response no_body(Response r) {
+  // swob declares the length of an explicit body (and sends none); its own explanation pages
+  // are not made for HEAD at all, so those answers declare 0.
+  bool swob_default = r.body.starts_with("<html><h1>");
+  r.headers.set("Content-Length", swob_default ? "0" : std::to_string(r.body.size()));
   r.body.clear();
   return r;
 }

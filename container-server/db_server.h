@@ -160,7 +160,8 @@ struct PathOrError {
 PathOrError split_storage_path(std::string_view decoded_path, int min_segments, int max_segments,
                                bool rest_with_last);
 
-// Answers a HEAD-style response: no body, Content-Length 0 whatever swob's default body.
+// A response to HEAD as swob makes it: no body; Content-Length the length of an explicit body
+// (a text error), or 0 in place of swob's own explanation page.
 common::http::Response no_body(common::http::Response r);
 
 // A container or account server: the request handler over its config and devices.

@@ -195,6 +195,7 @@ std::string encode_row(const ContainerRecord& c) {
   put_signed(out, c.bytes_used);
   out.push_back(c.deleted ? 1 : 0);
   put_signed(out, c.rowid);
+  put_signed(out, c.storage_policy_index);
   return out;
 }
 
@@ -219,6 +220,7 @@ bool decode_row(std::string_view data, ContainerRecord& c) {
   c.bytes_used = r.signed_varint();
   c.deleted = r.varint() != 0;
   c.rowid = r.signed_varint();
+  c.storage_policy_index = static_cast<int>(r.signed_varint());
   return r.ok();
 }
 

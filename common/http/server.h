@@ -59,6 +59,7 @@ struct Request {
 // HEAD) and Connection: close when the connection ends after it.
 struct Response {
   int status = 200;
+  std::string reason;  // the reason phrase; empty means reason_phrase(status)
   HeaderMap headers;
   std::string body;
 };

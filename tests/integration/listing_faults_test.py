@@ -8,10 +8,12 @@
 
 usage: listing_faults_test.py <build-dir>
 """
+import hashlib
 import json
 import os
 import random
 import signal
+import struct
 import subprocess
 import sys
 import threading
@@ -40,6 +42,11 @@ def write_conf(root, name, server, port, extra=""):
                 "[app:%s]\nuse = egg:swift#%s\n%s"
                 % (root, port, root, root, name, server, server, server.split("-")[0], extra))
     return path
+
+
+def write_swift_conf(root):
+    with open(os.path.join(root, "etc", "swift.conf"), "w") as f:
+        f.write("[swift-hash]\nswift_hash_path_prefix = list\nswift_hash_path_suffix = ings\n")
 
 
 def container_stats(port, path):
@@ -143,9 +150,10 @@ def updater_catches_up(root, ps):
     alog = os.path.join(root, "upd-account.out")
     account = ps.start([os.path.join(BIN, "apus-account-server"), account_conf], alog)
     procs.wait_for_port(account_port, proc=account, log_path=alog)
-    # The account must exist for container rows to land (the proxy creates it first). A
-    # device's store keys databases by hash alone, so the partition in the path is nominal.
-    ring_part = "0"
+    # The account must exist for container rows to land (the proxy creates it first), under
+    # the partition the ring gives it (part power 4; the hash secrets of write_swift_conf()).
+    digest = hashlib.md5(("list" + "/AUTH_upd" + "ings").encode()).digest()
+    ring_part = str(struct.unpack(">I", digest[:4])[0] >> (32 - 4))
     status, _, _ = procs.request(account_port, "PUT", "/sda1/%s/AUTH_upd" % ring_part,
                                  {"X-Timestamp": "1699999999.00000"})
     check(status == 201, "account PUT: %d" % status)
@@ -169,8 +177,7 @@ def main():
     with procs.TempDir("apus-listing-faults-") as root, procs.Processes() as ps:
         os.makedirs(os.path.join(root, "etc"))
         os.makedirs(os.path.join(root, "dev", "sda1"))
-        with open(os.path.join(root, "etc", "swift.conf"), "w") as f:
-            f.write("[swift-hash]\nswift_hash_path_prefix = list\nswift_hash_path_suffix = ings\n")
+        write_swift_conf(root)
         crash_during_burst(root, ps)
         updater_catches_up(root, ps)
     print("listing faults:", "%d failures" % len(failures) if failures else "ok")

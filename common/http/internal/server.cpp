@@ -240,7 +240,7 @@ class Session : public Exchange, public std::enable_shared_from_this<Session> {
   net::awaitable<void> serve_one();
   net::awaitable<Status> write_buffers(std::span<const net::const_buffer> buffers);
   std::string format_head(int status, const HeaderMap& headers, std::optional<uint64_t> length,
-                          bool chunked);
+                          bool chunked, std::string_view reason = {});
   Status map_read_error(const beast::error_code& ec) const;
 
   ServerImpl& server_;
@@ -486,7 +486,8 @@ net::awaitable<Status> Session::send_continue() {
 }
 
 std::string Session::format_head(int status, const HeaderMap& headers,
-                                 std::optional<uint64_t> length, bool chunked) {
+                                 std::optional<uint64_t> length, bool chunked,
+                                 std::string_view reason) {
   // A client that asked for 100-continue and got a final answer instead may still send its
   // body; eventlet closes such connections, and so do we.
   if (request_.expect_continue && !continue_sent_ && !body_done_) must_close_ = true;
@@ -494,7 +495,8 @@ std::string Session::format_head(int status, const HeaderMap& headers,
   std::string head;
   head.reserve(256);
   head.append(request_.version == 10 ? "HTTP/1.0 " : "HTTP/1.1 ");
-  head.append(std::to_string(status)).append(" ").append(reason_phrase(status)).append("\r\n");
+  head.append(std::to_string(status)).append(" ");
+  head.append(reason.empty() ? reason_phrase(status) : reason).append("\r\n");
   bool has_date = false;
   for (const auto& [name, value] : headers) {
     if (iequals(name, "Content-Length") || iequals(name, "Transfer-Encoding") ||
@@ -531,7 +533,8 @@ net::awaitable<Status> Session::do_respond(Response response) {
     uint64_t v = 0;
     if (head_only && std::sscanf(std::string(*declared).c_str(), "%lu", &v) == 1) length = v;
   }
-  std::string head = format_head(response.status, response.headers, length, false);
+  std::string head =
+      format_head(response.status, response.headers, length, false, response.reason);
   std::array<net::const_buffer, 2> buffers{net::buffer(head), net::buffer(response.body)};
   size_t count = head_only || response.body.empty() ? 1 : 2;
   Status s = co_await write_buffers(std::span(buffers.data(), count));
