@@ -256,7 +256,12 @@ net::awaitable<void> ContainerServer::handle_put(Exchange& ex, const Target& t) 
     (void)co_await ex.respond(std::move(*ts.error));
     co_return;
   }
-  // TODO(apus): validate X-Container-Sync-To against the realms and allowed_sync_hosts.
+  if (auto sync_to = req.headers.get("X-Container-Sync-To")) {
+    if (auto err = sync_to_error(*sync_to, config_.allowed_sync_hosts)) {
+      (void)co_await ex.respond(bad_request(*err));
+      co_return;
+    }
+  }
   PolicyOrError policy = request_policy_index(req, config_.swift.policies);
   auto& pool = devices_.pool(t.device);
   bool device_ok = co_await pool.call([&] { return devices_.check_device(t.device).ok() &&
@@ -499,6 +504,12 @@ net::awaitable<void> ContainerServer::handle_post(Exchange& ex, const Target& t)
   if (ts.error) {
     (void)co_await ex.respond(std::move(*ts.error));
     co_return;
+  }
+  if (auto sync_to = req.headers.get("X-Container-Sync-To")) {
+    if (auto err = sync_to_error(*sync_to, config_.allowed_sync_hosts)) {
+      (void)co_await ex.respond(bad_request(*err));
+      co_return;
+    }
   }
   auto& pool = devices_.pool(t.device);
   Response r = co_await pool.call([&]() -> Response {

@@ -38,6 +38,7 @@ struct DbServerConfig {
   double node_timeout = 3.0;
   double conn_timeout = 0.5;
   bool allow_versions = false;  // containers: X-Versions-Location is stored too
+  std::vector<std::string> allowed_sync_hosts = {"127.0.0.1"};
   bool sync_writes = true;      // db_sync_writes: fsync RocksDB's WAL on every write
   int threads_per_disk = 2;
   bool replication_server = true;
@@ -142,6 +143,12 @@ struct ContentTypeOrError {
 };
 ContentTypeOrError listing_content_type(const common::http::Request& req,
                                         const std::optional<std::string>& format);
+
+// Swift's validate_sync_to() for an X-Container-Sync-To value: the 400 body when it is not
+// allowed. Realm forms ("//realm/cluster/account/container") need container-sync-realms.conf,
+// which Apus does not read yet, so they get Swift's "No realm key" answer.
+std::optional<std::string> sync_to_error(std::string_view value,
+                                         const std::vector<std::string>& allowed_hosts);
 
 // Swift's HTTPInsufficientStorage for `device`.
 common::http::Response insufficient_storage(const std::string& device);

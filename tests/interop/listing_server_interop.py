@@ -276,6 +276,7 @@ class Generator:
             h["X-Container-Read"] = rng.choice((".r:*", ".r:*,.rlistings", ""))
         if rng.random() < 0.05:
             h["X-Account-Override-Deleted"] = "yes"
+        self.sync_to(h)
         if rng.random() < 0.03:
             for i in range(20):
                 h["X-Container-Meta-Big%02d" % i] = "v" * 250
@@ -294,7 +295,17 @@ class Generator:
             h["X-Container-Sync-Key"] = rng.choice(("secret", ""))
         if rng.random() < 0.05:
             h["X-Versions-Location"] = "vers"     # not saved: allow_versions is off
+        self.sync_to(h)
         return Request("container", "POST", self.cpath(a, c), h)
+
+    def sync_to(self, h):
+        """Sometimes an X-Container-Sync-To, valid or not (only ever a header value)."""
+        if self.rng.random() < 0.05:
+            h["X-Container-Sync-To"] = self.rng.choice((
+                "http://127.0.0.1/v1/AUTH_b/c", "https://127.0.0.1:8080/v1/a/c/", "ftp://x/y",
+                "http://127.0.0.1", "http://other.invalid/v1/a/c",
+                "http://127.0.0.1/v1/a/c?x=1", "http://127.0.0.1/v1/a;p", "//realm/cl/a/c",
+                "//bad/format", "", "nonsense"))
 
     def container_delete(self):
         rng = self.rng
