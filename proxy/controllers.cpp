@@ -1,0 +1,587 @@
+// The proxy app: routing, account and container controllers, cached account/container info,
+// /info. Object requests are in object_controller.cpp.
+#include <algorithm>
+#include <boost/json.hpp>
+#include <cmath>
+
+#include "common/constraints.h"
+#include "common/hash_path.h"
+#include "common/http/swob.h"
+#include "common/http/url.h"
+#include "common/log/log.h"
+#include "common/timestamp.h"
+#include "proxy/internal/app.h"
+
+namespace apus::proxy {
+
+namespace net = boost::asio;
+using common::Result;
+using common::Status;
+using common::Timestamp;
+using common::http::Exchange;
+using common::http::HeaderMap;
+using common::http::Request;
+using common::http::Response;
+using common::http::iequals;
+using common::http::istarts_with;
+using common::http::swob_response;
+
+namespace {
+
+// Headers only an owner of the account may see or set (Swift's swift_owner_headers).
+constexpr std::string_view kOwnerHeaders[] = {
+    "x-container-read", "x-container-write", "x-container-sync-key", "x-container-sync-to",
+    "x-account-meta-temp-url-key", "x-account-meta-temp-url-key-2",
+    "x-container-meta-temp-url-key", "x-container-meta-temp-url-key-2",
+    "x-account-access-control"};
+
+void remove_owner_headers(HeaderMap& h) {
+  for (std::string_view name : kOwnerHeaders) h.erase(name);
+}
+
+Response text_body(int status, std::string body) {
+  Response r = swob_response(status);
+  r.body = std::move(body);
+  return r;
+}
+
+// X-Remove-<Type>-Meta-<k> (and X-Remove-Container-Read and friends) become the plain header
+// with an empty value, as Swift's transfer_headers() does.
+void apply_removes(HeaderMap& h) {
+  std::vector<std::string> names;
+  for (const auto& [name, value] : h) {
+    if (istarts_with(name, "x-remove-")) names.push_back(name);
+  }
+  for (const auto& name : names) {
+    h.erase(name);
+    h.set("X-" + name.substr(9), "");
+  }
+}
+
+std::string policy_name(const common::StoragePolicies& policies, std::string_view index) {
+  const common::StoragePolicy* p = policies.by_index_string(index);
+  return p ? p->name() : std::string();
+}
+
+}  // namespace
+
+// ---- construction and routing ----------------------------------------------------------------
+
+ProxyApp::ProxyApp(ProxyConfig config, std::unique_ptr<ring::Ring> account_ring,
+                   std::unique_ptr<ring::Ring> container_ring,
+                   std::map<int, std::unique_ptr<ring::Ring>> object_rings)
+    : config_(std::move(config)),
+      account_ring_(std::move(account_ring)),
+      container_ring_(std::move(container_ring)),
+      object_rings_(std::move(object_rings)),
+      limiter_(config_.error_suppression_limit, config_.error_suppression_interval) {}
+
+ring::Ring* ProxyApp::object_ring(int policy) {
+  auto it = object_rings_.find(policy);
+  return it == object_rings_.end() ? nullptr : it->second.get();
+}
+
+NodeIter ProxyApp::nodes(ring::Ring& ring, uint32_t part) {
+  return NodeIter(ring, part, config_.node_count(ring.replica_count()), limiter_,
+                  config_.sorting_method != "none");
+}
+
+net::awaitable<void> ProxyApp::handle(Exchange& ex, ProxyEnv& env) {
+  const Request& req = ex.request();
+  if (req.path() == "/info") {
+    co_await info_request(ex);
+    co_return;
+  }
+  std::string path = common::http::percent_decode(req.path());
+  bool allow_reserved = common::config_true_value(
+      req.headers.get_or("X-Backend-Allow-Reserved-Names", ""));
+  if (!common::check_utf8(path, allow_reserved)) {
+    (void)co_await ex.respond(text_body(412, "Invalid UTF8 or contains NULL"));
+    co_return;
+  }
+  auto segs = common::http::split_path(path, 1, 4, true);
+  if (!segs.ok()) {
+    (void)co_await ex.respond(swob_response(404));
+    co_return;
+  }
+  ApiPath p;
+  p.version = (*segs)[0].value_or("");
+  p.account = (*segs)[1].value_or("");
+  p.container = (*segs)[2].value_or("");
+  p.object = (*segs)[3].value_or("");
+  if (p.account.empty()) {
+    (void)co_await ex.respond(text_body(412, "Bad URL"));
+    co_return;
+  }
+  if (!common::valid_api_version(config_.swift.constraints, p.version)) {
+    (void)co_await ex.respond(swob_response(400));
+    co_return;
+  }
+  if (!p.object.empty()) {
+    co_await object_request(ex, env, p);
+  } else if (!p.container.empty()) {
+    co_await container_request(ex, env, p);
+  } else {
+    co_await account_request(ex, env, p);
+  }
+}
+
+net::awaitable<std::optional<Response>> authorize(const Request& req, ProxyEnv& env,
+                                                  const std::optional<std::string>& acl) {
+  if (!env.authorize) co_return std::nullopt;
+  env.acl = acl;
+  co_return co_await env.authorize(req, env);
+}
+
+// ---- backend reads ---------------------------------------------------------------------------
+
+net::awaitable<Response> ProxyApp::get_or_head(ring::Ring& ring, uint32_t part,
+                                               const std::string& method,
+                                               const std::string& path_after_part,
+                                               const HeaderMap& h) {
+  NodeIter it = nodes(ring, part);
+  std::vector<BackendResponse> answers;
+  NodeRef node;
+  std::string path = "/" + std::to_string(part) + path_after_part;
+  while (it.next(&node)) {
+    BackendResponse a = co_await request_node(config_.backend, limiter_, *node.device, method,
+                                              path, h);
+    a.from_primary = node.primary;
+    if (a.status == 0) continue;
+    bool good = (a.status >= 200 && a.status < 400);
+    // A container or account whose put timestamp is 0 does not exist (a stub).
+    if (good) {
+      answers.clear();
+      answers.push_back(std::move(a));
+      break;
+    }
+    if (a.status >= 500) continue;
+    answers.push_back(std::move(a));
+  }
+  if (answers.size() == 1 && answers[0].status >= 200 && answers[0].status < 400) {
+    Response r = best_response(answers, 1);
+    r.headers.set("Content-Type",
+                  answers[0].headers.get_or("Content-Type", "text/html; charset=UTF-8"));
+    co_return r;
+  }
+  Response r = best_response(answers, it.primary_count());
+  co_return r;
+}
+
+net::awaitable<CachedInfo> ProxyApp::cached_head(const std::string& key, ring::Ring& ring,
+                                                 const std::string& account,
+                                                 const std::string& container,
+                                                 const Request& req,
+                                                 const std::string& trans_id, double ttl) {
+  auto now = std::chrono::steady_clock::now();
+  {
+    std::lock_guard lock(cache_mutex_);
+    auto it = cache_.find(key);
+    if (it != cache_.end() && it->second.expires > now) co_return it->second;
+  }
+  auto part = ring.get_part(account, container);
+  CachedInfo info;
+  if (!part.ok()) co_return info;
+  HeaderMap h = backend_headers(req, trans_id);
+  std::string path = "/" + common::http::quote(account);
+  if (!container.empty()) path += "/" + common::http::quote(container);
+  Response r = co_await get_or_head(ring, *part, "HEAD", path, h);
+  info.status = r.status;
+  info.headers = std::move(r.headers);
+  info.expires = now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                           std::chrono::duration<double>(ttl));
+  if (info.status < 500) {  // trouble is not cached
+    std::lock_guard lock(cache_mutex_);
+    cache_[key] = info;
+  }
+  co_return info;
+}
+
+net::awaitable<CachedInfo> ProxyApp::account_info(const std::string& account, const Request& req,
+                                                  const std::string& trans_id) {
+  return cached_head("account/" + account, *account_ring_, account, "", req, trans_id,
+                     config_.recheck_account_existence);
+}
+
+net::awaitable<CachedInfo> ProxyApp::container_info(const std::string& account,
+                                                    const std::string& container,
+                                                    const Request& req,
+                                                    const std::string& trans_id) {
+  // A container exists only in an account that exists.
+  CachedInfo a = co_await account_info(account, req, trans_id);
+  if (a.status < 200 || a.status >= 300) {
+    if (!(a.status == 404 && config_.account_autocreate)) {
+      CachedInfo none;
+      none.status = a.status >= 500 || a.status == 0 ? 503 : 404;
+      co_return none;
+    }
+  }
+  co_return co_await cached_head("container/" + account + "/" + container, *container_ring_,
+                                 account, container, req, trans_id,
+                                 config_.recheck_container_existence);
+}
+
+void ProxyApp::forget_info(const std::string& account, const std::string& container) {
+  std::lock_guard lock(cache_mutex_);
+  if (container.empty()) {
+    cache_.erase("account/" + account);
+  } else {
+    cache_.erase("container/" + account + "/" + container);
+  }
+}
+
+// ---- accounts --------------------------------------------------------------------------------
+
+net::awaitable<void> ProxyApp::account_request(Exchange& ex, ProxyEnv& env, const ApiPath& p) {
+  const Request& req = ex.request();
+  const auto& c = config_.swift.constraints;
+  std::vector<std::string> allowed = {"GET", "HEAD", "OPTIONS", "POST"};
+  if (config_.allow_account_management) allowed = {"DELETE", "GET", "HEAD", "OPTIONS", "POST", "PUT"};
+  if (std::find(allowed.begin(), allowed.end(), req.method) == allowed.end()) {
+    Response r = swob_response(405);
+    std::string joined;
+    for (const auto& m : allowed) joined += (joined.empty() ? "" : ", ") + m;
+    r.headers.set("Allow", joined);
+    (void)co_await ex.respond(std::move(r));
+    co_return;
+  }
+  if (auto denied = co_await authorize(req, env, std::nullopt)) {
+    (void)co_await ex.respond(std::move(*denied));
+    co_return;
+  }
+  if (static_cast<int64_t>(p.account.size()) > c.max_account_name_length) {
+    (void)co_await ex.respond(text_body(
+        400, "Account name length of " + std::to_string(p.account.size()) + " longer than " +
+                 std::to_string(c.max_account_name_length)));
+    co_return;
+  }
+  auto part = account_ring_->get_part(p.account);
+  if (!part.ok()) {
+    (void)co_await ex.respond(swob_response(500));
+    co_return;
+  }
+  std::string path = "/" + common::http::quote(p.account);
+  HeaderMap base = backend_headers(req, env.trans_id);
+
+  if (req.method == "GET" || req.method == "HEAD") {
+    HeaderMap h = base;
+    for (const auto& [k, v] : req.headers) h.set(k, v);
+    h.set("X-Trans-Id", env.trans_id);
+    std::string query(req.query());
+    Response r = co_await get_or_head(*account_ring_, *part, req.method,
+                                      path + (query.empty() ? "" : "?" + query), h);
+    if (r.status == 404) {
+      if (common::http::to_lower(r.headers.get_or("X-Account-Status", "")) == "deleted") {
+        r.status = 410;
+        r.body = swob_response(410).body;
+      } else if (config_.account_autocreate) {
+        // A fake, empty account (Swift's account_listing_response with a FakeAccountBroker).
+        std::string now = Timestamp::now().normal();
+        r = Response();
+        r.status = 200;
+        r.headers.set("X-Account-Container-Count", "0");
+        r.headers.set("X-Account-Object-Count", "0");
+        r.headers.set("X-Account-Bytes-Used", "0");
+        r.headers.set("X-Timestamp", now);
+        r.headers.set("X-PUT-Timestamp", now);
+        r.headers.set("Content-Type", "application/json; charset=utf-8");
+        r.headers.set("X-Backend-Fake-Account-Listing", "yes");
+        r.body = "[]";
+      }
+    }
+    if (!env.swift_owner) {
+      remove_owner_headers(r.headers);
+    } else if (auto acl = r.headers.get("X-Account-Sysmeta-Core-Access-Control")) {
+      r.headers.set("X-Account-Access-Control", *acl);
+    }
+    (void)co_await ex.respond(std::move(r));
+    co_return;
+  }
+
+  if (req.method == "DELETE" && !req.query().empty()) {
+    (void)co_await ex.respond(text_body(400, "The account DELETE cannot take a query string"));
+    co_return;
+  }
+  HeaderMap client = req.headers;
+  apply_removes(client);
+  auto meta_check = common::check_metadata(c, client, common::MetadataTarget::kAccount);
+  if (!meta_check.ok()) {
+    (void)co_await ex.respond(common::http::text_response(meta_check.status, meta_check.body));
+    co_return;
+  }
+  HeaderMap h = base;
+  for (const auto& [k, v] : client) {
+    if (istarts_with(k, "x-account-meta-") || istarts_with(k, "x-account-sysmeta-")) h.set(k, v);
+  }
+  h.set("X-Timestamp", Timestamp::now().internal());
+  forget_info(p.account);
+  NodeIter it = nodes(*account_ring_, *part);
+  auto answers = co_await make_requests(config_.backend, limiter_, std::move(it), req.method, path,
+                                        [&](size_t) { return h; });
+  Response r = best_response(answers, answers.size());
+  if (req.method == "POST" && r.status == 404 && config_.account_autocreate) {
+    // Swift creates the account, then posts again.
+    HeaderMap put = base;
+    put.set("X-Timestamp", Timestamp::now().internal());
+    NodeIter put_nodes = nodes(*account_ring_, *part);
+    auto created = co_await make_requests(config_.backend, limiter_, std::move(put_nodes), "PUT", path,
+                                          [&](size_t) { return put; });
+    (void)created;
+    h.set("X-Timestamp", Timestamp::now().internal());
+    NodeIter again = nodes(*account_ring_, *part);
+    answers = co_await make_requests(config_.backend, limiter_, std::move(again), "POST", path,
+                                     [&](size_t) { return h; });
+    r = best_response(answers, answers.size());
+  }
+  (void)co_await ex.respond(std::move(r));
+}
+
+// ---- containers ------------------------------------------------------------------------------
+
+net::awaitable<void> ProxyApp::container_request(Exchange& ex, ProxyEnv& env, const ApiPath& p) {
+  const Request& req = ex.request();
+  const auto& c = config_.swift.constraints;
+  static const std::vector<std::string> kAllowed = {"DELETE", "GET", "HEAD", "OPTIONS", "POST",
+                                                    "PUT"};
+  if (std::find(kAllowed.begin(), kAllowed.end(), req.method) == kAllowed.end()) {
+    Response r = swob_response(405);
+    r.headers.set("Allow", "DELETE, GET, HEAD, OPTIONS, POST, PUT");
+    (void)co_await ex.respond(std::move(r));
+    co_return;
+  }
+  // Authorize now; a denial may still turn into an allow once the container's ACLs are known.
+  std::optional<Response> early = co_await authorize(req, env, std::nullopt);
+  bool writes = req.method == "PUT" || req.method == "POST" || req.method == "DELETE";
+  if (early && writes) {
+    (void)co_await ex.respond(std::move(*early));
+    co_return;
+  }
+  auto part = container_ring_->get_part(p.account, p.container);
+  if (!part.ok()) {
+    (void)co_await ex.respond(swob_response(500));
+    co_return;
+  }
+  std::string path = "/" + common::http::quote(p.account) + "/" + common::http::quote(p.container);
+  HeaderMap base = backend_headers(req, env.trans_id);
+
+  if (req.method == "GET" || req.method == "HEAD") {
+    CachedInfo account = co_await account_info(p.account, req, env.trans_id);
+    if (account.status < 200 || account.status >= 300) {
+      if (early) {
+        (void)co_await ex.respond(std::move(*early));
+      } else {
+        (void)co_await ex.respond(swob_response(account.status >= 500 ? 503 : 404));
+      }
+      co_return;
+    }
+    HeaderMap h = base;
+    for (const auto& [k, v] : req.headers) h.set(k, v);
+    h.set("X-Trans-Id", env.trans_id);
+    std::string query(req.query());
+    Response r = co_await get_or_head(*container_ring_, *part, req.method,
+                                      path + (query.empty() ? "" : "?" + query), h);
+    if (early) {
+      std::optional<std::string> acl;
+      if (auto v = r.headers.get("X-Container-Read")) acl = std::string(*v);
+      if (auto denied = co_await authorize(req, env, acl)) {
+        (void)co_await ex.respond(std::move(*denied));
+        co_return;
+      }
+    }
+    if (r.status >= 200 && r.status < 300) {
+      if (auto index = r.headers.get("X-Backend-Storage-Policy-Index")) {
+        std::string name = policy_name(config_.swift.policies, *index);
+        if (!name.empty()) r.headers.set("X-Storage-Policy", name);
+      }
+    }
+    if (!env.swift_owner) remove_owner_headers(r.headers);
+    (void)co_await ex.respond(std::move(r));
+    co_return;
+  }
+
+  // PUT, POST, DELETE.
+  HeaderMap client = req.headers;
+  apply_removes(client);
+  if (req.method != "DELETE") {
+    if (env.clean_acl) {
+      for (const char* header : {"X-Container-Read", "X-Container-Write"}) {
+        if (auto v = client.get(header)) {
+          auto cleaned = env.clean_acl(header, *v);
+          if (!cleaned.ok()) {
+            (void)co_await ex.respond(text_body(400, cleaned.status().message()));
+            co_return;
+          }
+          client.set(header, *cleaned);
+        }
+      }
+    }
+    auto meta_check = common::check_metadata(c, client, common::MetadataTarget::kContainer);
+    if (!meta_check.ok()) {
+      (void)co_await ex.respond(common::http::text_response(meta_check.status, meta_check.body));
+      co_return;
+    }
+  }
+  if (req.method == "PUT" &&
+      static_cast<int64_t>(p.container.size()) > c.max_container_name_length) {
+    (void)co_await ex.respond(text_body(
+        400, "Container name length of " + std::to_string(p.container.size()) +
+                 " longer than " + std::to_string(c.max_container_name_length)));
+    co_return;
+  }
+  std::optional<int> policy_index;
+  if (req.method == "PUT") {
+    if (auto name = client.get("X-Storage-Policy")) {
+      const common::StoragePolicy* policy = config_.swift.policies.by_name(*name);
+      if (!policy) {
+        (void)co_await ex.respond(
+            text_body(400, "Invalid X-Storage-Policy '" + std::string(*name) + "'"));
+        co_return;
+      }
+      if (policy->is_deprecated) {
+        (void)co_await ex.respond(
+            text_body(400, "Storage Policy '" + policy->name() + "' is deprecated"));
+        co_return;
+      }
+      policy_index = policy->index;
+    }
+  }
+
+  CachedInfo account = co_await account_info(p.account, req, env.trans_id);
+  if (account.status == 404 && req.method == "PUT" && config_.account_autocreate) {
+    auto apart = account_ring_->get_part(p.account);
+    HeaderMap put = base;
+    put.set("X-Timestamp", Timestamp::now().internal());
+    NodeIter an = nodes(*account_ring_, *apart);
+    auto created = co_await make_requests(config_.backend, limiter_, std::move(an), "PUT",
+                                          "/" + common::http::quote(p.account),
+                                          [&](size_t) { return put; });
+    Response made = best_response(created, created.size());
+    if (made.status < 200 || made.status >= 300) {
+      (void)co_await ex.respond(swob_response(503));
+      co_return;
+    }
+    forget_info(p.account);
+    account = co_await account_info(p.account, req, env.trans_id);
+  }
+  if (account.status < 200 || account.status >= 300) {
+    (void)co_await ex.respond(swob_response(account.status >= 500 || account.status == 0 ? 503 : 404));
+    co_return;
+  }
+  if (req.method == "PUT" && config_.max_containers_per_account > 0 &&
+      std::find(config_.max_containers_whitelist.begin(), config_.max_containers_whitelist.end(),
+                p.account) == config_.max_containers_whitelist.end()) {
+    int64_t count = std::atoll(
+        std::string(account.headers.get_or("X-Account-Container-Count", "0")).c_str());
+    CachedInfo existing = co_await container_info(p.account, p.container, req, env.trans_id);
+    if (count >= config_.max_containers_per_account && existing.status == 404) {
+      (void)co_await ex.respond(text_body(
+          403, "Reached container limit of " + std::to_string(config_.max_containers_per_account)));
+      co_return;
+    }
+  }
+
+  HeaderMap h = base;
+  for (const auto& [k, v] : client) {
+    if (istarts_with(k, "x-container-meta-") || istarts_with(k, "x-container-sysmeta-") ||
+        iequals(k, "x-container-read") || iequals(k, "x-container-write") ||
+        iequals(k, "x-container-sync-key") || iequals(k, "x-container-sync-to") ||
+        iequals(k, "x-versions-location") || iequals(k, "x-history-location")) {
+      h.set(k, v);
+    }
+  }
+  h.set("X-Timestamp", Timestamp::now().internal());
+  if (req.method == "PUT") {
+    if (policy_index) {
+      h.set("X-Backend-Storage-Policy-Index", std::to_string(*policy_index));
+    } else {
+      h.set("X-Backend-Storage-Policy-Default",
+            std::to_string(config_.swift.policies.default_policy().index));
+    }
+  }
+  // Each container replica tells its share of the account replicas (Swift spreads them).
+  auto apart = account_ring_->get_part(p.account);
+  ring::NodeList account_nodes = account_ring_->get_part_nodes(*apart);
+  NodeIter it = nodes(*container_ring_, *part);
+  size_t n = it.primary_count();
+  auto headers_for = [&](size_t i) {
+    HeaderMap each = h;
+    if (req.method == "POST") return each;
+    std::string hosts, devices;
+    for (size_t j = i; j < account_nodes.nodes.size(); j += std::max<size_t>(n, 1)) {
+      const ring::Device& d = *account_nodes.nodes[j].device;
+      hosts += (hosts.empty() ? "" : ",") + d.ip + ":" + std::to_string(d.port);
+      devices += (devices.empty() ? "" : ",") + d.device;
+    }
+    if (!hosts.empty()) {
+      each.set("X-Account-Partition", std::to_string(*apart));
+      each.set("X-Account-Host", hosts);
+      each.set("X-Account-Device", devices);
+    }
+    return each;
+  };
+  forget_info(p.account);
+  forget_info(p.account, p.container);
+  auto answers = co_await make_requests(config_.backend, limiter_, std::move(it), req.method, path,
+                                        headers_for);
+  Response r = best_response(answers, n);
+  if (req.method == "DELETE" && r.status == 202) r = swob_response(404);
+  (void)co_await ex.respond(std::move(r));
+}
+
+// ---- /info -----------------------------------------------------------------------------------
+
+std::string ProxyApp::swift_info_json() const {
+  const auto& c = config_.swift.constraints;
+  boost::json::object swift;
+  swift["version"] = APUS_SWIFT_VERSION;
+  swift["strict_cors_mode"] = true;
+  boost::json::array policies;
+  for (const common::StoragePolicy* p : config_.swift.policies.visible()) {
+    boost::json::object o;
+    o["name"] = p->name();
+    o["aliases"] = p->aliases();
+    if (p->is_default) o["default"] = true;
+    policies.push_back(std::move(o));
+  }
+  swift["policies"] = std::move(policies);
+  swift["allow_account_management"] = config_.allow_account_management;
+  swift["account_autocreate"] = config_.account_autocreate;
+  swift["allow_open_expired"] = false;
+  swift["max_file_size"] = c.max_file_size;
+  swift["max_meta_name_length"] = c.max_meta_name_length;
+  swift["max_meta_value_length"] = c.max_meta_value_length;
+  swift["max_meta_count"] = c.max_meta_count;
+  swift["max_meta_overall_size"] = c.max_meta_overall_size;
+  swift["max_header_size"] = c.max_header_size;
+  swift["max_object_name_length"] = c.max_object_name_length;
+  swift["container_listing_limit"] = c.container_listing_limit;
+  swift["account_listing_limit"] = c.account_listing_limit;
+  swift["max_account_name_length"] = c.max_account_name_length;
+  swift["max_container_name_length"] = c.max_container_name_length;
+  swift["extra_header_count"] = c.extra_header_count;
+  std::string out = "{\"swift\": " + boost::json::serialize(swift);
+  for (const auto& [name, json] : middleware_info_) out += ", \"" + name + "\": " + json;
+  out += "}";
+  return out;
+}
+
+net::awaitable<void> ProxyApp::info_request(Exchange& ex) {
+  const Request& req = ex.request();
+  if (req.method != "GET" && req.method != "HEAD" && req.method != "OPTIONS") {
+    Response r = swob_response(405);
+    r.headers.set("Allow", "GET, HEAD, OPTIONS");
+    (void)co_await ex.respond(std::move(r));
+    co_return;
+  }
+  if (!config_.expose_info) {
+    (void)co_await ex.respond(swob_response(403));
+    co_return;
+  }
+  Response r;
+  r.status = 200;
+  r.headers.set("Content-Type", "application/json; charset=UTF-8");
+  r.body = swift_info_json();
+  (void)co_await ex.respond(std::move(r));
+}
+
+}  // namespace apus::proxy

@@ -1,0 +1,100 @@
+// ProxyApp: the proxy-server app at the end of the pipeline, and the controllers it routes to
+// (account, container, object, /info). Private to proxy/.
+//
+// Thread-safe: the rings and the error limiter are; the info cache has its own mutex.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include <boost/asio/awaitable.hpp>
+
+#include "proxy/backend.h"
+#include "proxy/pipeline.h"
+#include "proxy/proxy_server.h"
+#include "ring/ring.h"
+
+namespace apus::proxy {
+
+// The parts of a /v1/<account>[/<container>[/<object>]] path, decoded.
+struct ApiPath {
+  std::string version, account, container, object;
+};
+
+class ProxyApp {
+ public:
+  ProxyApp(ProxyConfig config, std::unique_ptr<ring::Ring> account_ring,
+           std::unique_ptr<ring::Ring> container_ring,
+           std::map<int, std::unique_ptr<ring::Ring>> object_rings);
+
+  // The app: routes the request to a controller.
+  boost::asio::awaitable<void> handle(common::http::Exchange& ex, ProxyEnv& env);
+
+  const ProxyConfig& config() const { return config_; }
+  // The sections /info shows for the app itself ("swift").
+  std::string swift_info_json() const;
+  void set_middleware_info(std::vector<std::pair<std::string, std::string>> sections) {
+    middleware_info_ = std::move(sections);
+  }
+
+  // Account and container existence and metadata, as Swift's get_account_info() and
+  // get_container_info() give them: a HEAD to the backends, cached for recheck_*_existence.
+  boost::asio::awaitable<CachedInfo> account_info(const std::string& account,
+                                                  const common::http::Request& req,
+                                                  const std::string& trans_id);
+  boost::asio::awaitable<CachedInfo> container_info(const std::string& account,
+                                                    const std::string& container,
+                                                    const common::http::Request& req,
+                                                    const std::string& trans_id);
+  void forget_info(const std::string& account, const std::string& container = {});
+
+ private:
+  boost::asio::awaitable<void> account_request(common::http::Exchange& ex, ProxyEnv& env,
+                                               const ApiPath& p);
+  boost::asio::awaitable<void> container_request(common::http::Exchange& ex, ProxyEnv& env,
+                                                 const ApiPath& p);
+  boost::asio::awaitable<void> object_request(common::http::Exchange& ex, ProxyEnv& env,
+                                              const ApiPath& p);
+  boost::asio::awaitable<void> info_request(common::http::Exchange& ex);
+
+  // Object methods (object_controller.cpp).
+  boost::asio::awaitable<void> object_put(common::http::Exchange& ex, ProxyEnv& env,
+                                          const ApiPath& p, const CachedInfo& container);
+  boost::asio::awaitable<void> object_get_head(common::http::Exchange& ex, ProxyEnv& env,
+                                               const ApiPath& p, const CachedInfo& container);
+  boost::asio::awaitable<void> object_post_delete(common::http::Exchange& ex, ProxyEnv& env,
+                                                  const ApiPath& p, const CachedInfo& container);
+
+  // GET or HEAD from one node at a time until a good answer (2xx, 3xx; 416 for objects).
+  // Returns the good answer, or Swift's best response over all the answers.
+  boost::asio::awaitable<common::http::Response> get_or_head(ring::Ring& ring, uint32_t part,
+                                                             const std::string& method,
+                                                             const std::string& path_after_part,
+                                                             const common::http::HeaderMap& h);
+  ring::Ring* object_ring(int policy);
+  NodeIter nodes(ring::Ring& ring, uint32_t part);
+  boost::asio::awaitable<CachedInfo> cached_head(const std::string& key, ring::Ring& ring,
+                                                 const std::string& account,
+                                                 const std::string& container,
+                                                 const common::http::Request& req,
+                                                 const std::string& trans_id, double ttl);
+
+  ProxyConfig config_;
+  std::unique_ptr<ring::Ring> account_ring_;
+  std::unique_ptr<ring::Ring> container_ring_;
+  std::map<int, std::unique_ptr<ring::Ring>> object_rings_;
+  ErrorLimiter limiter_;
+  std::vector<std::pair<std::string, std::string>> middleware_info_;
+  std::mutex cache_mutex_;
+  std::map<std::string, CachedInfo> cache_;  // "account/<a>", "container/<a>/<c>"; GUARDED_BY
+};
+
+// Authorization as the controllers ask for it: runs env.authorize (if any) with env.acl set
+// to `acl`; a response when denied.
+boost::asio::awaitable<std::optional<common::http::Response>> authorize(
+    const common::http::Request& req, ProxyEnv& env, const std::optional<std::string>& acl);
+
+}  // namespace apus::proxy

@@ -1,0 +1,526 @@
+// The pipeline and the small middlewares: catch_errors, gatekeeper, healthcheck,
+// proxy_logging, cache, listing_formats, crossdomain. tempauth is in tempauth.cpp.
+#include "proxy/middleware.h"
+
+#include <sys/stat.h>
+
+#include <boost/json.hpp>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <random>
+
+#include "common/constraints.h"
+#include "common/http/swob.h"
+#include "common/http/url.h"
+#include "common/listing_format.h"
+#include "common/log/log.h"
+#include "common/timestamp.h"
+#include "proxy/internal/app.h"
+
+namespace apus::proxy {
+
+namespace net = boost::asio;
+using common::Result;
+using common::Status;
+using common::http::Exchange;
+using common::http::HeaderMap;
+using common::http::Request;
+using common::http::Response;
+using common::http::iequals;
+using common::http::istarts_with;
+using common::http::swob_response;
+
+// ---- the pipeline ----------------------------------------------------------------------------
+
+Pipeline::Pipeline(std::vector<std::unique_ptr<Middleware>> filters, Next app)
+    : filters_(std::move(filters)) {
+  chain_.resize(filters_.size() + 1);
+  chain_[filters_.size()] = std::move(app);
+  for (size_t i = filters_.size(); i-- > 0;) {
+    Middleware* mw = filters_[i].get();
+    const Next* rest = &chain_[i + 1];
+    chain_[i] = [mw, rest](Exchange& ex, ProxyEnv& env) { return mw->call(ex, env, *rest); };
+  }
+}
+
+net::awaitable<void> Pipeline::handle(Exchange& ex, ProxyEnv& env) const {
+  return chain_[0](ex, env);
+}
+
+std::string generate_trans_id(std::string_view suffix) {
+  thread_local std::mt19937_64 rng(std::random_device{}());
+  char buf[64];
+  uint64_t a = rng(), b = rng();
+  std::snprintf(buf, sizeof buf, "tx%016llx%05llx-%010llx",
+                static_cast<unsigned long long>(a),
+                static_cast<unsigned long long>(b & 0xFFFFF),
+                static_cast<unsigned long long>(std::time(nullptr)));
+  return std::string(buf) + std::string(suffix);
+}
+
+namespace {
+
+// An Exchange wrapper that adds or removes response headers as the response goes out.
+class HeaderEditor : public ExchangeWrapper {
+ public:
+  using Edit = std::function<void(int status, HeaderMap& headers)>;
+  HeaderEditor(Exchange& inner, Edit edit) : ExchangeWrapper(inner), edit_(std::move(edit)) {}
+
+ protected:
+  net::awaitable<Status> do_respond(Response response) override {
+    edit_(response.status, response.headers);
+    return ExchangeWrapper::do_respond(std::move(response));
+  }
+  net::awaitable<Status> do_start_response(int status, HeaderMap headers,
+                                           std::optional<uint64_t> length) override {
+    edit_(status, headers);
+    return ExchangeWrapper::do_start_response(status, std::move(headers), length);
+  }
+
+ private:
+  Edit edit_;
+};
+
+// ---- catch_errors: the transaction id, and a 500 for anything that answered nothing --------
+
+class CatchErrors final : public Middleware {
+ public:
+  explicit CatchErrors(std::string suffix) : suffix_(std::move(suffix)) {}
+  net::awaitable<void> call(Exchange& ex, ProxyEnv& env, const Next& next) override {
+    std::string suffix = suffix_;
+    if (auto extra = ex.request().headers.get("X-Trans-Id-Extra")) {
+      suffix += "-" + common::http::quote(extra->substr(0, 32));
+    }
+    env.trans_id = generate_trans_id(suffix);
+    std::string id = env.trans_id;
+    HeaderEditor out(ex, [id](int, HeaderMap& h) {
+      h.set("X-Trans-Id", id);
+      h.set("X-Openstack-Request-Id", id);
+    });
+    out.mutable_request().headers.set("X-Trans-Id", id);
+    co_await next(out, env);
+    if (!out.response_started()) {
+      Response r = swob_response(500);
+      r.body = "An error occurred";
+      (void)co_await out.respond(std::move(r));
+    }
+  }
+
+ private:
+  std::string suffix_;
+};
+
+// ---- gatekeeper: backend and sysmeta headers never cross the proxy's edge -------------------
+
+bool internal_header(std::string_view name) {
+  return istarts_with(name, "x-backend-") || istarts_with(name, "x-account-sysmeta-") ||
+         istarts_with(name, "x-container-sysmeta-") || istarts_with(name, "x-object-sysmeta-") ||
+         istarts_with(name, "x-object-transient-sysmeta-");
+}
+
+void strip_internal(HeaderMap& h) {
+  std::vector<std::string> drop;
+  for (const auto& [name, value] : h) {
+    if (internal_header(name)) drop.push_back(name);
+  }
+  for (const auto& name : drop) h.erase(name);
+}
+
+class Gatekeeper final : public Middleware {
+ public:
+  net::awaitable<void> call(Exchange& ex, ProxyEnv& env, const Next& next) override {
+    HeaderEditor out(ex, [](int, HeaderMap& h) { strip_internal(h); });
+    strip_internal(out.mutable_request().headers);
+    co_await next(out, env);
+  }
+};
+
+// ---- healthcheck -----------------------------------------------------------------------------
+
+class Healthcheck final : public Middleware {
+ public:
+  explicit Healthcheck(std::string disable_path) : disable_path_(std::move(disable_path)) {}
+  net::awaitable<void> call(Exchange& ex, ProxyEnv& env, const Next& next) override {
+    if (ex.request().path() != "/healthcheck") {
+      co_await next(ex, env);
+      co_return;
+    }
+    struct stat st;
+    bool disabled = !disable_path_.empty() && ::stat(disable_path_.c_str(), &st) == 0;
+    Response r;
+    r.status = disabled ? 503 : 200;
+    r.headers.set("Content-Type", "text/plain");
+    r.body = disabled ? "DISABLED BY FILE" : "OK";
+    (void)co_await ex.respond(std::move(r));
+  }
+
+ private:
+  std::string disable_path_;
+};
+
+// ---- proxy_logging: Swift's proxy access line ------------------------------------------------
+
+// Counts what goes out, for the access line.
+class CountingExchange : public ExchangeWrapper {
+ public:
+  using ExchangeWrapper::ExchangeWrapper;
+  uint64_t bytes_in = 0, bytes_out = 0;
+  int status = 0;
+  bool client_gone = false;
+
+  net::awaitable<Result<size_t>> read_body(std::span<char> buf) override {
+    auto n = co_await ExchangeWrapper::read_body(buf);
+    if (n.ok()) {
+      bytes_in += *n;
+    } else {
+      client_gone = true;
+    }
+    co_return n;
+  }
+  net::awaitable<Status> write_body(std::string_view chunk) override {
+    Status s = co_await ExchangeWrapper::write_body(chunk);
+    if (s.ok()) {
+      bytes_out += chunk.size();
+    } else {
+      client_gone = true;
+    }
+    co_return s;
+  }
+
+ protected:
+  net::awaitable<Status> do_respond(Response response) override {
+    status = response.status;
+    size_t size = ExchangeWrapper::request().method == "HEAD" ? 0 : response.body.size();
+    Status s = co_await ExchangeWrapper::do_respond(std::move(response));
+    if (s.ok()) {
+      bytes_out += size;
+    } else {
+      client_gone = true;
+    }
+    co_return s;
+  }
+  net::awaitable<Status> do_start_response(int st, HeaderMap headers,
+                                           std::optional<uint64_t> length) override {
+    status = st;
+    return ExchangeWrapper::do_start_response(st, std::move(headers), length);
+  }
+};
+
+// Swift's proxy_logging quoting: every byte but unreserved characters and ":/{}".
+std::string log_quote(std::string_view s) {
+  if (s.empty()) return "-";
+  return common::http::quote(s, "/:{}");
+}
+
+class ProxyLogging final : public Middleware {
+ public:
+  net::awaitable<void> call(Exchange& ex, ProxyEnv& env, const Next& next) override {
+    if (env.log_info.count("proxy_logging.logged")) {  // the second instance in a pipeline
+      co_await next(ex, env);
+      co_return;
+    }
+    env.log_info["proxy_logging.logged"] = "1";
+    double start = now_seconds();
+    CountingExchange out(ex);
+    co_await next(out, env);
+    double end = now_seconds();
+    if (!common::log::enabled(common::log::Level::kInfo)) co_return;
+    const Request& req = out.request();
+    int status = out.client_gone && out.status == 0 ? 499 : out.status;
+    std::string client_ip(req.headers.get_or("X-Cluster-Client-Ip", ""));
+    if (client_ip.empty()) {
+      std::string_view fwd = req.headers.get_or("X-Forwarded-For", "");
+      client_ip = std::string(fwd.substr(0, fwd.find(',')));
+    }
+    if (client_ip.empty()) client_ip = req.remote_addr;
+    std::time_t t = static_cast<std::time_t>(end);
+    std::tm tm{};
+    ::gmtime_r(&t, &tm);
+    char when[40];
+    std::strftime(when, sizeof when, "%d/%b/%Y/%H/%M/%S", &tm);
+    std::string token(req.headers.get_or("X-Auth-Token", ""));
+    if (token.size() > 16) token = token.substr(0, 16) + "...";
+    char times[96];
+    std::snprintf(times, sizeof times, "%.4f", end - start);
+    char stamps[64];
+    std::snprintf(stamps, sizeof stamps, "%.9f %.9f", start, end);
+    std::string path(req.target);
+    std::string line;
+    line.reserve(320);
+    auto field = [&](std::string_view v) { line.append(log_quote(v)).append(" "); };
+    field(client_ip);
+    field(req.remote_addr);
+    line.append(when).append(" ");
+    field(req.method);
+    line.append(log_quote(common::http::percent_decode(path))).append(" ");
+    field(req.version == 10 ? "HTTP/1.0" : "HTTP/1.1");
+    line.append(std::to_string(status)).append(" ");
+    field(req.headers.get_or("Referer", ""));
+    field(req.headers.get_or("User-Agent", ""));
+    field(token);
+    line.append(out.bytes_in ? std::to_string(out.bytes_in) : "-").append(" ");
+    line.append(out.bytes_out ? std::to_string(out.bytes_out) : "-").append(" ");
+    field(req.headers.get_or("Etag", ""));
+    field(env.trans_id);
+    line.append("- ");  // headers (access_log_headers is off)
+    line.append(times).append(" ");
+    field(env.source);
+    line.append("- ");  // log_info
+    line.append(stamps).append(" ");
+    line.append(log_quote(req.headers.get_or("X-Backend-Storage-Policy-Index", "")));
+    common::log::write(common::log::Level::kInfo, line);
+  }
+
+ private:
+  static double now_seconds() {
+    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  }
+};
+
+// ---- cache -----------------------------------------------------------------------------------
+
+// Without memcached the proxy keeps account/container info and tempauth tokens in-process
+// (one proxy process); the filter's presence is what Swift's other middlewares check for.
+class Cache final : public Middleware {
+ public:
+  net::awaitable<void> call(Exchange& ex, ProxyEnv& env, const Next& next) override {
+    co_await next(ex, env);
+  }
+};
+
+// ---- crossdomain -----------------------------------------------------------------------------
+
+class Crossdomain final : public Middleware {
+ public:
+  explicit Crossdomain(std::string policy) : policy_(std::move(policy)) {}
+  net::awaitable<void> call(Exchange& ex, ProxyEnv& env, const Next& next) override {
+    const Request& req = ex.request();
+    if (req.path() != "/crossdomain.xml" || (req.method != "GET" && req.method != "HEAD")) {
+      co_await next(ex, env);
+      co_return;
+    }
+    Response r;
+    r.status = 200;
+    r.headers.set("Content-Type", "application/xml; charset=utf-8");
+    r.body =
+        "<?xml version=\"1.0\"?>\n<!DOCTYPE cross-domain-policy SYSTEM "
+        "\"http://www.adobe.com/xml/dtds/cross-domain-policy.dtd\" >\n<cross-domain-policy>\n" +
+        policy_ + "\n</cross-domain-policy>";
+    (void)co_await ex.respond(std::move(r));
+  }
+  std::optional<std::pair<std::string, std::string>> info() const override {
+    return std::make_pair(std::string("crossdomain"), std::string("{}"));
+  }
+
+ private:
+  std::string policy_;
+};
+
+// ---- listing_formats -------------------------------------------------------------------------
+
+// Holds a whole (small) response instead of sending it, so listing_formats can re-render it.
+class Buffered : public ExchangeWrapper {
+ public:
+  using ExchangeWrapper::ExchangeWrapper;
+  Response held;
+  bool streamed_head = false;
+
+  net::awaitable<Status> write_body(std::string_view chunk) override {
+    held.body.append(chunk);
+    co_return Status();
+  }
+  net::awaitable<Status> finish_response() override { co_return Status(); }
+  bool response_started() const override { return held.status != 0; }
+  int response_status() const override { return held.status; }
+
+ protected:
+  net::awaitable<Status> do_respond(Response response) override {
+    held = std::move(response);
+    co_return Status();
+  }
+  net::awaitable<Status> do_start_response(int status, HeaderMap headers,
+                                           std::optional<uint64_t>) override {
+    held.status = status;
+    held.headers = std::move(headers);
+    streamed_head = true;
+    co_return Status();
+  }
+};
+
+std::optional<std::string> query_param(std::string_view query, std::string_view name) {
+  std::optional<std::string> out;
+  for (auto& [k, v] : common::http::parse_query(query)) {
+    if (k == name) out = v;
+  }
+  return out;
+}
+
+// Rebuilds a query string with format=json instead of any format the client gave.
+std::string json_query(std::string_view query) {
+  std::string out;
+  size_t start = 0;
+  while (start <= query.size()) {
+    size_t amp = query.find('&', start);
+    std::string_view field =
+        query.substr(start, amp == std::string_view::npos ? std::string_view::npos : amp - start);
+    start = amp == std::string_view::npos ? query.size() + 1 : amp + 1;
+    if (field.empty() || field.starts_with("format=") || field == "format") continue;
+    out += (out.empty() ? "" : "&") + std::string(field);
+  }
+  return out + (out.empty() ? "" : "&") + "format=json";
+}
+
+class ListingFormats final : public Middleware {
+ public:
+  explicit ListingFormats(const common::Constraints& constraints) : constraints_(constraints) {}
+  net::awaitable<void> call(Exchange& ex, ProxyEnv& env, const Next& next) override {
+    const Request& req = ex.request();
+    std::string path = common::http::percent_decode(req.path());
+    auto segs = common::http::split_path(path, 2, 4, true);
+    bool listing = segs.ok() && (req.method == "GET" || req.method == "HEAD") &&
+                   common::valid_api_version(constraints_, (*segs)[0].value_or("")) &&
+                   !(*segs)[3].has_value() && (*segs)[1].has_value();
+    if (!listing) {
+      co_await next(ex, env);
+      co_return;
+    }
+    bool account_listing = !(*segs)[2].has_value();
+    std::string name = account_listing ? *(*segs)[1] : *(*segs)[2];
+    auto format = query_param(req.query(), "format");
+    auto negotiated = common::listing::negotiate(format, req.headers.get("Accept"));
+    if (negotiated.status) {
+      Response r = swob_response(negotiated.status);
+      if (negotiated.status == 400) r.body = negotiated.error_body;
+      (void)co_await ex.respond(std::move(r));
+      co_return;
+    }
+    Buffered held(ex);
+    std::string target(req.path());
+    target += "?" + json_query(req.query());
+    held.mutable_request().target = target;
+    held.mutable_request().headers.erase("Accept");
+    co_await next(held, env);
+    Response r = std::move(held.held);
+    if (r.status == 0) co_return;
+    const std::string& type = negotiated.content_type;
+    bool ok = r.status >= 200 && r.status < 300;
+    std::string_view got_type = r.headers.get_or("Content-Type", "");
+    if (ok && req.method == "HEAD") {
+      r.headers.set("Content-Type", type + "; charset=utf-8");
+      r.status = 204;
+      if (!format) r.headers.set("Vary", "Accept");
+    } else if (ok && got_type.starts_with("application/json")) {
+      auto rendered = render(r.body, type, name, account_listing,
+                             common::config_true_value(
+                                 req.headers.get_or("X-Backend-Allow-Reserved-Names", "")));
+      if (!rendered) {
+        (void)co_await ex.respond(swob_response(500));
+        co_return;
+      }
+      r.body = std::move(*rendered);
+      r.headers.set("Content-Type", type + "; charset=utf-8");
+      if (r.body.empty()) {
+        r.status = 204;
+      } else {
+        r.status = 200;
+      }
+      if (!format) r.headers.set("Vary", "Accept");
+    } else if (ok) {
+      r.headers.set("Content-Type", type + "; charset=utf-8");
+      if (!format) r.headers.set("Vary", "Accept");
+    }
+    (void)co_await ex.respond(std::move(r));
+  }
+
+ private:
+  // The client's format from the backend's JSON; names with the reserved byte are dropped.
+  static std::optional<std::string> render(const std::string& json, const std::string& type,
+                                           const std::string& name, bool account,
+                                           bool allow_reserved) {
+    boost::system::error_code ec;
+    boost::json::value v = boost::json::parse(json, ec);
+    if (ec || !v.is_array()) return std::nullopt;
+    if (type.ends_with("/json") && allow_reserved) return json;
+    auto str = [](const boost::json::object& o, const char* k) -> std::string {
+      auto it = o.find(k);
+      if (it == o.end()) return {};
+      if (auto s = it->value().if_string()) return std::string(s->data(), s->size());
+      return {};
+    };
+    auto num = [](const boost::json::object& o, const char* k) -> int64_t {
+      auto it = o.find(k);
+      if (it == o.end()) return 0;
+      if (auto i = it->value().if_int64()) return *i;
+      if (auto u = it->value().if_uint64()) return static_cast<int64_t>(*u);
+      return 0;
+    };
+    if (account) {
+      std::vector<common::listing::ContainerItem> items;
+      for (const auto& e : v.as_array()) {
+        const auto& o = e.as_object();
+        common::listing::ContainerItem item;
+        item.subdir = o.contains("subdir");
+        item.name = item.subdir ? str(o, "subdir") : str(o, "name");
+        if (!allow_reserved && item.name.find('\0') != std::string::npos) continue;
+        item.count = num(o, "count");
+        item.bytes = num(o, "bytes");
+        item.last_modified = str(o, "last_modified");
+        items.push_back(std::move(item));
+      }
+      if (type.ends_with("/json")) return common::listing::to_json(items);
+      if (type.ends_with("/xml")) return common::listing::to_xml(items, name);
+      return common::listing::to_plain(items);
+    }
+    std::vector<common::listing::ObjectItem> items;
+    for (const auto& e : v.as_array()) {
+      const auto& o = e.as_object();
+      common::listing::ObjectItem item;
+      item.subdir = o.contains("subdir");
+      item.name = item.subdir ? str(o, "subdir") : str(o, "name");
+      if (!allow_reserved && item.name.find('\0') != std::string::npos) continue;
+      item.bytes = num(o, "bytes");
+      item.hash = str(o, "hash");
+      item.content_type = str(o, "content_type");
+      item.last_modified = str(o, "last_modified");
+      items.push_back(std::move(item));
+    }
+    if (type.ends_with("/json")) return common::listing::to_json(items);
+    if (type.ends_with("/xml")) return common::listing::to_xml(items, name);
+    return common::listing::to_plain(items);
+  }
+
+  const common::Constraints& constraints_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Middleware>> make_middleware(std::string_view name,
+                                                    const common::Section& section,
+                                                    ProxyApp& app) {
+  if (name == "catch_errors") {
+    return std::unique_ptr<Middleware>(
+        std::make_unique<CatchErrors>(section.get_string("trans_id_suffix", "")));
+  }
+  if (name == "gatekeeper") return std::unique_ptr<Middleware>(std::make_unique<Gatekeeper>());
+  if (name == "healthcheck") {
+    return std::unique_ptr<Middleware>(
+        std::make_unique<Healthcheck>(section.get_string("disable_path", "")));
+  }
+  if (name == "proxy_logging") return std::unique_ptr<Middleware>(std::make_unique<ProxyLogging>());
+  if (name == "memcache") return std::unique_ptr<Middleware>(std::make_unique<Cache>());
+  if (name == "listing_formats") {
+    return std::unique_ptr<Middleware>(
+        std::make_unique<ListingFormats>(app.config().swift.constraints));
+  }
+  if (name == "crossdomain") {
+    return std::unique_ptr<Middleware>(std::make_unique<Crossdomain>(section.get_string(
+        "cross_domain_policy", "<allow-access-from domain=\"*\" secure=\"false\" />")));
+  }
+  if (name == "tempauth") return make_tempauth(section, app);
+  return Status::invalid_argument("unknown middleware egg:swift#" + std::string(name) +
+                                  " in [" + section.name() + "]");
+}
+
+}  // namespace apus::proxy

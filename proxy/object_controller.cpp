@@ -1,0 +1,552 @@
+// Object requests: PUT streamed to every replica while hashing, GET/HEAD from the first good
+// replica (streamed), POST and DELETE by quorum (swift-protocol.md §12).
+#include <algorithm>
+#include <array>
+#include <fstream>
+#include <sstream>
+#include <unordered_map>
+
+#include "common/constraints.h"
+#include "common/crypto/md5.h"
+#include "common/http/client.h"
+#include "common/http/date.h"
+#include "common/http/swob.h"
+#include "common/http/url.h"
+#include "common/log/log.h"
+#include "common/timestamp.h"
+#include "proxy/internal/app.h"
+
+namespace apus::proxy {
+
+namespace net = boost::asio;
+using common::Result;
+using common::Status;
+using common::Timestamp;
+using common::http::ClientConnection;
+using common::http::Exchange;
+using common::http::HeaderMap;
+using common::http::Request;
+using common::http::Response;
+using common::http::iequals;
+using common::http::istarts_with;
+using common::http::swob_response;
+
+namespace {
+
+Response text_body(int status, std::string body, bool plain = false) {
+  Response r = plain ? common::http::text_response(status, "") : swob_response(status);
+  r.body = std::move(body);
+  return r;
+}
+
+// Python's mimetypes.guess_type() by extension, from /etc/mime.types as Python reads it.
+const std::unordered_map<std::string, std::string>& mime_types() {
+  static const auto* table = [] {
+    auto* t = new std::unordered_map<std::string, std::string>();
+    std::ifstream in("/etc/mime.types");
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.empty() || line[0] == '#') continue;
+      std::istringstream words(line);
+      std::string type, ext;
+      words >> type;
+      while (words >> ext) {
+        if (ext[0] == '#') break;
+        t->emplace(ext, type);
+      }
+    }
+    return t;
+  }();
+  return *table;
+}
+
+std::string guess_content_type(const std::string& object) {
+  size_t slash = object.rfind('/');
+  std::string base = slash == std::string::npos ? object : object.substr(slash + 1);
+  size_t dot = base.rfind('.');
+  if (dot == std::string::npos || dot + 1 == base.size()) return "application/octet-stream";
+  std::string ext = common::http::to_lower(base.substr(dot + 1));
+  auto it = mime_types().find(ext);
+  return it == mime_types().end() ? "application/octet-stream" : it->second;
+}
+
+// The client headers an object write passes to the object servers.
+bool object_write_header(std::string_view name) {
+  static constexpr std::string_view kPassed[] = {
+      "content-type", "content-encoding", "content-disposition", "content-language",
+      "cache-control", "expires", "x-delete-at", "x-object-manifest",
+      "x-static-large-object", "x-robots-tag", "etag", "if-none-match", "x-timestamp"};
+  if (istarts_with(name, "x-object-meta-") || istarts_with(name, "x-object-sysmeta-") ||
+      istarts_with(name, "x-object-transient-sysmeta-") || istarts_with(name, "x-backend-")) {
+    return true;
+  }
+  for (std::string_view p : kPassed) {
+    if (iequals(name, p)) return true;
+  }
+  return false;
+}
+
+// X-Container-Host/-Device/-Partition for the i-th object replica of n.
+void add_container_update(HeaderMap& h, const ring::NodeList& container_nodes, size_t i,
+                          size_t n) {
+  std::string hosts, devices;
+  for (size_t j = i; j < container_nodes.nodes.size(); j += std::max<size_t>(n, 1)) {
+    const ring::Device& d = *container_nodes.nodes[j].device;
+    hosts += (hosts.empty() ? "" : ",") + d.ip + ":" + std::to_string(d.port);
+    devices += (devices.empty() ? "" : ",") + d.device;
+  }
+  if (hosts.empty()) return;
+  h.set("X-Container-Partition", std::to_string(container_nodes.partition));
+  h.set("X-Container-Host", hosts);
+  h.set("X-Container-Device", devices);
+}
+
+// Swift's check_delete_headers(): X-Delete-After becomes X-Delete-At; both must be in the
+// future. A 400 text response when not.
+std::optional<Response> fix_delete_headers(HeaderMap& h, const Timestamp& now) {
+  if (auto after = h.get("X-Delete-After")) {
+    char* end = nullptr;
+    std::string text(*after);
+    long long v = std::strtoll(text.c_str(), &end, 10);
+    if (text.empty() || *end) return text_body(400, "Non-integer X-Delete-After", true);
+    int64_t at = static_cast<int64_t>(now.seconds() + static_cast<double>(v));
+    if (at <= static_cast<int64_t>(now.seconds())) {
+      return text_body(400, "X-Delete-After in past", true);
+    }
+    h.erase("X-Delete-After");
+    h.set("X-Delete-At", common::normalize_delete_at(at));
+  }
+  if (auto at = h.get("X-Delete-At")) {
+    char* end = nullptr;
+    std::string text(*at);
+    long long v = std::strtoll(text.c_str(), &end, 10);
+    if (text.empty() || *end) return text_body(400, "Non-integer X-Delete-At", true);
+    if (static_cast<double>(v) <= now.seconds()) {
+      return text_body(400, "X-Delete-At in past", true);
+    }
+    h.set("X-Delete-At", common::normalize_delete_at(v));
+  }
+  return std::nullopt;
+}
+
+// The client's copy of a backend object response's headers.
+HeaderMap client_object_headers(const HeaderMap& backend) {
+  HeaderMap h;
+  for (const auto& [name, value] : backend) {
+    if (iequals(name, "date") || iequals(name, "connection") || iequals(name, "x-put-timestamp") ||
+        iequals(name, "x-delete-after") || iequals(name, "transfer-encoding")) {
+      continue;
+    }
+    if (iequals(name, "etag")) {
+      std::string v(value);
+      v.erase(std::remove(v.begin(), v.end(), '"'), v.end());
+      h.set(name, v);
+    } else if (iequals(name, "content-type")) {
+      h.set(name, common::http::extract_swift_bytes(value).first);
+    } else {
+      h.set(name, value);
+    }
+  }
+  h.set("Accept-Ranges", "bytes");
+  return h;
+}
+
+}  // namespace
+
+net::awaitable<void> ProxyApp::object_request(Exchange& ex, ProxyEnv& env, const ApiPath& p) {
+  const Request& req = ex.request();
+  static const std::vector<std::string> kAllowed = {"DELETE", "GET", "HEAD", "OPTIONS", "POST",
+                                                    "PUT"};
+  if (std::find(kAllowed.begin(), kAllowed.end(), req.method) == kAllowed.end()) {
+    Response r = swob_response(405);
+    r.headers.set("Allow", "DELETE, GET, HEAD, OPTIONS, POST, PUT");
+    (void)co_await ex.respond(std::move(r));
+    co_return;
+  }
+  std::optional<Response> early = co_await authorize(req, env, std::nullopt);
+  CachedInfo container = co_await container_info(p.account, p.container, req, env.trans_id);
+  if (container.status >= 500 || container.status == 0) {
+    (void)co_await ex.respond(swob_response(503));
+    co_return;
+  }
+  if (early) {
+    bool read = req.method == "GET" || req.method == "HEAD";
+    std::optional<std::string> acl;
+    if (auto v = container.headers.get(read ? "X-Container-Read" : "X-Container-Write")) {
+      acl = std::string(*v);
+    }
+    if (auto denied = co_await authorize(req, env, acl)) {
+      (void)co_await ex.respond(std::move(*denied));
+      co_return;
+    }
+  }
+  if (req.method == "GET" || req.method == "HEAD") {
+    co_await object_get_head(ex, env, p, container);
+  } else if (container.status < 200 || container.status >= 300) {
+    (void)co_await ex.respond(swob_response(404));
+  } else if (req.method == "PUT") {
+    co_await object_put(ex, env, p, container);
+  } else {
+    co_await object_post_delete(ex, env, p, container);
+  }
+}
+
+// ---- GET and HEAD ----------------------------------------------------------------------------
+
+net::awaitable<void> ProxyApp::object_get_head(Exchange& ex, ProxyEnv& env, const ApiPath& p,
+                                               const CachedInfo& container) {
+  const Request& req = ex.request();
+  int policy = std::atoi(
+      std::string(req.headers.get_or("X-Backend-Storage-Policy-Index",
+                                     container.headers.get_or("X-Backend-Storage-Policy-Index",
+                                                              "0")))
+          .c_str());
+  ring::Ring* ring = object_ring(policy);
+  if (!ring) {
+    (void)co_await ex.respond(swob_response(503));
+    co_return;
+  }
+  auto part = ring->get_part(p.account, p.container, p.object);
+  if (!part.ok()) {
+    (void)co_await ex.respond(swob_response(500));
+    co_return;
+  }
+  HeaderMap h = backend_headers(req, env.trans_id);
+  for (const auto& [k, v] : req.headers) h.set(k, v);
+  h.set("X-Trans-Id", env.trans_id);
+  h.set("X-Backend-Storage-Policy-Index", std::to_string(policy));
+  std::string path = "/" + std::to_string(*part) + "/" + common::http::quote(p.account) + "/" +
+                     common::http::quote(p.container) + "/" + common::http::quote(p.object);
+
+  common::http::ClientOptions options;
+  options.conn_timeout = config_.backend.conn_timeout;
+  options.node_timeout = config_.recoverable_node_timeout;
+  auto& pool = common::http::ConnectionPool::for_this_thread(options);
+  NodeIter it = nodes(*ring, *part);
+  std::vector<BackendResponse> answers;
+  NodeRef node;
+  while (it.next(&node)) {
+    auto conn = co_await pool.connect(node.device->ip, static_cast<uint16_t>(node.device->port));
+    if (!conn.ok()) {
+      limiter_.record_error(*node.device);
+      continue;
+    }
+    common::http::ClientRequest out;
+    out.method = req.method;
+    out.target = "/" + common::http::quote(node.device->device) + path;
+    out.headers = h;
+    auto sent = co_await (*conn)->send_head(out);
+    auto head = sent.ok() ? co_await (*conn)->read_response_head()
+                          : Result<common::http::ClientResponse>(sent.status());
+    if (!head.ok()) {
+      limiter_.record_error(*node.device);
+      continue;
+    }
+    int status = head->status;
+    bool good = (status >= 200 && status < 400) || status == 416;
+    if (!good) {
+      BackendResponse a;
+      a.status = status;
+      a.headers = head->headers;
+      a.from_primary = node.primary;
+      auto body = co_await (*conn)->read_body_all(1 << 20);
+      if (body.ok()) a.body = std::move(*body);
+      pool.release(std::move(*conn));
+      if (status == 507) limiter_.limit_now(*node.device);
+      if (status >= 500) {
+        limiter_.record_error(*node.device);
+        continue;
+      }
+      answers.push_back(std::move(a));
+      continue;
+    }
+    // Stream the good answer.
+    HeaderMap out_headers = client_object_headers(head->headers);
+    if (req.method == "HEAD" || !head->content_length) {
+      std::string body;
+      if (req.method != "HEAD") {
+        auto all = co_await (*conn)->read_body_all(size_t{1} << 30);
+        if (all.ok()) body = std::move(*all);
+      }
+      Response r;
+      r.status = status;
+      r.headers = std::move(out_headers);
+      if (head->content_length) r.headers.set("Content-Length", std::to_string(*head->content_length));
+      r.body = std::move(body);
+      pool.release(std::move(*conn));
+      (void)co_await ex.respond(std::move(r));
+      co_return;
+    }
+    Status s = co_await ex.start_response(status, std::move(out_headers), head->content_length);
+    std::vector<char> buf(config_.object_chunk_size);
+    while (s.ok()) {
+      auto n = co_await (*conn)->read_body(buf);
+      if (!n.ok()) {
+        // A replica failing mid-body: the client cannot be given a partial object as whole.
+        APUS_LOG_WARNING("object GET " + path + ": " + n.status().to_string());
+        co_return;
+      }
+      if (*n == 0) break;
+      s = co_await ex.write_body(std::string_view(buf.data(), *n));
+    }
+    if (s.ok()) (void)co_await ex.finish_response();
+    pool.release(std::move(*conn));
+    co_return;
+  }
+  Response r = best_response(answers, it.primary_count());
+  (void)co_await ex.respond(std::move(r));
+}
+
+// ---- PUT -------------------------------------------------------------------------------------
+
+net::awaitable<void> ProxyApp::object_put(Exchange& ex, ProxyEnv& env, const ApiPath& p,
+                                          const CachedInfo& container) {
+  const Request& req = ex.request();
+  const auto& c = config_.swift.constraints;
+  HeaderMap client = req.headers;
+  bool detect = common::config_true_value(client.get_or("X-Detect-Content-Type", ""));
+  if (!client.contains("Content-Type") || detect) {
+    client.set("Content-Type", guess_content_type(p.object));
+  }
+  auto check = common::check_object_creation(c, client, p.object);
+  if (check.ok()) check = common::check_content_type(client);
+  if (!check.ok()) {
+    (void)co_await ex.respond(common::http::text_response(check.status, check.body));
+    co_return;
+  }
+  Timestamp now = Timestamp::now();
+  if (auto ts = client.get("X-Timestamp")) {
+    auto parsed = Timestamp::parse(*ts);
+    if (!parsed.ok()) {
+      (void)co_await ex.respond(text_body(400, "X-Timestamp should be a UNIX timestamp float "
+                                               "value; was '" + std::string(*ts) + "'", true));
+      co_return;
+    }
+    now = *parsed;
+  }
+  if (auto bad = fix_delete_headers(client, now)) {
+    (void)co_await ex.respond(std::move(*bad));
+    co_return;
+  }
+  int policy = std::atoi(
+      std::string(container.headers.get_or("X-Backend-Storage-Policy-Index", "0")).c_str());
+  ring::Ring* ring = object_ring(policy);
+  if (!ring) {
+    (void)co_await ex.respond(swob_response(503));
+    co_return;
+  }
+  auto part = ring->get_part(p.account, p.container, p.object);
+  auto cpart = container_ring_->get_part(p.account, p.container);
+  ring::NodeList container_nodes = container_ring_->get_part_nodes(*cpart);
+  std::string path = "/" + std::to_string(*part) + "/" + common::http::quote(p.account) + "/" +
+                     common::http::quote(p.container) + "/" + common::http::quote(p.object);
+
+  HeaderMap base = backend_headers(req, env.trans_id);
+  for (const auto& [k, v] : client) {
+    if (object_write_header(k)) base.set(k, v);
+  }
+  base.set("X-Timestamp", now.internal());
+  base.set("X-Backend-Storage-Policy-Index", std::to_string(policy));
+  std::optional<uint64_t> length = req.content_length;
+
+  // Connect to as many nodes as the ring has replicas, with Expect: 100-continue.
+  common::http::ClientOptions options;
+  options.conn_timeout = config_.backend.conn_timeout;
+  options.node_timeout = config_.backend.node_timeout;
+  auto& pool = common::http::ConnectionPool::for_this_thread(options);
+  NodeIter it = nodes(*ring, *part);
+  const size_t n = it.primary_count();
+  const size_t quorum = quorum_size(n);
+  std::vector<std::unique_ptr<ClientConnection>> conns;
+  std::vector<int> early_statuses;
+  std::vector<std::string> early_timestamps;
+  NodeRef node;
+  while (conns.size() < n && it.next(&node)) {
+    auto conn = co_await pool.connect(node.device->ip, static_cast<uint16_t>(node.device->port));
+    if (!conn.ok()) {
+      limiter_.record_error(*node.device);
+      continue;
+    }
+    common::http::ClientRequest out;
+    out.method = "PUT";
+    out.target = "/" + common::http::quote(node.device->device) + path;
+    out.headers = base;
+    add_container_update(out.headers, container_nodes, conns.size() + early_statuses.size(), n);
+    // An empty body still goes chunked, as Swift sends it (Expect needs a body).
+    if (length && *length > 0) {
+      out.content_length = length;
+    } else {
+      out.chunked = true;
+    }
+    out.expect_continue = true;
+    auto sent = co_await (*conn)->send_head(out);
+    if (!sent.ok()) {
+      limiter_.record_error(*node.device);
+      continue;
+    }
+    if (*sent == 100) {
+      conns.push_back(std::move(*conn));
+      continue;
+    }
+    // A final answer instead of 100 Continue: 409 (newer exists), 412 (If-None-Match), 507.
+    auto head = co_await (*conn)->read_response_head();
+    int status = head.ok() ? head->status : *sent;
+    if (status == 507) limiter_.limit_now(*node.device);
+    if (status >= 500) {
+      limiter_.record_error(*node.device);
+      continue;
+    }
+    early_statuses.push_back(status);
+    early_timestamps.emplace_back(head.ok() ? head->headers.get_or("X-Backend-Timestamp", "")
+                                            : "");
+  }
+  bool if_none_match_star = req.headers.get_or("If-None-Match", "").find('*') !=
+                            std::string_view::npos;
+  if (if_none_match_star &&
+      std::find(early_statuses.begin(), early_statuses.end(), 412) != early_statuses.end()) {
+    (void)co_await ex.respond(swob_response(412));
+    co_return;
+  }
+  if (std::find(early_statuses.begin(), early_statuses.end(), 409) != early_statuses.end()) {
+    (void)co_await ex.respond(swob_response(202));
+    co_return;
+  }
+  if (conns.size() < quorum) {
+    APUS_LOG_ERROR("Object PUT returning 503, " + std::to_string(conns.size()) + "/" +
+                   std::to_string(quorum) + " required connections");
+    (void)co_await ex.respond(swob_response(503));
+    co_return;
+  }
+
+  // Stream the body to every connection while hashing it.
+  common::crypto::Md5 md5;
+  std::vector<char> buf(config_.client_chunk_size);
+  uint64_t received = 0;
+  std::vector<bool> alive(conns.size(), true);
+  for (;;) {
+    auto got = co_await ex.read_body(buf);
+    if (!got.ok()) {
+      int status = got.status().is_timeout() ? 408 : 499;
+      (void)co_await ex.respond(swob_response(status));
+      co_return;
+    }
+    if (*got == 0) break;
+    std::string_view chunk(buf.data(), *got);
+    received += *got;
+    md5.update(chunk);
+    std::vector<ClientConnection*> targets;
+    for (size_t i = 0; i < conns.size(); ++i) targets.push_back(alive[i] ? conns[i].get() : nullptr);
+    auto results = co_await common::http::write_all(targets, chunk);
+    size_t still = 0;
+    for (size_t i = 0; i < conns.size(); ++i) {
+      if (alive[i] && !results[i].ok()) alive[i] = false;
+      still += alive[i];
+    }
+    if (still < quorum) {
+      (void)co_await ex.respond(swob_response(503));
+      co_return;
+    }
+  }
+  if (length && received < *length) {
+    (void)co_await ex.respond(swob_response(499));
+    co_return;
+  }
+  std::string etag = md5.hex_digest();
+  std::vector<BackendResponse> answers;
+  for (size_t i = 0; i < conns.size(); ++i) {
+    if (!alive[i]) continue;
+    if (!(co_await conns[i]->finish_body()).ok()) continue;
+    auto head = co_await conns[i]->read_response_head();
+    if (!head.ok()) continue;
+    BackendResponse a;
+    a.status = head->status;
+    a.headers = head->headers;
+    auto body = co_await conns[i]->read_body_all(1 << 16);
+    if (body.ok()) a.body = std::move(*body);
+    pool.release(std::move(conns[i]));
+    answers.push_back(std::move(a));
+  }
+  // Every replica that stored it must have stored the same bytes.
+  for (const auto& a : answers) {
+    if (a.status >= 200 && a.status < 300) {
+      std::string backend_etag(a.headers.get_or("Etag", etag));
+      backend_etag.erase(std::remove(backend_etag.begin(), backend_etag.end(), '"'),
+                         backend_etag.end());
+      if (backend_etag != etag) {
+        (void)co_await ex.respond(swob_response(500));
+        co_return;
+      }
+    }
+  }
+  while (answers.size() < n) {
+    BackendResponse missing;
+    missing.status = 503;
+    answers.push_back(std::move(missing));
+  }
+  Response r = best_response(answers, n);
+  if (r.status >= 200 && r.status < 300) {
+    r.status = 201;
+    r.body.clear();
+    r.headers.set("Etag", etag);
+    r.headers.set("Last-Modified", common::http::format_http_date(now.ceil()));
+  }
+  (void)co_await ex.respond(std::move(r));
+}
+
+// ---- POST and DELETE -------------------------------------------------------------------------
+
+net::awaitable<void> ProxyApp::object_post_delete(Exchange& ex, ProxyEnv& env, const ApiPath& p,
+                                                  const CachedInfo& container) {
+  const Request& req = ex.request();
+  HeaderMap client = req.headers;
+  Timestamp now = Timestamp::now();
+  if (req.method == "POST") {
+    auto check = common::check_metadata(config_.swift.constraints, client,
+                                        common::MetadataTarget::kObject);
+    if (!check.ok()) {
+      (void)co_await ex.respond(common::http::text_response(check.status, check.body));
+      co_return;
+    }
+    if (auto bad = fix_delete_headers(client, now)) {
+      (void)co_await ex.respond(std::move(*bad));
+      co_return;
+    }
+  }
+  int policy = std::atoi(
+      std::string(container.headers.get_or("X-Backend-Storage-Policy-Index", "0")).c_str());
+  ring::Ring* ring = object_ring(policy);
+  if (!ring) {
+    (void)co_await ex.respond(swob_response(503));
+    co_return;
+  }
+  auto part = ring->get_part(p.account, p.container, p.object);
+  auto cpart = container_ring_->get_part(p.account, p.container);
+  ring::NodeList container_nodes = container_ring_->get_part_nodes(*cpart);
+  HeaderMap base = backend_headers(req, env.trans_id);
+  for (const auto& [k, v] : client) {
+    if (object_write_header(k)) base.set(k, v);
+  }
+  base.set("X-Timestamp", now.internal());
+  base.set("X-Backend-Storage-Policy-Index", std::to_string(policy));
+  NodeIter it = nodes(*ring, *part);
+  size_t n = it.primary_count();
+  std::string path = "/" + common::http::quote(p.account) + "/" +
+                     common::http::quote(p.container) + "/" + common::http::quote(p.object);
+  auto answers = co_await make_requests(config_.backend, limiter_, std::move(it), req.method, path, [&](size_t i) {
+        HeaderMap h = base;
+        add_container_update(h, container_nodes, i, n);
+        return h;
+      });
+  Response r = best_response(answers, n);
+  if (req.method == "DELETE" && r.status == 503) {
+    // Swift's override for DELETE: 404s count as 204s when no class reached a quorum.
+    for (auto& a : answers) {
+      if (a.status == 404) a.status = 204;
+    }
+    Response again = best_response(answers, n);
+    if (again.status != 503) r = std::move(again);
+  }
+  (void)co_await ex.respond(std::move(r));
+}
+
+}  // namespace apus::proxy

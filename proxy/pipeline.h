@@ -1,0 +1,124 @@
+// The proxy's middleware pipeline, built from [pipeline:main] as Swift's paste.deploy builds
+// it: each filter is a Middleware that may answer a request itself, change it, or pass it on
+// to the next one (and see or change what comes back); the last element is the proxy app.
+//
+// A request travels as a common::http::Exchange (the client's connection) plus a ProxyEnv,
+// the state Swift keeps in the WSGI environ (trans-id, the authorize callback, the user's
+// groups, cache handles). A middleware that changes the request or wants to see the response
+// wraps the Exchange in an ExchangeWrapper subclass and passes the wrapper on; wrappers live in
+// the middleware's coroutine frame, which outlives the call it makes.
+//
+// Thread-compatible per request; a Middleware object is shared by every worker and must be
+// thread-safe (most keep only their config).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <boost/asio/awaitable.hpp>
+
+#include "common/config/config.h"
+#include "common/http/server.h"
+#include "common/status.h"
+
+namespace apus::proxy {
+
+class Memcache;
+struct ProxyEnv;
+
+// The decision of an authorize callback: nullopt allows, a response denies.
+using Authorize = std::function<boost::asio::awaitable<std::optional<common::http::Response>>(
+    const common::http::Request& req, ProxyEnv& env)>;
+
+// Swift's WSGI environ entries that middlewares and the app share.
+struct ProxyEnv {
+  std::string trans_id;
+  double start_time = 0;               // Unix seconds when the request arrived
+  Authorize authorize;                 // swift.authorize; empty: no auth middleware
+  std::optional<std::string> acl;      // req.acl: the container ACL authorize() checks
+  bool authorize_override = false;     // swift.authorize_override
+  std::string remote_user;             // groups string, as tempauth sets REMOTE_USER
+  bool swift_owner = false;            // swift_owner: may see and set owner headers
+  // swift.clean_acl: normalizes an X-Container-Read/-Write value (InvalidArgument with the
+  // 400 body when it is bad); set by the auth middleware.
+  std::function<common::Result<std::string>(std::string_view header, std::string_view value)>
+      clean_acl;
+  std::string source;                  // swift.source: which middleware made a subrequest
+  std::map<std::string, std::string> log_info;  // swift.log_info
+  Memcache* memcache = nullptr;        // swift.cache
+  // get_account_info() for middlewares (tempauth's account ACLs): set by the proxy.
+  std::function<boost::asio::awaitable<std::optional<common::http::HeaderMap>>(
+      const std::string& account)>
+      account_headers;
+};
+
+using Next = std::function<boost::asio::awaitable<void>(common::http::Exchange&, ProxyEnv&)>;
+
+class Middleware {
+ public:
+  virtual ~Middleware() = default;
+  // Handles the request, calling `next` to pass it on.
+  virtual boost::asio::awaitable<void> call(common::http::Exchange& ex, ProxyEnv& env,
+                                            const Next& next) = 0;
+  // What the middleware adds to /info (name -> JSON object text), if anything.
+  virtual std::optional<std::pair<std::string, std::string>> info() const { return std::nullopt; }
+};
+
+// An Exchange that forwards to another, with its own (changeable) copy of the request.
+// Subclasses override what they need to see or change.
+class ExchangeWrapper : public common::http::Exchange {
+ public:
+  explicit ExchangeWrapper(common::http::Exchange& inner)
+      : inner_(inner), request_(inner.request()) {}
+
+  const common::http::Request& request() const override { return request_; }
+  common::http::Request& mutable_request() { return request_; }
+  common::http::Exchange& inner() { return inner_; }
+
+  boost::asio::awaitable<common::Result<size_t>> read_body(std::span<char> buf) override {
+    return inner_.read_body(buf);
+  }
+  boost::asio::awaitable<common::Status> send_continue() override {
+    return inner_.send_continue();
+  }
+  boost::asio::awaitable<common::Status> write_body(std::string_view chunk) override {
+    return inner_.write_body(chunk);
+  }
+  boost::asio::awaitable<common::Status> finish_response() override {
+    return inner_.finish_response();
+  }
+  bool response_started() const override { return inner_.response_started(); }
+  int response_status() const override { return inner_.response_status(); }
+
+ protected:
+  boost::asio::awaitable<common::Status> do_respond(common::http::Response response) override {
+    return inner_.respond(std::move(response));
+  }
+  boost::asio::awaitable<common::Status> do_start_response(
+      int status, common::http::HeaderMap headers, std::optional<uint64_t> length) override {
+    return inner_.start_response(status, std::move(headers), length);
+  }
+
+ private:
+  common::http::Exchange& inner_;
+  common::http::Request request_;
+};
+
+// A built pipeline: its middlewares in order, then the app.
+class Pipeline {
+ public:
+  Pipeline(std::vector<std::unique_ptr<Middleware>> filters, Next app);
+  // Runs a request through every filter and the app.
+  boost::asio::awaitable<void> handle(common::http::Exchange& ex, ProxyEnv& env) const;
+  const std::vector<std::unique_ptr<Middleware>>& filters() const { return filters_; }
+
+ private:
+  std::vector<std::unique_ptr<Middleware>> filters_;
+  std::vector<Next> chain_;  // chain_[i] runs filters_[i..] and the app
+};
+
+}  // namespace apus::proxy

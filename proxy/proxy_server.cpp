@@ -1,0 +1,140 @@
+#include "proxy/proxy_server.h"
+
+#include <chrono>
+#include <cmath>
+#include <thread>
+
+#include "common/log/log.h"
+#include "proxy/internal/app.h"
+#include "proxy/middleware.h"
+
+namespace apus::proxy {
+
+namespace net = boost::asio;
+using common::Result;
+using common::Status;
+
+Result<ProxyConfig> ProxyConfig::from_config(const common::Config& conf) {
+  ProxyConfig c;
+  std::string app = "proxy-server";
+  auto pipeline = conf.pipeline();
+  if (!pipeline.ok()) return pipeline.status();
+  app = pipeline->back();
+  common::Section s = conf.section("app:" + app);
+  c.server.server_type = "proxy-server";
+  c.server.bind_ip = s.get_string("bind_ip", "0.0.0.0");
+  int64_t port = 8080;
+  APUS_ASSIGN_OR_RETURN(port, s.get_int("bind_port", 8080));
+  c.server.bind_port = static_cast<uint16_t>(port);
+  int64_t workers = std::max(1u, std::thread::hardware_concurrency());
+  if (s.get_string("workers", "auto") != "auto") APUS_ASSIGN_OR_RETURN(workers, s.get_int("workers", workers));
+  c.server.workers = static_cast<int>(std::max<int64_t>(1, workers));
+  APUS_ASSIGN_OR_RETURN(c.server.client_timeout, s.get_double("client_timeout", 60));
+  APUS_ASSIGN_OR_RETURN(c.server.reuse_port, s.get_bool("reuse_port", false));
+  int64_t backlog = 4096;
+  APUS_ASSIGN_OR_RETURN(backlog, s.get_int("backlog", 4096));
+  c.server.backlog = static_cast<int>(backlog);
+  c.server.builtin_healthcheck = false;  // the healthcheck middleware answers it, if configured
+
+  c.swift_dir = s.get_string("swift_dir", "/etc/swift");
+  auto swift = common::load_swift_conf(c.swift_dir + "/swift.conf");
+  if (!swift.ok()) return swift.status();
+  c.swift = std::move(*swift);
+  APUS_ASSIGN_OR_RETURN(c.backend.conn_timeout, s.get_double("conn_timeout", 0.5));
+  APUS_ASSIGN_OR_RETURN(c.backend.node_timeout, s.get_double("node_timeout", 10));
+  APUS_ASSIGN_OR_RETURN(c.backend.post_quorum_timeout, s.get_double("post_quorum_timeout", 0.5));
+  APUS_ASSIGN_OR_RETURN(c.recoverable_node_timeout,
+                        s.get_double("recoverable_node_timeout", c.backend.node_timeout));
+  APUS_ASSIGN_OR_RETURN(c.allow_account_management, s.get_bool("allow_account_management", false));
+  APUS_ASSIGN_OR_RETURN(c.account_autocreate, s.get_bool("account_autocreate", false));
+  APUS_ASSIGN_OR_RETURN(c.max_containers_per_account, s.get_int("max_containers_per_account", 0));
+  c.max_containers_whitelist = s.get_list("max_containers_whitelist", "");
+  int64_t chunk = 65536;
+  APUS_ASSIGN_OR_RETURN(chunk, s.get_int("client_chunk_size", 65536));
+  c.client_chunk_size = static_cast<size_t>(std::max<int64_t>(4096, chunk));
+  APUS_ASSIGN_OR_RETURN(chunk, s.get_int("object_chunk_size", 65536));
+  c.object_chunk_size = static_cast<size_t>(std::max<int64_t>(4096, chunk));
+  int64_t limit = 10;
+  APUS_ASSIGN_OR_RETURN(limit, s.get_int("error_suppression_limit", 10));
+  c.error_suppression_limit = static_cast<int>(limit);
+  APUS_ASSIGN_OR_RETURN(c.error_suppression_interval,
+                        s.get_double("error_suppression_interval", 60));
+  c.sorting_method = common::http::to_lower(s.get_string("sorting_method", "shuffle"));
+  APUS_ASSIGN_OR_RETURN(c.recheck_account_existence, s.get_double("recheck_account_existence", 60));
+  APUS_ASSIGN_OR_RETURN(c.recheck_container_existence,
+                        s.get_double("recheck_container_existence", 60));
+  APUS_ASSIGN_OR_RETURN(c.expose_info, s.get_bool("expose_info", true));
+  c.request_node_count = s.get_string("request_node_count", "2 * replicas");
+  c.log_name = s.get_string("log_name", "proxy-server");
+  return c;
+}
+
+size_t ProxyConfig::node_count(double replicas) const {
+  // "N" or "N * replicas", as Swift reads request_node_count.
+  std::string v = request_node_count;
+  size_t star = v.find('*');
+  double n = std::atof(v.c_str());
+  if (star != std::string::npos) n *= replicas;
+  return static_cast<size_t>(std::max(1.0, std::ceil(n)));
+}
+
+Result<std::unique_ptr<ProxyServer>> ProxyServer::create(const common::Config& conf) {
+  auto config = ProxyConfig::from_config(conf);
+  if (!config.ok()) return config.status();
+  common::HashPathConfig hash{config->swift.hash_path_prefix, config->swift.hash_path_suffix};
+  auto open_ring = [&](const std::string& name) {
+    return ring::Ring::open(config->swift_dir + "/" + name + ".ring.gz", hash);
+  };
+  auto account = open_ring("account");
+  if (!account.ok()) return account.status();
+  auto container = open_ring("container");
+  if (!container.ok()) return container.status();
+  std::map<int, std::unique_ptr<ring::Ring>> objects;
+  for (const auto& policy : config->swift.policies.all()) {
+    auto r = open_ring(policy.policy_string("object"));
+    if (!r.ok()) return r.status();
+    objects[policy.index] = std::move(*r);
+  }
+  std::unique_ptr<ProxyServer> server(new ProxyServer());
+  server->app_ = std::make_unique<ProxyApp>(std::move(*config), std::move(*account),
+                                            std::move(*container), std::move(objects));
+  auto names = conf.pipeline();
+  std::vector<std::unique_ptr<Middleware>> filters;
+  std::vector<std::pair<std::string, std::string>> info;
+  for (size_t i = 0; i + 1 < names->size(); ++i) {
+    const std::string& name = (*names)[i];
+    auto entry = conf.entry_point(name);
+    if (!entry.ok()) return entry.status();
+    auto mw = make_middleware(*entry, conf.section("filter:" + name), *server->app_);
+    if (!mw.ok()) return mw.status();
+    if (auto section = (*mw)->info()) info.push_back(*section);
+    filters.push_back(std::move(*mw));
+  }
+  auto app_entry = conf.entry_point(names->back());
+  if (!app_entry.ok()) return app_entry.status();
+  if (*app_entry != "proxy") {
+    return Status::invalid_argument("the last element of [pipeline:main] must be the proxy app "
+                                    "(egg:swift#proxy), not egg:swift#" + *app_entry);
+  }
+  server->app_->set_middleware_info(std::move(info));
+  ProxyApp* app = server->app_.get();
+  server->pipeline_ = std::make_unique<Pipeline>(
+      std::move(filters), [app](common::http::Exchange& ex, ProxyEnv& env) {
+        return app->handle(ex, env);
+      });
+  return server;
+}
+
+ProxyServer::~ProxyServer() = default;
+
+const ProxyConfig& ProxyServer::config() const { return app_->config(); }
+
+net::awaitable<void> ProxyServer::handle(common::http::Exchange& ex) {
+  ProxyEnv env;
+  env.start_time =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  env.trans_id = generate_trans_id("");  // catch_errors makes its own, with the suffix
+  co_await pipeline_->handle(ex, env);
+}
+
+}  // namespace apus::proxy

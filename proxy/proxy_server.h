@@ -1,0 +1,82 @@
+// ProxyServer: Swift's proxy (swift-protocol.md §12-15): the middleware pipeline of a stock
+// proxy-server.conf in front of the account, container and object controllers, which reach
+// the storage servers through the rings with Swift's quorum, handoff and error-limiting rules.
+//
+// Thread-safe: handle() runs on any worker. Shared state (error limits, the info cache) is
+// guarded inside its owner.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <boost/asio/awaitable.hpp>
+
+#include "common/config/config.h"
+#include "common/config/swift_conf.h"
+#include "common/http/server.h"
+#include "proxy/backend.h"
+#include "proxy/pipeline.h"
+#include "ring/ring.h"
+
+namespace apus::proxy {
+
+struct ProxyConfig {
+  common::http::ServerOptions server;
+  std::string swift_dir = "/etc/swift";
+  common::SwiftConf swift;
+  BackendOptions backend;  // conn_timeout, node_timeout, post_quorum_timeout
+  double recoverable_node_timeout = 10;
+  bool allow_account_management = false;
+  bool account_autocreate = false;
+  int64_t max_containers_per_account = 0;
+  std::vector<std::string> max_containers_whitelist;
+  size_t client_chunk_size = 65536;
+  size_t object_chunk_size = 65536;
+  int error_suppression_limit = 10;
+  double error_suppression_interval = 60;
+  std::string sorting_method = "shuffle";
+  double recheck_account_existence = 60;
+  double recheck_container_existence = 60;
+  std::string log_name = "proxy-server";
+  bool expose_info = true;
+  std::string request_node_count = "2 * replicas";
+
+  // Reads [app:proxy-server] (the last element of [pipeline:main]) and swift.conf. Errors name
+  // the file, section and key.
+  static common::Result<ProxyConfig> from_config(const common::Config& conf);
+  // How many nodes a request may try in all, for a ring of `replicas` replicas.
+  size_t node_count(double replicas) const;
+};
+
+// What a cached HEAD of an account or container said (Swift's *_info dicts).
+struct CachedInfo {
+  int status = 0;  // 2xx when it exists; 404, or 0 when unknown (backend trouble)
+  common::http::HeaderMap headers;
+  std::chrono::steady_clock::time_point expires;
+};
+
+class ProxyApp;
+
+class ProxyServer {
+ public:
+  // Builds the pipeline of `conf`. InvalidArgument naming an unknown middleware or a bad
+  // option; NotFound when a ring is missing.
+  static common::Result<std::unique_ptr<ProxyServer>> create(const common::Config& conf);
+  ~ProxyServer();
+
+  // The request handler for common::http::Server.
+  boost::asio::awaitable<void> handle(common::http::Exchange& ex);
+  const ProxyConfig& config() const;
+
+ private:
+  ProxyServer() = default;
+  std::unique_ptr<ProxyApp> app_;
+  std::unique_ptr<Pipeline> pipeline_;
+};
+
+}  // namespace apus::proxy

@@ -1,0 +1,455 @@
+// tempauth: Swift's development auth (swift-protocol.md §14): users from the config, tokens
+// handed out at /auth/v1.0, and the authorize rules (owners, reseller admins, container ACLs
+// with referrers and .rlistings, account ACLs).
+//
+// Tokens live in this process (one proxy); with memcached configured they are to be shared so
+// any proxy accepts a token another issued (not done yet).
+#include <boost/json.hpp>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <random>
+#include <set>
+
+#include "common/config/config.h"
+#include "common/http/swob.h"
+#include "common/http/url.h"
+#include "common/log/log.h"
+#include "proxy/internal/app.h"
+#include "proxy/middleware.h"
+
+namespace apus::proxy {
+
+namespace net = boost::asio;
+using common::Result;
+using common::Status;
+using common::http::Exchange;
+using common::http::HeaderMap;
+using common::http::Request;
+using common::http::Response;
+using common::http::swob_response;
+
+namespace {
+
+struct User {
+  std::string key;
+  std::vector<std::string> groups;  // as configured (".admin", ".reseller_admin", ...)
+  std::string url;                  // explicit storage URL, or empty
+  std::string prefix;               // the reseller prefix of its account, e.g. "AUTH_"
+};
+
+std::vector<std::string> split(std::string_view s, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (;;) {
+    size_t at = s.find(sep, start);
+    out.emplace_back(s.substr(start, at == std::string_view::npos ? s.npos : at - start));
+    if (at == std::string_view::npos) return out;
+    start = at + 1;
+  }
+}
+
+std::string strip(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return std::string(s);
+}
+
+// Base64 without padding, as user64_ names are written.
+std::string b64_decode(std::string s) {
+  while (s.size() % 4) s += '=';
+  static const std::string kChars =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  int val = 0, bits = -8;
+  for (char c : s) {
+    if (c == '=') break;
+    auto pos = kChars.find(c);
+    if (pos == std::string::npos) return {};
+    val = (val << 6) + static_cast<int>(pos);
+    bits += 6;
+    if (bits >= 0) {
+      out.push_back(static_cast<char>((val >> bits) & 0xFF));
+      bits -= 8;
+    }
+  }
+  return out;
+}
+
+// Swift's referrer_allowed().
+bool referrer_allowed(std::string_view referer, const std::vector<std::string>& acl) {
+  if (acl.empty()) return false;
+  // urlparse(referer).hostname
+  std::string host;
+  size_t scheme_end = referer.find("://");
+  if (scheme_end != std::string_view::npos) {
+    std::string_view rest = referer.substr(scheme_end + 3);
+    rest = rest.substr(0, rest.find_first_of("/?#"));
+    rest = rest.substr(rest.rfind('@') == std::string_view::npos ? 0 : rest.rfind('@') + 1);
+    host = common::http::to_lower(rest.substr(0, rest.find(':')));
+  }
+  if (host.empty()) host = "unknown";
+  bool allow = false;
+  for (std::string m : acl) {
+    if (m.starts_with("-")) {
+      m = m.substr(1);
+      if (m == host || (m.starts_with(".") && host.ends_with(m))) allow = false;
+    } else if (m == "*" || m == host || (m.starts_with(".") && host.ends_with(m))) {
+      allow = true;
+    }
+  }
+  return allow;
+}
+
+class TempAuth final : public Middleware {
+ public:
+  TempAuth(ProxyApp& app) : app_(app) {}
+
+  Status configure(const common::Section& s) {
+    for (auto& p : common::list_from_csv(s.get_string("reseller_prefix", "AUTH"))) {
+      if (p == "''" || p == "\"\"") p.clear();
+      if (!p.empty() && p.back() != '_') p += '_';
+      prefixes_.push_back(p);
+    }
+    if (prefixes_.empty()) prefixes_.push_back("AUTH_");
+    auth_prefix_ = s.get_string("auth_prefix", "/auth/");
+    if (auth_prefix_.empty()) auth_prefix_ = "/auth/";
+    if (auth_prefix_.front() != '/') auth_prefix_ = "/" + auth_prefix_;
+    if (auth_prefix_.back() != '/') auth_prefix_ += '/';
+    APUS_ASSIGN_OR_RETURN(token_life_, s.get_double("token_life", 86400));
+    storage_url_scheme_ = s.get_string("storage_url_scheme", "default");
+    for (const auto& [key, value] : s.items()) {
+      std::string account, user;
+      if (key.rfind("user64_", 0) == 0) {
+        auto parts = split(key.substr(7), '_');
+        if (parts.size() != 2) continue;
+        account = b64_decode(parts[0]);
+        user = b64_decode(parts[1]);
+      } else if (key.rfind("user_", 0) == 0) {
+        std::string rest = key.substr(5);
+        size_t us = rest.find('_');
+        if (us == std::string::npos) continue;
+        account = rest.substr(0, us);
+        user = rest.substr(us + 1);
+      } else {
+        continue;
+      }
+      auto words = common::split_words(value);
+      if (words.empty()) continue;
+      User u;
+      u.key = words[0];
+      for (size_t i = 1; i < words.size(); ++i) {
+        if (words[i].find("://") != std::string::npos) {
+          u.url = words[i];
+        } else {
+          u.groups.push_back(words[i]);
+        }
+      }
+      u.prefix = prefixes_.front();
+      users_[account + ":" + user] = std::move(u);
+    }
+    return Status();
+  }
+
+  std::optional<std::pair<std::string, std::string>> info() const override {
+    return std::make_pair(std::string("tempauth"), std::string("{\"account_acls\": true}"));
+  }
+
+  net::awaitable<void> call(Exchange& ex, ProxyEnv& env, const Next& next) override {
+    const Request& req = ex.request();
+    if (env.authorize_override) {
+      co_await next(ex, env);
+      co_return;
+    }
+    if (req.path().starts_with(auth_prefix_)) {
+      (void)co_await ex.respond(handle_auth(req));
+      co_return;
+    }
+    std::string_view token = req.headers.get_or("X-Auth-Token", req.headers.get_or("X-Storage-Token", ""));
+    bool ours = !token.empty() && owns_token(token);
+    if (ours) {
+      std::string groups = groups_of(token);
+      if (auto service = req.headers.get("X-Service-Token"); !groups.empty() && service) {
+        std::string more = groups_of(*service);
+        if (!more.empty()) groups += "," + more;
+      }
+      if (groups.empty()) {
+        std::string realm = "unknown";
+        auto segs = common::http::split_path(common::http::percent_decode(req.path()), 2, 3, true);
+        if (segs.ok()) realm = (*segs)[1].value_or("unknown");
+        Response r = swob_response(401);
+        r.headers.set("Www-Authenticate", "Swift realm=\"" + realm + "\"");
+        (void)co_await ex.respond(std::move(r));
+        co_return;
+      }
+      env.remote_user = groups;
+    }
+    env.authorize = [this](const Request& r, ProxyEnv& e) { return authorize(r, e); };
+    env.clean_acl = [](std::string_view header, std::string_view value) {
+      return clean_acl(header, value);
+    };
+    co_await next(ex, env);
+  }
+
+  // Swift's clean_acl().
+  static Result<std::string> clean_acl(std::string_view header, std::string_view value) {
+    std::string name = common::http::to_lower(header);
+    std::string out;
+    for (const auto& raw_item : split(value, ',')) {
+      std::string raw = strip(raw_item);
+      if (raw.empty()) continue;
+      auto add = [&](const std::string& v) { out += (out.empty() ? "" : ",") + v; };
+      size_t colon = raw.find(':');
+      if (colon == std::string::npos) {
+        add(raw);
+        continue;
+      }
+      std::string first = strip(raw.substr(0, colon)), second = strip(raw.substr(colon + 1));
+      if (first.empty() || first[0] != '.') {
+        add(raw);
+      } else if (first == ".r" || first == ".ref" || first == ".referer" || first == ".referrer") {
+        if (name.find("write") != std::string::npos) {
+          return Status::invalid_argument("Referrers not allowed in write ACL: '" + raw + "'");
+        }
+        bool negate = !second.empty() && second[0] == '-';
+        if (negate) second = strip(second.substr(1));
+        if (!second.empty() && second != "*" && second[0] == '*') second = strip(second.substr(1));
+        if (second.empty() || second == ".") {
+          return Status::invalid_argument(
+              "No host/domain value after referrer designation in ACL: '" + raw + "'");
+        }
+        add(".r:" + std::string(negate ? "-" : "") + second);
+      } else {
+        return Status::invalid_argument("Unknown designator '" + first + "' in ACL: '" + raw +
+                                        "'");
+      }
+    }
+    return out;
+  }
+
+ private:
+  struct Token {
+    std::string groups;
+    double expires = 0;
+  };
+
+  static double now() {
+    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  }
+
+  bool owns_token(std::string_view token) const {
+    for (const auto& p : prefixes_) {
+      if (!p.empty() && token.starts_with(p)) return true;
+    }
+    return prefixes_.size() == 1 && prefixes_[0].empty();
+  }
+
+  std::string groups_of(std::string_view token) {
+    std::lock_guard lock(mutex_);
+    auto it = tokens_.find(std::string(token));
+    if (it == tokens_.end()) return {};
+    if (it->second.expires < now()) {
+      tokens_.erase(it);
+      return {};
+    }
+    return it->second.groups;
+  }
+
+  std::optional<std::string> account_prefix(std::string_view account) const {
+    for (const auto& p : prefixes_) {
+      if (account.starts_with(p)) return p;
+    }
+    return std::nullopt;
+  }
+
+  Response denied(const ProxyEnv& env) const {
+    return swob_response(env.remote_user.empty() ? 401 : 403);
+  }
+
+  net::awaitable<std::optional<Response>> authorize(const Request& req, ProxyEnv& env) {
+    auto segs = common::http::split_path(common::http::percent_decode(req.path()), 1, 4, true);
+    if (!segs.ok()) co_return swob_response(404);
+    std::string account = (*segs)[1].value_or("");
+    bool container = (*segs)[2].has_value(), object = (*segs)[3].has_value();
+    auto prefix = account_prefix(account);
+    if (!prefix) co_return denied(env);
+    std::vector<std::string> groups = split(env.remote_user, ',');
+    auto has = [&](std::string_view g) {
+      return std::find(groups.begin(), groups.end(), g) != groups.end();
+    };
+    bool dot_account = account.size() > prefix->size() && account[prefix->size()] == '.';
+    bool is_prefix_only = std::find(prefixes_.begin(), prefixes_.end(), account) != prefixes_.end();
+    if (has(".reseller_admin") && !is_prefix_only && !dot_account) {
+      env.swift_owner = true;
+      co_return std::nullopt;
+    }
+    if (has(".reseller_reader") && !is_prefix_only && !dot_account &&
+        (req.method == "GET" || req.method == "HEAD")) {
+      co_return std::nullopt;
+    }
+    if (has(account) && ((req.method != "DELETE" && req.method != "PUT") || container)) {
+      env.swift_owner = true;
+      co_return std::nullopt;
+    }
+    if (req.method == "OPTIONS") co_return std::nullopt;
+    std::vector<std::string> referrers, acl_groups;
+    if (env.acl) {
+      for (const auto& v : split(*env.acl, ',')) {
+        if (v.rfind(".r:", 0) == 0) {
+          referrers.push_back(v.substr(3));
+        } else if (!v.empty()) {
+          acl_groups.push_back(common::http::percent_decode(v));
+        }
+      }
+    }
+    if (referrer_allowed(req.headers.get_or("Referer", ""), referrers)) {
+      if (object || std::find(acl_groups.begin(), acl_groups.end(), ".rlistings") !=
+                        acl_groups.end()) {
+        co_return std::nullopt;
+      }
+    }
+    for (const auto& g : groups) {
+      if (!g.empty() && std::find(acl_groups.begin(), acl_groups.end(), g) != acl_groups.end()) {
+        co_return std::nullopt;
+      }
+    }
+    // Account ACLs from the account's sysmeta.
+    CachedInfo info = co_await app_.account_info(account, req, env.trans_id);
+    if (auto acl = info.headers.get("X-Account-Sysmeta-Core-Access-Control")) {
+      boost::system::error_code ec;
+      auto v = boost::json::parse(*acl, ec);
+      if (!ec && v.is_object()) {
+        auto members = [&](const char* level) {
+          std::set<std::string> out;
+          if (auto it = v.as_object().find(level); it != v.as_object().end() &&
+                                                   it->value().is_array()) {
+            for (const auto& m : it->value().as_array()) {
+              if (m.is_string()) out.insert(std::string(m.as_string()));
+            }
+          }
+          return out;
+        };
+        auto in = [&](const std::set<std::string>& set) {
+          for (const auto& g : groups) {
+            if (set.count(g)) return true;
+          }
+          return false;
+        };
+        if (in(members("admin"))) {
+          env.swift_owner = true;
+          co_return std::nullopt;
+        }
+        if (in(members("read-write")) && (container || req.method == "GET" || req.method == "HEAD")) {
+          co_return std::nullopt;
+        }
+        if (in(members("read-only")) && (req.method == "GET" || req.method == "HEAD")) {
+          co_return std::nullopt;
+        }
+      }
+    }
+    co_return denied(env);
+  }
+
+  // GET /auth/v1.0 (and the other token paths): a token for valid credentials.
+  Response handle_auth(const Request& req) {
+    if (req.method != "GET") return swob_response(405);
+    std::string path = common::http::percent_decode(req.path());
+    auto segs = common::http::split_path(path, 1, 4, true);
+    std::string account, user;
+    std::string_view header_user = req.headers.get_or("X-Auth-User",
+                                                      req.headers.get_or("X-Storage-User", ""));
+    std::string_view key = req.headers.get_or("X-Auth-Key", req.headers.get_or("X-Storage-Pass", ""));
+    bool v1_path = segs.ok() && (*segs)[1] == std::optional<std::string>("v1") &&
+                   (*segs)[3] == std::optional<std::string>("auth");
+    if (v1_path) {
+      account = (*segs)[2].value_or("");
+      std::string u(req.headers.get_or("X-Storage-User", req.headers.get_or("X-Auth-User", "")));
+      if (u.find(':') != std::string::npos) {
+        if (u.substr(0, u.find(':')) != account) return unauthorized(account);
+        u = u.substr(u.find(':') + 1);
+      }
+      user = u;
+    } else if (path == auth_prefix_ + "v1.0" || path == auth_prefix_ + "auth" ||
+               path == auth_prefix_ + "v1.0/" || path == auth_prefix_ + "auth/") {
+      std::string u(header_user);
+      size_t colon = u.find(':');
+      if (colon == std::string::npos) return unauthorized("unknown");
+      account = u.substr(0, colon);
+      user = u.substr(colon + 1);
+    } else {
+      return swob_response(400);
+    }
+    auto it = users_.find(account + ":" + user);
+    if (it == users_.end() || key.empty() || it->second.key != key) return unauthorized(account);
+    const User& u = it->second;
+    std::string storage_account = u.prefix + account;
+    std::string groups = account + "," + account + ":" + user;
+    for (const auto& g : u.groups) {
+      groups += "," + (g == ".admin" ? storage_account : g);
+    }
+    std::string token;
+    double expires = now() + token_life_;
+    {
+      std::lock_guard lock(mutex_);
+      auto existing = user_tokens_.find(account + ":" + user);
+      if (existing != user_tokens_.end()) {
+        auto t = tokens_.find(existing->second);
+        if (t != tokens_.end() && t->second.expires > now() && t->second.groups == groups) {
+          token = t->first;
+          expires = t->second.expires;
+        }
+      }
+      if (token.empty()) {
+        thread_local std::mt19937_64 rng(std::random_device{}());
+        char hex[33];
+        std::snprintf(hex, sizeof hex, "%016llx%016llx", static_cast<unsigned long long>(rng()),
+                      static_cast<unsigned long long>(rng()));
+        token = u.prefix + "tk" + hex;
+        tokens_[token] = Token{groups, expires};
+        user_tokens_[account + ":" + user] = token;
+      }
+    }
+    std::string url = u.url;
+    if (url.empty()) {
+      std::string scheme = storage_url_scheme_ == "default" ? "http" : storage_url_scheme_;
+      url = scheme + "://" + std::string(req.headers.get_or("Host", "127.0.0.1")) + "/v1/" +
+            storage_account;
+    }
+    Response r;
+    r.status = 200;
+    r.headers.set("Content-Type", "text/html; charset=UTF-8");
+    r.headers.set("X-Auth-Token", token);
+    r.headers.set("X-Storage-Token", token);
+    r.headers.set("X-Auth-Token-Expires", std::to_string(static_cast<int64_t>(expires - now())));
+    r.headers.set("X-Storage-Url", url);
+    return r;
+  }
+
+  static Response unauthorized(const std::string& realm) {
+    Response r = swob_response(401);
+    r.headers.set("Www-Authenticate", "Swift realm=\"" + realm + "\"");
+    return r;
+  }
+
+  ProxyApp& app_;
+  std::vector<std::string> prefixes_;
+  std::string auth_prefix_;
+  double token_life_ = 86400;
+  std::string storage_url_scheme_;
+  std::map<std::string, User> users_;  // "account:user"
+  std::mutex mutex_;
+  std::map<std::string, Token> tokens_;             // GUARDED_BY(mutex_)
+  std::map<std::string, std::string> user_tokens_;  // "account:user" -> token; GUARDED_BY
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Middleware>> make_tempauth(const common::Section& section, ProxyApp& app) {
+  auto mw = std::make_unique<TempAuth>(app);
+  APUS_RETURN_IF_ERROR(mw->configure(section));
+  return std::unique_ptr<Middleware>(std::move(mw));
+}
+
+}  // namespace apus::proxy
