@@ -114,9 +114,22 @@ class CatchErrors final : public Middleware {
 // ---- gatekeeper: backend and sysmeta headers never cross the proxy's edge -------------------
 
 bool internal_header(std::string_view name) {
-  return istarts_with(name, "x-backend-") || istarts_with(name, "x-account-sysmeta-") ||
-         istarts_with(name, "x-container-sysmeta-") || istarts_with(name, "x-object-sysmeta-") ||
-         istarts_with(name, "x-object-transient-sysmeta-");
+  if (istarts_with(name, "x-backend-") || istarts_with(name, "x-account-sysmeta-") ||
+      istarts_with(name, "x-container-sysmeta-") || istarts_with(name, "x-object-sysmeta-") ||
+      istarts_with(name, "x-object-transient-sysmeta-")) {
+    return true;
+  }
+  // The update headers proxies send storage servers, older than X-Backend-* (Swift 2.30.1 as
+  // Debian patches it against CVE-2026-50221).
+  static constexpr std::string_view kUpdateHeaders[] = {
+      "x-account-host", "x-account-device", "x-account-partition",
+      "x-container-host", "x-container-device", "x-container-partition",
+      "x-container-root-db-state", "x-delete-at-host", "x-delete-at-device",
+      "x-delete-at-partition", "x-delete-at-container"};
+  for (std::string_view h : kUpdateHeaders) {
+    if (iequals(name, h)) return true;
+  }
+  return false;
 }
 
 void strip_internal(HeaderMap& h) {
