@@ -21,20 +21,6 @@ namespace {
 
 constexpr DbType kType = DbType::kAccount;
 
-Timestamp parse_or_zero(std::string_view ts) {
-  auto t = Timestamp::parse(ts);
-  return t.ok() ? *t : Timestamp();
-}
-
-std::optional<int64_t> parse_int(std::string_view s) {
-  std::string text(s);
-  char* end = nullptr;
-  errno = 0;
-  long long v = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || end == text.c_str() || errno != 0 || *end != '\0') return std::nullopt;
-  return v;
-}
-
 // Swift's _deleted_response(): an empty body, and X-Account-Status: Deleted when the account
 // exists and is marked deleted.
 Response deleted_response(int status, const std::optional<DbInfo>& info, std::string body = {}) {
@@ -70,8 +56,8 @@ void account_headers(Response& r, const DbInfo& info, const common::StoragePolic
   h.set("X-Account-Container-Count", std::to_string(info.container_count));
   h.set("X-Account-Object-Count", std::to_string(info.object_count));
   h.set("X-Account-Bytes-Used", std::to_string(info.bytes_used));
-  h.set("X-Timestamp", parse_or_zero(info.created_at).normal());
-  h.set("X-PUT-Timestamp", parse_or_zero(info.put_timestamp).normal());
+  h.set("X-Timestamp", timestamp_or_zero(info.created_at).normal());
+  h.set("X-PUT-Timestamp", timestamp_or_zero(info.put_timestamp).normal());
   for (const auto& [index, st] : info.policy_stats) {
     const common::StoragePolicy* policy = policies.by_index(index);
     if (!policy) continue;
@@ -223,7 +209,7 @@ Response AccountServer::put_container_row(const Request& req, const Target& t) {
   rec.object_count = *count;
   rec.bytes_used = *bytes;
   std::string_view count_text = req.headers.get_or("X-Object-Count", "");
-  rec.deleted = parse_or_zero(*del) > parse_or_zero(*put) && (count_text == "0");
+  rec.deleted = timestamp_or_zero(*del) > timestamp_or_zero(*put) && (count_text == "0");
   rec.storage_policy_index =
       static_cast<int>(parse_int(req.headers.get_or("X-Backend-Storage-Policy-Index", "0"))
                            .value_or(0));
@@ -361,7 +347,7 @@ Response AccountServer::head_or_get(const Request& req, const Target& t) {
     if (!e.subdir) {
       item.count = e.row.object_count;
       item.bytes = e.row.bytes_used;
-      item.last_modified = parse_or_zero(e.row.put_timestamp).isoformat();
+      item.last_modified = timestamp_or_zero(e.row.put_timestamp).isoformat();
     }
     items.push_back(std::move(item));
   }

@@ -32,26 +32,21 @@ constexpr DbType kType = DbType::kContainer;
 constexpr std::string_view kKeptOnDelete[] = {"x-container-sysmeta-shard-quoted-root",
                                               "x-container-sysmeta-shard-root"};
 
-Timestamp parse_or_zero(std::string_view ts) {
-  auto t = Timestamp::parse(ts);
-  return t.ok() ? *t : Timestamp();
-}
-
 // Swift's gen_resp_headers(): backend timestamps always, counts only for a live container.
 HeaderMap container_headers(const std::optional<DbInfo>& info, bool deleted) {
   DbInfo none;
   const DbInfo& i = info ? *info : none;
   HeaderMap h;
-  h.set("X-Backend-Timestamp", parse_or_zero(info ? i.created_at : "0").internal());
-  h.set("X-Backend-PUT-Timestamp", parse_or_zero(i.put_timestamp).internal());
-  h.set("X-Backend-DELETE-Timestamp", parse_or_zero(i.delete_timestamp).internal());
-  h.set("X-Backend-Status-Changed-At", parse_or_zero(i.status_changed_at).internal());
+  h.set("X-Backend-Timestamp", timestamp_or_zero(info ? i.created_at : "0").internal());
+  h.set("X-Backend-PUT-Timestamp", timestamp_or_zero(i.put_timestamp).internal());
+  h.set("X-Backend-DELETE-Timestamp", timestamp_or_zero(i.delete_timestamp).internal());
+  h.set("X-Backend-Status-Changed-At", timestamp_or_zero(i.status_changed_at).internal());
   h.set("X-Backend-Storage-Policy-Index", std::to_string(i.storage_policy_index));
   if (!deleted) {
     h.set("X-Container-Object-Count", std::to_string(i.container_objects()));
     h.set("X-Container-Bytes-Used", std::to_string(i.container_bytes()));
-    h.set("X-Timestamp", parse_or_zero(i.created_at).normal());
-    h.set("X-PUT-Timestamp", parse_or_zero(i.put_timestamp).normal());
+    h.set("X-Timestamp", timestamp_or_zero(i.created_at).normal());
+    h.set("X-PUT-Timestamp", timestamp_or_zero(i.put_timestamp).normal());
     h.set("X-Backend-Sharding-State", "unsharded");
   }
   return h;
@@ -93,15 +88,17 @@ Response bad_request(std::string body) {
   return r;
 }
 
-std::optional<int64_t> parse_int(std::string_view s) {
-  std::string text(s);
-  char* end = nullptr;
-  errno = 0;
-  long long v = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || end == text.c_str() || errno != 0) return std::nullopt;
-  while (*end == ' ') ++end;
-  if (*end != '\0') return std::nullopt;
-  return v;
+// Whether `md` sets X-Container-Sync-To to something new: Swift then restarts the sync.
+bool sync_to_changes(const DbInfo& info, const DbMetadata& md) {
+  auto sync_to = md.find("X-Container-Sync-To");
+  if (sync_to == md.end()) return false;
+  auto stored = info.metadata.find("X-Container-Sync-To");
+  return stored == info.metadata.end() || stored->second.value != sync_to->second.value;
+}
+
+void reset_sync_points(DbInfo& info) {
+  info.x_container_sync_point1 = -1;
+  info.x_container_sync_point2 = -1;
 }
 
 // Python's [x.strip() for x in s.split(',')]: empty items kept.
@@ -353,19 +350,13 @@ net::awaitable<void> ContainerServer::handle_put(Exchange& ex, const Target& t) 
     DbMetadata md = request_metadata(req, kType, config_.allow_versions, ts.timestamp);
     s = (*store)->update_info(t.db, [&](std::optional<DbInfo>& info) -> Result<bool> {
       if (!info) return false;
-      auto sync_to = md.find("X-Container-Sync-To");
-      bool new_sync_to = sync_to != md.end() &&
-                         (!info->metadata.count("X-Container-Sync-To") ||
-                          info->metadata["X-Container-Sync-To"].value != sync_to->second.value);
+      bool new_sync_to = sync_to_changes(*info, md);
       MetadataMerge m = merge_metadata(*info, md, true, config_.swift.constraints);
       if (m.invalid) {
         o.response = bad_request(*m.invalid);
         return false;
       }
-      if (new_sync_to) {
-        info->x_container_sync_point1 = -1;
-        info->x_container_sync_point2 = -1;
-      }
+      if (new_sync_to) reset_sync_points(*info);
       o.info = *info;
       return m.changed || new_sync_to;
     });
@@ -464,7 +455,7 @@ net::awaitable<void> ContainerServer::handle_delete(Exchange& ex, const Target& 
         o.response = swob_response(409);
         return false;
       }
-      o.existed = !parse_or_zero(info->put_timestamp).is_zero() && !info->is_deleted(kType);
+      o.existed = !timestamp_or_zero(info->put_timestamp).is_zero() && !info->is_deleted(kType);
       // Swift's delete_db(): clear the metadata, then mark the database deleted.
       DbMetadata cleared;
       for (const auto& [key, item] : info->metadata) {
@@ -531,19 +522,13 @@ net::awaitable<void> ContainerServer::handle_post(Exchange& ex, const Target& t)
         info->put_timestamp = stamp;
         changed = true;
       }
-      auto sync_to = md.find("X-Container-Sync-To");
-      bool new_sync_to = sync_to != md.end() &&
-                         (!info->metadata.count("X-Container-Sync-To") ||
-                          info->metadata["X-Container-Sync-To"].value != sync_to->second.value);
+      bool new_sync_to = sync_to_changes(*info, md);
       MetadataMerge m = merge_metadata(*info, md, true, config_.swift.constraints);
       if (m.invalid) {
         answer = bad_request(*m.invalid);
         return changed;  // Swift has already saved the new put_timestamp
       }
-      if (new_sync_to) {
-        info->x_container_sync_point1 = -1;
-        info->x_container_sync_point2 = -1;
-      }
+      if (new_sync_to) reset_sync_points(*info);
       return changed || m.changed || new_sync_to;
     });
     if (!s.ok()) return swob_response(to_http_status(s));
@@ -586,7 +571,7 @@ net::awaitable<void> ContainerServer::handle_head(Exchange& ex, const Target& t)
     add_metadata_headers(resp.headers, **info, config_.allow_versions);
     resp.headers.set("Content-Type", ctype.content_type + "; charset=utf-8");
     resp.headers.set("Last-Modified", common::http::format_http_date(
-                                          parse_or_zero((*info)->put_timestamp).ceil()));
+                                          timestamp_or_zero((*info)->put_timestamp).ceil()));
     return resp;
   });
   (void)co_await ex.respond(no_body(std::move(r)));
@@ -669,7 +654,7 @@ net::awaitable<void> ContainerServer::handle_get(Exchange& ex, const Target& t) 
     }
     resp.headers.set("Content-Type", type + "; charset=utf-8");
     resp.headers.set("Last-Modified",
-                     common::http::format_http_date(parse_or_zero(i.put_timestamp).ceil()));
+                     common::http::format_http_date(timestamp_or_zero(i.put_timestamp).ceil()));
     if (resp.body.empty()) {
       resp.status = 204;
       resp.reason = "OK";  // Swift changes the code of its 200 and keeps the phrase

@@ -198,6 +198,17 @@ Result<ListingStore*> DbDevices::store(const std::string& device) {
 
 // ---- request rules ---------------------------------------------------------------------------
 
+std::optional<int64_t> parse_int(std::string_view s) {
+  std::string text(s);
+  char* end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || end == text.c_str() || errno != 0) return std::nullopt;
+  while (std::isspace(static_cast<unsigned char>(*end))) ++end;
+  if (*end != '\0') return std::nullopt;
+  return v;
+}
+
 Response plain_error(int status, std::string body) {
   return common::http::text_response(status, std::move(body));
 }
@@ -236,17 +247,11 @@ PolicyOrError request_policy_index(const Request& req, const common::StoragePoli
   auto header = req.headers.get("X-Backend-Storage-Policy-Index");
   if (!header) return out;
   std::string text(*header);
-  // Python's int(): surrounding whitespace and a sign are fine.
-  char* end = nullptr;
-  errno = 0;
-  long long v = std::strtoll(text.c_str(), &end, 10);
-  bool numeric = !text.empty() && end != text.c_str() && errno == 0;
-  while (numeric && *end && std::isspace(static_cast<unsigned char>(*end))) ++end;
-  numeric = numeric && *end == '\0';
-  const common::StoragePolicy* policy = numeric ? policies.by_index(v) : nullptr;
+  std::optional<int64_t> v = parse_int(text);  // Python's int(): spaces and a sign are fine
+  const common::StoragePolicy* policy = v ? policies.by_index(*v) : nullptr;
   if (!policy) {
     // Swift formats the header with %r: quoted while still a string, bare once an int.
-    std::string shown = numeric ? std::to_string(v) : "'" + text + "'";
+    std::string shown = v ? std::to_string(*v) : "'" + text + "'";
     out.error = plain_error(400, "Invalid X-Backend-Storage-Policy-Index " + shown);
     return out;
   }

@@ -85,6 +85,9 @@ class DbDevices {
 
 // ---- request rules ---------------------------------------------------------------------------
 
+// A decimal integer header value (surrounding spaces allowed, as Python's int()), or nullopt.
+std::optional<int64_t> parse_int(std::string_view s);
+
 // A response with a text/plain body (Swift's validation errors).
 common::http::Response plain_error(int status, std::string body);
 

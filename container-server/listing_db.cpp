@@ -240,11 +240,6 @@ Status from_rocksdb(const rocksdb::Status& s) {
   return Status::io_error(s.ToString());
 }
 
-Timestamp parse_or_zero(std::string_view ts) {
-  auto t = Timestamp::parse(ts);
-  return t.ok() ? *t : Timestamp();
-}
-
 // ---- the RocksDB store -----------------------------------------------------------------------
 
 class RocksListingStore final : public ListingStore {
@@ -353,13 +348,13 @@ class RocksListingStore final : public ListingStore {
       if (existing) {
         // Swift keeps the newer put and delete timestamps independently, takes counts from the
         // update, and always rewrites the row.
-        if (parse_or_zero(existing->put_timestamp) > parse_or_zero(rec.put_timestamp)) {
+        if (timestamp_or_zero(existing->put_timestamp) > timestamp_or_zero(rec.put_timestamp)) {
           rec.put_timestamp = existing->put_timestamp;
         }
-        if (parse_or_zero(existing->delete_timestamp) > parse_or_zero(rec.delete_timestamp)) {
+        if (timestamp_or_zero(existing->delete_timestamp) > timestamp_or_zero(rec.delete_timestamp)) {
           rec.delete_timestamp = existing->delete_timestamp;
         }
-        rec.deleted = parse_or_zero(rec.delete_timestamp) > parse_or_zero(rec.put_timestamp) &&
+        rec.deleted = timestamp_or_zero(rec.delete_timestamp) > timestamp_or_zero(rec.put_timestamp) &&
                       rec.object_count == 0;
         remove_container_stats(info, *existing, db, batch);
       }
@@ -650,7 +645,7 @@ int64_t DbInfo::container_bytes() const {
 }
 
 bool DbInfo::is_deleted(DbType type) const {
-  bool newer_delete = parse_or_zero(delete_timestamp) > parse_or_zero(put_timestamp);
+  bool newer_delete = timestamp_or_zero(delete_timestamp) > timestamp_or_zero(put_timestamp);
   if (type == DbType::kContainer) return container_objects() == 0 && newer_delete;
   return status == "DELETED" || (container_count == 0 && newer_delete);
 }
@@ -671,6 +666,11 @@ bool DbInfo::empty(DbType type) const {
 }
 
 // ---- helpers ---------------------------------------------------------------------------------
+
+Timestamp timestamp_or_zero(std::string_view ts) {
+  auto t = Timestamp::parse(ts);
+  return t.ok() ? *t : Timestamp();
+}
 
 std::string chexor(std::string_view old_hash, std::string_view name, std::string_view timestamp) {
   std::string input;
@@ -735,10 +735,10 @@ bool merge_object_record(ObjectRecord& update, const ObjectRecord* existing) {
   Timestamp ctype = decoded.ok() && decoded->t2 ? *decoded->t2 : data;
   Timestamp meta = decoded.ok() && decoded->t3 ? *decoded->t3 : ctype;
   if (!update.ctype_timestamp.empty()) {
-    ctype = parse_or_zero(update.ctype_timestamp);
+    ctype = timestamp_or_zero(update.ctype_timestamp);
     meta = ctype;
   }
-  if (!update.meta_timestamp.empty()) meta = parse_or_zero(update.meta_timestamp);
+  if (!update.meta_timestamp.empty()) meta = timestamp_or_zero(update.meta_timestamp);
   update.ctype_timestamp.clear();
   update.meta_timestamp.clear();
   if (!existing) {

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "common/timestamp.h"
 
 namespace apus::container {
 
@@ -182,6 +183,10 @@ class ListingStore {
   explicit ListingStore(StoreOptions options) : options_(options) {}
   StoreOptions options_;
 };
+
+// A stored timestamp string as a Timestamp; 0 for "0", "" or anything unparsable (Swift
+// compares such values as the zero time).
+common::Timestamp timestamp_or_zero(std::string_view ts);
 
 // Swift's chexor: `old_hash` XOR MD5("<name>-<timestamp>"), as 32 hex characters.
 std::string chexor(std::string_view old_hash, std::string_view name, std::string_view timestamp);

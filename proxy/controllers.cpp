@@ -199,8 +199,10 @@ net::awaitable<CachedInfo> ProxyApp::cached_head(const std::string& key, ring::R
 
 net::awaitable<CachedInfo> ProxyApp::account_info(const std::string& account, const Request& req,
                                                   const std::string& trans_id) {
-  return cached_head("account/" + account, *account_ring_, account, "", req, trans_id,
-                     config_.recheck_account_existence);
+  // A coroutine, not a plain function returning cached_head(): the key and the empty
+  // container name must live until cached_head is done with them.
+  co_return co_await cached_head("account/" + account, *account_ring_, account, std::string(),
+                                 req, trans_id, config_.recheck_account_existence);
 }
 
 net::awaitable<CachedInfo> ProxyApp::container_info(const std::string& account,

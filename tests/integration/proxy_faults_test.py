@@ -1,0 +1,231 @@
+#!/usr/bin/env python3
+"""apus-proxy-server in front of real Apus storage servers (4 nodes, 3 replicas, rings built
+with apus-ring-builder on free loopback ports), driven with python-swiftclient:
+
+1. A directory tree goes up, is listed, comes back byte for byte and is deleted.
+2. One object server stopped during a PUT storm: every write still succeeds (handoffs).
+3. Two of the three primaries of an object stopped: its PUT answers 503, and no listing or
+   GET shows a half-written object.
+4. A storage server that accepts connections but never answers: the proxy gives up after
+   node_timeout and answers from the others.
+
+usage: proxy_faults_test.py <build-dir>
+"""
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import procs  # noqa: E402
+from swiftclient import client as swift  # noqa: E402
+
+BUILD = os.path.abspath(sys.argv[1])
+BIN = os.path.join(BUILD, "bin")
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what)
+
+
+class Cluster:
+    def __init__(self, root, ps, nodes=4):
+        self.root, self.ps = root, ps
+        self.etc = os.path.join(root, "etc")
+        os.makedirs(self.etc)
+        with open(os.path.join(self.etc, "swift.conf"), "w") as f:
+            f.write("[swift-hash]\nswift_hash_path_prefix = prox\nswift_hash_path_suffix = y\n\n"
+                    "[storage-policy:0]\nname = gold\ndefault = yes\n")
+        self.ports = {kind: [procs.free_port() for _ in range(nodes)]
+                      for kind in ("object", "container", "account")}
+        self.procs = {}
+        for kind, ports in self.ports.items():
+            builder = os.path.join(self.etc, kind + ".builder")
+            self.ring_builder(builder, "create", "6", "3", "0")
+            for n, port in enumerate(ports):
+                self.ring_builder(builder, "add", "r1z%d-127.0.0.1:%d/sd%d" % (n + 1, port, n),
+                                  "100")
+            self.ring_builder(builder, "rebalance")
+        for kind, ports in self.ports.items():
+            for n, port in enumerate(ports):
+                self.start(kind, n)
+        self.proxy_port = procs.free_port()
+        conf = os.path.join(self.etc, "proxy-server.conf")
+        with open(conf, "w") as f:
+            f.write("[DEFAULT]\nbind_ip = 127.0.0.1\nbind_port = %d\nworkers = 2\nswift_dir = %s\n"
+                    "log_file = %s/proxy.log\n\n"
+                    "[pipeline:main]\npipeline = catch_errors gatekeeper healthcheck "
+                    "proxy-logging cache listing_formats tempauth proxy-server\n\n"
+                    "[app:proxy-server]\nuse = egg:swift#proxy\naccount_autocreate = true\n"
+                    "node_timeout = 1\nconn_timeout = 0.5\n\n"
+                    "[filter:catch_errors]\nuse = egg:swift#catch_errors\n"
+                    "[filter:gatekeeper]\nuse = egg:swift#gatekeeper\n"
+                    "[filter:healthcheck]\nuse = egg:swift#healthcheck\n"
+                    "[filter:proxy-logging]\nuse = egg:swift#proxy_logging\n"
+                    "[filter:cache]\nuse = egg:swift#memcache\n"
+                    "[filter:listing_formats]\nuse = egg:swift#listing_formats\n"
+                    "[filter:tempauth]\nuse = egg:swift#tempauth\n"
+                    "user_test_tester = testing .admin\n" % (self.proxy_port, self.etc, root))
+        log = os.path.join(root, "proxy.out")
+        proxy = ps.start([os.path.join(BIN, "apus-proxy-server"), conf], log)
+        procs.wait_for_port(self.proxy_port, proc=proxy, log_path=log)
+
+    def ring_builder(self, *args):
+        subprocess.run([os.path.join(BIN, "apus-ring-builder")] + list(args), check=True,
+                       stdout=subprocess.DEVNULL)
+
+    def start(self, kind, n):
+        dev_root = os.path.join(self.root, "node%d" % n)
+        os.makedirs(os.path.join(dev_root, "sd%d" % n), exist_ok=True)
+        conf = os.path.join(self.etc, "%s-%d.conf" % (kind, n))
+        with open(conf, "w") as f:
+            f.write("[DEFAULT]\ndevices = %s\nmount_check = false\nbind_ip = 127.0.0.1\n"
+                    "bind_port = %d\nworkers = 1\nswift_dir = %s\nlog_file = %s/%s-%d.log\n"
+                    "fallocate_reserve = 0\n\n[pipeline:main]\npipeline = %s-server\n\n"
+                    "[app:%s-server]\nuse = egg:swift#%s\n\n[container-updater]\nenabled = false\n"
+                    % (dev_root, self.ports[kind][n], self.etc, self.root, kind, n, kind, kind,
+                       kind))
+        log = os.path.join(self.root, "%s-%d.out" % (kind, n))
+        proc = self.ps.start([os.path.join(BIN, "apus-%s-server" % kind), conf], log)
+        procs.wait_for_port(self.ports[kind][n], proc=proc, log_path=log)
+        self.procs[(kind, n)] = proc
+
+    def stop(self, kind, n):
+        self.ps.stop(self.procs.pop((kind, n)))
+
+    def connect(self):
+        url, token = swift.get_auth("http://127.0.0.1:%d/auth/v1.0" % self.proxy_port,
+                                    "test:tester", "testing")
+        return url, token
+
+    def primaries(self, container, obj):
+        """Node numbers of an object's primaries (Swift's own Ring on our ring file)."""
+        from swift.common import utils
+        from swift.common.ring import Ring
+        utils.set_swift_dir(self.etc)  # this cluster's hash prefix and suffix
+        _, nodes = Ring(os.path.join(self.etc, "object.ring.gz")).get_nodes(
+            "AUTH_test", container, obj)
+        return [self.ports["object"].index(n["port"]) for n in nodes]
+
+
+def tree_round_trip(cluster):
+    url, token = cluster.connect()
+    files = {"a.txt": b"alpha\n", "dir/b.bin": bytes(range(256)) * 1000,
+             "dir/sub/c.json": b'{"c": 1}', "empty": b""}
+    swift.put_container(url, token, "tree")
+    for name, body in files.items():
+        etag = swift.put_object(url, token, "tree", name, body)
+        check(etag == __import__("hashlib").md5(body).hexdigest(), "etag of %s: %s" % (name, etag))
+    _, listing = swift.get_container(url, token, "tree")
+    check(sorted(o["name"] for o in listing) == sorted(files), "listing: %r" % listing)
+    _, top = swift.get_container(url, token, "tree", delimiter="/")
+    check([o.get("name") or o.get("subdir") for o in top] == ["a.txt", "dir/", "empty"],
+          "delimiter listing: %r" % top)
+    for name, body in files.items():
+        _, got = swift.get_object(url, token, "tree", name)
+        check(got == body, "GET %s returns what was PUT" % name)
+    for name in files:
+        swift.delete_object(url, token, "tree", name)
+    _, listing = swift.get_container(url, token, "tree")
+    check(listing == [], "listing after deletes: %r" % listing)
+    swift.delete_container(url, token, "tree")
+
+
+def put_storm_with_node_down(cluster):
+    url, token = cluster.connect()
+    swift.put_container(url, token, "storm")
+    cluster.stop("object", 0)
+    errors = []
+
+    def worker(i):
+        for j in range(25):
+            try:
+                swift.put_object(url, token, "storm", "o-%d-%d" % (i, j), b"x" * 1000)
+            except Exception as e:  # noqa: BLE001
+                errors.append(repr(e))
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    check(not errors, "every PUT succeeds with one object server down: %s" % errors[:3])
+    _, listing = swift.get_container(url, token, "storm")
+    check(len(listing) == 100, "100 objects listed, got %d" % len(listing))
+    cluster.start("object", 0)
+
+
+def two_primaries_down(cluster):
+    url, token = cluster.connect()
+    swift.put_container(url, token, "half")
+    name = "victim"
+    primaries = cluster.primaries("half", name)
+    check(len(primaries) == 3, "three primaries for the victim: %r" % primaries)
+    if len(primaries) != 3:
+        return
+    # With two primaries and the only other node (the handoff) down, one node can take the
+    # write: short of a quorum of two.
+    handoff = [n for n in range(4) if n not in primaries][0]
+    for n in (primaries[0], primaries[1], handoff):
+        cluster.stop("object", n)
+    try:
+        swift.put_object(url, token, "half", name, b"y" * 100)
+        check(False, "PUT with one reachable node should fail")
+    except swift.ClientException as e:
+        check(e.http_status == 503, "PUT answers 503: %s" % e.http_status)
+    for n in (primaries[0], primaries[1], handoff):
+        cluster.start("object", n)
+    # The one replica that took the write may list it (Swift's container update); what must
+    # not happen is a reader getting a partial object.
+    try:
+        _, body = swift.get_object(url, token, "half", name)
+        check(body == b"y" * 100, "a replica that took the write has all of it")
+    except swift.ClientException as e:
+        check(e.http_status == 404, "no half-written object readable: %s" % e.http_status)
+
+
+def hanging_node(cluster):
+    url, token = cluster.connect()
+    swift.put_container(url, token, "slow")
+    swift.put_object(url, token, "slow", "obj", b"z" * 10)
+    primaries = cluster.primaries("slow", "obj")
+    # Replace one primary by a socket that accepts and never answers.
+    n = primaries[0]
+    cluster.stop("object", n)
+    hang = socket.socket()
+    hang.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    hang.bind(("127.0.0.1", cluster.ports["object"][n]))
+    hang.listen(64)
+    try:
+        started = time.monotonic()
+        for _ in range(6):
+            _, body = swift.get_object(url, token, "slow", "obj")
+            check(body == b"z" * 10, "GET with a hanging node returns the object")
+        elapsed = time.monotonic() - started
+        print("6 GETs with one hanging primary: %.1f s" % elapsed)
+        check(elapsed < 6 * 2.5, "node_timeout (1 s) bounds each GET: %.1f s" % elapsed)
+    finally:
+        hang.close()
+    cluster.start("object", n)
+
+
+def main():
+    with procs.TempDir("apus-proxy-faults-") as root, procs.Processes() as ps:
+        cluster = Cluster(root, ps)
+        for step in (tree_round_trip, put_storm_with_node_down, two_primaries_down, hanging_node):
+            print("---", step.__name__)
+            try:
+                step(cluster)
+            except Exception as e:  # noqa: BLE001
+                check(False, "%s raised %r" % (step.__name__, e))
+    print("proxy faults:", "%d failures" % len(failures) if failures else "ok")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
