@@ -8,6 +8,7 @@
 #include "common/hash_path.h"
 #include "common/http/swob.h"
 #include "common/http/url.h"
+#include "common/listing_format.h"
 #include "common/log/log.h"
 #include "common/timestamp.h"
 #include "proxy/internal/app.h"
@@ -56,6 +57,46 @@ void apply_removes(HeaderMap& h) {
     h.erase(name);
     h.set("X-" + name.substr(9), "");
   }
+}
+
+// Python's json.dumps(v, ensure_ascii=True, separators=(',', ':'), sort_keys=True).
+void append_sorted_json(std::string& out, const boost::json::value& v) {
+  if (v.is_object()) {
+    std::vector<std::pair<std::string, const boost::json::value*>> items;
+    for (const auto& [k, val] : v.as_object()) items.emplace_back(std::string(k), &val);
+    std::sort(items.begin(), items.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    out += "{";
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (i) out += ",";
+      common::listing::append_json_string(out, items[i].first);
+      out += ":";
+      append_sorted_json(out, *items[i].second);
+    }
+    out += "}";
+  } else if (v.is_array()) {
+    out += "[";
+    for (size_t i = 0; i < v.as_array().size(); ++i) {
+      if (i) out += ",";
+      append_sorted_json(out, v.as_array()[i]);
+    }
+    out += "]";
+  } else if (v.is_string()) {
+    common::listing::append_json_string(out, std::string(v.as_string()));
+  } else {
+    out += boost::json::serialize(v);
+  }
+}
+
+// The X-Account-Access-Control an owner sees: the stored ACL, re-serialized as Swift's
+// format_acl(version=2) does; nothing for an empty or unreadable one.
+std::optional<std::string> format_account_acl(std::string_view stored) {
+  boost::system::error_code ec;
+  boost::json::value v = boost::json::parse(stored, ec);
+  if (ec || !v.is_object() || v.as_object().empty()) return std::nullopt;
+  std::string out;
+  append_sorted_json(out, v);
+  return out;
 }
 
 std::string policy_name(const common::StoragePolicies& policies, std::string_view index) {
@@ -294,7 +335,7 @@ net::awaitable<void> ProxyApp::account_request(Exchange& ex, ProxyEnv& env, cons
     if (!env.swift_owner) {
       remove_owner_headers(r.headers);
     } else if (auto acl = r.headers.get("X-Account-Sysmeta-Core-Access-Control")) {
-      r.headers.set("X-Account-Access-Control", *acl);
+      if (auto shown = format_account_acl(*acl)) r.headers.set("X-Account-Access-Control", *shown);
     }
     (void)co_await ex.respond(std::move(r));
     co_return;
@@ -306,6 +347,8 @@ net::awaitable<void> ProxyApp::account_request(Exchange& ex, ProxyEnv& env, cons
   }
   HeaderMap client = req.headers;
   apply_removes(client);
+  if (!env.swift_owner) remove_owner_headers(client);
+  for (const auto& [k, v] : env.add_headers) client.set(k, v);
   auto meta_check = common::check_metadata(c, client, common::MetadataTarget::kAccount);
   if (!meta_check.ok()) {
     (void)co_await ex.respond(common::http::text_response(meta_check.status, meta_check.body));
@@ -404,6 +447,7 @@ net::awaitable<void> ProxyApp::container_request(Exchange& ex, ProxyEnv& env, co
   // PUT, POST, DELETE.
   HeaderMap client = req.headers;
   apply_removes(client);
+  if (!env.swift_owner) remove_owner_headers(client);  // only owners set ACLs and sync keys
   if (req.method != "DELETE") {
     if (env.clean_acl) {
       for (const char* header : {"X-Container-Read", "X-Container-Write"}) {
@@ -432,7 +476,7 @@ net::awaitable<void> ProxyApp::container_request(Exchange& ex, ProxyEnv& env, co
   }
   std::optional<int> policy_index;
   if (req.method == "PUT") {
-    if (auto name = client.get("X-Storage-Policy")) {
+    if (auto name = client.get("X-Storage-Policy"); name && !name->empty()) {
       const common::StoragePolicy* policy = config_.swift.policies.by_name(*name);
       if (!policy) {
         (void)co_await ex.respond(

@@ -84,6 +84,15 @@ class HeaderEditor : public ExchangeWrapper {
 
 // ---- catch_errors: the transaction id, and a 500 for anything that answered nothing --------
 
+// swob's www_authenticate() realm: the account of /<version>/<account>[/...], else "unknown".
+std::string auth_realm(const Request& req) {
+  auto segs = common::http::split_path(common::http::percent_decode(req.path()), 2, 3, true);
+  if (!segs.ok()) return "unknown";
+  std::string realm = (*segs)[1].value_or("unknown");
+  if (realm == "v1.0" || realm == "auth") return "unknown";
+  return common::http::quote(realm);
+}
+
 class CatchErrors final : public Middleware {
  public:
   explicit CatchErrors(std::string suffix) : suffix_(std::move(suffix)) {}
@@ -94,9 +103,14 @@ class CatchErrors final : public Middleware {
     }
     env.trans_id = generate_trans_id(suffix);
     std::string id = env.trans_id;
-    HeaderEditor out(ex, [id](int, HeaderMap& h) {
+    std::string realm = auth_realm(ex.request());
+    HeaderEditor out(ex, [id, realm](int status, HeaderMap& h) {
       h.set("X-Trans-Id", id);
       h.set("X-Openstack-Request-Id", id);
+      // swob gives every 401 a challenge naming the account.
+      if (status == 401 && !h.contains("Www-Authenticate")) {
+        h.set("Www-Authenticate", "Swift realm=\"" + realm + "\"");
+      }
     });
     out.mutable_request().headers.set("X-Trans-Id", id);
     co_await next(out, env);
@@ -144,7 +158,15 @@ class Gatekeeper final : public Middleware {
  public:
   net::awaitable<void> call(Exchange& ex, ProxyEnv& env, const Next& next) override {
     HeaderEditor out(ex, [](int, HeaderMap& h) { strip_internal(h); });
-    strip_internal(out.mutable_request().headers);
+    HeaderMap& h = out.mutable_request().headers;
+    strip_internal(h);
+    // shunt_inbound_x_timestamp (Swift's default): a client's X-Timestamp is kept aside, never
+    // used as the write's timestamp.
+    if (auto ts = h.get("X-Timestamp")) {
+      std::string value(*ts);
+      h.erase("X-Timestamp");
+      h.set("X-Backend-Inbound-X-Timestamp", value);
+    }
     co_await next(out, env);
   }
 };
@@ -532,6 +554,7 @@ Result<std::unique_ptr<Middleware>> make_middleware(std::string_view name,
         "cross_domain_policy", "<allow-access-from domain=\"*\" secure=\"false\" />")));
   }
   if (name == "tempauth") return make_tempauth(section, app);
+  if (name == "copy") return make_copy(app);
   return Status::invalid_argument("unknown middleware egg:swift#" + std::string(name) +
                                   " in [" + section.name() + "]");
 }

@@ -21,6 +21,9 @@ common::Result<std::unique_ptr<Middleware>> make_middleware(std::string_view nam
                                                             const common::Section& section,
                                                             ProxyApp& app);
 
+// copy (copy.cpp).
+common::Result<std::unique_ptr<Middleware>> make_copy(ProxyApp& app);
+
 // tempauth (tempauth.cpp).
 common::Result<std::unique_ptr<Middleware>> make_tempauth(const common::Section& section,
                                                           ProxyApp& app);

@@ -75,7 +75,8 @@ bool object_write_header(std::string_view name) {
   static constexpr std::string_view kPassed[] = {
       "content-type", "content-encoding", "content-disposition", "content-language",
       "cache-control", "expires", "x-delete-at", "x-object-manifest",
-      "x-static-large-object", "x-robots-tag", "etag", "if-none-match", "x-timestamp"};
+      "x-static-large-object", "x-robots-tag", "etag", "if-none-match", "x-timestamp",
+      "x-if-delete-at"};
   if (istarts_with(name, "x-object-meta-") || istarts_with(name, "x-object-sysmeta-") ||
       istarts_with(name, "x-object-transient-sysmeta-") || istarts_with(name, "x-backend-")) {
     return true;
@@ -129,6 +130,17 @@ std::optional<Response> fix_delete_headers(HeaderMap& h, const Timestamp& now) {
   return std::nullopt;
 }
 
+// Swift's clean_content_type(): a trailing swift_bytes parameter goes, nothing else changes.
+std::string clean_content_type(std::string_view value) {
+  size_t semi = value.rfind(';');
+  if (semi != std::string_view::npos) {
+    std::string_view right = value.substr(semi + 1);
+    while (!right.empty() && (right.front() == ' ' || right.front() == '\t')) right.remove_prefix(1);
+    if (right.starts_with("swift_bytes=")) return std::string(value.substr(0, semi));
+  }
+  return std::string(value);
+}
+
 // The client's copy of a backend object response's headers.
 HeaderMap client_object_headers(const HeaderMap& backend) {
   HeaderMap h;
@@ -142,7 +154,7 @@ HeaderMap client_object_headers(const HeaderMap& backend) {
       v.erase(std::remove(v.begin(), v.end(), '"'), v.end());
       h.set(name, v);
     } else if (iequals(name, "content-type")) {
-      h.set(name, common::http::extract_swift_bytes(value).first);
+      h.set(name, clean_content_type(value));
     } else {
       h.set(name, value);
     }
@@ -307,6 +319,10 @@ net::awaitable<void> ProxyApp::object_put(Exchange& ex, ProxyEnv& env, const Api
   bool detect = common::config_true_value(client.get_or("X-Detect-Content-Type", ""));
   if (!client.contains("Content-Type") || detect) {
     client.set("Content-Type", guess_content_type(p.object));
+  }
+  if (auto inm = client.get("If-None-Match"); inm && inm->find('*') == std::string_view::npos) {
+    (void)co_await ex.respond(text_body(400, "If-None-Match only supports *"));
+    co_return;
   }
   auto check = common::check_object_creation(c, client, p.object);
   if (check.ok()) check = common::check_content_type(client);

@@ -48,6 +48,9 @@ struct ProxyEnv {
   std::function<common::Result<std::string>(std::string_view header, std::string_view value)>
       clean_acl;
   std::string source;                  // swift.source: which middleware made a subrequest
+  // Headers the auth middleware wants on the request it authorized (tempauth turns a valid
+  // X-Account-Access-Control into X-Account-Sysmeta-Core-Access-Control).
+  common::http::HeaderMap add_headers;
   std::map<std::string, std::string> log_info;  // swift.log_info
   Memcache* memcache = nullptr;        // swift.cache
   // get_account_info() for middlewares (tempauth's account ACLs): set by the proxy.

@@ -15,6 +15,7 @@
 #include "common/config/config.h"
 #include "common/http/swob.h"
 #include "common/http/url.h"
+#include "common/listing_format.h"
 #include "common/log/log.h"
 #include "proxy/internal/app.h"
 #include "proxy/middleware.h"
@@ -264,6 +265,36 @@ class TempAuth final : public Middleware {
     return std::nullopt;
   }
 
+  // Swift's extract_acl_and_report_errors(): what is wrong with an account ACL, if anything.
+  static std::optional<std::string> account_acl_error(std::string_view data) {
+    boost::system::error_code ec;
+    boost::json::value v = data.empty() ? boost::json::value(boost::json::object())
+                                        : boost::json::parse(data, ec);
+    if (ec || !v.is_object()) {
+      std::string shown;
+      common::listing::append_json_string(shown, data);  // close to Python's %r
+      shown = "'" + shown.substr(1, shown.size() - 2) + "'";
+      return "Syntax error in input (" + shown + ")";
+    }
+    static const std::set<std::string> kKeys = {"admin", "read-write", "read-only"};
+    for (const auto& [key, value] : v.as_object()) {
+      std::string k(key);
+      std::string quoted;
+      common::listing::append_json_string(quoted, k);
+      if (!kKeys.count(k)) return "Key " + quoted + " not recognized";
+    }
+    for (const char* key : {"admin", "read-write", "read-only"}) {
+      auto it = v.as_object().find(key);
+      if (it == v.as_object().end()) continue;
+      std::string quoted = std::string("\"") + key + "\"";
+      if (!it->value().is_array()) return "Value for key " + quoted + " must be a list";
+      for (const auto& g : it->value().as_array()) {
+        if (!g.is_string()) return "Elements of " + quoted + " list must be strings";
+      }
+    }
+    return std::nullopt;
+  }
+
   Response denied(const ProxyEnv& env) const {
     return swob_response(env.remote_user.empty() ? 401 : 403);
   }
@@ -275,6 +306,17 @@ class TempAuth final : public Middleware {
     bool container = (*segs)[2].has_value(), object = (*segs)[3].has_value();
     auto prefix = account_prefix(account);
     if (!prefix) co_return denied(env);
+    if (auto acl = req.headers.get("X-Account-Access-Control")) {
+      if (auto error = account_acl_error(*acl)) {
+        Response r;
+        r.status = 400;
+        r.headers.set("Content-Type", "text/plain; charset=UTF-8");
+        r.body = "X-Account-Access-Control invalid: " + *error + "\n\nInput: " +
+                 std::string(*acl) + "\n";
+        co_return r;
+      }
+      env.add_headers.set("X-Account-Sysmeta-Core-Access-Control", *acl);
+    }
     std::vector<std::string> groups = split(env.remote_user, ',');
     auto has = [&](std::string_view g) {
       return std::find(groups.begin(), groups.end(), g) != groups.end();

@@ -516,7 +516,9 @@ std::string Session::format_head(int status, const HeaderMap& headers,
   bool closing = must_close_ || !request_.keep_alive;
   if (closing) {
     head.append("Connection: close\r\n");
-  } else if (request_.version == 10) {
+  } else if (request_.version == 10 ||
+             iequals(request_.headers.get_or("Connection", ""), "keep-alive")) {
+    // HTTP/1.0 needs it; a 1.1 client that asked explicitly gets it echoed, as eventlet does.
     head.append("Connection: keep-alive\r\n");
   }
   head.append("\r\n");
