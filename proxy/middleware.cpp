@@ -17,6 +17,7 @@
 #include "common/log/log.h"
 #include "common/timestamp.h"
 #include "proxy/internal/app.h"
+#include "proxy/memcache.h"
 
 namespace apus::proxy {
 
@@ -316,13 +317,20 @@ class ProxyLogging final : public Middleware {
 
 // ---- cache -----------------------------------------------------------------------------------
 
-// Without memcached the proxy keeps account/container info and tempauth tokens in-process
-// (one proxy process); the filter's presence is what Swift's other middlewares check for.
+// swift.cache for the middlewares after it: memcached when memcache_servers names servers
+// (tempauth tokens shared by every proxy), else nothing (each proxy keeps its own).
 class Cache final : public Middleware {
  public:
+  explicit Cache(std::vector<std::string> servers) {
+    if (!servers.empty()) memcache_ = std::make_unique<Memcache>(std::move(servers));
+  }
   net::awaitable<void> call(Exchange& ex, ProxyEnv& env, const Next& next) override {
+    env.memcache = memcache_.get();
     co_await next(ex, env);
   }
+
+ private:
+  std::unique_ptr<Memcache> memcache_;
 };
 
 // ---- crossdomain -----------------------------------------------------------------------------
@@ -544,7 +552,16 @@ Result<std::unique_ptr<Middleware>> make_middleware(std::string_view name,
         std::make_unique<Healthcheck>(section.get_string("disable_path", "")));
   }
   if (name == "proxy_logging") return std::unique_ptr<Middleware>(std::make_unique<ProxyLogging>());
-  if (name == "memcache") return std::unique_ptr<Middleware>(std::make_unique<Cache>());
+  if (name == "memcache") {
+    // memcache_servers from the filter, else from memcache.conf in swift_dir, as Swift reads it.
+    std::string servers = section.get_string("memcache_servers", "");
+    if (servers.empty()) {
+      auto mc_conf = common::Config::load(app.config().swift_dir + "/memcache.conf");
+      if (mc_conf.ok()) servers = mc_conf->section("memcache").get_string("memcache_servers", "");
+    }
+    return std::unique_ptr<Middleware>(
+        std::make_unique<Cache>(common::list_from_csv(servers)));
+  }
   if (name == "listing_formats") {
     return std::unique_ptr<Middleware>(
         std::make_unique<ListingFormats>(app.config().swift.constraints));

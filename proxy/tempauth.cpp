@@ -16,6 +16,8 @@
 #include "common/http/swob.h"
 #include "common/http/url.h"
 #include "common/listing_format.h"
+#include "common/pickle.h"
+#include "proxy/memcache.h"
 #include "common/log/log.h"
 #include "proxy/internal/app.h"
 #include "proxy/middleware.h"
@@ -164,15 +166,15 @@ class TempAuth final : public Middleware {
       co_return;
     }
     if (req.path().starts_with(auth_prefix_)) {
-      (void)co_await ex.respond(handle_auth(req));
+      (void)co_await ex.respond(co_await handle_auth(req, env.memcache));
       co_return;
     }
     std::string_view token = req.headers.get_or("X-Auth-Token", req.headers.get_or("X-Storage-Token", ""));
     bool ours = !token.empty() && owns_token(token);
     if (ours) {
-      std::string groups = groups_of(token);
+      std::string groups = co_await groups_of(std::string(token), env.memcache);
       if (auto service = req.headers.get("X-Service-Token"); !groups.empty() && service) {
-        std::string more = groups_of(*service);
+        std::string more = co_await groups_of(std::string(*service), env.memcache);
         if (!more.empty()) groups += "," + more;
       }
       if (groups.empty()) {
@@ -247,15 +249,45 @@ class TempAuth final : public Middleware {
     return prefixes_.size() == 1 && prefixes_[0].empty();
   }
 
-  std::string groups_of(std::string_view token) {
-    std::lock_guard lock(mutex_);
-    auto it = tokens_.find(std::string(token));
-    if (it == tokens_.end()) return {};
-    if (it->second.expires < now()) {
-      tokens_.erase(it);
-      return {};
+  // The groups of a valid token: from this process, else from memcached (issued by another
+  // proxy, Swift's or ours). Empty when unknown or expired.
+  net::awaitable<std::string> groups_of(std::string token, Memcache* mc) {
+    {
+      std::lock_guard lock(mutex_);
+      auto it = tokens_.find(token);
+      if (it != tokens_.end()) {
+        if (it->second.expires >= now()) co_return it->second.groups;
+        tokens_.erase(it);
+      }
     }
-    return it->second.groups;
+    if (!mc) co_return std::string();
+    auto cached = co_await mc->get(prefixes_.front() + "/token/" + token);
+    if (!cached) co_return std::string();
+    boost::system::error_code ec;
+    auto v = boost::json::parse(*cached, ec);
+    if (ec || !v.is_array() || v.as_array().size() != 2 || !v.as_array()[1].is_string()) {
+      co_return std::string();
+    }
+    double expires = v.as_array()[0].is_number() ? v.as_array()[0].to_number<double>() : 0;
+    if (expires < now()) co_return std::string();
+    std::string groups(v.as_array()[1].as_string());
+    std::lock_guard lock(mutex_);
+    tokens_[token] = Token{groups, expires};
+    co_return groups;
+  }
+
+  // Shares a token through memcached as Swift's tempauth stores it.
+  static net::awaitable<void> share_token(Memcache* mc, const std::string& prefix,
+                                          const std::string& account_user,
+                                          const std::string& token, const Token& t) {
+    std::string value = "[" + common::pickle::python_float_repr(t.expires) + ", ";
+    common::listing::append_json_string(value, t.groups);
+    value += "]";
+    std::string quoted;
+    common::listing::append_json_string(quoted, token);
+    double ttl = t.expires - now();
+    co_await mc->set(prefix + "/token/" + token, value, ttl);
+    co_await mc->set(prefix + "/user/" + account_user, quoted, ttl);
   }
 
   std::optional<std::string> account_prefix(std::string_view account) const {
@@ -395,8 +427,13 @@ class TempAuth final : public Middleware {
   }
 
   // GET /auth/v1.0 (and the other token paths): a token for valid credentials.
-  Response handle_auth(const Request& req) {
-    if (req.method != "GET") return swob_response(405);
+  net::awaitable<Response> handle_auth(const Request& req, Memcache* mc) {
+    Response r = co_await issue_token(req, mc);
+    co_return r;
+  }
+
+  net::awaitable<Response> issue_token(const Request& req, Memcache* mc) {
+    if (req.method != "GET") co_return swob_response(405);
     std::string path = common::http::percent_decode(req.path());
     auto segs = common::http::split_path(path, 1, 4, true);
     std::string account, user;
@@ -409,7 +446,7 @@ class TempAuth final : public Middleware {
       account = (*segs)[2].value_or("");
       std::string u(req.headers.get_or("X-Storage-User", req.headers.get_or("X-Auth-User", "")));
       if (u.find(':') != std::string::npos) {
-        if (u.substr(0, u.find(':')) != account) return unauthorized(account);
+        if (u.substr(0, u.find(':')) != account) co_return unauthorized(account);
         u = u.substr(u.find(':') + 1);
       }
       user = u;
@@ -417,14 +454,14 @@ class TempAuth final : public Middleware {
                path == auth_prefix_ + "v1.0/" || path == auth_prefix_ + "auth/") {
       std::string u(header_user);
       size_t colon = u.find(':');
-      if (colon == std::string::npos) return unauthorized("unknown");
+      if (colon == std::string::npos) co_return unauthorized("unknown");
       account = u.substr(0, colon);
       user = u.substr(colon + 1);
     } else {
-      return swob_response(400);
+      co_return swob_response(400);
     }
     auto it = users_.find(account + ":" + user);
-    if (it == users_.end() || key.empty() || it->second.key != key) return unauthorized(account);
+    if (it == users_.end() || key.empty() || it->second.key != key) co_return unauthorized(account);
     const User& u = it->second;
     std::string storage_account = u.prefix + account;
     std::string groups = account + "," + account + ":" + user;
@@ -443,15 +480,35 @@ class TempAuth final : public Middleware {
           expires = t->second.expires;
         }
       }
-      if (token.empty()) {
-        thread_local std::mt19937_64 rng(std::random_device{}());
-        char hex[33];
-        std::snprintf(hex, sizeof hex, "%016llx%016llx", static_cast<unsigned long long>(rng()),
-                      static_cast<unsigned long long>(rng()));
-        token = u.prefix + "tk" + hex;
-        tokens_[token] = Token{groups, expires};
+    }
+    if (token.empty() && mc) {
+      // Another proxy may hold a token for this user already (Swift's tempauth reuses it).
+      if (auto cached = co_await mc->get(prefixes_.front() + "/user/" + account + ":" + user)) {
+        boost::system::error_code ec;
+        auto v = boost::json::parse(*cached, ec);
+        if (!ec && v.is_string()) {
+          std::string candidate(v.as_string());
+          if (co_await groups_of(candidate, mc) == groups) {
+            std::lock_guard lock(mutex_);
+            token = candidate;
+            expires = tokens_[candidate].expires;
+          }
+        }
+      }
+    }
+    if (token.empty()) {
+      thread_local std::mt19937_64 rng(std::random_device{}());
+      char hex[33];
+      std::snprintf(hex, sizeof hex, "%016llx%016llx", static_cast<unsigned long long>(rng()),
+                    static_cast<unsigned long long>(rng()));
+      token = u.prefix + "tk" + hex;
+      Token t{groups, expires};
+      {
+        std::lock_guard lock(mutex_);
+        tokens_[token] = t;
         user_tokens_[account + ":" + user] = token;
       }
+      if (mc) co_await share_token(mc, prefixes_.front(), account + ":" + user, token, t);
     }
     std::string url = u.url;
     if (url.empty()) {
@@ -466,7 +523,7 @@ class TempAuth final : public Middleware {
     r.headers.set("X-Storage-Token", token);
     r.headers.set("X-Auth-Token-Expires", std::to_string(static_cast<int64_t>(expires - now())));
     r.headers.set("X-Storage-Url", url);
-    return r;
+    co_return r;
   }
 
   static Response unauthorized(const std::string& realm) {

@@ -8,6 +8,8 @@ with apus-ring-builder on free loopback ports), driven with python-swiftclient:
    GET shows a half-written object.
 4. A storage server that accepts connections but never answers: the proxy gives up after
    node_timeout and answers from the others.
+5. Two proxies on one memcached: a token one issued works at the other, and Swift's own
+   MemcacheRing reads the token entry as Swift's tempauth stores it.
 
 usage: proxy_faults_test.py <build-dir>
 """
@@ -54,11 +56,21 @@ class Cluster:
         for kind, ports in self.ports.items():
             for n, port in enumerate(ports):
                 self.start(kind, n)
-        self.proxy_port = procs.free_port()
-        conf = os.path.join(self.etc, "proxy-server.conf")
+        self.memcached_port = procs.free_port()
+        mc_log = os.path.join(root, "memcached.out")
+        mc = ps.start(["/usr/bin/memcached", "-u", "root", "-l", "127.0.0.1", "-U", "0",
+                       "-p", str(self.memcached_port), "-m", "16"], mc_log)
+        procs.wait_for_port(self.memcached_port, proc=mc, log_path=mc_log)
+        self.proxy_port = self.start_proxy("proxy-server")
+        self.second_proxy_port = self.start_proxy("proxy-server-2")
+
+    def start_proxy(self, name):
+        root, ps = self.root, self.ps
+        port = procs.free_port()
+        conf = os.path.join(self.etc, name + ".conf")
         with open(conf, "w") as f:
             f.write("[DEFAULT]\nbind_ip = 127.0.0.1\nbind_port = %d\nworkers = 2\nswift_dir = %s\n"
-                    "log_file = %s/proxy.log\n\n"
+                    "log_file = %s/%s.log\n\n"
                     "[pipeline:main]\npipeline = catch_errors gatekeeper healthcheck "
                     "proxy-logging cache listing_formats tempauth proxy-server\n\n"
                     "[app:proxy-server]\nuse = egg:swift#proxy\naccount_autocreate = true\n"
@@ -68,12 +80,15 @@ class Cluster:
                     "[filter:healthcheck]\nuse = egg:swift#healthcheck\n"
                     "[filter:proxy-logging]\nuse = egg:swift#proxy_logging\n"
                     "[filter:cache]\nuse = egg:swift#memcache\n"
+                    "memcache_servers = 127.0.0.1:%d\n"
                     "[filter:listing_formats]\nuse = egg:swift#listing_formats\n"
                     "[filter:tempauth]\nuse = egg:swift#tempauth\n"
-                    "user_test_tester = testing .admin\n" % (self.proxy_port, self.etc, root))
-        log = os.path.join(root, "proxy.out")
+                    "user_test_tester = testing .admin\n"
+                    % (port, self.etc, root, name, self.memcached_port))
+        log = os.path.join(root, name + ".out")
         proxy = ps.start([os.path.join(BIN, "apus-proxy-server"), conf], log)
-        procs.wait_for_port(self.proxy_port, proc=proxy, log_path=log)
+        procs.wait_for_port(port, proc=proxy, log_path=log)
+        return port
 
     def ring_builder(self, *args):
         subprocess.run([os.path.join(BIN, "apus-ring-builder")] + list(args), check=True,
@@ -214,10 +229,26 @@ def hanging_node(cluster):
     cluster.start("object", n)
 
 
+def shared_tokens(cluster):
+    url, token = cluster.connect()
+    other = url.replace(":%d/" % cluster.proxy_port, ":%d/" % cluster.second_proxy_port)
+    headers, _ = swift.get_account(other, token)
+    check(headers.get("x-account-container-count") is not None,
+          "the second proxy accepts the first one's token")
+    from swift.common.memcached import MemcacheRing
+    ring = MemcacheRing(["127.0.0.1:%d" % cluster.memcached_port])
+    entry = ring.get("AUTH_/token/%s" % token)
+    check(isinstance(entry, list) and len(entry) == 2 and entry[0] > time.time() and
+          entry[1].startswith("test,test:tester"),
+          "Swift's MemcacheRing reads the token as tempauth stores it: %r" % (entry,))
+    check(ring.get("AUTH_/user/test:tester") == token, "the user entry names the token")
+
+
 def main():
     with procs.TempDir("apus-proxy-faults-") as root, procs.Processes() as ps:
         cluster = Cluster(root, ps)
-        for step in (tree_round_trip, put_storm_with_node_down, two_primaries_down, hanging_node):
+        for step in (tree_round_trip, put_storm_with_node_down, two_primaries_down, hanging_node,
+                     shared_tokens):
             print("---", step.__name__)
             try:
                 step(cluster)

@@ -1,0 +1,185 @@
+#include "proxy/memcache.h"
+
+#include <algorithm>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/read_until.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/streambuf.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <ctime>
+#include <thread>
+
+#include "common/crypto/md5.h"
+#include "common/log/log.h"
+
+namespace apus::proxy {
+
+namespace net = boost::asio;
+using net::ip::tcp;
+using namespace net::experimental::awaitable_operators;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr int kNodeWeight = 50;  // ring points per server, as Swift's NODE_WEIGHT
+constexpr int kJsonFlag = 2;
+constexpr auto kTuple = net::as_tuple(net::use_awaitable);
+
+// One connection to one server, owned by one worker thread.
+struct Conn {
+  std::unique_ptr<tcp::socket> socket;
+  net::streambuf buf;
+};
+
+}  // namespace
+
+struct Memcache::Impl {
+  std::vector<std::string> servers;
+  std::map<std::string, std::string> ring;  // md5("<server>-<i>") -> server
+  std::chrono::nanoseconds connect_timeout, io_timeout;
+  std::mutex mutex;
+  std::map<std::string, Clock::time_point> limited;  // server -> until; GUARDED_BY(mutex)
+
+  static thread_local std::map<const Impl*, std::map<std::string, Conn>> conns;
+
+  bool is_limited(const std::string& server) {
+    std::lock_guard lock(mutex);
+    auto it = limited.find(server);
+    return it != limited.end() && it->second > Clock::now();
+  }
+  void limit(const std::string& server) {
+    std::lock_guard lock(mutex);
+    limited[server] = Clock::now() + std::chrono::seconds(60);
+  }
+
+  // Runs `op` on `server`'s connection (connecting first if needed) within io_timeout.
+  template <class Op>
+  net::awaitable<bool> with_conn(const std::string& server, Op op) {
+    auto ex = co_await net::this_coro::executor;
+    Conn& c = conns[this][server];
+    if (!c.socket) {
+      size_t colon = server.rfind(':');
+      tcp::endpoint ep(net::ip::make_address(server.substr(0, colon)),
+                       static_cast<uint16_t>(std::stoi(server.substr(colon + 1))));
+      c.socket = std::make_unique<tcp::socket>(ex);
+      c.buf.consume(c.buf.size());
+      net::steady_timer t(ex, connect_timeout);
+      auto r = co_await (c.socket->async_connect(ep, kTuple) || t.async_wait(kTuple));
+      if (r.index() != 0 || std::get<0>(std::get<0>(r))) {
+        c.socket.reset();
+        limit(server);
+        co_return false;
+      }
+      c.socket->set_option(tcp::no_delay(true));
+    }
+    net::steady_timer t(ex, io_timeout);
+    auto r = co_await (op(c) || t.async_wait(kTuple));
+    if (r.index() != 0 || !std::get<0>(r)) {
+      c.socket.reset();
+      limit(server);
+      co_return false;
+    }
+    co_return true;
+  }
+};
+
+thread_local std::map<const Memcache::Impl*, std::map<std::string, Conn>> Memcache::Impl::conns;
+
+Memcache::Memcache(std::vector<std::string> servers, double connect_timeout, double io_timeout)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->servers = std::move(servers);
+  for (const auto& s : impl_->servers) {
+    for (int i = 0; i < kNodeWeight; ++i) impl_->ring[hashed(s + "-" + std::to_string(i))] = s;
+  }
+  impl_->connect_timeout = std::chrono::duration_cast<std::chrono::nanoseconds>(
+      std::chrono::duration<double>(connect_timeout));
+  impl_->io_timeout = std::chrono::duration_cast<std::chrono::nanoseconds>(
+      std::chrono::duration<double>(io_timeout));
+}
+
+Memcache::~Memcache() = default;
+
+std::string Memcache::hashed(std::string_view key) { return common::crypto::md5_hex(key); }
+
+std::vector<std::string> Memcache::servers_for(const std::string& key) const {
+  std::vector<std::string> out;
+  if (impl_->ring.empty()) return out;
+  // bisect_right over the sorted points, then the next point on (as Swift walks it).
+  auto it = impl_->ring.upper_bound(key);
+  size_t pos = static_cast<size_t>(std::distance(impl_->ring.begin(), it));
+  const size_t n = impl_->ring.size();
+  const size_t tries = std::min<size_t>(3, impl_->servers.size());
+  for (size_t step = 0; step < n && out.size() < tries; ++step) {
+    pos = (pos + 1) % n;
+    const std::string& server = std::next(impl_->ring.begin(), static_cast<long>(pos))->second;
+    if (std::find(out.begin(), out.end(), server) == out.end()) out.push_back(server);
+  }
+  return out;
+}
+
+net::awaitable<std::optional<std::string>> Memcache::get(std::string key) {
+  std::string h = hashed(key);
+  for (const auto& server : servers_for(h)) {
+    if (impl_->is_limited(server)) continue;
+    std::optional<std::string> value;
+    bool ok = co_await impl_->with_conn(server, [&](Conn& c) -> net::awaitable<bool> {
+      std::string req = "get " + h + "\r\n";
+      auto [ec, n] = co_await net::async_write(*c.socket, net::buffer(req), kTuple);
+      if (ec) co_return false;
+      for (;;) {
+        auto [ec2, len] = co_await net::async_read_until(*c.socket, c.buf, "\r\n", kTuple);
+        if (ec2) co_return false;
+        std::string line(static_cast<const char*>(c.buf.data().data()), len - 2);
+        c.buf.consume(len);
+        if (line == "END") co_return true;
+        // VALUE <key> <flags> <bytes>
+        char k[300];
+        int flags = 0;
+        unsigned long bytes = 0;
+        if (std::sscanf(line.c_str(), "VALUE %299s %d %lu", k, &flags, &bytes) != 3) {
+          co_return false;
+        }
+        if (c.buf.size() < bytes + 2) {
+          auto [ec3, m] = co_await net::async_read(
+              *c.socket, c.buf, net::transfer_exactly(bytes + 2 - c.buf.size()), kTuple);
+          if (ec3) co_return false;
+        }
+        std::string data(static_cast<const char*>(c.buf.data().data()), bytes);
+        c.buf.consume(bytes + 2);
+        if (flags & kJsonFlag) value = std::move(data);
+      }
+    });
+    if (ok) co_return value;
+  }
+  co_return std::nullopt;
+}
+
+net::awaitable<void> Memcache::set(std::string key, std::string json, double ttl) {
+  std::string h = hashed(key);
+  // Swift's sanitize_timeout: beyond 30 days memcached wants an absolute time.
+  int64_t expiry = static_cast<int64_t>(ttl > 30 * 24 * 3600 ? ttl + std::time(nullptr) : ttl);
+  std::string req = "set " + h + " " + std::to_string(kJsonFlag) + " " + std::to_string(expiry) +
+                    " " + std::to_string(json.size()) + "\r\n" + json + "\r\n";
+  for (const auto& server : servers_for(h)) {
+    if (impl_->is_limited(server)) continue;
+    bool ok = co_await impl_->with_conn(server, [&](Conn& c) -> net::awaitable<bool> {
+      auto [ec, n] = co_await net::async_write(*c.socket, net::buffer(req), kTuple);
+      if (ec) co_return false;
+      auto [ec2, len] = co_await net::async_read_until(*c.socket, c.buf, "\r\n", kTuple);
+      if (ec2) co_return false;
+      std::string line(static_cast<const char*>(c.buf.data().data()), len - 2);
+      c.buf.consume(len);
+      if (line != "STORED") APUS_LOG_ERROR("Error setting value in memcached: " + server + ": " + line);
+      co_return true;
+    });
+    if (ok) co_return;
+  }
+}
+
+}  // namespace apus::proxy

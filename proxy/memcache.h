@@ -1,0 +1,46 @@
+// Memcache: the memcached client proxies share state through (tempauth tokens), speaking
+// memcached's text protocol and placing keys as Swift's MemcacheRing does, so Apus and Swift
+// proxies on the same memcached servers see each other's entries: keys are MD5 hex of the
+// logical key, servers are picked on a consistent hash ring (50 points per server), values
+// are JSON with flag 2.
+//
+// Thread-safe: one connection per server per worker thread; calls from a worker's coroutine.
+// A server that fails is skipped for `error_suppression` seconds. Failures are not errors for
+// callers: get() finds nothing, set() stores nothing.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <boost/asio/awaitable.hpp>
+
+namespace apus::proxy {
+
+class Memcache {
+ public:
+  // `servers` as "ip:port" (memcache_servers). connect/io timeouts in seconds.
+  Memcache(std::vector<std::string> servers, double connect_timeout = 0.3,
+           double io_timeout = 2.0);
+  ~Memcache();
+
+  // The JSON stored under `key`, or nullopt (missing, not JSON-flagged, or no server).
+  boost::asio::awaitable<std::optional<std::string>> get(std::string key);
+  // Stores JSON text `json` under `key` for `ttl` seconds (0: no expiry).
+  boost::asio::awaitable<void> set(std::string key, std::string json, double ttl);
+
+  // Swift's md5hash(): the key as memcached sees it.
+  static std::string hashed(std::string_view key);
+  // The servers to try for a hashed key, in order (Swift's _get_conns order).
+  std::vector<std::string> servers_for(const std::string& hashed_key) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace apus::proxy
