@@ -146,8 +146,7 @@ struct Fanout {
   std::vector<BackendResponse> answers;
   std::vector<int> statuses;
   size_t running = 0;
-  net::steady_timer done;
-  bool quorum_seen = false;
+  net::steady_timer done;  // cancelled by each request that finishes
 };
 
 }  // namespace
@@ -161,14 +160,12 @@ net::awaitable<std::vector<BackendResponse>> make_requests(
   const size_t quorum = quorum_size(n);
   std::string path = "/" + std::to_string(nodes.partition()) + path_after_part;
   auto state = std::make_shared<Fanout>(ex, std::move(nodes));
-  state->done.expires_at(Clock::time_point::max());
   for (size_t i = 0; i < n; ++i) {
     ++state->running;
     HeaderMap headers = headers_for(i);
     net::co_spawn(
         ex,
-        [state, &options, &limiter, method, path, headers, body, quorum,
-         post = options.post_quorum_timeout]() -> net::awaitable<void> {
+        [state, &options, &limiter, method, path, headers, body]() -> net::awaitable<void> {
           BackendResponse answer;
           NodeRef node;
           // One node at a time until one gives a real answer (not 1xx or 5xx).
@@ -183,20 +180,26 @@ net::awaitable<std::vector<BackendResponse>> make_requests(
             state->statuses.push_back(answer.status);
             state->answers.push_back(std::move(answer));
           }
-          if (--state->running == 0) {
-            state->done.cancel();
-          } else if (!state->quorum_seen && have_quorum(state->statuses, quorum)) {
-            // Give the others a moment (post_quorum_timeout), then answer.
-            state->quorum_seen = true;
-            state->done.expires_after(std::chrono::duration_cast<Clock::duration>(
-                std::chrono::duration<double>(post)));
-          }
+          --state->running;
+          state->done.cancel();  // wake make_requests() to look again
         },
         net::detached);
   }
-  // The options and limiter outlive every straggler: both belong to the proxy app.
-  auto [ec] = co_await state->done.async_wait(net::as_tuple(net::use_awaitable));
-  (void)ec;
+  // Wait for every answer, or for post_quorum_timeout once a quorum agrees. Only this
+  // coroutine sets the timer; the requests merely cancel it to wake it up. (The options and
+  // limiter outlive any straggler left behind: both belong to the proxy app.)
+  auto deadline = Clock::time_point::max();
+  for (;;) {
+    if (state->running == 0) break;
+    if (deadline == Clock::time_point::max() && have_quorum(state->statuses, quorum)) {
+      deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                    std::chrono::duration<double>(options.post_quorum_timeout));
+    }
+    if (Clock::now() >= deadline) break;
+    state->done.expires_at(deadline);
+    auto [ec] = co_await state->done.async_wait(net::as_tuple(net::use_awaitable));
+    (void)ec;
+  }
   std::vector<BackendResponse> out = state->answers;
   while (out.size() < n) {
     BackendResponse missing;

@@ -364,6 +364,7 @@ net::awaitable<void> ProxyApp::account_request(Exchange& ex, ProxyEnv& env, cons
   auto answers = co_await make_requests(config_.backend, limiter_, std::move(it), req.method, path,
                                         [&](size_t) { return h; });
   Response r = best_response(answers, answers.size());
+  forget_info(p.account);  // again: a read during the write may have cached the old state
   if (req.method == "POST" && r.status == 404 && config_.account_autocreate) {
     // Swift creates the account, then posts again.
     HeaderMap put = base;
@@ -570,6 +571,8 @@ net::awaitable<void> ProxyApp::container_request(Exchange& ex, ProxyEnv& env, co
   auto answers = co_await make_requests(config_.backend, limiter_, std::move(it), req.method, path,
                                         headers_for);
   Response r = best_response(answers, n);
+  forget_info(p.account);  // again: a read during the write may have cached the old state
+  forget_info(p.account, p.container);
   if (req.method == "DELETE" && r.status == 202) r = swob_response(404);
   (void)co_await ex.respond(std::move(r));
 }

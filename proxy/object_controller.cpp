@@ -238,19 +238,22 @@ net::awaitable<void> ProxyApp::object_get_head(Exchange& ex, ProxyEnv& env, cons
   std::vector<BackendResponse> answers;
   NodeRef node;
   while (it.next(&node)) {
-    auto conn = co_await pool.connect(node.device->ip, static_cast<uint16_t>(node.device->port));
-    if (!conn.ok()) {
-      limiter_.record_error(*node.device);
-      continue;
-    }
     common::http::ClientRequest out;
     out.method = req.method;
     out.target = "/" + common::http::quote(node.device->device) + path;
     out.headers = h;
-    auto sent = co_await (*conn)->send_head(out);
-    auto head = sent.ok() ? co_await (*conn)->read_response_head()
-                          : Result<common::http::ClientResponse>(sent.status());
-    if (!head.ok()) {
+    Result<std::unique_ptr<ClientConnection>> conn = Status::unavailable();
+    Result<common::http::ClientResponse> head = Status::unavailable();
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      conn = co_await pool.connect(node.device->ip, static_cast<uint16_t>(node.device->port));
+      if (!conn.ok()) break;
+      auto sent = co_await (*conn)->send_head(out);
+      head = sent.ok() ? co_await (*conn)->read_response_head()
+                       : Result<common::http::ClientResponse>(sent.status());
+      // A pooled connection the server closed while idle: once more on a new one.
+      if (head.ok() || !(*conn)->reused()) break;
+    }
+    if (!conn.ok() || !head.ok()) {
       limiter_.record_error(*node.device);
       continue;
     }
@@ -378,11 +381,6 @@ net::awaitable<void> ProxyApp::object_put(Exchange& ex, ProxyEnv& env, const Api
   std::vector<std::string> early_timestamps;
   NodeRef node;
   while (conns.size() < n && it.next(&node)) {
-    auto conn = co_await pool.connect(node.device->ip, static_cast<uint16_t>(node.device->port));
-    if (!conn.ok()) {
-      limiter_.record_error(*node.device);
-      continue;
-    }
     common::http::ClientRequest out;
     out.method = "PUT";
     out.target = "/" + common::http::quote(node.device->device) + path;
@@ -395,8 +393,16 @@ net::awaitable<void> ProxyApp::object_put(Exchange& ex, ProxyEnv& env, const Api
       out.chunked = true;
     }
     out.expect_continue = true;
-    auto sent = co_await (*conn)->send_head(out);
-    if (!sent.ok()) {
+    Result<std::unique_ptr<ClientConnection>> conn = Status::unavailable();
+    Result<int> sent = Status::unavailable();
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      conn = co_await pool.connect(node.device->ip, static_cast<uint16_t>(node.device->port));
+      if (!conn.ok()) break;
+      sent = co_await (*conn)->send_head(out);
+      // A pooled connection the server closed while idle: once more on a new one.
+      if (sent.ok() || !(*conn)->reused()) break;
+    }
+    if (!conn.ok() || !sent.ok()) {
       limiter_.record_error(*node.device);
       continue;
     }

@@ -291,7 +291,10 @@ net::awaitable<Result<std::unique_ptr<ClientConnection>>> ConnectionPool::connec
     while (!idle.empty()) {
       std::unique_ptr<ClientConnection> c = std::move(idle.back());
       idle.pop_back();
-      if (c->impl_->still_open()) co_return std::move(c);
+      if (c->impl_->still_open()) {
+        c->reused_ = true;
+        co_return std::move(c);
+      }
     }
   }
   beast::error_code ec;
@@ -345,15 +348,13 @@ net::awaitable<std::vector<Status>> write_all(std::span<ClientConnection* const>
   co_return results;
 }
 
-net::awaitable<Result<SimpleResponse>> simple_request_impl(ConnectionPool& pool,
-                                                           const std::string& host,
-                                                           uint16_t port, ClientRequest request,
-                                                           std::string_view body,
-                                                           size_t max_body) {
-  if (!body.empty() && !request.chunked) request.content_length = body.size();
-  auto conn = co_await pool.connect(host, port);
-  if (!conn.ok()) co_return conn.status();
-  ClientConnection& c = **conn;
+namespace {
+
+// One attempt of simple_request(); `answered` tells whether any of the response arrived.
+net::awaitable<Result<SimpleResponse>> one_exchange(ConnectionPool& pool, ClientConnection& c,
+                                                    const ClientRequest& request,
+                                                    std::string_view body, size_t max_body,
+                                                    bool& answered) {
   auto sent = co_await c.send_head(request);
   if (!sent.ok()) co_return sent.status();
   if (*sent == 0 || *sent == 100) {
@@ -362,11 +363,33 @@ net::awaitable<Result<SimpleResponse>> simple_request_impl(ConnectionPool& pool,
   }
   auto head = co_await c.read_response_head();
   if (!head.ok()) co_return head.status();
+  answered = true;
   auto content = co_await c.read_body_all(max_body);
   if (!content.ok()) co_return content.status();
-  SimpleResponse out{std::move(*head), std::move(*content)};
-  pool.release(std::move(*conn));
-  co_return out;
+  (void)pool;
+  co_return SimpleResponse{std::move(*head), std::move(*content)};
+}
+
+}  // namespace
+
+net::awaitable<Result<SimpleResponse>> simple_request_impl(ConnectionPool& pool,
+                                                           const std::string& host,
+                                                           uint16_t port, ClientRequest request,
+                                                           std::string_view body,
+                                                           size_t max_body) {
+  if (!body.empty() && !request.chunked) request.content_length = body.size();
+  for (int attempt = 0;; ++attempt) {
+    auto conn = co_await pool.connect(host, port);
+    if (!conn.ok()) co_return conn.status();
+    bool answered = false;
+    auto out = co_await one_exchange(pool, **conn, request, body, max_body, answered);
+    if (out.ok()) {
+      pool.release(std::move(*conn));
+      co_return out;
+    }
+    bool stale = (*conn)->reused() && !answered && !out.status().is_timeout();
+    if (!stale || attempt > 0) co_return out.status();
+  }
 }
 
 }  // namespace apus::common::http

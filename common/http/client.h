@@ -79,11 +79,14 @@ class ClientConnection {
 
   // Whether the connection can carry another request (response fully read, keep-alive).
   bool reusable() const;
+  // Whether it came from the pool's idle connections (the peer may have closed it since).
+  bool reused() const { return reused_; }
   const std::string& peer() const;
 
  private:
   friend class ConnectionPool;  // checks idle connections before reuse
   std::unique_ptr<ClientConnectionImpl> impl_;
+  bool reused_ = false;
 };
 
 class ConnectionPool {
@@ -115,7 +118,8 @@ boost::asio::awaitable<std::vector<Status>> write_all(std::span<ClientConnection
                                                       std::string_view chunk);
 
 // A whole exchange for small bodies: connect, send, read the response and its body (at most
-// `max_body` bytes), release the connection.
+// `max_body` bytes), release the connection. When a pooled keep-alive connection fails before
+// any answer (the peer closed it while idle), the request is sent once more on a new one.
 struct SimpleResponse {
   ClientResponse head;
   std::string body;
