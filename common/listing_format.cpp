@@ -1,5 +1,7 @@
 #include "common/listing_format.h"
 
+#include "common/http/internal/rfc_token.h"
+
 #include <algorithm>
 #include <array>
 #include <cstdlib>
@@ -11,37 +13,11 @@ namespace {
 
 // ---- Accept negotiation (swob's Accept) ------------------------------------------------------
 
-bool is_token_char(unsigned char c) {
-  if (c <= 0x20 || c == 0x7f) return false;
-  return std::string_view("()<>@,;:\\\"/[]?={}").find(static_cast<char>(c)) ==
-         std::string_view::npos;
-}
-bool is_space(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
-}
-std::string_view strip(std::string_view s) {
-  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
-  return s;
-}
-size_t spaces(std::string_view s, size_t i) {
-  while (i < s.size() && is_space(s[i])) ++i;
-  return i;
-}
-size_t token(std::string_view s, size_t i) {
-  while (i < s.size() && is_token_char(static_cast<unsigned char>(s[i]))) ++i;
-  return i;
-}
-size_t quoted(std::string_view s, size_t i) {  // s[i] == '"'; npos when unterminated
-  for (++i; i < s.size(); ++i) {
-    if (s[i] == '\\') {
-      if (++i == s.size()) return std::string_view::npos;
-    } else if (s[i] == '"') {
-      return i + 1;
-    }
-  }
-  return std::string_view::npos;
-}
+using http::rfc::is_space;
+using http::rfc::strip;
+constexpr auto spaces = http::rfc::skip_spaces;
+constexpr auto token = http::rfc::skip_token;
+constexpr auto quoted = http::rfc::skip_quoted;
 
 struct MediaRange {
   std::string type, subtype;

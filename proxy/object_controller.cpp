@@ -87,6 +87,19 @@ bool object_write_header(std::string_view name) {
   return false;
 }
 
+// The headers of an object write to the object servers: the backend basics, the client's
+// object headers, the write's timestamp and policy.
+HeaderMap object_write_headers(const Request& req, const HeaderMap& client,
+                               const std::string& trans_id, const Timestamp& now, int policy) {
+  HeaderMap h = backend_headers(req, trans_id);
+  for (const auto& [k, v] : client) {
+    if (object_write_header(k)) h.set(k, v);
+  }
+  h.set("X-Timestamp", now.internal());
+  h.set("X-Backend-Storage-Policy-Index", std::to_string(policy));
+  return h;
+}
+
 // X-Container-Host/-Device/-Partition for the i-th object replica of n.
 void add_container_update(HeaderMap& h, const ring::NodeList& container_nodes, size_t i,
                           size_t n) {
@@ -164,6 +177,21 @@ HeaderMap client_object_headers(const HeaderMap& backend) {
 }
 
 }  // namespace
+
+std::optional<ObjectPlacement> ProxyApp::place_object(const ApiPath& p,
+                                                      const CachedInfo& container) {
+  ObjectPlacement out;
+  out.policy = std::atoi(
+      std::string(container.headers.get_or("X-Backend-Storage-Policy-Index", "0")).c_str());
+  out.ring = object_ring(out.policy);
+  if (!out.ring) return std::nullopt;
+  auto part = out.ring->get_part(p.account, p.container, p.object);
+  auto cpart = container_ring_->get_part(p.account, p.container);
+  if (!part.ok() || !cpart.ok()) return std::nullopt;
+  out.partition = *part;
+  out.container_nodes = container_ring_->get_part_nodes(*cpart);
+  return out;
+}
 
 net::awaitable<void> ProxyApp::object_request(Exchange& ex, ProxyEnv& env, const ApiPath& p) {
   const Request& req = ex.request();
@@ -347,25 +375,17 @@ net::awaitable<void> ProxyApp::object_put(Exchange& ex, ProxyEnv& env, const Api
     (void)co_await ex.respond(std::move(*bad));
     co_return;
   }
-  int policy = std::atoi(
-      std::string(container.headers.get_or("X-Backend-Storage-Policy-Index", "0")).c_str());
-  ring::Ring* ring = object_ring(policy);
-  if (!ring) {
+  auto placement = place_object(p, container);
+  if (!placement) {
     (void)co_await ex.respond(swob_response(503));
     co_return;
   }
-  auto part = ring->get_part(p.account, p.container, p.object);
-  auto cpart = container_ring_->get_part(p.account, p.container);
-  ring::NodeList container_nodes = container_ring_->get_part_nodes(*cpart);
-  std::string path = "/" + std::to_string(*part) + "/" + common::http::quote(p.account) + "/" +
+  ring::Ring* ring = placement->ring;
+  const uint32_t part = placement->partition;
+  const ring::NodeList& container_nodes = placement->container_nodes;
+  std::string path = "/" + std::to_string(part) + "/" + common::http::quote(p.account) + "/" +
                      common::http::quote(p.container) + "/" + common::http::quote(p.object);
-
-  HeaderMap base = backend_headers(req, env.trans_id);
-  for (const auto& [k, v] : client) {
-    if (object_write_header(k)) base.set(k, v);
-  }
-  base.set("X-Timestamp", now.internal());
-  base.set("X-Backend-Storage-Policy-Index", std::to_string(policy));
+  HeaderMap base = object_write_headers(req, client, env.trans_id, now, placement->policy);
   std::optional<uint64_t> length = req.content_length;
 
   // Connect to as many nodes as the ring has replicas, with Expect: 100-continue.
@@ -373,7 +393,7 @@ net::awaitable<void> ProxyApp::object_put(Exchange& ex, ProxyEnv& env, const Api
   options.conn_timeout = config_.backend.conn_timeout;
   options.node_timeout = config_.backend.node_timeout;
   auto& pool = common::http::ConnectionPool::for_this_thread(options);
-  NodeIter it = nodes(*ring, *part);
+  NodeIter it = nodes(*ring, part);
   const size_t n = it.primary_count();
   const size_t quorum = quorum_size(n);
   std::vector<std::unique_ptr<ClientConnection>> conns;
@@ -534,23 +554,14 @@ net::awaitable<void> ProxyApp::object_post_delete(Exchange& ex, ProxyEnv& env, c
       co_return;
     }
   }
-  int policy = std::atoi(
-      std::string(container.headers.get_or("X-Backend-Storage-Policy-Index", "0")).c_str());
-  ring::Ring* ring = object_ring(policy);
-  if (!ring) {
+  auto placement = place_object(p, container);
+  if (!placement) {
     (void)co_await ex.respond(swob_response(503));
     co_return;
   }
-  auto part = ring->get_part(p.account, p.container, p.object);
-  auto cpart = container_ring_->get_part(p.account, p.container);
-  ring::NodeList container_nodes = container_ring_->get_part_nodes(*cpart);
-  HeaderMap base = backend_headers(req, env.trans_id);
-  for (const auto& [k, v] : client) {
-    if (object_write_header(k)) base.set(k, v);
-  }
-  base.set("X-Timestamp", now.internal());
-  base.set("X-Backend-Storage-Policy-Index", std::to_string(policy));
-  NodeIter it = nodes(*ring, *part);
+  const ring::NodeList& container_nodes = placement->container_nodes;
+  HeaderMap base = object_write_headers(req, client, env.trans_id, now, placement->policy);
+  NodeIter it = nodes(*placement->ring, placement->partition);
   size_t n = it.primary_count();
   std::string path = "/" + common::http::quote(p.account) + "/" +
                      common::http::quote(p.container) + "/" + common::http::quote(p.object);

@@ -1,5 +1,7 @@
 #include "common/http/headers.h"
 
+#include "common/http/internal/rfc_token.h"
+
 #include <algorithm>
 
 namespace apus::common::http {
@@ -84,39 +86,11 @@ namespace apus::common::http {
 
 namespace {
 
-// RFC 2616 token characters as Swift's _rfc_token has them (bytes >= 0x80 included).
-bool is_token_char(unsigned char c) {
-  if (c <= 0x20 || c == 0x7f) return false;
-  return std::string_view("()<>@,;:\\\"/[]?={}").find(static_cast<char>(c)) ==
-         std::string_view::npos;
-}
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
-
-size_t skip_spaces(std::string_view s, size_t i) {
-  while (i < s.size() && is_space(s[i])) ++i;
-  return i;
-}
-size_t skip_token(std::string_view s, size_t i) {
-  while (i < s.size() && is_token_char(static_cast<unsigned char>(s[i]))) ++i;
-  return i;
-}
-// End of a quoted string starting at s[i] == '"', or npos when it never closes.
-size_t skip_quoted(std::string_view s, size_t i) {
-  for (++i; i < s.size(); ++i) {
-    if (s[i] == '\\') {
-      if (++i == s.size()) return std::string_view::npos;
-    } else if (s[i] == '"') {
-      return i + 1;
-    }
-  }
-  return std::string_view::npos;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
-  return s;
-}
+using rfc::is_space;
+using rfc::skip_quoted;
+using rfc::skip_spaces;
+using rfc::skip_token;
+using rfc::strip;
 
 // One match of Swift's parameter pattern  \s*;\s*(token)\s*(?:=\s*(token|"quoted"))?  at `i`:
 // the end of the match, or npos.
@@ -158,7 +132,7 @@ ContentType parse_content_type(std::string_view value) {
       ++i;  // like re.findall: try the next position
       continue;
     }
-    ct.params.emplace_back(std::string(trim(key)), std::string(trim(val)));
+    ct.params.emplace_back(std::string(strip(key)), std::string(strip(val)));
     i = end;
   }
   return ct;

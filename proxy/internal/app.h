@@ -24,6 +24,15 @@ struct ApiPath {
   std::string version, account, container, object;
 };
 
+// Where an object write goes: its policy's ring and partition, and the container replicas its
+// object servers tell.
+struct ObjectPlacement {
+  int policy = 0;
+  ring::Ring* ring = nullptr;
+  uint32_t partition = 0;
+  ring::NodeList container_nodes;
+};
+
 class ProxyApp {
  public:
   ProxyApp(ProxyConfig config, std::unique_ptr<ring::Ring> account_ring,
@@ -75,6 +84,8 @@ class ProxyApp {
                                                              const std::string& path_after_part,
                                                              const common::http::HeaderMap& h);
   ring::Ring* object_ring(int policy);
+  // The placement of an object in `container` (its policy), or nullopt without a ring for it.
+  std::optional<ObjectPlacement> place_object(const ApiPath& p, const CachedInfo& container);
   NodeIter nodes(ring::Ring& ring, uint32_t part);
   boost::asio::awaitable<CachedInfo> cached_head(const std::string& key, ring::Ring& ring,
                                                  const std::string& account,
