@@ -3,8 +3,9 @@
 
 1. Crash: `kill -9` of apus-container-server in the middle of a burst of object-row updates;
    after a restart the container's counts equal the rows its listing holds.
-2. Updater: an account server that is down when a container is created and filled gets the
-   container's counts once it is back, from the container server's own updater sweep.
+2. Updater: an account server whose device is gone (507) when a container is created and
+   filled gets the container's counts once the device is back, from the container server's own
+   updater sweep. (The account server runs throughout, so no other process can take its port.)
 
 usage: listing_faults_test.py <build-dir>
 """
@@ -33,14 +34,15 @@ def check(cond, what):
         print("FAIL:", what)
 
 
-def write_conf(root, name, server, port, extra=""):
+def write_conf(root, name, server, port, extra="", devices="dev"):
     path = os.path.join(root, "etc", name + ".conf")
     with open(path, "w") as f:
-        f.write("[DEFAULT]\ndevices = %s/dev\nmount_check = false\nbind_ip = 127.0.0.1\n"
+        f.write("[DEFAULT]\ndevices = %s/%s\nmount_check = false\nbind_ip = 127.0.0.1\n"
                 "bind_port = %d\nswift_dir = %s/etc\nworkers = 2\nlog_file = %s/%s.log\n"
                 "fallocate_reserve = 0\n\n[pipeline:main]\npipeline = %s\n\n"
                 "[app:%s]\nuse = egg:swift#%s\n%s"
-                % (root, port, root, root, name, server, server, server.split("-")[0], extra))
+                % (root, devices, port, root, root, name, server, server, server.split("-")[0],
+                   extra))
     return path
 
 
@@ -129,6 +131,12 @@ def updater_catches_up(root, ps):
         subprocess.run([os.path.join(BIN, "apus-ring-builder"), builder] + args, check=False,
                        stdout=subprocess.DEVNULL)
     check(os.path.exists(os.path.join(root, "etc", "account.ring.gz")), "account ring built")
+    account_conf = write_conf(root, "upd-account", "account-server", account_port,
+                              devices="acct-dev")
+    os.makedirs(os.path.join(root, "acct-dev"))  # no device yet: every account request is 507
+    alog = os.path.join(root, "upd-account.out")
+    account = ps.start([os.path.join(BIN, "apus-account-server"), account_conf], alog)
+    procs.wait_for_port(account_port, proc=account, log_path=alog)
     container_port = procs.free_port()
     conf = write_conf(root, "upd-container", "container-server", container_port,
                       "\n[container-updater]\ninterval = 1\ncontainers_per_second = 0\n")
@@ -140,16 +148,15 @@ def updater_catches_up(root, ps):
                        "X-Account-Device": "sda1", "X-Account-Partition": "0"}
     status, _, _ = procs.request(container_port, "PUT", "/sda1/2/AUTH_upd/c1",
                                  dict(account_headers, **{"X-Timestamp": "1700000000.00000"}))
-    check(status == 201, "container PUT with the account server down: %d" % status)
+    check(status == 201, "container PUT with the account device gone: %d" % status)
     for i in range(5):
         procs.request(container_port, "PUT", "/sda1/2/AUTH_upd/c1/o%d" % i,
                       {"X-Timestamp": "1700000001.00000", "X-Size": "10",
                        "X-Content-Type": "a/b", "X-Etag": "e"})
 
-    account_conf = write_conf(root, "upd-account", "account-server", account_port)
-    alog = os.path.join(root, "upd-account.out")
-    account = ps.start([os.path.join(BIN, "apus-account-server"), account_conf], alog)
-    procs.wait_for_port(account_port, proc=account, log_path=alog)
+    # The account's device comes back: the account can be made, and the updater's next pass
+    # lands.
+    os.makedirs(os.path.join(root, "acct-dev", "sda1"))
     # The account must exist for container rows to land (the proxy creates it first), under
     # the partition the ring gives it (part power 4; the hash secrets of write_swift_conf()).
     digest = hashlib.md5(("list" + "/AUTH_upd" + "ings").encode()).digest()
@@ -175,6 +182,8 @@ def updater_catches_up(root, ps):
 
 def main():
     with procs.TempDir("apus-listing-faults-") as root, procs.Processes() as ps:
+        if os.environ.get("APUS_KEEP_LOGS"):
+            print("logs in", root)
         os.makedirs(os.path.join(root, "etc"))
         os.makedirs(os.path.join(root, "dev", "sda1"))
         write_swift_conf(root)
