@@ -151,6 +151,9 @@ class TimedStore final : public ListingStore {
     common::ScopedTimer t(info_write_);
     return inner_->update_info(db, fn);
   }
+  Result<int64_t> reclaim(std::string_view db, const std::string& age) override {
+    return inner_->reclaim(db, age);
+  }
   Status merge_objects(std::string_view db, std::vector<ObjectRecord> records) override {
     common::ScopedTimer t(row_merge_);
     return inner_->merge_objects(db, std::move(records));
@@ -194,6 +197,84 @@ Result<ListingStore*> DbDevices::store(const std::string& device) {
     if (metrics_) store = std::make_unique<TimedStore>(std::move(store), *metrics_, options);
   }
   return store.get();
+}
+
+// ---- reclaim ---------------------------------------------------------------------------------
+
+Result<std::unique_ptr<Reclaimer>> Reclaimer::create(const common::Config& conf,
+                                                     const DbServerConfig& config,
+                                                     DbDevices& devices) {
+  common::Section s = conf.section(config.type == DbType::kContainer ? "container-replicator"
+                                                                     : "account-replicator");
+  double interval = 30, reclaim_age = 604800;
+  APUS_ASSIGN_OR_RETURN(interval, s.get_double("interval", 30));
+  APUS_ASSIGN_OR_RETURN(reclaim_age, s.get_double("reclaim_age", 604800));
+  return std::unique_ptr<Reclaimer>(
+      new Reclaimer(config, devices, std::max(1.0, interval), reclaim_age));
+}
+
+Reclaimer::Reclaimer(const DbServerConfig& config, DbDevices& devices, double interval,
+                     double reclaim_age)
+    : config_(config), devices_(devices), interval_(interval), reclaim_age_(reclaim_age) {}
+
+Reclaimer::~Reclaimer() { stop(); }
+
+int64_t Reclaimer::run_once() {
+  auto listed = devices_.fs().list_dir(config_.devices);
+  if (!listed.ok()) return 0;
+  std::string age = Timestamp::from_time_point(
+                        std::chrono::system_clock::now() -
+                        std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                            std::chrono::duration<double>(reclaim_age_)))
+                        .internal();
+  int64_t removed = 0;
+  for (const auto& device : *listed) {
+    if (!devices_.check_device(device).ok() || !devices_.has_store(device)) continue;
+    auto store = devices_.store(device);
+    if (!store.ok()) continue;
+    std::string after;
+    for (;;) {
+      auto page = (*store)->list_infos(after, 1000);
+      if (!page.ok() || page->empty()) break;
+      after = page->back().first;
+      for (const auto& [db, info] : *page) {
+        bool emptied_meta = std::any_of(info.metadata.begin(), info.metadata.end(),
+                                        [](const auto& m) { return m.second.value.empty(); });
+        if (info.tombstones == 0 && !emptied_meta && !info.is_deleted(config_.type)) continue;
+        auto n = (*store)->reclaim(db, age);
+        if (n.ok()) removed += *n;
+      }
+      std::lock_guard lock(mutex_);
+      if (stopping_) return removed;
+    }
+  }
+  if (removed) APUS_LOG_INFO("reclaimed " + std::to_string(removed) + " rows older than " + age);
+  return removed;
+}
+
+void Reclaimer::start() {
+  if (thread_.joinable()) return;
+  thread_ = std::thread([this] {
+    std::unique_lock lock(mutex_);
+    for (;;) {
+      auto next = std::chrono::steady_clock::now() +
+                  std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                      std::chrono::duration<double>(interval_));
+      if (wake_.wait_until(lock, next, [this] { return stopping_; })) return;
+      lock.unlock();
+      (void)run_once();
+      lock.lock();
+    }
+  });
+}
+
+void Reclaimer::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
 }
 
 // ---- request rules ---------------------------------------------------------------------------
@@ -605,8 +686,15 @@ int run_db_server(int argc, char** argv, DbType type, const MakeDbServer& make) 
   APUS_LOG_INFO(config->server_type() + " listening on " + config->server.bind_ip + ":" +
                 std::to_string(http.port()) + " with " + std::to_string(config->server.workers) +
                 " workers");
+  auto reclaimer = Reclaimer::create(*conf, *config, devices);
+  if (!reclaimer.ok()) {
+    std::fprintf(stderr, "%s\n", reclaimer.status().message().c_str());
+    return 1;
+  }
   server->start_background();
+  (*reclaimer)->start();
   http.run_until_signal();
+  (*reclaimer)->stop();
   server->stop_background();
   return 0;
 }

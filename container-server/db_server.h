@@ -6,7 +6,9 @@
 // lazily on a pool thread.
 #pragma once
 
+#include <condition_variable>
 #include <functional>
+#include <thread>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -81,6 +83,38 @@ class DbDevices {
   std::mutex mutex_;
   std::map<std::string, std::unique_ptr<common::io::BlockingPool>> pools_;  // GUARDED_BY(mutex_)
   std::map<std::string, std::unique_ptr<ListingStore>> stores_;             // GUARDED_BY(mutex_)
+};
+
+// Reclaim: the part of Swift's container/account replicator that forgets. Every `interval`
+// seconds ([container-replicator] or [account-replicator], Swift's option names) it visits
+// each database with tombstones or emptied metadata and removes what is older than
+// `reclaim_age`; deleted, empty databases past it go entirely. A pass reads every database's
+// info once; databases without tombstones cost nothing more.
+//
+// Thread-safe: start()/stop() from the controlling thread; passes run on a thread of its own.
+class Reclaimer {
+ public:
+  // `devices` and `config` must outlive this. Bad option values give InvalidArgument.
+  static common::Result<std::unique_ptr<Reclaimer>> create(const common::Config& conf,
+                                                           const DbServerConfig& config,
+                                                           DbDevices& devices);
+  ~Reclaimer();
+  void start();
+  void stop();
+  // One pass over every device; returns the rows removed.
+  int64_t run_once();
+
+ private:
+  Reclaimer(const DbServerConfig& config, DbDevices& devices, double interval,
+            double reclaim_age);
+  const DbServerConfig& config_;
+  DbDevices& devices_;
+  double interval_;
+  double reclaim_age_;
+  std::thread thread_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;  // GUARDED_BY(mutex_)
 };
 
 // ---- request rules ---------------------------------------------------------------------------

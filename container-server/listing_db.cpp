@@ -119,7 +119,7 @@ std::string encode_info(const DbInfo& in) {
   for (int64_t v : {in.reported_object_count, in.reported_bytes_used,
                     static_cast<int64_t>(in.storage_policy_index), in.x_container_sync_point1,
                     in.x_container_sync_point2, in.container_count, in.object_count,
-                    in.bytes_used, in.max_row}) {
+                    in.bytes_used, in.max_row, in.tombstones}) {
     put_signed(out, v);
   }
   put_varint(out, in.policy_stats.size());
@@ -153,7 +153,8 @@ Result<DbInfo> decode_info(std::string_view data) {
   int64_t policy = 0;
   for (int64_t* v : {&in.reported_object_count, &in.reported_bytes_used, &policy,
                      &in.x_container_sync_point1, &in.x_container_sync_point2,
-                     &in.container_count, &in.object_count, &in.bytes_used, &in.max_row}) {
+                     &in.container_count, &in.object_count, &in.bytes_used, &in.max_row,
+                     &in.tombstones}) {
     *v = r.signed_varint();
   }
   in.storage_policy_index = static_cast<int>(policy);
@@ -369,6 +370,60 @@ class RocksListingStore final : public ListingStore {
     return from_rocksdb(db_->Write(write_options_, &batch));
   }
 
+  Result<int64_t> reclaim(std::string_view db, const std::string& age) override {
+    // Find the old tombstones on a snapshot without the lock, then remove them in batches
+    // under it, checking each row again (it may have been rewritten meanwhile).
+    std::vector<std::string> candidates;
+    {
+      std::string prefix = "r";
+      put_string(prefix, db);
+      std::string end = prefix;
+      end.back() = static_cast<char>(end.back() + 1);  // the db name's last byte, bumped
+      rocksdb::ReadOptions ro;
+      rocksdb::Slice upper(end);
+      ro.iterate_upper_bound = &upper;
+      std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro));
+      for (it->Seek(prefix); it->Valid(); it->Next()) {
+        std::string_view value(it->value().data(), it->value().size());
+        if (old_tombstone(value, age)) candidates.emplace_back(it->key().data(), it->key().size());
+      }
+      if (!it->status().ok()) return from_rocksdb(it->status());
+    }
+    constexpr size_t kBatch = 1000;  // rows per write batch (and per hold of the lock)
+    int64_t removed = 0;
+    for (size_t start = 0;; start += kBatch) {
+      std::lock_guard lock(lock_for(db));
+      auto loaded = read_info(db, nullptr);
+      if (!loaded.ok()) return loaded.status();
+      if (!loaded->has_value()) return Status::not_found();
+      DbInfo& info = **loaded;
+      rocksdb::WriteBatch batch;
+      for (size_t i = start; i < std::min(start + kBatch, candidates.size()); ++i) {
+        std::string value;
+        rocksdb::Status got = db_->Get(rocksdb::ReadOptions(), candidates[i], &value);
+        if (!got.ok() || !old_tombstone(value, age)) continue;
+        remove_row(info, candidates[i], value, db, batch);
+        batch.Delete(candidates[i]);
+        ++removed;
+      }
+      bool last = start + kBatch >= candidates.size();
+      if (last) {
+        for (auto it = info.metadata.begin(); it != info.metadata.end();) {
+          it = it->second.value.empty() && it->second.timestamp < age ? info.metadata.erase(it)
+                                                                      : std::next(it);
+        }
+      }
+      if (last && info.is_deleted(options_.type) && info.empty(options_.type) &&
+          info.tombstones == 0 && info.delete_timestamp < age) {
+        batch.Delete(info_key(db));  // the whole database is gone, as Swift unlinks it
+      } else {
+        batch.Put(info_key(db), encode_info(info));
+      }
+      APUS_RETURN_IF_ERROR(from_rocksdb(db_->Write(write_options_, &batch)));
+      if (last) return removed;
+    }
+  }
+
   Result<std::vector<ObjectEntry>> list_objects(std::string_view db,
                                                 const ListingQuery& q) override {
     std::vector<ObjectEntry> out;
@@ -430,8 +485,51 @@ class RocksListingStore final : public ListingStore {
     return std::optional<DbInfo>(std::move(*info));
   }
 
+  // Whether a row value is a tombstone older than `age` (Swift's db_reclaim_timestamp:
+  // created_at for objects, delete_timestamp for containers; compared as strings, as SQLite).
+  bool old_tombstone(std::string_view value, const std::string& age) const {
+    if (options_.type == DbType::kContainer) {
+      ObjectRecord r;
+      return decode_row(value, r) && r.deleted && r.created_at < age;
+    }
+    ContainerRecord r;
+    return decode_row(value, r) && r.deleted && r.delete_timestamp < age;
+  }
+
+  // Takes a row's share out of the info's counts and hash, and its sequence entry out.
+  void remove_row(DbInfo& info, const std::string& key, std::string_view value,
+                  std::string_view db, rocksdb::WriteBatch& batch) {
+    // key: "r" + varint len + db + be32 policy + name
+    size_t name_at = 1 + varint_size(db.size()) + db.size() + 4;
+    std::string name = key.substr(name_at);
+    uint32_t policy = 0;
+    for (int i = 0; i < 4; ++i) policy = policy << 8 | static_cast<uint8_t>(key[name_at - 4 + i]);
+    if (options_.type == DbType::kContainer) {
+      ObjectRecord r;
+      (void)decode_row(value, r);
+      r.name = name;
+      r.storage_policy_index = static_cast<int>(policy);
+      remove_object_stats(info, r, db, batch);
+    } else {
+      ContainerRecord r;
+      (void)decode_row(value, r);
+      r.name = name;
+      remove_container_stats(info, r, db, batch);
+    }
+  }
+
+  static size_t varint_size(uint64_t v) {
+    size_t n = 1;
+    while (v >= 0x80) {
+      v >>= 7;
+      ++n;
+    }
+    return n;
+  }
+
   // Swift's object table triggers: policy_stat counts and the chexor hash.
   static void add_object_stats(DbInfo& info, const ObjectRecord& r) {
+    info.tombstones += r.deleted ? 1 : 0;
     PolicyStat& st = info.policy_stats[r.storage_policy_index];
     st.object_count += r.deleted ? 0 : 1;
     st.bytes_used += r.size;
@@ -439,6 +537,7 @@ class RocksListingStore final : public ListingStore {
   }
   void remove_object_stats(DbInfo& info, const ObjectRecord& r, std::string_view db,
                            rocksdb::WriteBatch& batch) {
+    info.tombstones -= r.deleted ? 1 : 0;
     if (auto it = info.policy_stats.find(r.storage_policy_index); it != info.policy_stats.end()) {
       it->second.object_count -= r.deleted ? 0 : 1;
       it->second.bytes_used -= r.size;
@@ -452,6 +551,7 @@ class RocksListingStore final : public ListingStore {
   }
   static void add_container_stats(DbInfo& info, const ContainerRecord& r) {
     int alive = r.deleted ? 0 : 1;
+    info.tombstones += 1 - alive;
     info.container_count += alive;
     info.object_count += r.object_count;
     info.bytes_used += r.bytes_used;
@@ -464,6 +564,7 @@ class RocksListingStore final : public ListingStore {
   void remove_container_stats(DbInfo& info, const ContainerRecord& r, std::string_view db,
                               rocksdb::WriteBatch& batch) {
     int alive = r.deleted ? 0 : 1;
+    info.tombstones -= 1 - alive;
     info.container_count -= alive;
     info.object_count -= r.object_count;
     info.bytes_used -= r.bytes_used;

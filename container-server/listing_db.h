@@ -74,6 +74,7 @@ struct DbInfo {
   std::map<int, PolicyStat> policy_stats;
   DbMetadata metadata;
   int64_t max_row = -1;  // the newest ROWID given out
+  int64_t tombstones = 0;  // deleted rows kept (so reclaim can skip databases without any)
 
   // Containers: the counts of the container's own policy (Swift's container_stat view).
   int64_t container_objects() const;
@@ -171,6 +172,13 @@ class ListingStore {
   // The same for account databases (container rows).
   virtual common::Status merge_containers(std::string_view db,
                                           std::vector<ContainerRecord> records) = 0;
+
+  // Swift's reclaim: removes deleted rows older than `age_timestamp` (internal form; objects
+  // by created_at, containers by delete_timestamp) and emptied metadata items older than it;
+  // a deleted, empty database whose delete_timestamp is older goes entirely. Returns the number
+  // of rows removed. NotFound when `db` does not exist.
+  virtual common::Result<int64_t> reclaim(std::string_view db,
+                                          const std::string& age_timestamp) = 0;
 
   // Listings as Swift's list_objects_iter / list_containers_iter give them (deleted rows never
   // listed). NotFound when `db` does not exist.

@@ -267,3 +267,46 @@ TEST_CASE("random row updates keep counts equal to the rows") {
   CHECK(i.container_bytes() == bytes);
   CHECK(static_cast<int64_t>(s.names("c", ListingQuery{}).size()) == count);
 }
+
+TEST_CASE("reclaim drops old tombstones, emptied metadata and dead databases") {
+  Store s;
+  s.create("c");
+  s.put("c", "old", "1600000000.00000", 0, /*deleted=*/true);
+  s.put("c", "new", "1800000000.00000", 0, /*deleted=*/true);
+  s.put("c", "live", "1600000000.00000", 7);
+  REQUIRE(s.store
+              ->update_info("c",
+                            [](std::optional<DbInfo>& info) -> Result<bool> {
+                              info->metadata["X-Container-Meta-Gone"] = {"", "1600000000.00000"};
+                              info->metadata["X-Container-Meta-Kept"] = {"v", "1600000000.00000"};
+                              return true;
+                            })
+              .ok());
+  CHECK(s.info("c").tombstones == 2);
+  std::string hash_before = s.info("c").hash;
+  auto removed = s.store->reclaim("c", "1700000000.00000");
+  REQUIRE(removed.ok());
+  CHECK(*removed == 1);
+  DbInfo i = s.info("c");
+  CHECK(i.tombstones == 1);
+  CHECK(i.container_objects() == 1);
+  CHECK(i.hash != hash_before);  // the row's MD5 left the hash, as Swift's delete trigger does
+  CHECK(i.metadata.count("X-Container-Meta-Gone") == 0);
+  CHECK(i.metadata.count("X-Container-Meta-Kept") == 1);
+
+  // A deleted, empty database past reclaim_age goes entirely.
+  s.create("dead");
+  REQUIRE(s.store
+              ->update_info("dead",
+                            [](std::optional<DbInfo>& info) -> Result<bool> {
+                              info->put_timestamp = "1600000000.00000";
+                              info->delete_timestamp = "1600000001.00000";
+                              info->status = "DELETED";
+                              return true;
+                            })
+              .ok());
+  REQUIRE(s.store->reclaim("dead", "1700000000.00000").ok());
+  auto gone = s.store->get_info("dead");
+  REQUIRE(gone.ok());
+  CHECK_FALSE(gone->has_value());
+}
