@@ -2,8 +2,10 @@
 // handed out at /auth/v1.0, and the authorize rules (owners, reseller admins, container ACLs
 // with referrers and .rlistings, account ACLs).
 //
-// Tokens live in this process (one proxy); with memcached configured they are to be shared so
-// any proxy accepts a token another issued (not done yet).
+// Tokens live in this process and, when the cache filter names memcached servers, in memcached
+// too, under Swift's keys and values ("AUTH_/token/<token>" -> [expires, groups],
+// "AUTH_/user/<account:user>" -> token), so any proxy, Apus or Swift, accepts a token another
+// issued.
 #include <boost/json.hpp>
 #include <chrono>
 #include <cstdio>
