@@ -2,6 +2,7 @@
 // /info. Object requests are in object_controller.cpp.
 #include <algorithm>
 #include <boost/json.hpp>
+#include <set>
 #include <cmath>
 
 #include "common/constraints.h"
@@ -288,6 +289,12 @@ net::awaitable<void> ProxyApp::account_request(Exchange& ex, ProxyEnv& env, cons
     (void)co_await ex.respond(std::move(r));
     co_return;
   }
+  if (req.method == "OPTIONS") {
+    std::string joined;
+    for (const auto& m : allowed) joined += (joined.empty() ? "" : ", ") + m;
+    (void)co_await ex.respond(options_response(req, joined, nullptr));
+    co_return;
+  }
   if (auto denied = co_await authorize(req, env, std::nullopt)) {
     (void)co_await ex.respond(std::move(*denied));
     co_return;
@@ -386,7 +393,6 @@ net::awaitable<void> ProxyApp::account_request(Exchange& ex, ProxyEnv& env, cons
 
 net::awaitable<void> ProxyApp::container_request(Exchange& ex, ProxyEnv& env, const ApiPath& p) {
   const Request& req = ex.request();
-  const auto& c = config_.swift.constraints;
   static const std::vector<std::string> kAllowed = {"DELETE", "GET", "HEAD", "OPTIONS", "POST",
                                                     "PUT"};
   if (std::find(kAllowed.begin(), kAllowed.end(), req.method) == kAllowed.end()) {
@@ -395,6 +401,26 @@ net::awaitable<void> ProxyApp::container_request(Exchange& ex, ProxyEnv& env, co
     (void)co_await ex.respond(std::move(r));
     co_return;
   }
+  auto origin = req.headers.get("Origin");
+  if (req.method == "OPTIONS" || origin) {
+    CachedInfo info = co_await container_info(p.account, p.container, req, env.trans_id);
+    if (req.method == "OPTIONS") {
+      (void)co_await ex.respond(
+          options_response(req, "DELETE, GET, HEAD, OPTIONS, POST, PUT", &info));
+      co_return;
+    }
+    std::string from(*origin);
+    HeaderEditor cors(ex, [this, info, from](int, HeaderMap& h) { add_cors_headers(info, from, h); });
+    co_await container_request_inner(cors, env, p);
+    co_return;
+  }
+  co_await container_request_inner(ex, env, p);
+}
+
+net::awaitable<void> ProxyApp::container_request_inner(Exchange& ex, ProxyEnv& env,
+                                                       const ApiPath& p) {
+  const Request& req = ex.request();
+  const auto& c = config_.swift.constraints;
   // Authorize now; a denial may still turn into an allow once the container's ACLs are known.
   std::optional<Response> early = co_await authorize(req, env, std::nullopt);
   bool writes = req.method == "PUT" || req.method == "POST" || req.method == "DELETE";
@@ -575,6 +601,111 @@ net::awaitable<void> ProxyApp::container_request(Exchange& ex, ProxyEnv& env, co
   forget_info(p.account, p.container);
   if (req.method == "DELETE" && r.status == 202) r = swob_response(404);
   (void)co_await ex.respond(std::move(r));
+}
+
+// ---- CORS ------------------------------------------------------------------------------------
+
+namespace {
+
+std::vector<std::string> space_words(std::string_view s) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i < s.size()) {
+    while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) ++i;
+    size_t start = i;
+    while (i < s.size() && s[i] != ' ' && s[i] != '\t') ++i;
+    if (i > start) out.emplace_back(s.substr(start, i - start));
+  }
+  return out;
+}
+
+std::string_view cors_meta(const CachedInfo& c, std::string_view what) {
+  std::string name = "X-Container-Meta-Access-Control-" + std::string(what);
+  return c.headers.get_or(name, "");
+}
+
+void add_vary(HeaderMap& h, std::string_view what) {
+  if (auto v = h.get("Vary"); v && !v->empty()) {
+    h.set("Vary", std::string(*v) + ", " + std::string(what));
+  } else {
+    h.set("Vary", what);
+  }
+}
+
+}  // namespace
+
+bool ProxyApp::origin_allowed(const CachedInfo& container, std::string_view origin) const {
+  std::vector<std::string> allowed = space_words(cors_meta(container, "Allow-Origin"));
+  allowed.insert(allowed.end(), config_.cors_allow_origin.begin(), config_.cors_allow_origin.end());
+  return std::find(allowed.begin(), allowed.end(), origin) != allowed.end() ||
+         std::find(allowed.begin(), allowed.end(), "*") != allowed.end();
+}
+
+void ProxyApp::add_cors_headers(const CachedInfo& container, std::string_view origin,
+                                HeaderMap& h) const {
+  if (config_.strict_cors_mode && !origin_allowed(container, origin)) return;
+  if (!h.contains("Access-Control-Expose-Headers")) {
+    std::set<std::string> expose = {"cache-control", "content-language", "content-type",
+                                    "expires", "last-modified", "pragma", "etag", "x-timestamp",
+                                    "x-trans-id", "x-openstack-request-id"};
+    for (const auto& e : config_.cors_expose_headers) expose.insert(common::http::to_lower(e));
+    for (const auto& [name, value] : h) {
+      if (istarts_with(name, "x-container-meta") || istarts_with(name, "x-object-meta")) {
+        expose.insert(common::http::to_lower(name));
+      }
+    }
+    for (const auto& e : space_words(cors_meta(container, "Expose-Headers"))) {
+      expose.insert(common::http::to_lower(e));
+    }
+    std::string joined;
+    for (const auto& e : expose) joined += (joined.empty() ? "" : ", ") + e;
+    h.set("Access-Control-Expose-Headers", joined);
+  }
+  if (!h.contains("Access-Control-Allow-Origin")) {
+    std::string_view allow = cors_meta(container, "Allow-Origin");
+    if (!allow.empty() && space_words(allow) == std::vector<std::string>{"*"}) {
+      h.set("Access-Control-Allow-Origin", "*");
+    } else {
+      h.set("Access-Control-Allow-Origin", origin);
+      add_vary(h, "Origin");
+    }
+  }
+}
+
+Response ProxyApp::options_response(const Request& req, std::string_view allowed,
+                                    const CachedInfo* container) const {
+  Response r;
+  r.status = 200;
+  r.headers.set("Content-Type", "text/html; charset=UTF-8");
+  r.headers.set("Allow", allowed);
+  auto origin = req.headers.get("Origin");
+  if (!origin || !container) return r;
+  std::string method(req.headers.get_or("Access-Control-Request-Method", ""));
+  bool method_ok = false;
+  for (const auto& m : common::list_from_csv(allowed)) method_ok = method_ok || m == method;
+  if (!origin_allowed(*container, *origin) || !method_ok) {
+    r.status = 401;
+    return r;
+  }
+  std::string_view allow = cors_meta(*container, "Allow-Origin");
+  if (!allow.empty() && space_words(allow) == std::vector<std::string>{"*"}) {
+    r.headers.set("Access-Control-Allow-Origin", "*");
+  } else {
+    r.headers.set("Access-Control-Allow-Origin", *origin);
+    add_vary(r.headers, "Origin");
+  }
+  if (auto max_age = container->headers.get("X-Container-Meta-Access-Control-Max-Age")) {
+    r.headers.set("Access-Control-Max-Age", *max_age);
+  }
+  r.headers.set("Access-Control-Allow-Methods", allowed);
+  auto wanted = common::list_from_csv(req.headers.get_or("Access-Control-Request-Headers", ""));
+  if (!wanted.empty()) {
+    std::string joined;
+    for (const auto& w : wanted) joined += (joined.empty() ? "" : ", ") + w;
+    r.headers.set("Access-Control-Allow-Headers", joined);
+    add_vary(r.headers, "Access-Control-Request-Headers");
+  }
+  return r;
 }
 
 // ---- /info -----------------------------------------------------------------------------------

@@ -62,27 +62,6 @@ std::string generate_trans_id(std::string_view suffix) {
 
 namespace {
 
-// An Exchange wrapper that adds or removes response headers as the response goes out.
-class HeaderEditor : public ExchangeWrapper {
- public:
-  using Edit = std::function<void(int status, HeaderMap& headers)>;
-  HeaderEditor(Exchange& inner, Edit edit) : ExchangeWrapper(inner), edit_(std::move(edit)) {}
-
- protected:
-  net::awaitable<Status> do_respond(Response response) override {
-    edit_(response.status, response.headers);
-    return ExchangeWrapper::do_respond(std::move(response));
-  }
-  net::awaitable<Status> do_start_response(int status, HeaderMap headers,
-                                           std::optional<uint64_t> length) override {
-    edit_(status, headers);
-    return ExchangeWrapper::do_start_response(status, std::move(headers), length);
-  }
-
- private:
-  Edit edit_;
-};
-
 // ---- catch_errors: the transaction id, and a 500 for anything that answered nothing --------
 
 // swob's www_authenticate() realm: the account of /<version>/<account>[/...], else "unknown".

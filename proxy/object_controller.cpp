@@ -203,8 +203,28 @@ net::awaitable<void> ProxyApp::object_request(Exchange& ex, ProxyEnv& env, const
     (void)co_await ex.respond(std::move(r));
     co_return;
   }
-  std::optional<Response> early = co_await authorize(req, env, std::nullopt);
   CachedInfo container = co_await container_info(p.account, p.container, req, env.trans_id);
+  if (req.method == "OPTIONS") {
+    (void)co_await ex.respond(
+        options_response(req, "DELETE, GET, HEAD, OPTIONS, POST, PUT", &container));
+    co_return;
+  }
+  if (auto origin = req.headers.get("Origin")) {
+    std::string from(*origin);
+    HeaderEditor cors(ex, [this, container, from](int, HeaderMap& h) {
+      add_cors_headers(container, from, h);
+    });
+    co_await object_request_inner(cors, env, p, container);
+    co_return;
+  }
+  co_await object_request_inner(ex, env, p, container);
+}
+
+net::awaitable<void> ProxyApp::object_request_inner(Exchange& ex, ProxyEnv& env,
+                                                    const ApiPath& p,
+                                                    const CachedInfo& container) {
+  const Request& req = ex.request();
+  std::optional<Response> early = co_await authorize(req, env, std::nullopt);
   if (container.status >= 500 || container.status == 0) {
     (void)co_await ex.respond(swob_response(503));
     co_return;

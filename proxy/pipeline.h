@@ -111,6 +111,28 @@ class ExchangeWrapper : public common::http::Exchange {
   common::http::Request request_;
 };
 
+// An ExchangeWrapper that edits response headers (adds, removes) as the response goes out.
+class HeaderEditor : public ExchangeWrapper {
+ public:
+  using Edit = std::function<void(int status, common::http::HeaderMap& headers)>;
+  HeaderEditor(common::http::Exchange& inner, Edit edit)
+      : ExchangeWrapper(inner), edit_(std::move(edit)) {}
+
+ protected:
+  boost::asio::awaitable<common::Status> do_respond(common::http::Response response) override {
+    edit_(response.status, response.headers);
+    return ExchangeWrapper::do_respond(std::move(response));
+  }
+  boost::asio::awaitable<common::Status> do_start_response(
+      int status, common::http::HeaderMap headers, std::optional<uint64_t> length) override {
+    edit_(status, headers);
+    return ExchangeWrapper::do_start_response(status, std::move(headers), length);
+  }
+
+ private:
+  Edit edit_;
+};
+
 // A built pipeline: its middlewares in order, then the app.
 class Pipeline {
  public:

@@ -65,6 +65,9 @@ Result<ProxyConfig> ProxyConfig::from_config(const common::Config& conf) {
                         s.get_double("recheck_container_existence", 60));
   APUS_ASSIGN_OR_RETURN(c.expose_info, s.get_bool("expose_info", true));
   c.request_node_count = s.get_string("request_node_count", "2 * replicas");
+  APUS_ASSIGN_OR_RETURN(c.strict_cors_mode, s.get_bool("strict_cors_mode", true));
+  c.cors_allow_origin = s.get_list("cors_allow_origin", "");
+  c.cors_expose_headers = s.get_list("cors_expose_headers", "");
   c.log_name = s.get_string("log_name", "proxy-server");
   return c;
 }

@@ -45,6 +45,9 @@ struct ProxyConfig {
   std::string log_name = "proxy-server";
   bool expose_info = true;
   std::string request_node_count = "2 * replicas";
+  bool strict_cors_mode = true;
+  std::vector<std::string> cors_allow_origin;    // origins allowed for every container
+  std::vector<std::string> cors_expose_headers;  // added to Access-Control-Expose-Headers
 
   // Reads [app:proxy-server] (the last element of [pipeline:main]) and swift.conf. Errors name
   // the file, section and key.

@@ -65,8 +65,14 @@ class ProxyApp {
                                                const ApiPath& p);
   boost::asio::awaitable<void> container_request(common::http::Exchange& ex, ProxyEnv& env,
                                                  const ApiPath& p);
+  // The container request once OPTIONS and CORS are dealt with.
+  boost::asio::awaitable<void> container_request_inner(common::http::Exchange& ex,
+                                                       ProxyEnv& env, const ApiPath& p);
   boost::asio::awaitable<void> object_request(common::http::Exchange& ex, ProxyEnv& env,
                                               const ApiPath& p);
+  boost::asio::awaitable<void> object_request_inner(common::http::Exchange& ex, ProxyEnv& env,
+                                                    const ApiPath& p,
+                                                    const CachedInfo& container);
   boost::asio::awaitable<void> info_request(common::http::Exchange& ex);
 
   // Object methods (object_controller.cpp).
@@ -83,6 +89,13 @@ class ProxyApp {
                                                              const std::string& method,
                                                              const std::string& path_after_part,
                                                              const common::http::HeaderMap& h);
+  // CORS (Swift's cors_validation and OPTIONS): `container` is the container's info.
+  bool origin_allowed(const CachedInfo& container, std::string_view origin) const;
+  void add_cors_headers(const CachedInfo& container, std::string_view origin,
+                        common::http::HeaderMap& response) const;
+  common::http::Response options_response(const common::http::Request& req,
+                                          std::string_view allowed,
+                                          const CachedInfo* container) const;
   ring::Ring* object_ring(int policy);
   // The placement of an object in `container` (its policy), or nullopt without a ring for it.
   std::optional<ObjectPlacement> place_object(const ApiPath& p, const CachedInfo& container);

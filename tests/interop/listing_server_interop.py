@@ -125,6 +125,12 @@ def write_configs(root, sides):
                         "[pipeline:main]\npipeline = %s-server\n\n"
                         "[app:%s-server]\nuse = egg:swift#%s\n"
                         % (devices, port, etc, side, server, extra, server, server, server))
+                if side.startswith("apus"):
+                    # The sequence's timestamps are from 2023, older than reclaim_age. Swift's
+                    # servers never reclaim (its replicator daemons do, and none runs here);
+                    # Apus's servers reclaim on a thread of their own, so it is held off.
+                    f.write("\n[%s-replicator]\nreclaim_age = 3153600000\n\n"
+                            "[container-updater]\nenabled = false\n" % server)
             confs.setdefault(side, {})[server] = path
     return confs
 
