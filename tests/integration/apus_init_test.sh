@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# apus-init starts the servers of a config directory, reports them, and stops every one.
+set -uo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+build="$1"
+work=$(mktemp -d /tmp/apus-init-test.XXXXXX)
+init=(env APUS_BIN="$build/bin" "$top/scripts/apus-init" --swift-dir "$work/etc" --run-dir "$work/run")
+fail=0
+cleanup() { "${init[@]}" all stop >/dev/null 2>&1; rm -rf "$work"; }
+trap cleanup EXIT
+free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+mkdir -p "$work/etc/container-server" "$work/dev/sda1"
+printf '[swift-hash]\nswift_hash_path_prefix = in\nswift_hash_path_suffix = it\n' >"$work/etc/swift.conf"
+conf() {  # kind port file
+  cat >"$3" <<CONF
+[DEFAULT]
+devices = $work/dev
+mount_check = false
+bind_ip = 127.0.0.1
+bind_port = $2
+workers = 1
+swift_dir = $work/etc
+log_file = $work/$1-$2.log
+
+[pipeline:main]
+pipeline = $1-server
+
+[app:$1-server]
+use = egg:swift#$1
+
+[container-updater]
+enabled = false
+CONF
+}
+object_port=$(free_port); c1=$(free_port); c2=$(free_port)
+conf object "$object_port" "$work/etc/object-server.conf"
+conf container "$c1" "$work/etc/container-server/1.conf"
+conf container "$c2" "$work/etc/container-server/2.conf"
+
+"${init[@]}" object container start || { echo "FAIL: start"; fail=1; }
+pids=$(cat "$work"/run/*.pid "$work"/run/*/*.pid 2>/dev/null)
+[ "$(echo "$pids" | wc -w)" = 3 ] || { echo "FAIL: three pid files: $pids"; fail=1; }
+for port in "$object_port" "$c1" "$c2"; do
+  code=000
+  for _ in $(seq 50); do
+    code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/healthcheck")
+    [ "$code" = 200 ] && break
+    sleep 0.1
+  done
+  [ "$code" = 200 ] || { echo "FAIL: server on $port: $code"; fail=1; }
+done
+"${init[@]}" object container status >/dev/null || { echo "FAIL: status while running"; fail=1; }
+"${init[@]}" container restart >/dev/null || { echo "FAIL: restart"; fail=1; }
+"${init[@]}" all stop || { echo "FAIL: stop"; fail=1; }
+for pid in $pids $(cat "$work"/run/*.pid "$work"/run/*/*.pid 2>/dev/null); do
+  if kill -0 "$pid" 2>/dev/null; then echo "FAIL: pid $pid still running after stop"; fail=1; fi
+done
+if "${init[@]}" object status >/dev/null; then echo "FAIL: status after stop"; fail=1; fi
+[ $fail = 0 ] && echo "apus-init test: ok"
+exit $fail
