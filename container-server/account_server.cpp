@@ -32,11 +32,6 @@ Response deleted_response(int status, const std::optional<DbInfo>& info, std::st
   return r;
 }
 
-Response bad_request(std::string body) {
-  Response r = swob_response(400);
-  r.body = std::move(body);
-  return r;
-}
 
 DbInfo new_account_info(const std::string& account, const std::string& partition,
                         const std::string& device, const std::string& put_timestamp) {
@@ -147,9 +142,7 @@ net::awaitable<void> AccountServer::handle(Exchange& ex) {
       }
       format = params.format;
     } else {
-      for (auto& [k, v] : common::http::parse_query(req.query())) {
-        if (k == "format") format = v;
-      }
+      format = common::http::query_param(req.query(), "format");
     }
     ContentTypeOrError ctype = listing_content_type(req, format);
     if (ctype.error) {
@@ -255,7 +248,7 @@ Response AccountServer::put_account(const Request& req, const Target& t) {
   s = (*store)->update_info(t.db, [&](std::optional<DbInfo>& info) -> Result<bool> {
     if (!info) return false;
     MetadataMerge m = merge_metadata(*info, md, true, config_.swift.constraints);
-    if (m.invalid) answer = bad_request(*m.invalid);
+    if (m.invalid) answer = common::http::swob_response_with_body(400, *m.invalid);
     return m.changed && !m.invalid;
   });
   if (!s.ok()) return swob_response(to_http_status(s));
@@ -303,7 +296,7 @@ Response AccountServer::post_account(const Request& req, const Target& t) {
       return false;
     }
     MetadataMerge m = merge_metadata(*info, md, true, config_.swift.constraints);
-    if (m.invalid) answer = bad_request(*m.invalid);
+    if (m.invalid) answer = common::http::swob_response_with_body(400, *m.invalid);
     return m.changed && !m.invalid;
   });
   if (!s.ok()) return swob_response(to_http_status(s));
@@ -323,10 +316,7 @@ Response AccountServer::head_or_get(const Request& req, const Target& t) {
                                         false);
   std::optional<std::string> format = params.format;
   if (req.method == "HEAD") {
-    format.reset();
-    for (auto& [k, v] : common::http::parse_query(req.query())) {
-      if (k == "format") format = v;
-    }
+    format = common::http::query_param(req.query(), "format");
   }
   std::string type = listing_content_type(req, format).content_type;
   Response r;

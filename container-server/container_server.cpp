@@ -82,11 +82,6 @@ Response with_header(Response r, std::string_view name, std::string_view value) 
 }
 
 // Swift's HTTPBadRequest(body): its text under swob's default type.
-Response bad_request(std::string body) {
-  Response r = swob_response(400);
-  r.body = std::move(body);
-  return r;
-}
 
 // Whether `md` sets X-Container-Sync-To to something new: Swift then restarts the sync.
 bool sync_to_changes(const DbInfo& info, const DbMetadata& md) {
@@ -123,6 +118,14 @@ struct ContainerServer::Target {
   std::optional<std::string> object;
   std::string db;  // hash_path hex of account/container
 };
+
+std::optional<Response> ContainerServer::bad_sync_to(const Request& req) const {
+  auto sync_to = req.headers.get("X-Container-Sync-To");
+  if (!sync_to) return std::nullopt;
+  auto err = sync_to_error(*sync_to, config_.allowed_sync_hosts);
+  if (!err) return std::nullopt;
+  return common::http::swob_response_with_body(400, *err);
+}
 
 ContainerServer::ContainerServer(const DbServerConfig& config, DbDevices& devices,
                                  std::unique_ptr<ContainerUpdater> updater)
@@ -253,14 +256,42 @@ net::awaitable<void> ContainerServer::handle_put(Exchange& ex, const Target& t) 
     (void)co_await ex.respond(std::move(*ts.error));
     co_return;
   }
-  if (auto sync_to = req.headers.get("X-Container-Sync-To")) {
-    if (auto err = sync_to_error(*sync_to, config_.allowed_sync_hosts)) {
-      (void)co_await ex.respond(bad_request(*err));
-      co_return;
-    }
+  if (auto bad = bad_sync_to(req)) {
+    (void)co_await ex.respond(std::move(*bad));
+    co_return;
   }
   PolicyOrError policy = request_policy_index(req, config_.swift.policies);
   auto& pool = devices_.pool(t.device);
+  if (t.object) {  // an object row from an object server or updater: one trip to the pool
+    std::optional<ObjectRecord> rec;
+    auto size = parse_int(req.headers.get_or("X-Size", ""));
+    auto ctype = req.headers.get("X-Content-Type");
+    auto etag = req.headers.get("X-Etag");
+    if (size && ctype && etag) {
+      rec.emplace();
+      rec->name = *t.object;
+      rec->created_at = ts.timestamp.internal();
+      rec->size = *size;
+      rec->content_type.assign(*ctype);
+      rec->etag.assign(*etag);
+      rec->storage_policy_index = policy.index.value_or(0);
+      rec->ctype_timestamp.assign(req.headers.get_or("X-Content-Type-Timestamp", ""));
+      rec->meta_timestamp.assign(req.headers.get_or("X-Meta-Timestamp", ""));
+    }
+    Response r = co_await pool.call([&]() -> Response {
+      // Swift's order: the device, then the policy, then the row's own headers.
+      if (!devices_.check_device(t.device).ok() || !devices_.check_free_space(t.device).ok()) {
+        return insufficient_storage(t.device);
+      }
+      if (policy.error) return std::move(*policy.error);
+      if (!rec) {
+        return plain_error(400, "Missing or invalid X-Size, X-Content-Type or X-Etag header");
+      }
+      return put_row(req, t, ts.timestamp, std::move(*rec));
+    });
+    (void)co_await ex.respond(std::move(r));
+    co_return;
+  }
   bool device_ok = co_await pool.call([&] { return devices_.check_device(t.device).ok() &&
                                                    devices_.check_free_space(t.device).ok(); });
   if (!device_ok) {
@@ -269,29 +300,6 @@ net::awaitable<void> ContainerServer::handle_put(Exchange& ex, const Target& t) 
   }
   if (policy.error) {
     (void)co_await ex.respond(std::move(*policy.error));
-    co_return;
-  }
-
-  if (t.object) {  // an object row from an object server or updater
-    ObjectRecord rec;
-    rec.name = *t.object;
-    rec.created_at = ts.timestamp.internal();
-    auto size = parse_int(req.headers.get_or("X-Size", ""));
-    auto ctype = req.headers.get("X-Content-Type");
-    auto etag = req.headers.get("X-Etag");
-    if (!size || !ctype || !etag) {
-      (void)co_await ex.respond(plain_error(400, "Missing or invalid X-Size, X-Content-Type "
-                                                 "or X-Etag header"));
-      co_return;
-    }
-    rec.size = *size;
-    rec.content_type.assign(*ctype);
-    rec.etag.assign(*etag);
-    rec.storage_policy_index = policy.index.value_or(0);
-    rec.ctype_timestamp.assign(req.headers.get_or("X-Content-Type-Timestamp", ""));
-    rec.meta_timestamp.assign(req.headers.get_or("X-Meta-Timestamp", ""));
-    Response r = co_await pool.call([&] { return put_row(req, t, ts.timestamp, std::move(rec)); });
-    (void)co_await ex.respond(std::move(r));
     co_return;
   }
 
@@ -353,7 +361,7 @@ net::awaitable<void> ContainerServer::handle_put(Exchange& ex, const Target& t) 
       bool new_sync_to = sync_to_changes(*info, md);
       MetadataMerge m = merge_metadata(*info, md, true, config_.swift.constraints);
       if (m.invalid) {
-        o.response = bad_request(*m.invalid);
+        o.response = common::http::swob_response_with_body(400, *m.invalid);
         return false;
       }
       if (new_sync_to) reset_sync_points(*info);
@@ -410,17 +418,8 @@ net::awaitable<void> ContainerServer::handle_delete(Exchange& ex, const Target& 
     co_return;
   }
   auto& pool = devices_.pool(t.device);
-  bool device_ok = co_await pool.call([&] { return devices_.check_device(t.device).ok(); });
-  if (!device_ok) {
-    (void)co_await ex.respond(insufficient_storage(t.device));
-    co_return;
-  }
   PolicyOrError policy = request_policy_index(req, config_.swift.policies);
-  if (policy.error) {
-    (void)co_await ex.respond(std::move(*policy.error));
-    co_return;
-  }
-  if (t.object) {
+  if (t.object) {  // one trip to the pool: device check, then the row
     ObjectRecord rec;
     rec.name = *t.object;
     rec.created_at.assign(req.headers.get_or("X-Timestamp", ""));
@@ -428,8 +427,21 @@ net::awaitable<void> ContainerServer::handle_delete(Exchange& ex, const Target& 
     rec.etag = "noetag";
     rec.deleted = true;
     rec.storage_policy_index = policy.index.value_or(0);
-    Response r = co_await pool.call([&] { return put_row(req, t, ts.timestamp, std::move(rec)); });
+    Response r = co_await pool.call([&]() -> Response {
+      if (!devices_.check_device(t.device).ok()) return insufficient_storage(t.device);
+      if (policy.error) return std::move(*policy.error);
+      return put_row(req, t, ts.timestamp, std::move(rec));
+    });
     (void)co_await ex.respond(std::move(r));
+    co_return;
+  }
+  bool device_ok = co_await pool.call([&] { return devices_.check_device(t.device).ok(); });
+  if (!device_ok) {
+    (void)co_await ex.respond(insufficient_storage(t.device));
+    co_return;
+  }
+  if (policy.error) {
+    (void)co_await ex.respond(std::move(*policy.error));
     co_return;
   }
 
@@ -496,11 +508,9 @@ net::awaitable<void> ContainerServer::handle_post(Exchange& ex, const Target& t)
     (void)co_await ex.respond(std::move(*ts.error));
     co_return;
   }
-  if (auto sync_to = req.headers.get("X-Container-Sync-To")) {
-    if (auto err = sync_to_error(*sync_to, config_.allowed_sync_hosts)) {
-      (void)co_await ex.respond(bad_request(*err));
-      co_return;
-    }
+  if (auto bad = bad_sync_to(req)) {
+    (void)co_await ex.respond(std::move(*bad));
+    co_return;
   }
   auto& pool = devices_.pool(t.device);
   Response r = co_await pool.call([&]() -> Response {
@@ -525,7 +535,7 @@ net::awaitable<void> ContainerServer::handle_post(Exchange& ex, const Target& t)
       bool new_sync_to = sync_to_changes(*info, md);
       MetadataMerge m = merge_metadata(*info, md, true, config_.swift.constraints);
       if (m.invalid) {
-        answer = bad_request(*m.invalid);
+        answer = common::http::swob_response_with_body(400, *m.invalid);
         return changed;  // Swift has already saved the new put_timestamp
       }
       if (new_sync_to) reset_sync_points(*info);
@@ -541,18 +551,12 @@ net::awaitable<void> ContainerServer::handle_post(Exchange& ex, const Target& t)
 
 net::awaitable<void> ContainerServer::handle_head(Exchange& ex, const Target& t) {
   const Request& req = ex.request();
-  ContentTypeOrError ctype = listing_content_type(req, std::nullopt);
-  if (auto f = common::http::parse_query(req.query()); !f.empty()) {
-    std::optional<std::string> format;
-    for (auto& [k, v] : f) {
-      if (k == "format") format = v;
-    }
-    if (format && !common::check_utf8(*format, true) && !format->empty()) {
-      (void)co_await ex.respond(no_body(plain_error(400, "\"format\" parameter not valid UTF-8")));
-      co_return;
-    }
-    ctype = listing_content_type(req, format);
+  std::optional<std::string> format = common::http::query_param(req.query(), "format");
+  if (format && !format->empty() && !common::check_utf8(*format, true)) {
+    (void)co_await ex.respond(no_body(plain_error(400, "\"format\" parameter not valid UTF-8")));
+    co_return;
   }
+  ContentTypeOrError ctype = listing_content_type(req, format);
   if (ctype.error) {
     (void)co_await ex.respond(no_body(std::move(*ctype.error)));
     co_return;
@@ -761,7 +765,7 @@ net::awaitable<void> ContainerServer::handle_update(Exchange& ex, const Target& 
     auto store = devices_.store(t.device);
     if (!store.ok()) return swob_response(500);
     if (should_autocreate(req, t.account, config_.auto_create_account_prefix)) {
-      if (!policy.index) return bad_request("X-Backend-Storage-Policy-Index header is required");
+      if (!policy.index) return common::http::swob_response_with_body(400, "X-Backend-Storage-Policy-Index header is required");
       Status s = (*store)->update_info(t.db, [&](std::optional<DbInfo>& info) -> Result<bool> {
         if (info) return false;
         info = new_container_info(t.account, t.container, t.partition, t.device,

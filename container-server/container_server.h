@@ -37,6 +37,8 @@ class ContainerServer final : public DbServer {
   boost::asio::awaitable<void> handle_head(common::http::Exchange& ex, const Target& t);
   boost::asio::awaitable<void> handle_get(common::http::Exchange& ex, const Target& t);
   boost::asio::awaitable<void> handle_update(common::http::Exchange& ex, const Target& t);
+  // Swift's 400 for an X-Container-Sync-To it would not sync to, if the request has one.
+  std::optional<common::http::Response> bad_sync_to(const common::http::Request& req) const;
   // Merges one object row (PUT or DELETE), auto-creating the container where Swift does.
   // Pool thread.
   common::http::Response put_row(const common::http::Request& req, const Target& t,

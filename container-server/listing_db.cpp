@@ -225,14 +225,6 @@ bool decode_row(std::string_view data, ContainerRecord& c) {
   return r.ok();
 }
 
-// Whether a row is deleted, without decoding all of it: the flag sits right after the strings
-// and numbers, so decode; rows are small.
-template <class Row>
-bool row_deleted(std::string_view value) {
-  Row row;
-  return !decode_row(value, row) || row.deleted;
-}
-
 Status from_rocksdb(const rocksdb::Status& s) {
   if (s.ok()) return Status();
   if (s.IsNotFound()) return Status::not_found(s.ToString());
@@ -427,21 +419,9 @@ class RocksListingStore final : public ListingStore {
   Result<std::vector<ObjectEntry>> list_objects(std::string_view db,
                                                 const ListingQuery& q) override {
     std::vector<ObjectEntry> out;
-    Status s = scan(db, q, static_cast<uint32_t>(q.storage_policy_index), /*allow_path=*/true,
-                    &row_deleted<ObjectRecord>,
-                    [&](std::string_view name, std::optional<std::string_view> value) {
-                      ObjectEntry e;
-                      e.row.name.assign(name);
-                      if (!value) {
-                        e.subdir = true;
-                      } else if (!decode_row(*value, e.row)) {
-                        return false;
-                      }
-                      e.row.storage_policy_index = q.storage_policy_index;
-                      out.push_back(std::move(e));
-                      return true;
-                    });
+    Status s = scan(db, q, static_cast<uint32_t>(q.storage_policy_index), /*allow_path=*/true, out);
     if (!s.ok()) return s;
+    for (auto& e : out) e.row.storage_policy_index = q.storage_policy_index;
     return out;
   }
 
@@ -450,24 +430,12 @@ class RocksListingStore final : public ListingStore {
     std::vector<ContainerEntry> out;
     ListingQuery account_query = q;
     account_query.path.reset();  // accounts have no path parameter
-    Status s = scan(db, account_query, 0, /*allow_path=*/false, &row_deleted<ContainerRecord>,
-                    [&](std::string_view name, std::optional<std::string_view> value) {
-                      ContainerEntry e;
-                      e.row.name.assign(name);
-                      if (!value) {
-                        e.subdir = true;
-                      } else if (!decode_row(*value, e.row)) {
-                        return false;
-                      }
-                      out.push_back(std::move(e));
-                      return true;
-                    });
+    Status s = scan(db, account_query, 0, /*allow_path=*/false, out);
     if (!s.ok()) return s;
     return out;
   }
 
  private:
-  using Emit = std::function<bool(std::string_view name, std::optional<std::string_view> value)>;
 
   std::mutex& lock_for(std::string_view db) {
     return locks_[std::hash<std::string_view>()(db) % locks_.size()];
@@ -581,8 +549,11 @@ class RocksListingStore final : public ListingStore {
   // past each delimiter subdirectory. The bounds are recomputed from (marker, end_marker) each
   // time exactly as Swift rebuilds its SQL query, so every corner (path mode skipping, subdir
   // equal to the marker, reverse) comes out the same.
+  // Each row is decoded once; deleted ones are skipped before they count. `Entry` is
+  // ObjectEntry or ContainerEntry.
+  template <class Entry>
   Status scan(std::string_view db, const ListingQuery& q, uint32_t policy, bool allow_path,
-              bool (*is_deleted)(std::string_view), const Emit& emit) {
+              std::vector<Entry>& out) {
     const rocksdb::Snapshot* snap = db_->GetSnapshot();
     struct Release {
       rocksdb::DB* db;
@@ -660,7 +631,7 @@ class RocksListingStore final : public ListingStore {
         }
       } else {
         std::string start = lower;
-        if (!q.allow_reserved && start < std::string_view("\x01", 1)) start = "\x01";
+        if (!q.allow_reserved && start < std::string("\x01", 1)) start = "\x01";
         it->Seek(base + start);
       }
 
@@ -678,8 +649,12 @@ class RocksListingStore final : public ListingStore {
           if (past_far) break;
           continue;
         }
-        std::string_view value(it->value().data(), it->value().size());
-        if (is_deleted(value)) continue;
+        Entry entry;
+        if (!decode_row(std::string_view(it->value().data(), it->value().size()), entry.row)) {
+          return Status::corruption("bad row");
+        }
+        if (entry.row.deleted) continue;
+        entry.row.name.assign(name);
         ++rowcount;
         if (q.reverse) {
           end_marker.assign(name);
@@ -687,7 +662,7 @@ class RocksListingStore final : public ListingStore {
           marker.assign(name);
         }
         if (!delimited) {
-          if (!emit(name, value)) return Status::corruption("bad row");
+          out.push_back(std::move(entry));
           ++results;
           continue;
         }
@@ -712,13 +687,16 @@ class RocksListingStore final : public ListingStore {
             delim_force_gte = true;
           }
           if (dir_name != orig_marker) {
-            if (!emit(dir_name, std::nullopt)) return Status::corruption("bad row");
+            Entry subdir;
+            subdir.subdir = true;
+            subdir.row.name = std::move(dir_name);
+            out.push_back(std::move(subdir));
             ++results;
           }
           requery = true;
           break;
         }
-        if (!emit(name, value)) return Status::corruption("bad row");
+        out.push_back(std::move(entry));
         ++results;
       }
       if (!it->status().ok()) return from_rocksdb(it->status());

@@ -41,11 +41,6 @@ void remove_owner_headers(HeaderMap& h) {
   for (std::string_view name : kOwnerHeaders) h.erase(name);
 }
 
-Response text_body(int status, std::string body) {
-  Response r = swob_response(status);
-  r.body = std::move(body);
-  return r;
-}
 
 // X-Remove-<Type>-Meta-<k> (and X-Remove-Container-Read and friends) become the plain header
 // with an empty value, as Swift's transfer_headers() does.
@@ -138,7 +133,7 @@ net::awaitable<void> ProxyApp::handle(Exchange& ex, ProxyEnv& env) {
   bool allow_reserved = common::config_true_value(
       req.headers.get_or("X-Backend-Allow-Reserved-Names", ""));
   if (!common::check_utf8(path, allow_reserved)) {
-    (void)co_await ex.respond(text_body(412, "Invalid UTF8 or contains NULL"));
+    (void)co_await ex.respond(common::http::swob_response_with_body(412, "Invalid UTF8 or contains NULL"));
     co_return;
   }
   auto segs = common::http::split_path(path, 1, 4, true);
@@ -152,7 +147,7 @@ net::awaitable<void> ProxyApp::handle(Exchange& ex, ProxyEnv& env) {
   p.container = (*segs)[2].value_or("");
   p.object = (*segs)[3].value_or("");
   if (p.account.empty()) {
-    (void)co_await ex.respond(text_body(412, "Bad URL"));
+    (void)co_await ex.respond(common::http::swob_response_with_body(412, "Bad URL"));
     co_return;
   }
   if (!common::valid_api_version(config_.swift.constraints, p.version)) {
@@ -300,7 +295,7 @@ net::awaitable<void> ProxyApp::account_request(Exchange& ex, ProxyEnv& env, cons
     co_return;
   }
   if (static_cast<int64_t>(p.account.size()) > c.max_account_name_length) {
-    (void)co_await ex.respond(text_body(
+    (void)co_await ex.respond(common::http::swob_response_with_body(
         400, "Account name length of " + std::to_string(p.account.size()) + " longer than " +
                  std::to_string(c.max_account_name_length)));
     co_return;
@@ -349,7 +344,7 @@ net::awaitable<void> ProxyApp::account_request(Exchange& ex, ProxyEnv& env, cons
   }
 
   if (req.method == "DELETE" && !req.query().empty()) {
-    (void)co_await ex.respond(text_body(400, "The account DELETE cannot take a query string"));
+    (void)co_await ex.respond(common::http::swob_response_with_body(400, "The account DELETE cannot take a query string"));
     co_return;
   }
   HeaderMap client = req.headers;
@@ -481,7 +476,7 @@ net::awaitable<void> ProxyApp::container_request_inner(Exchange& ex, ProxyEnv& e
         if (auto v = client.get(header)) {
           auto cleaned = env.clean_acl(header, *v);
           if (!cleaned.ok()) {
-            (void)co_await ex.respond(text_body(400, cleaned.status().message()));
+            (void)co_await ex.respond(common::http::swob_response_with_body(400, cleaned.status().message()));
             co_return;
           }
           client.set(header, *cleaned);
@@ -496,7 +491,7 @@ net::awaitable<void> ProxyApp::container_request_inner(Exchange& ex, ProxyEnv& e
   }
   if (req.method == "PUT" &&
       static_cast<int64_t>(p.container.size()) > c.max_container_name_length) {
-    (void)co_await ex.respond(text_body(
+    (void)co_await ex.respond(common::http::swob_response_with_body(
         400, "Container name length of " + std::to_string(p.container.size()) +
                  " longer than " + std::to_string(c.max_container_name_length)));
     co_return;
@@ -507,12 +502,12 @@ net::awaitable<void> ProxyApp::container_request_inner(Exchange& ex, ProxyEnv& e
       const common::StoragePolicy* policy = config_.swift.policies.by_name(*name);
       if (!policy) {
         (void)co_await ex.respond(
-            text_body(400, "Invalid X-Storage-Policy '" + std::string(*name) + "'"));
+            common::http::swob_response_with_body(400, "Invalid X-Storage-Policy '" + std::string(*name) + "'"));
         co_return;
       }
       if (policy->is_deprecated) {
         (void)co_await ex.respond(
-            text_body(400, "Storage Policy '" + policy->name() + "' is deprecated"));
+            common::http::swob_response_with_body(400, "Storage Policy '" + policy->name() + "' is deprecated"));
         co_return;
       }
       policy_index = policy->index;
@@ -547,7 +542,7 @@ net::awaitable<void> ProxyApp::container_request_inner(Exchange& ex, ProxyEnv& e
         std::string(account.headers.get_or("X-Account-Container-Count", "0")).c_str());
     CachedInfo existing = co_await container_info(p.account, p.container, req, env.trans_id);
     if (count >= config_.max_containers_per_account && existing.status == 404) {
-      (void)co_await ex.respond(text_body(
+      (void)co_await ex.respond(common::http::swob_response_with_body(
           403, "Reached container limit of " + std::to_string(config_.max_containers_per_account)));
       co_return;
     }

@@ -162,11 +162,6 @@ class SinkExchange final : public ExchangeWrapper {
   HeaderMap copied_;
 };
 
-Response precondition(std::string body) {
-  Response r = swob_response(412);
-  r.body = std::move(body);
-  return r;
-}
 
 // Swift's _check_path_header(): "[/]<container>/<object>" from a header, or nullopt.
 std::optional<std::pair<std::string, std::string>> container_and_object(std::string_view value) {
@@ -203,14 +198,14 @@ class Copy final : public Middleware {
     if (req.method == "COPY") {
       auto dest = req.headers.get("Destination");
       if (!dest || dest->empty()) {
-        (void)co_await ex.respond(precondition("Destination header required"));
+        (void)co_await ex.respond(common::http::swob_response_with_body(412, "Destination header required"));
         co_return;
       }
       std::string dest_account = account;
       if (auto da = req.headers.get("Destination-Account")) {
         dest_account = common::http::percent_decode(*da);
         if (auto err = account_format_error(dest_account)) {
-          (void)co_await ex.respond(precondition(*err));
+          (void)co_await ex.respond(common::http::swob_response_with_body(412, *err));
           co_return;
         }
         put.headers.set("X-Copy-From-Account", common::http::quote(account));
@@ -218,7 +213,7 @@ class Copy final : public Middleware {
       }
       auto where = container_and_object(*dest);
       if (!where) {
-        (void)co_await ex.respond(precondition(
+        (void)co_await ex.respond(common::http::swob_response_with_body(412, 
             "Destination header must be of the form <container name>/<object name>"));
         co_return;
       }
@@ -245,13 +240,13 @@ class Copy final : public Middleware {
     if (auto sa = put.headers.get("X-Copy-From-Account")) {
       source_account = common::http::percent_decode(*sa);
       if (auto err = account_format_error(source_account)) {
-        (void)co_await ex.respond(precondition(*err));
+        (void)co_await ex.respond(common::http::swob_response_with_body(412, *err));
         co_return;
       }
     }
     auto source = container_and_object(put.headers.get_or("X-Copy-From", ""));
     if (!source) {
-      (void)co_await ex.respond(precondition(
+      (void)co_await ex.respond(common::http::swob_response_with_body(412, 
           "X-Copy-From header must be of the form <container name>/<object name>"));
       co_return;
     }

@@ -371,13 +371,6 @@ class Buffered : public ExchangeWrapper {
   }
 };
 
-std::optional<std::string> query_param(std::string_view query, std::string_view name) {
-  std::optional<std::string> out;
-  for (auto& [k, v] : common::http::parse_query(query)) {
-    if (k == name) out = v;
-  }
-  return out;
-}
 
 // Rebuilds a query string with format=json instead of any format the client gave.
 std::string json_query(std::string_view query) {
@@ -410,7 +403,7 @@ class ListingFormats final : public Middleware {
     }
     bool account_listing = !(*segs)[2].has_value();
     std::string name = account_listing ? *(*segs)[1] : *(*segs)[2];
-    auto format = query_param(req.query(), "format");
+    auto format = common::http::query_param(req.query(), "format");
     auto negotiated = common::listing::negotiate(format, req.headers.get("Accept"));
     if (negotiated.status) {
       Response r = swob_response(negotiated.status);

@@ -33,11 +33,6 @@ using common::http::swob_response;
 
 namespace {
 
-Response text_body(int status, std::string body, bool plain = false) {
-  Response r = plain ? common::http::text_response(status, "") : swob_response(status);
-  r.body = std::move(body);
-  return r;
-}
 
 // Python's mimetypes.guess_type() by extension, from /etc/mime.types as Python reads it.
 const std::unordered_map<std::string, std::string>& mime_types() {
@@ -122,10 +117,10 @@ std::optional<Response> fix_delete_headers(HeaderMap& h, const Timestamp& now) {
     char* end = nullptr;
     std::string text(*after);
     long long v = std::strtoll(text.c_str(), &end, 10);
-    if (text.empty() || *end) return text_body(400, "Non-integer X-Delete-After", true);
+    if (text.empty() || *end) return common::http::text_response(400, "Non-integer X-Delete-After");
     int64_t at = static_cast<int64_t>(now.seconds() + static_cast<double>(v));
     if (at <= static_cast<int64_t>(now.seconds())) {
-      return text_body(400, "X-Delete-After in past", true);
+      return common::http::text_response(400, "X-Delete-After in past");
     }
     h.erase("X-Delete-After");
     h.set("X-Delete-At", common::normalize_delete_at(at));
@@ -134,9 +129,9 @@ std::optional<Response> fix_delete_headers(HeaderMap& h, const Timestamp& now) {
     char* end = nullptr;
     std::string text(*at);
     long long v = std::strtoll(text.c_str(), &end, 10);
-    if (text.empty() || *end) return text_body(400, "Non-integer X-Delete-At", true);
+    if (text.empty() || *end) return common::http::text_response(400, "Non-integer X-Delete-At");
     if (static_cast<double>(v) <= now.seconds()) {
-      return text_body(400, "X-Delete-At in past", true);
+      return common::http::text_response(400, "X-Delete-At in past");
     }
     h.set("X-Delete-At", common::normalize_delete_at(v));
   }
@@ -372,7 +367,7 @@ net::awaitable<void> ProxyApp::object_put(Exchange& ex, ProxyEnv& env, const Api
     client.set("Content-Type", guess_content_type(p.object));
   }
   if (auto inm = client.get("If-None-Match"); inm && inm->find('*') == std::string_view::npos) {
-    (void)co_await ex.respond(text_body(400, "If-None-Match only supports *"));
+    (void)co_await ex.respond(common::http::swob_response_with_body(400, "If-None-Match only supports *"));
     co_return;
   }
   auto check = common::check_object_creation(c, client, p.object);
@@ -385,8 +380,9 @@ net::awaitable<void> ProxyApp::object_put(Exchange& ex, ProxyEnv& env, const Api
   if (auto ts = client.get("X-Timestamp")) {
     auto parsed = Timestamp::parse(*ts);
     if (!parsed.ok()) {
-      (void)co_await ex.respond(text_body(400, "X-Timestamp should be a UNIX timestamp float "
-                                               "value; was '" + std::string(*ts) + "'", true));
+      (void)co_await ex.respond(common::http::text_response(
+          400, "X-Timestamp should be a UNIX timestamp float value; was '" + std::string(*ts) +
+                   "'"));
       co_return;
     }
     now = *parsed;
@@ -485,6 +481,8 @@ net::awaitable<void> ProxyApp::object_put(Exchange& ex, ProxyEnv& env, const Api
   std::vector<char> buf(config_.client_chunk_size);
   uint64_t received = 0;
   std::vector<bool> alive(conns.size(), true);
+  std::vector<ClientConnection*> targets;  // the live connections, nullptr once one fails
+  for (auto& conn : conns) targets.push_back(conn.get());
   for (;;) {
     auto got = co_await ex.read_body(buf);
     if (!got.ok()) {
@@ -496,12 +494,13 @@ net::awaitable<void> ProxyApp::object_put(Exchange& ex, ProxyEnv& env, const Api
     std::string_view chunk(buf.data(), *got);
     received += *got;
     md5.update(chunk);
-    std::vector<ClientConnection*> targets;
-    for (size_t i = 0; i < conns.size(); ++i) targets.push_back(alive[i] ? conns[i].get() : nullptr);
     auto results = co_await common::http::write_all(targets, chunk);
     size_t still = 0;
     for (size_t i = 0; i < conns.size(); ++i) {
-      if (alive[i] && !results[i].ok()) alive[i] = false;
+      if (alive[i] && !results[i].ok()) {
+        alive[i] = false;
+        targets[i] = nullptr;  // write_all skips it from now on
+      }
       still += alive[i];
     }
     if (still < quorum) {

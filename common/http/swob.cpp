@@ -61,6 +61,12 @@ Response swob_response(int status, std::string_view drive) {
   return r;
 }
 
+Response swob_response_with_body(int status, std::string body) {
+  Response r = swob_response(status);
+  r.body = std::move(body);
+  return r;
+}
+
 Response text_response(int status, std::string body) {
   Response r;
   r.status = status;

@@ -21,6 +21,10 @@ std::string_view swob_explanation(int status);
 // whatever the body, as swob sets it by default.
 Response swob_response(int status, std::string_view drive = {});
 
+// swob's status_map[status](body=...): swob's default Content-Type with `body` instead of the
+// explanation page (HTTPBadRequest('...') and friends).
+Response swob_response_with_body(int status, std::string body);
+
 // A response with `body` as text/plain, as Swift's servers send for validation errors.
 Response text_response(int status, std::string body);
 

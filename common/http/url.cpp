@@ -123,4 +123,12 @@ std::vector<std::pair<std::string, std::string>> parse_query(std::string_view qu
   return out;
 }
 
+std::optional<std::string> query_param(std::string_view query, std::string_view name) {
+  std::optional<std::string> out;
+  for (auto& [k, v] : parse_query(query)) {
+    if (k == name) out = std::move(v);
+  }
+  return out;
+}
+
 }  // namespace apus::common::http

@@ -34,6 +34,10 @@ Result<std::vector<std::optional<std::string>>> split_path(std::string_view path
 // has an empty value; empty fields are skipped. Fields keep their order (duplicates too).
 std::vector<std::pair<std::string, std::string>> parse_query(std::string_view query);
 
+// The value of parameter `name` in `query` as swob's req.params gives it (the last one wins),
+// or nullopt when absent.
+std::optional<std::string> query_param(std::string_view query, std::string_view name);
+
 // Swift's validate_device_partition: neither empty, ".", ".." nor containing '/'.
 Status validate_device_partition(std::string_view device, std::string_view partition);
 
