@@ -49,7 +49,9 @@ int main(int argc, char** argv) {
     apus::common::wait_for_stop_signal();
     stop = true;
   });
-  APUS_LOG_INFO("object-updater started: a pass every " + std::to_string(config->interval) + " s");
+  char cadence[32];
+  std::snprintf(cadence, sizeof cadence, "%g", config->interval);
+  APUS_LOG_INFO(std::string("object-updater started: a pass every ") + cadence + " s");
   updater.run_forever(stop);
   signals.join();
   return 0;

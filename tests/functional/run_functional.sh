@@ -62,4 +62,12 @@ junit="$APUS_SAIO_DIR/junit.xml"
   --junitxml="$junit" "${tests[@]}" "$@" >"$APUS_SAIO_DIR/pytest.log" 2>&1)
 tail -n 3 "$APUS_SAIO_DIR/pytest.log"
 [ -n "${APUS_FUNCTIONAL_KEEP:-}" ] && cp "$junit" "$APUS_FUNCTIONAL_KEEP" && cp "$APUS_SAIO_DIR/pytest.log" "$APUS_FUNCTIONAL_KEEP.log"
+[ -n "${APUS_FUNCTIONAL_KEEP:-}" ] && cp -r "$APUS_SAIO_DIR/log" "$APUS_FUNCTIONAL_KEEP.servers"
 /usr/bin/python3 "$here/compare_failures.py" "${compare_args[@]}" "$junit" "$here/known_failures.txt"
+rc=$?
+if [ $rc -ne 0 ]; then
+  # What the servers said, for a failure seen only in CI: their errors and the proxy's 5xx.
+  echo "--- server errors (last 40)"
+  grep -h -i 'error\|failed\|timeout' "$APUS_SAIO_DIR"/log/*.log 2>/dev/null | tail -n 40
+fi
+exit $rc
