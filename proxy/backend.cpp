@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -12,6 +13,7 @@
 #include <numeric>
 #include <random>
 
+#include "common/config/config.h"
 #include "common/http/swob.h"
 #include "common/http/url.h"
 #include "common/log/log.h"
@@ -22,14 +24,16 @@ namespace net = boost::asio;
 using common::http::HeaderMap;
 using common::http::Response;
 using Clock = std::chrono::steady_clock;
+using common::Result;
+using common::Status;
 
-// ---- error limiting --------------------------------------------------------------------------
+// ---- node health -----------------------------------------------------------------------------
 
-std::string ErrorLimiter::key(const ring::Device& dev) {
+std::string NodeHealth::key(const ring::Device& dev) {
   return dev.ip + ":" + std::to_string(dev.port) + "/" + dev.device;
 }
 
-bool ErrorLimiter::is_limited(const ring::Device& dev) {
+bool NodeHealth::is_limited(const ring::Device& dev) {
   std::lock_guard lock(mutex_);
   auto it = nodes_.find(key(dev));
   if (it == nodes_.end()) return false;
@@ -41,48 +45,258 @@ bool ErrorLimiter::is_limited(const ring::Device& dev) {
   return it->second.errors > limit_;
 }
 
-void ErrorLimiter::record_error(const ring::Device& dev) {
+void NodeHealth::record_error(const ring::Device& dev) {
   std::lock_guard lock(mutex_);
   Entry& e = nodes_[key(dev)];
   ++e.errors;
   e.last = Clock::now();
 }
 
-void ErrorLimiter::limit_now(const ring::Device& dev) {
+void NodeHealth::limit_now(const ring::Device& dev) {
   std::lock_guard lock(mutex_);
   Entry& e = nodes_[key(dev)];
   e.errors = limit_ + 1;
   e.last = Clock::now();
 }
 
+void NodeHealth::record_timing(const ring::Device& dev, double seconds) {
+  if (!keep_timings_) return;
+  auto expires = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                    std::chrono::duration<double>(timing_expiry_));
+  std::lock_guard lock(mutex_);
+  timings_[dev.ip] = Timing{std::round(seconds * 1000) / 1000, expires};
+}
+
+double NodeHealth::timing(const ring::Device& dev) {
+  std::lock_guard lock(mutex_);
+  auto it = timings_.find(dev.ip);
+  if (it == timings_.end() || it->second.expires <= Clock::now()) return -1;
+  return it->second.seconds;
+}
+
+// ---- node order ------------------------------------------------------------------------------
+
+namespace {
+
+std::string trimmed(std::string_view v) {
+  size_t b = v.find_first_not_of(" \t\r\n");
+  if (b == std::string_view::npos) return {};
+  size_t e = v.find_last_not_of(" \t\r\n");
+  return std::string(v.substr(b, e - b + 1));
+}
+
+}  // namespace
+
+Result<std::vector<AffinityRule>> parse_affinity(std::string_view value, bool with_priority) {
+  std::vector<AffinityRule> rules;
+  std::string whole = trimmed(value);
+  if (whole.empty()) return rules;
+  auto invalid = [&] {
+    return Status::invalid_argument(std::string(with_priority ? "Invalid affinity value: "
+                                                              : "Invalid write-affinity value: ") +
+                                    "'" + whole + "'");
+  };
+  for (const std::string& piece : common::list_from_csv(whole)) {
+    // r<region>[z<zone>][=<priority>], digits only, as Swift's regular expressions take them.
+    size_t i = 0;
+    auto number = [&](int64_t* out) {
+      size_t begin = i;
+      while (i < piece.size() && piece[i] >= '0' && piece[i] <= '9') ++i;
+      if (i == begin || i - begin > 9) return false;
+      *out = std::stoll(piece.substr(begin, i - begin));
+      return true;
+    };
+    AffinityRule rule;
+    int64_t n = 0;
+    if (piece.empty() || piece[i++] != 'r' || !number(&n)) return invalid();
+    rule.region = static_cast<int>(n);
+    if (i < piece.size() && piece[i] == 'z') {
+      ++i;
+      if (!number(&n)) return invalid();
+      rule.zone = static_cast<int>(n);
+    }
+    if (with_priority) {
+      if (i >= piece.size() || piece[i++] != '=' || !number(&rule.priority)) return invalid();
+    }
+    if (i != piece.size()) return invalid();
+    rules.push_back(rule);
+  }
+  std::stable_sort(rules.begin(), rules.end(), [](const AffinityRule& a, const AffinityRule& b) {
+    return a.priority < b.priority;
+  });
+  return rules;
+}
+
+Result<NodeOrder> NodeOrder::from_config(const common::Section& s, const NodeOrder& base) {
+  NodeOrder o = base;
+  if (auto method = s.get("sorting_method")) {
+    std::string m = common::http::to_lower(trimmed(*method));
+    if (m == "shuffle") {
+      o.sort = Sort::kShuffle;
+    } else if (m == "timing") {
+      o.sort = Sort::kTiming;
+    } else if (m == "affinity") {
+      o.sort = Sort::kAffinity;
+    } else {
+      return s.invalid("sorting_method", "must be one of affinity, shuffle, timing, not '" + m + "'");
+    }
+  }
+  if (auto v = s.get("read_affinity")) {
+    auto rules = parse_affinity(*v, true);
+    if (!rules.ok()) return s.invalid("read_affinity", rules.status().message());
+    o.read_affinity = std::move(*rules);
+  }
+  if (auto v = s.get("write_affinity")) {
+    auto rules = parse_affinity(*v, false);
+    if (!rules.ok()) return s.invalid("write_affinity", rules.status().message());
+    o.write_affinity = std::move(*rules);
+  }
+  if (auto v = s.get("write_affinity_node_count")) {
+    // "N" or "N * replicas", as Swift reads it.
+    auto words = common::split_words(common::http::to_lower(*v));
+    bool ok = (words.size() == 1 || (words.size() == 3 && words[1] == "*" &&
+                                     words[2] == "replicas")) &&
+              !words[0].empty() &&
+              words[0].find_first_not_of("0123456789") == std::string::npos &&
+              words[0].size() < 10;
+    if (!ok) {
+      return s.invalid("write_affinity_node_count", "must be N or N * replicas, not '" + *v + "'");
+    }
+    o.write_affinity_node_count = std::stoll(words[0]);
+    o.write_affinity_node_count_times_replicas = words.size() == 3;
+  }
+  if (auto v = s.get("write_affinity_handoff_delete_count")) {
+    std::string t = common::http::to_lower(trimmed(*v));
+    if (t == "auto") {
+      o.write_affinity_handoff_delete_count.reset();
+    } else {
+      auto n = s.get_int("write_affinity_handoff_delete_count", 0);
+      if (!n.ok() || *n < 0) {
+        return s.invalid("write_affinity_handoff_delete_count", "must be auto or a count");
+      }
+      o.write_affinity_handoff_delete_count = *n;
+    }
+  }
+  return o;
+}
+
+bool NodeOrder::write_local(const ring::Device& dev) const {
+  return std::any_of(write_affinity.begin(), write_affinity.end(),
+                     [&](const AffinityRule& r) { return r.matches(dev); });
+}
+
+size_t NodeOrder::local_node_count(size_t replicas) const {
+  int64_t n = write_affinity_node_count *
+              (write_affinity_node_count_times_replicas ? static_cast<int64_t>(replicas) : 1);
+  return static_cast<size_t>(std::max<int64_t>(0, n));
+}
+
+void NodeOrder::sort_nodes(std::vector<const ring::Device*>& nodes, NodeHealth& health) const {
+  // Shuffled first, so that equal keys (timings within a millisecond, one affinity tier)
+  // spread the load; the sorts are stable.
+  thread_local std::mt19937 rng(std::random_device{}());
+  std::shuffle(nodes.begin(), nodes.end(), rng);
+  if (sort == Sort::kTiming) {
+    std::vector<std::pair<double, const ring::Device*>> keyed;
+    for (const ring::Device* d : nodes) keyed.emplace_back(health.timing(*d), d);
+    std::stable_sort(keyed.begin(), keyed.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (size_t i = 0; i < nodes.size(); ++i) nodes[i] = keyed[i].second;
+  } else if (sort == Sort::kAffinity) {
+    auto key = [this](const ring::Device* d) {
+      for (const AffinityRule& r : read_affinity) {
+        if (r.matches(*d)) return r.priority;
+      }
+      return int64_t{1} << 32;  // after every listed tier
+    };
+    std::stable_sort(nodes.begin(), nodes.end(),
+                     [&](const ring::Device* a, const ring::Device* b) { return key(a) < key(b); });
+  }
+}
+
 // ---- node iteration --------------------------------------------------------------------------
 
-NodeIter::NodeIter(const ring::Ring& ring, uint32_t partition, size_t limit,
-                   ErrorLimiter& limiter, bool shuffle)
-    : primaries_(ring.get_part_nodes(partition)), limit_(limit), limiter_(limiter) {
-  order_.resize(primaries_.nodes.size());
-  std::iota(order_.begin(), order_.end(), 0);
-  if (shuffle) {
-    thread_local std::mt19937 rng(std::random_device{}());
-    std::shuffle(order_.begin(), order_.end(), rng);
-  }
+NodeIter::NodeIter(const ring::Ring& ring, uint32_t partition, size_t limit, NodeHealth& health,
+                   const NodeOrder& order, Purpose purpose)
+    : primaries_(ring.get_part_nodes(partition)), limit_(limit), health_(health) {
+  const size_t replicas = primaries_.nodes.size();
+  request_count_ = replicas;
   handoffs_.emplace(ring.get_more_nodes(partition));
+  // The nodes given before the rest of the ring: under write affinity, the preferred local
+  // ones (computed on a look-ahead of the ring's order, as Swift does).
+  if (purpose == Purpose::kWrite && !order.write_affinity.empty()) {
+    const size_t wanted = order.local_node_count(replicas);
+    NodeRef n;
+    while (queue_.size() < wanted && next_in_ring(&n)) {
+      if (order.write_local(*n.device)) queue_.push_back(n);
+    }
+    next_primary_ = 0;
+    handoffs_.emplace(ring.get_more_nodes(partition));
+  } else if (purpose == Purpose::kDelete && !order.write_affinity.empty()) {
+    size_t local_primaries = 0;
+    for (const auto& p : primaries_.nodes) {
+      queue_.push_back(NodeRef{p.device, true});
+      local_primaries += order.write_local(*p.device);
+    }
+    size_t extra = order.write_affinity_handoff_delete_count
+                       ? static_cast<size_t>(*order.write_affinity_handoff_delete_count)
+                       : replicas - local_primaries;
+    next_primary_ = replicas;  // the primaries are queued; look at handoffs only
+    ring::Node h;
+    std::vector<NodeRef> local_handoffs;
+    while (local_handoffs.size() < extra && handoffs_->next(&h)) {
+      if (order.write_local(*h.device)) local_handoffs.push_back(NodeRef{h.device, false});
+    }
+    queue_.insert(queue_.end(), local_handoffs.begin(), local_handoffs.end());
+    request_count_ = queue_.size();
+    next_primary_ = 0;
+    handoffs_.emplace(ring.get_more_nodes(partition));
+  }
+  // The first `replicas` nodes go in the NodeOrder's order (Swift sorts exactly those).
+  NodeRef n;
+  while (queue_.size() < replicas && next_in_ring(&n)) queue_.push_back(n);
+  std::vector<const ring::Device*> first;
+  for (size_t i = 0; i < replicas && i < queue_.size(); ++i) first.push_back(queue_[i].device);
+  order.sort_nodes(first, health_);
+  for (size_t i = 0; i < first.size(); ++i) {
+    queue_[i].device = first[i];
+    queue_[i].primary = std::any_of(primaries_.nodes.begin(), primaries_.nodes.end(),
+                                    [&](const ring::Node& p) { return p.device == first[i]; });
+  }
+}
+
+bool NodeIter::queued(const ring::Device* dev) const {
+  return std::any_of(queue_.begin(), queue_.end(),
+                     [dev](const NodeRef& q) { return q.device == dev; });
+}
+
+bool NodeIter::next_in_ring(NodeRef* out) {
+  while (next_primary_ < primaries_.nodes.size()) {
+    const ring::Device* dev = primaries_.nodes[next_primary_++].device;
+    if (queued(dev)) continue;
+    *out = NodeRef{dev, true};
+    return true;
+  }
+  ring::Node n;
+  while (handoffs_ && handoffs_->next(&n)) {
+    if (queued(n.device)) continue;
+    *out = NodeRef{n.device, false};
+    return true;
+  }
+  return false;
 }
 
 bool NodeIter::next(NodeRef* out) {
   while (given_ < limit_) {
-    if (next_primary_ < order_.size()) {
-      const ring::Device* dev = primaries_.nodes[order_[next_primary_++]].device;
-      if (limiter_.is_limited(*dev)) continue;
-      ++given_;
-      *out = NodeRef{dev, true};
-      return true;
+    NodeRef n;
+    if (next_queued_ < queue_.size()) {
+      n = queue_[next_queued_++];
+    } else if (!next_in_ring(&n)) {
+      return false;
     }
-    ring::Node n;
-    if (!handoffs_ || !handoffs_->next(&n)) return false;
-    if (limiter_.is_limited(*n.device)) continue;
+    if (health_.is_limited(*n.device)) continue;
     ++given_;
-    *out = NodeRef{n.device, false};
+    *out = n;
     return true;
   }
   return false;
@@ -90,7 +304,7 @@ bool NodeIter::next(NodeRef* out) {
 
 // ---- single requests -------------------------------------------------------------------------
 
-net::awaitable<BackendResponse> request_node(const BackendOptions& options, ErrorLimiter& limiter,
+net::awaitable<BackendResponse> request_node(const BackendOptions& options, NodeHealth& health,
                                              const ring::Device& device, const std::string& method,
                                              const std::string& path, const HeaderMap& headers,
                                              const std::string& body) {
@@ -104,22 +318,24 @@ net::awaitable<BackendResponse> request_node(const BackendOptions& options, Erro
   req.headers = headers;
   req.content_length = body.size();
   BackendResponse out;
+  auto start = Clock::now();
   auto resp = co_await common::http::simple_request(
       pool, device.ip, static_cast<uint16_t>(device.port), std::move(req), body, options.max_body);
   if (!resp.ok()) {
-    limiter.record_error(device);
+    health.record_error(device);
     APUS_LOG_DEBUG("ERROR with server " + device.ip + ":" + std::to_string(device.port) + "/" +
                    device.device + " trying to " + method + " " + path + ": " +
                    resp.status().to_string());
     co_return out;
   }
+  health.record_timing(device, std::chrono::duration<double>(Clock::now() - start).count());
   out.status = resp->head.status;
   out.headers = std::move(resp->head.headers);
   out.body = std::move(resp->body);
   if (out.status == 507) {
-    limiter.limit_now(device);
+    health.limit_now(device);
   } else if (out.status >= 500) {
-    limiter.record_error(device);
+    health.record_error(device);
   }
   co_return out;
 }
@@ -152,12 +368,12 @@ struct Fanout {
 }  // namespace
 
 net::awaitable<std::vector<BackendResponse>> make_requests(
-    const BackendOptions& options, ErrorLimiter& limiter, NodeIter nodes,
+    const BackendOptions& options, NodeHealth& health, NodeIter nodes,
     const std::string& method, const std::string& path_after_part, const HeadersFor& headers_for,
     const std::string& body) {
   auto ex = co_await net::this_coro::executor;
-  const size_t n = nodes.primary_count();
-  const size_t quorum = quorum_size(n);
+  const size_t n = nodes.request_count();
+  const size_t quorum = quorum_size(nodes.primary_count());
   std::string path = "/" + std::to_string(nodes.partition()) + path_after_part;
   auto state = std::make_shared<Fanout>(ex, std::move(nodes));
   for (size_t i = 0; i < n; ++i) {
@@ -165,12 +381,12 @@ net::awaitable<std::vector<BackendResponse>> make_requests(
     HeaderMap headers = headers_for(i);
     net::co_spawn(
         ex,
-        [state, &options, &limiter, method, path, headers, body]() -> net::awaitable<void> {
+        [state, &options, &health, method, path, headers, body]() -> net::awaitable<void> {
           BackendResponse answer;
           NodeRef node;
           // One node at a time until one gives a real answer (not 1xx or 5xx).
           while (state->nodes.next(&node)) {
-            answer = co_await request_node(options, limiter, *node.device, method, path,
+            answer = co_await request_node(options, health, *node.device, method, path,
                                            headers, body);
             answer.from_primary = node.primary;
             if (answer.status >= 200 && answer.status < 500) break;
@@ -187,7 +403,7 @@ net::awaitable<std::vector<BackendResponse>> make_requests(
   }
   // Wait for every answer, or for post_quorum_timeout once a quorum agrees. Only this
   // coroutine sets the timer; the requests merely cancel it to wake it up. (The options and
-  // limiter outlive any straggler left behind: both belong to the proxy app.)
+  // health outlive any straggler left behind: both belong to the proxy app.)
   auto deadline = Clock::time_point::max();
   for (;;) {
     if (state->running == 0) break;

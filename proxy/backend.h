@@ -1,7 +1,7 @@
 // How the proxy reaches storage servers: node order, error limiting, and Swift's rules for
 // turning several backend answers into one (swift-protocol.md §12.1-12.4).
 //
-// Thread-safety: ErrorLimiter is thread-safe (one per proxy process, shared by workers).
+// Thread-safety: NodeHealth is thread-safe (one per proxy process, shared by workers).
 // NodeIter and the request helpers belong to one request on one worker thread.
 #pragma once
 
@@ -18,6 +18,7 @@
 
 #include <boost/asio/awaitable.hpp>
 
+#include "common/config/config.h"
 #include "common/http/client.h"
 #include "common/http/headers.h"
 #include "common/http/server.h"
@@ -28,54 +29,126 @@ namespace apus::proxy {
 // Swift's quorum_size(): (n + 1) / 2 for replicated writes and account/container requests.
 inline size_t quorum_size(size_t n) { return (n + 1) / 2; }
 
-// Counts node errors; a node with more than `limit` errors, the last within `interval`
-// seconds, is skipped (Swift's error_suppression_limit/_interval). A 507 limits at once.
-class ErrorLimiter {
+// What a proxy knows of each node, shared by all its requests: error counts (Swift's
+// error_suppression_limit/_interval: a node with more than `limit` errors, the last within
+// `interval` seconds, is skipped; a 507 limits it at once) and, for sorting_method = timing,
+// the last connect time seen for each node's IP, kept for `timing_expiry` seconds.
+class NodeHealth {
  public:
-  ErrorLimiter(int limit, double interval_seconds) : limit_(limit), interval_(interval_seconds) {}
+  NodeHealth(int limit, double interval_seconds, double timing_expiry_seconds = 300,
+             bool keep_timings = false)
+      : limit_(limit),
+        interval_(interval_seconds),
+        timing_expiry_(timing_expiry_seconds),
+        keep_timings_(keep_timings) {}
   bool is_limited(const ring::Device& dev);
   void record_error(const ring::Device& dev);
   void limit_now(const ring::Device& dev);
+  // Remembers how long reaching `dev` took (rounded to the millisecond, as Swift sorts
+  // them); a no-op unless timings are kept.
+  void record_timing(const ring::Device& dev, double seconds);
+  // The timing of dev's IP, or -1 when there is none or it expired (Swift tries those first).
+  double timing(const ring::Device& dev);
 
  private:
   struct Entry {
     int errors = 0;
     std::chrono::steady_clock::time_point last;
   };
+  struct Timing {
+    double seconds = 0;
+    std::chrono::steady_clock::time_point expires;
+  };
   static std::string key(const ring::Device& dev);
   int limit_;
   double interval_;
+  double timing_expiry_;
+  bool keep_timings_;
   std::mutex mutex_;
-  std::map<std::string, Entry> nodes_;  // GUARDED_BY(mutex_)
+  std::map<std::string, Entry> nodes_;     // GUARDED_BY(mutex_)
+  std::map<std::string, Timing> timings_;  // by IP; GUARDED_BY(mutex_)
 };
 
-// One node to try: a device and whether it is a primary.
+// One piece of Swift's affinity settings: region N, or region N zone M, with a priority
+// (read_affinity "r1=100, r2z1=200"; write_affinity "r1, r2z1" has none).
+struct AffinityRule {
+  int region = 0;
+  std::optional<int> zone;
+  int64_t priority = 0;
+  bool matches(const ring::Device& dev) const {
+    return dev.region == region && (!zone || dev.zone == *zone);
+  }
+};
+
+// How a proxy orders the nodes it asks, as Swift's per-policy proxy options have it:
+// sorting_method (shuffle, timing or affinity by read_affinity) for the primaries, and
+// write_affinity, which sends object writes to `write_affinity_node_count` local nodes
+// (primaries or handoffs) first.
+struct NodeOrder {
+  enum class Sort { kShuffle, kTiming, kAffinity };
+  Sort sort = Sort::kShuffle;
+  std::vector<AffinityRule> read_affinity;   // by priority
+  std::vector<AffinityRule> write_affinity;  // empty: no write affinity
+  int64_t write_affinity_node_count = 2;     // times the replicas when `_times_replicas`
+  bool write_affinity_node_count_times_replicas = true;
+  std::optional<int64_t> write_affinity_handoff_delete_count;  // nullopt: "auto"
+
+  // Reads sorting_method, read_affinity, write_affinity, write_affinity_node_count and
+  // write_affinity_handoff_delete_count from `s`, starting from `base` (the app's options,
+  // for a [proxy-server:policy:N] section). InvalidArgument naming the bad value.
+  static common::Result<NodeOrder> from_config(const common::Section& s, const NodeOrder& base);
+  bool write_local(const ring::Device& dev) const;
+  size_t local_node_count(size_t replicas) const;
+  // Shuffles `nodes`, then sorts them by timing or read affinity (Swift's sort_nodes).
+  void sort_nodes(std::vector<const ring::Device*>& nodes, NodeHealth& health) const;
+};
+
+// Parses "r1=100, r2z1=200" (with priorities) or "r1, r2z1" (without); InvalidArgument
+// quoting the value otherwise.
+common::Result<std::vector<AffinityRule>> parse_affinity(std::string_view value,
+                                                         bool with_priority);
+
+// One node to try: a device and whether it is one of the partition's primaries.
 struct NodeRef {
   const ring::Device* device = nullptr;
   bool primary = true;
 };
 
-// Swift's node iterator: the primaries (shuffled), then handoffs, at most `limit` nodes in all,
-// error-limited ones skipped. Holds the ring state its devices point into.
+// Swift's node iterator: first as many nodes as the ring has replicas, in the order of the
+// NodeOrder, then the others one by one, at most `limit` nodes in all, error-limited ones
+// skipped. For reads and for writes without write affinity, the first nodes are the
+// primaries and the others the handoffs. Under write affinity, a write's first nodes are the
+// first local ones among primaries and handoffs, and a DELETE goes to the primaries and as many
+// local handoffs as there are remote primaries. Holds the ring state its devices point into.
 class NodeIter {
  public:
-  NodeIter(const ring::Ring& ring, uint32_t partition, size_t limit, ErrorLimiter& limiter,
-           bool shuffle = true);
+  enum class Purpose { kRead, kWrite, kDelete };
+  NodeIter(const ring::Ring& ring, uint32_t partition, size_t limit, NodeHealth& health,
+           const NodeOrder& order, Purpose purpose = Purpose::kRead);
   // The next node, or false when none is left.
   bool next(NodeRef* out);
   size_t primary_count() const { return primaries_.nodes.size(); }
+  // How many nodes a request goes to at once: the replicas, plus the local handoffs of a
+  // DELETE under write affinity.
+  size_t request_count() const { return request_count_; }
   uint32_t partition() const { return primaries_.partition; }
   // The primaries in ring order (for X-Container-Host and the like).
   const ring::NodeList& primaries() const { return primaries_; }
 
  private:
+  // The next node of primaries-then-handoffs not already queued.
+  bool next_in_ring(NodeRef* out);
+  bool queued(const ring::Device* dev) const;
+
   ring::NodeList primaries_;
-  std::vector<size_t> order_;
+  std::vector<NodeRef> queue_;  // the nodes given first, in order
+  size_t next_queued_ = 0;
   size_t next_primary_ = 0;
   std::optional<ring::HandoffIterator> handoffs_;
+  size_t request_count_ = 0;
   size_t limit_;
   size_t given_ = 0;
-  ErrorLimiter& limiter_;
+  NodeHealth& health_;
 };
 
 // One answer from a storage server, read whole (account and container answers, errors).
@@ -94,9 +167,10 @@ struct BackendOptions {
 };
 
 // Sends one request to one node and reads the whole answer. Connection trouble, timeouts and
-// 5xx count against the node in `limiter` (507 limits it at once).
+// 5xx count against the node in `health` (507 limits it at once); the time to the answer is
+// its timing.
 boost::asio::awaitable<BackendResponse> request_node(const BackendOptions& options,
-                                                     ErrorLimiter& limiter,
+                                                     NodeHealth& health,
                                                      const ring::Device& device,
                                                      const std::string& method,
                                                      const std::string& path,
@@ -105,11 +179,12 @@ boost::asio::awaitable<BackendResponse> request_node(const BackendOptions& optio
 
 // Swift's make_requests(): the same request to the partition's primaries at once, each failing
 // over to the next handoff on no answer or 5xx, until a quorum agrees or every node answered
-// (post_quorum_timeout after a quorum). `headers_for(i)` gives the headers of the i-th request
-// (container updates differ per node). Returns the answers, one per primary.
+// (post_quorum_timeout after a quorum of the primaries). `headers_for(i)` gives the headers of
+// the i-th request (container updates differ per node). Returns the answers, one per request
+// (nodes.request_count()).
 using HeadersFor = std::function<common::http::HeaderMap(size_t index)>;
 boost::asio::awaitable<std::vector<BackendResponse>> make_requests(
-    const BackendOptions& options, ErrorLimiter& limiter, NodeIter nodes,
+    const BackendOptions& options, NodeHealth& health, NodeIter nodes,
     const std::string& method, const std::string& path_after_part, const HeadersFor& headers_for,
     const std::string& body = {});
 

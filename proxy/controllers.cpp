@@ -100,6 +100,15 @@ std::string policy_name(const common::StoragePolicies& policies, std::string_vie
   return p ? p->name() : std::string();
 }
 
+// Whether any node order sorts by timing (only then are timings worth recording).
+bool sorts_by_timing(const ProxyConfig& c) {
+  if (c.node_order.sort == NodeOrder::Sort::kTiming) return true;
+  for (const auto& [policy, order] : c.policy_node_order) {
+    if (order.sort == NodeOrder::Sort::kTiming) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 // ---- construction and routing ----------------------------------------------------------------
@@ -111,16 +120,18 @@ ProxyApp::ProxyApp(ProxyConfig config, std::unique_ptr<ring::Ring> account_ring,
       account_ring_(std::move(account_ring)),
       container_ring_(std::move(container_ring)),
       object_rings_(std::move(object_rings)),
-      limiter_(config_.error_suppression_limit, config_.error_suppression_interval) {}
+      health_(config_.error_suppression_limit, config_.error_suppression_interval,
+              config_.timing_expiry, sorts_by_timing(config_)) {}
 
 ring::Ring* ProxyApp::object_ring(int policy) {
   auto it = object_rings_.find(policy);
   return it == object_rings_.end() ? nullptr : it->second.get();
 }
 
-NodeIter ProxyApp::nodes(ring::Ring& ring, uint32_t part) {
-  return NodeIter(ring, part, config_.node_count(ring.replica_count()), limiter_,
-                  config_.sorting_method != "none");
+NodeIter ProxyApp::nodes(ring::Ring& ring, uint32_t part, NodeIter::Purpose purpose,
+                         std::optional<int> policy) {
+  return NodeIter(ring, part, config_.node_count(ring.replica_count()), health_,
+                  config_.order_for(policy), purpose);
 }
 
 net::awaitable<void> ProxyApp::handle(Exchange& ex, ProxyEnv& env) {
@@ -181,7 +192,7 @@ net::awaitable<Response> ProxyApp::get_or_head(ring::Ring& ring, uint32_t part,
   NodeRef node;
   std::string path = "/" + std::to_string(part) + path_after_part;
   while (it.next(&node)) {
-    BackendResponse a = co_await request_node(config_.backend, limiter_, *node.device, method,
+    BackendResponse a = co_await request_node(config_.backend, health_, *node.device, method,
                                               path, h);
     a.from_primary = node.primary;
     if (a.status == 0) continue;
@@ -363,7 +374,7 @@ net::awaitable<void> ProxyApp::account_request(Exchange& ex, ProxyEnv& env, cons
   h.set("X-Timestamp", Timestamp::now().internal());
   forget_info(p.account);
   NodeIter it = nodes(*account_ring_, *part);
-  auto answers = co_await make_requests(config_.backend, limiter_, std::move(it), req.method, path,
+  auto answers = co_await make_requests(config_.backend, health_, std::move(it), req.method, path,
                                         [&](size_t) { return h; });
   Response r = best_response(answers, answers.size());
   forget_info(p.account);  // again: a read during the write may have cached the old state
@@ -372,12 +383,12 @@ net::awaitable<void> ProxyApp::account_request(Exchange& ex, ProxyEnv& env, cons
     HeaderMap put = base;
     put.set("X-Timestamp", Timestamp::now().internal());
     NodeIter put_nodes = nodes(*account_ring_, *part);
-    auto created = co_await make_requests(config_.backend, limiter_, std::move(put_nodes), "PUT", path,
+    auto created = co_await make_requests(config_.backend, health_, std::move(put_nodes), "PUT", path,
                                           [&](size_t) { return put; });
     (void)created;
     h.set("X-Timestamp", Timestamp::now().internal());
     NodeIter again = nodes(*account_ring_, *part);
-    answers = co_await make_requests(config_.backend, limiter_, std::move(again), "POST", path,
+    answers = co_await make_requests(config_.backend, health_, std::move(again), "POST", path,
                                      [&](size_t) { return h; });
     r = best_response(answers, answers.size());
   }
@@ -520,7 +531,7 @@ net::awaitable<void> ProxyApp::container_request_inner(Exchange& ex, ProxyEnv& e
     HeaderMap put = base;
     put.set("X-Timestamp", Timestamp::now().internal());
     NodeIter an = nodes(*account_ring_, *apart);
-    auto created = co_await make_requests(config_.backend, limiter_, std::move(an), "PUT",
+    auto created = co_await make_requests(config_.backend, health_, std::move(an), "PUT",
                                           "/" + common::http::quote(p.account),
                                           [&](size_t) { return put; });
     Response made = best_response(created, created.size());
@@ -589,7 +600,7 @@ net::awaitable<void> ProxyApp::container_request_inner(Exchange& ex, ProxyEnv& e
   };
   forget_info(p.account);
   forget_info(p.account, p.container);
-  auto answers = co_await make_requests(config_.backend, limiter_, std::move(it), req.method, path,
+  auto answers = co_await make_requests(config_.backend, health_, std::move(it), req.method, path,
                                         headers_for);
   Response r = best_response(answers, n);
   forget_info(p.account);  // again: a read during the write may have cached the old state

@@ -96,6 +96,10 @@ HeaderMap object_write_headers(const Request& req, const HeaderMap& client,
 }
 
 // X-Container-Host/-Device/-Partition for the i-th object replica of n.
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 void add_container_update(HeaderMap& h, const ring::NodeList& container_nodes, size_t i,
                           size_t n) {
   std::string hosts, devices;
@@ -277,7 +281,7 @@ net::awaitable<void> ProxyApp::object_get_head(Exchange& ex, ProxyEnv& env, cons
   options.conn_timeout = config_.backend.conn_timeout;
   options.node_timeout = config_.recoverable_node_timeout;
   auto& pool = common::http::ConnectionPool::for_this_thread(options);
-  NodeIter it = nodes(*ring, *part);
+  NodeIter it = nodes(*ring, *part, NodeIter::Purpose::kRead, policy);
   std::vector<BackendResponse> answers;
   NodeRef node;
   while (it.next(&node)) {
@@ -287,6 +291,7 @@ net::awaitable<void> ProxyApp::object_get_head(Exchange& ex, ProxyEnv& env, cons
     out.headers = h;
     Result<std::unique_ptr<ClientConnection>> conn = Status::unavailable();
     Result<common::http::ClientResponse> head = Status::unavailable();
+    auto started = std::chrono::steady_clock::now();
     for (int attempt = 0; attempt < 2; ++attempt) {
       conn = co_await pool.connect(node.device->ip, static_cast<uint16_t>(node.device->port));
       if (!conn.ok()) break;
@@ -297,9 +302,10 @@ net::awaitable<void> ProxyApp::object_get_head(Exchange& ex, ProxyEnv& env, cons
       if (head.ok() || !(*conn)->reused()) break;
     }
     if (!conn.ok() || !head.ok()) {
-      limiter_.record_error(*node.device);
+      health_.record_error(*node.device);
       continue;
     }
+    health_.record_timing(*node.device, seconds_since(started));
     int status = head->status;
     bool good = (status >= 200 && status < 400) || status == 416;
     if (!good) {
@@ -310,9 +316,9 @@ net::awaitable<void> ProxyApp::object_get_head(Exchange& ex, ProxyEnv& env, cons
       auto body = co_await (*conn)->read_body_all(1 << 20);
       if (body.ok()) a.body = std::move(*body);
       pool.release(std::move(*conn));
-      if (status == 507) limiter_.limit_now(*node.device);
+      if (status == 507) health_.limit_now(*node.device);
       if (status >= 500) {
-        limiter_.record_error(*node.device);
+        health_.record_error(*node.device);
         continue;
       }
       answers.push_back(std::move(a));
@@ -409,7 +415,7 @@ net::awaitable<void> ProxyApp::object_put(Exchange& ex, ProxyEnv& env, const Api
   options.conn_timeout = config_.backend.conn_timeout;
   options.node_timeout = config_.backend.node_timeout;
   auto& pool = common::http::ConnectionPool::for_this_thread(options);
-  NodeIter it = nodes(*ring, part);
+  NodeIter it = nodes(*ring, part, NodeIter::Purpose::kWrite, placement->policy);
   const size_t n = it.primary_count();
   const size_t quorum = quorum_size(n);
   std::vector<std::unique_ptr<ClientConnection>> conns;
@@ -431,6 +437,7 @@ net::awaitable<void> ProxyApp::object_put(Exchange& ex, ProxyEnv& env, const Api
     out.expect_continue = true;
     Result<std::unique_ptr<ClientConnection>> conn = Status::unavailable();
     Result<int> sent = Status::unavailable();
+    auto started = std::chrono::steady_clock::now();
     for (int attempt = 0; attempt < 2; ++attempt) {
       conn = co_await pool.connect(node.device->ip, static_cast<uint16_t>(node.device->port));
       if (!conn.ok()) break;
@@ -439,9 +446,10 @@ net::awaitable<void> ProxyApp::object_put(Exchange& ex, ProxyEnv& env, const Api
       if (sent.ok() || !(*conn)->reused()) break;
     }
     if (!conn.ok() || !sent.ok()) {
-      limiter_.record_error(*node.device);
+      health_.record_error(*node.device);
       continue;
     }
+    health_.record_timing(*node.device, seconds_since(started));
     if (*sent == 100) {
       conns.push_back(std::move(*conn));
       continue;
@@ -449,9 +457,9 @@ net::awaitable<void> ProxyApp::object_put(Exchange& ex, ProxyEnv& env, const Api
     // A final answer instead of 100 Continue: 409 (newer exists), 412 (If-None-Match), 507.
     auto head = co_await (*conn)->read_response_head();
     int status = head.ok() ? head->status : *sent;
-    if (status == 507) limiter_.limit_now(*node.device);
+    if (status == 507) health_.limit_now(*node.device);
     if (status >= 500) {
-      limiter_.record_error(*node.device);
+      health_.record_error(*node.device);
       continue;
     }
     early_statuses.push_back(status);
@@ -580,13 +588,17 @@ net::awaitable<void> ProxyApp::object_post_delete(Exchange& ex, ProxyEnv& env, c
   }
   const ring::NodeList& container_nodes = placement->container_nodes;
   HeaderMap base = object_write_headers(req, client, env.trans_id, now, placement->policy);
-  NodeIter it = nodes(*placement->ring, placement->partition);
-  size_t n = it.primary_count();
+  NodeIter it = nodes(*placement->ring, placement->partition,
+                      req.method == "DELETE" ? NodeIter::Purpose::kDelete
+                                             : NodeIter::Purpose::kRead,
+                      placement->policy);
+  const size_t n = it.primary_count();
+  const size_t outgoing = it.request_count();
   std::string path = "/" + common::http::quote(p.account) + "/" +
                      common::http::quote(p.container) + "/" + common::http::quote(p.object);
-  auto answers = co_await make_requests(config_.backend, limiter_, std::move(it), req.method, path, [&](size_t i) {
+  auto answers = co_await make_requests(config_.backend, health_, std::move(it), req.method, path, [&](size_t i) {
         HeaderMap h = base;
-        add_container_update(h, container_nodes, i, n);
+        add_container_update(h, container_nodes, i, outgoing);
         return h;
       });
   Response r = best_response(answers, n);

@@ -59,7 +59,26 @@ Result<ProxyConfig> ProxyConfig::from_config(const common::Config& conf) {
   c.error_suppression_limit = static_cast<int>(limit);
   APUS_ASSIGN_OR_RETURN(c.error_suppression_interval,
                         s.get_double("error_suppression_interval", 60));
-  c.sorting_method = common::http::to_lower(s.get_string("sorting_method", "shuffle"));
+  APUS_ASSIGN_OR_RETURN(c.node_order, NodeOrder::from_config(s, NodeOrder{}));
+  APUS_ASSIGN_OR_RETURN(c.timing_expiry, s.get_double("timing_expiry", 300));
+  // Per-policy overrides, as Swift's [proxy-server:policy:<index>] sections.
+  const std::string policy_prefix = app + ":policy:";
+  for (const std::string& name : conf.sections()) {
+    if (name.rfind(policy_prefix, 0) != 0) continue;
+    std::string index = name.substr(policy_prefix.size());
+    common::Section ps = conf.section(name);
+    if (index.empty() || index.find_first_not_of("0123456789") != std::string::npos ||
+        index.size() > 9) {
+      return Status::invalid_argument("[" + name + "]: override config must refer to a policy "
+                                      "index");
+    }
+    int idx = std::stoi(index);
+    if (!c.swift.policies.by_index(idx)) {
+      return Status::invalid_argument("[" + name + "]: no policy found for override config, "
+                                      "index: " + index);
+    }
+    APUS_ASSIGN_OR_RETURN(c.policy_node_order[idx], NodeOrder::from_config(ps, c.node_order));
+  }
   APUS_ASSIGN_OR_RETURN(c.recheck_account_existence, s.get_double("recheck_account_existence", 60));
   APUS_ASSIGN_OR_RETURN(c.recheck_container_existence,
                         s.get_double("recheck_container_existence", 60));
@@ -79,6 +98,14 @@ size_t ProxyConfig::node_count(double replicas) const {
   double n = std::atof(v.c_str());
   if (star != std::string::npos) n *= replicas;
   return static_cast<size_t>(std::max(1.0, std::ceil(n)));
+}
+
+const NodeOrder& ProxyConfig::order_for(std::optional<int> policy) const {
+  if (policy) {
+    auto it = policy_node_order.find(*policy);
+    if (it != policy_node_order.end()) return it->second;
+  }
+  return node_order;
 }
 
 Result<std::unique_ptr<ProxyServer>> ProxyServer::create(const common::Config& conf) {

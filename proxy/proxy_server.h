@@ -39,7 +39,9 @@ struct ProxyConfig {
   size_t object_chunk_size = 65536;
   int error_suppression_limit = 10;
   double error_suppression_interval = 60;
-  std::string sorting_method = "shuffle";
+  NodeOrder node_order;                         // sorting_method, read/write affinity
+  std::map<int, NodeOrder> policy_node_order;  // [<app>:policy:N] overrides, by policy index
+  double timing_expiry = 300;
   double recheck_account_existence = 60;
   double recheck_container_existence = 60;
   std::string log_name = "proxy-server";
@@ -54,6 +56,8 @@ struct ProxyConfig {
   static common::Result<ProxyConfig> from_config(const common::Config& conf);
   // How many nodes a request may try in all, for a ring of `replicas` replicas.
   size_t node_count(double replicas) const;
+  // The node order for object requests of `policy`, or for account and container requests.
+  const NodeOrder& order_for(std::optional<int> policy) const;
 };
 
 // What a cached HEAD of an account or container said (Swift's *_info dicts).

@@ -1,7 +1,7 @@
 // ProxyApp: the proxy-server app at the end of the pipeline, and the controllers it routes to
 // (account, container, object, /info). Private to proxy/.
 //
-// Thread-safe: the rings and the error limiter are; the info cache has its own mutex.
+// Thread-safe: the rings and the node health are; the info cache has its own mutex.
 #pragma once
 
 #include <map>
@@ -99,7 +99,11 @@ class ProxyApp {
   ring::Ring* object_ring(int policy);
   // The placement of an object in `container` (its policy), or nullopt without a ring for it.
   std::optional<ObjectPlacement> place_object(const ApiPath& p, const CachedInfo& container);
-  NodeIter nodes(ring::Ring& ring, uint32_t part);
+  // The nodes to try for `part`, in the order of the policy's (or, for accounts and
+  // containers, the app's) NodeOrder.
+  NodeIter nodes(ring::Ring& ring, uint32_t part,
+                 NodeIter::Purpose purpose = NodeIter::Purpose::kRead,
+                 std::optional<int> policy = std::nullopt);
   boost::asio::awaitable<CachedInfo> cached_head(const std::string& key, ring::Ring& ring,
                                                  const std::string& account,
                                                  const std::string& container,
@@ -110,7 +114,7 @@ class ProxyApp {
   std::unique_ptr<ring::Ring> account_ring_;
   std::unique_ptr<ring::Ring> container_ring_;
   std::map<int, std::unique_ptr<ring::Ring>> object_rings_;
-  ErrorLimiter limiter_;
+  NodeHealth health_;
   std::vector<std::pair<std::string, std::string>> middleware_info_;
   std::mutex cache_mutex_;
   std::map<std::string, CachedInfo> cache_;  // "account/<a>", "container/<a>/<c>"; GUARDED_BY

@@ -10,6 +10,8 @@ with apus-ring-builder on free loopback ports), driven with python-swiftclient:
    node_timeout and answers from the others.
 5. Two proxies on one memcached: a token one issued works at the other, and Swift's own
    MemcacheRing reads the token entry as Swift's tempauth stores it.
+6. A proxy with sorting_method = affinity reads from the preferred zone every time, and with
+   write_affinity writes to the local zones even when they hold no primary.
 
 usage: proxy_faults_test.py <build-dir>
 """
@@ -64,7 +66,7 @@ class Cluster:
         self.proxy_port = self.start_proxy("proxy-server")
         self.second_proxy_port = self.start_proxy("proxy-server-2")
 
-    def start_proxy(self, name):
+    def start_proxy(self, name, app_options=""):
         root, ps = self.root, self.ps
         port = procs.free_port()
         conf = os.path.join(self.etc, name + ".conf")
@@ -74,7 +76,7 @@ class Cluster:
                     "[pipeline:main]\npipeline = catch_errors gatekeeper healthcheck "
                     "proxy-logging cache listing_formats tempauth proxy-server\n\n"
                     "[app:proxy-server]\nuse = egg:swift#proxy\naccount_autocreate = true\n"
-                    "node_timeout = 1\nconn_timeout = 0.5\n\n"
+                    "node_timeout = 1\nconn_timeout = 0.5\n%s\n"
                     "[filter:catch_errors]\nuse = egg:swift#catch_errors\n"
                     "[filter:gatekeeper]\nuse = egg:swift#gatekeeper\n"
                     "[filter:healthcheck]\nuse = egg:swift#healthcheck\n"
@@ -84,7 +86,7 @@ class Cluster:
                     "[filter:listing_formats]\nuse = egg:swift#listing_formats\n"
                     "[filter:tempauth]\nuse = egg:swift#tempauth\n"
                     "user_test_tester = testing .admin\n"
-                    % (port, self.etc, root, name, self.memcached_port))
+                    % (port, self.etc, root, name, app_options, self.memcached_port))
         log = os.path.join(root, name + ".out")
         proxy = ps.start([os.path.join(BIN, "apus-proxy-server"), conf], log)
         procs.wait_for_port(port, proc=proxy, log_path=log)
@@ -244,11 +246,45 @@ def shared_tokens(cluster):
     check(ring.get("AUTH_/user/test:tester") == token, "the user entry names the token")
 
 
+def backend_requests(cluster, kind, n, method, path):
+    """How many `method` requests for `path` node n's `kind` server logged."""
+    with open(os.path.join(cluster.root, "%s-%d.log" % (kind, n)), errors="replace") as f:
+        return sum(1 for line in f if '"%s /sd%d/' % (method, n) in line and path in line)
+
+
+def affinity(cluster):
+    url, token = cluster.connect()
+    # Devices are r1z1..r1z4 (node n in zone n + 1).
+    port = cluster.start_proxy("proxy-affinity",
+                               "sorting_method = affinity\nread_affinity = r1z1=1\n"
+                               "write_affinity = r1z1, r1z2\nwrite_affinity_node_count = 2\n")
+    other = url.replace(":%d/" % cluster.proxy_port, ":%d/" % port)
+    swift.put_container(url, token, "near")
+    name = next("o%d" % i for i in range(1000)
+                if 0 in cluster.primaries("near", "o%d" % i) and
+                1 not in cluster.primaries("near", "o%d" % i))
+    swift.put_object(url, token, "near", name, b"close by")
+    for _ in range(10):
+        _, body = swift.get_object(other, token, "near", name)
+        check(body == b"close by", "read-affinity GET body")
+    path = "/AUTH_test/near/" + name
+    check(backend_requests(cluster, "object", 0, "GET", path) == 10,
+          "every GET went to the zone read_affinity prefers")
+    # Node 1 (zone 2) is local but not a primary: with write affinity it gets the write.
+    swift.put_object(other, token, "near", name + "-local", b"written nearby")
+    check(backend_requests(cluster, "object", 1, "PUT", path + "-local") == 1,
+          "the write-affinity PUT went to the local handoff")
+    check(backend_requests(cluster, "object", 0, "PUT", path + "-local") == 1,
+          "the write-affinity PUT went to the local primary")
+    _, body = swift.get_object(url, token, "near", name + "-local")
+    check(body == b"written nearby", "an object written with write affinity reads back")
+
+
 def main():
     with procs.TempDir("apus-proxy-faults-") as root, procs.Processes() as ps:
         cluster = Cluster(root, ps)
         for step in (tree_round_trip, put_storm_with_node_down, two_primaries_down, hanging_node,
-                     shared_tokens):
+                     shared_tokens, affinity):
             print("---", step.__name__)
             try:
                 step(cluster)

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# scripts/saio up starts what exists, status reports it, down stops every process it started.
+# scripts/saio up starts the all-in-one cluster and status reports it; the README's examples
+# (swift stat, the curl lines) work on it, as does a directory tree uploaded, listed,
+# downloaded and deleted with python-swiftclient's `swift`; down stops every process it started.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 export APUS_SAIO_DIR=$(mktemp -d /tmp/apus-saio-test.XXXXXX)
@@ -31,6 +33,60 @@ code=$(curl -s -o /dev/null -w '%{http_code}' -X PUT -H 'X-Timestamp: 1700000001
 [ "$code" = 201 ] || { echo "FAIL: container PUT: $code"; fail=1; }
 listing=$(curl -s http://127.0.0.1:6118/sdb1/0/AUTH_t)
 [ "$listing" = c ] || { echo "FAIL: account listing: '$listing'"; fail=1; }
+
+# The README's examples, as a user would paste them (cat.jpg is any file).
+for _ in $(seq 100); do
+  curl -s -o /dev/null http://127.0.0.1:8080/healthcheck && break
+  sleep 0.1
+done
+work=$(mktemp -d)
+readme_block=$(awk '/^```sh$/ {n++; inside = 1; next} /^```$/ {inside = 0; next} inside && n == 2' \
+  "$top/README.md")
+grep -q '^swift -A' <<<"$readme_block" || { echo "FAIL: README examples not found"; fail=1; }
+(
+  cd "$work" || exit 1
+  head -c 30000 /dev/urandom >cat.jpg
+  step=0
+  while IFS= read -r line; do
+    step=$((step + 1))
+    out=$(eval "$line" 2>&1)
+    rc=$?
+    [ $rc = 0 ] || { echo "FAIL: README line $step exits $rc: $line"; echo "$out"; exit 1; }
+    case "$line" in
+      swift*stat*) grep -q 'Account: AUTH_test' <<<"$out" || { echo "FAIL: stat: $out"; exit 1; } ;;
+      *auth/v1.0*) TOKEN=$(sed -n 's/^X-Auth-Token: \([^\r]*\).*/\1/ip' <<<"$out")
+                   [ -n "$TOKEN" ] || { echo "FAIL: no token: $out"; exit 1; } ;;
+      *-T\ cat.jpg*|*/photos) grep -q '^HTTP/1.1 201' <<<"$out" || { echo "FAIL: $line: $out"; exit 1; } ;;
+      *format=json*) grep -q '"name":"cat.jpg"\|"name": "cat.jpg"' <<<"$out" ||
+                       { echo "FAIL: listing: $out"; exit 1; } ;;
+    esac
+  done <<<"$readme_block"
+) || fail=1
+
+# A directory tree through python-swiftclient's command line tool.
+auth=(-A http://127.0.0.1:8080/auth/v1.0 -U test:tester -K testing)
+(
+  cd "$work" || exit 1
+  mkdir -p tree/sub/deeper tree/empty-dir-ignored
+  echo alpha >tree/a.txt
+  head -c 200000 /dev/urandom >tree/sub/b.bin
+  : >tree/sub/deeper/zero
+  printf 'ünïcödé\n' >"tree/sub/ü.txt"
+  swift "${auth[@]}" upload -q trees tree/a.txt tree/sub || { echo "FAIL: swift upload"; exit 1; }
+  listed=$(swift "${auth[@]}" list trees | sort)
+  expected=$(printf '%s\n' tree/a.txt tree/sub/b.bin tree/sub/deeper/zero "tree/sub/ü.txt" | sort)
+  [ "$listed" = "$expected" ] || { echo "FAIL: swift list: '$listed'"; exit 1; }
+  mkdir down && cd down || exit 1
+  swift "${auth[@]}" download -q trees || { echo "FAIL: swift download"; exit 1; }
+  for f in tree/a.txt tree/sub/b.bin tree/sub/deeper/zero "tree/sub/ü.txt"; do
+    cmp -s "$f" "../$f" || { echo "FAIL: downloaded $f differs"; exit 1; }
+  done
+  cd .. || exit 1
+  swift "${auth[@]}" delete -q trees || { echo "FAIL: swift delete"; exit 1; }
+  ! swift "${auth[@]}" list | grep -qx trees || { echo "FAIL: trees still listed"; exit 1; }
+) || fail=1
+rm -rf "$work"
+
 "$top/scripts/saio" down || { echo "FAIL: saio down"; fail=1; }
 for pid in $pids; do
   if kill -0 "$pid" 2>/dev/null && [ "$(awk '{print $3}' /proc/$pid/stat 2>/dev/null)" != Z ]; then
