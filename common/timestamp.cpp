@@ -367,4 +367,9 @@ std::string normalize_delete_at(int64_t epoch_seconds) {
   return std::string(buf, 10);
 }
 
+Timestamp timestamp_or_zero(std::string_view text) {
+  auto t = Timestamp::parse(text);
+  return t.ok() ? *t : Timestamp();
+}
+
 }  // namespace apus::common

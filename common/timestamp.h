@@ -118,4 +118,8 @@ Result<DecodedTimestamps> decode_timestamps(std::string_view encoded, bool expli
 // An X-Delete-At value as Swift stores it: "%010d" of the value clamped to 0..9999999999.
 std::string normalize_delete_at(int64_t epoch_seconds);
 
+// A stored or received timestamp string as a Timestamp; 0 for "0", "" or anything unparsable
+// (Swift compares such values as the zero time).
+Timestamp timestamp_or_zero(std::string_view text);
+
 }  // namespace apus::common

@@ -802,7 +802,7 @@ net::awaitable<std::optional<Response>> ContainerServer::account_update(const Re
   common::http::ClientOptions options;
   options.conn_timeout = config_.conn_timeout;
   options.node_timeout = config_.node_timeout;
-  auto& pool = common::http::ConnectionPool::for_this_thread(options);
+  auto& pool = common::http::ConnectionPool::for_this_thread();
   std::string path = "/" + common::http::quote(t.account) + "/" + common::http::quote(t.container);
   size_t not_found = 0;
   for (size_t i = 0; i < hosts.size(); ++i) {
@@ -826,7 +826,7 @@ net::awaitable<std::optional<Response>> ContainerServer::account_update(const Re
       out.headers.set("X-Account-Override-Deleted", "yes");
     }
     out.content_length = 0;
-    auto resp = co_await common::http::simple_request(pool, ip, port, std::move(out));
+    auto resp = co_await common::http::simple_request(pool, options, ip, port, std::move(out));
     if (!resp.ok()) {
       APUS_LOG_ERROR("ERROR account update failed with " + hosts[i] + "/" + devices[i] +
                      " (will retry later): " + resp.status().to_string());

@@ -746,11 +746,6 @@ bool DbInfo::empty(DbType type) const {
 
 // ---- helpers ---------------------------------------------------------------------------------
 
-Timestamp timestamp_or_zero(std::string_view ts) {
-  auto t = Timestamp::parse(ts);
-  return t.ok() ? *t : Timestamp();
-}
-
 std::string chexor(std::string_view old_hash, std::string_view name, std::string_view timestamp) {
   std::string input;
   input.reserve(name.size() + 1 + timestamp.size());

@@ -192,9 +192,7 @@ class ListingStore {
   StoreOptions options_;
 };
 
-// A stored timestamp string as a Timestamp; 0 for "0", "" or anything unparsable (Swift
-// compares such values as the zero time).
-common::Timestamp timestamp_or_zero(std::string_view ts);
+using common::timestamp_or_zero;
 
 // Swift's chexor: `old_hash` XOR MD5("<name>-<timestamp>"), as 32 hex characters.
 std::string chexor(std::string_view old_hash, std::string_view name, std::string_view timestamp);

@@ -1091,11 +1091,12 @@ net::awaitable<void> ObjectServer::deliver_update(std::shared_ptr<UpdatePlan> pl
                      common::http::quote(plan->account + "/" + plan->container + "/" +
                                          plan->object);
     request.headers = plan->headers;
-    auto& pool = common::http::ConnectionPool::for_this_thread(
-        {.conn_timeout = config_.conn_timeout, .node_timeout = config_.node_timeout});
+    auto& pool = common::http::ConnectionPool::for_this_thread();
+    common::http::ClientOptions timeouts{.conn_timeout = config_.conn_timeout,
+                                         .node_timeout = config_.node_timeout};
     uint16_t port = static_cast<uint16_t>(std::atoi(host.c_str() + colon + 1));
-    auto response = co_await common::http::simple_request(pool, host.substr(0, colon), port,
-                                                          std::move(request));
+    auto response = co_await common::http::simple_request(pool, timeouts, host.substr(0, colon),
+                                                          port, std::move(request));
     if (response.ok() && response->head.status >= 200 && response->head.status < 300) {
       delivered = true;
     } else {

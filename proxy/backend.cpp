@@ -311,7 +311,7 @@ net::awaitable<BackendResponse> request_node(const BackendOptions& options, Node
   common::http::ClientOptions client_options;
   client_options.conn_timeout = options.conn_timeout;
   client_options.node_timeout = options.node_timeout;
-  auto& pool = common::http::ConnectionPool::for_this_thread(client_options);
+  auto& pool = common::http::ConnectionPool::for_this_thread();
   common::http::ClientRequest req;
   req.method = method;
   req.target = "/" + common::http::quote(device.device) + path;
@@ -319,8 +319,9 @@ net::awaitable<BackendResponse> request_node(const BackendOptions& options, Node
   req.content_length = body.size();
   BackendResponse out;
   auto start = Clock::now();
-  auto resp = co_await common::http::simple_request(
-      pool, device.ip, static_cast<uint16_t>(device.port), std::move(req), body, options.max_body);
+  auto resp = co_await common::http::simple_request(pool, client_options, device.ip,
+                                                    static_cast<uint16_t>(device.port),
+                                                    std::move(req), body, options.max_body);
   if (!resp.ok()) {
     health.record_error(device);
     APUS_LOG_DEBUG("ERROR with server " + device.ip + ":" + std::to_string(device.port) + "/" +
@@ -456,6 +457,15 @@ Response best_response(const std::vector<BackendResponse>& answers, size_t node_
     }
   }
   return common::http::swob_response(503);
+}
+
+common::Timestamp source_timestamp(const HeaderMap& headers) {
+  for (const char* name :
+       {"X-Backend-Data-Timestamp", "X-Backend-Timestamp", "X-Put-Timestamp", "X-Timestamp"}) {
+    std::string_view v = headers.get_or(name, "");
+    if (!v.empty()) return common::timestamp_or_zero(v);
+  }
+  return common::Timestamp();
 }
 
 HeaderMap backend_headers(const common::http::Request& client, const std::string& trans_id) {

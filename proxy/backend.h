@@ -22,6 +22,7 @@
 #include "common/http/client.h"
 #include "common/http/headers.h"
 #include "common/http/server.h"
+#include "common/timestamp.h"
 #include "ring/ring.h"
 
 namespace apus::proxy {
@@ -193,6 +194,10 @@ boost::asio::awaitable<std::vector<BackendResponse>> make_requests(
 // 503. A 404 from a handoff without X-Backend-Timestamp does not count.
 common::http::Response best_response(const std::vector<BackendResponse>& answers,
                                      size_t node_count);
+
+// Swift's source_key(): how new an answer is, from X-Backend-Data-Timestamp,
+// X-Backend-Timestamp, X-Put-Timestamp or X-Timestamp (the first present); 0 without.
+common::Timestamp source_timestamp(const common::http::HeaderMap& headers);
 
 // Headers every backend request carries (X-Trans-Id, User-Agent, Referer...), from the client
 // request.

@@ -188,28 +188,40 @@ net::awaitable<Response> ProxyApp::get_or_head(ring::Ring& ring, uint32_t part,
                                                const std::string& path_after_part,
                                                const HeaderMap& h) {
   NodeIter it = nodes(ring, part);
+  // X-Newest: every node is asked and the newest good answer wins (Swift's source_key).
+  const bool newest = common::config_true_value(h.get_or("X-Newest", ""));
   std::vector<BackendResponse> answers;
+  std::optional<BackendResponse> best;
+  common::Timestamp best_time;
   NodeRef node;
   std::string path = "/" + std::to_string(part) + path_after_part;
   while (it.next(&node)) {
     BackendResponse a = co_await request_node(config_.backend, health_, *node.device, method,
                                               path, h);
     a.from_primary = node.primary;
-    if (a.status == 0) continue;
+    if (a.status == 0 || a.status >= 500) continue;
     bool good = (a.status >= 200 && a.status < 400);
-    // A container or account whose put timestamp is 0 does not exist (a stub).
-    if (good) {
-      answers.clear();
-      answers.push_back(std::move(a));
-      break;
+    // A database whose put timestamp is 0 is a stub that was never created here.
+    if (good && a.headers.contains("X-Put-Timestamp") &&
+        common::timestamp_or_zero(a.headers.get_or("X-Put-Timestamp", "0")) == common::Timestamp()) {
+      a = BackendResponse{.status = 404, .from_primary = node.primary};
+      good = false;
     }
-    if (a.status >= 500) continue;
-    answers.push_back(std::move(a));
+    if (!good) {
+      answers.push_back(std::move(a));
+      continue;
+    }
+    common::Timestamp t = source_timestamp(a.headers);
+    if (!best || t >= best_time) {
+      best_time = t;
+      best = std::move(a);
+    }
+    if (!newest) break;
   }
-  if (answers.size() == 1 && answers[0].status >= 200 && answers[0].status < 400) {
-    Response r = best_response(answers, 1);
-    r.headers.set("Content-Type",
-                  answers[0].headers.get_or("Content-Type", "text/html; charset=UTF-8"));
+  if (best) {
+    std::vector<BackendResponse> one{*best};
+    Response r = best_response(one, 1);
+    r.headers.set("Content-Type", best->headers.get_or("Content-Type", "text/html; charset=UTF-8"));
     co_return r;
   }
   Response r = best_response(answers, it.primary_count());

@@ -10,6 +10,7 @@
 #include "common/crypto/md5.h"
 #include "common/http/client.h"
 #include "common/http/date.h"
+#include "common/http/range.h"
 #include "common/http/swob.h"
 #include "common/http/url.h"
 #include "common/log/log.h"
@@ -154,6 +155,22 @@ std::string clean_content_type(std::string_view value) {
 }
 
 // The client's copy of a backend object response's headers.
+// The bytes of the object a GET answer carries, when a resume can ask for the rest with one
+// Range: the whole object (200) or a single range (206 with Content-Range).
+std::optional<ByteSpan> resumable_span(const common::http::ClientResponse& head) {
+  if (!head.content_length || *head.content_length == 0) return std::nullopt;
+  if (head.status == 200) return ByteSpan{0, *head.content_length - 1};
+  if (head.status != 206) return std::nullopt;
+  // "bytes <first>-<last>/<length>"; a multipart/byteranges answer has none.
+  std::string_view cr = head.headers.get_or("Content-Range", "");
+  unsigned long long first = 0, last = 0;
+  if (std::sscanf(std::string(cr).c_str(), "bytes %llu-%llu/", &first, &last) != 2 ||
+      last < first || last - first + 1 != *head.content_length) {
+    return std::nullopt;
+  }
+  return ByteSpan{first, last};
+}
+
 HeaderMap client_object_headers(const HeaderMap& backend) {
   HeaderMap h;
   for (const auto& [name, value] : backend) {
@@ -277,23 +294,97 @@ net::awaitable<void> ProxyApp::object_get_head(Exchange& ex, ProxyEnv& env, cons
   std::string path = "/" + std::to_string(*part) + "/" + common::http::quote(p.account) + "/" +
                      common::http::quote(p.container) + "/" + common::http::quote(p.object);
 
-  common::http::ClientOptions options;
-  options.conn_timeout = config_.backend.conn_timeout;
-  options.node_timeout = config_.recoverable_node_timeout;
-  auto& pool = common::http::ConnectionPool::for_this_thread(options);
+  common::http::ClientRequest request;
+  request.method = req.method;
+  request.target = path;
+  request.headers = std::move(h);
+  const bool newest = common::config_true_value(req.headers.get_or("X-Newest", ""));
   NodeIter it = nodes(*ring, *part, NodeIter::Purpose::kRead, policy);
   std::vector<BackendResponse> answers;
+  std::optional<ObjectSource> source =
+      co_await find_object_source(it, request, newest, "", answers);
+  if (!source) {
+    (void)co_await ex.respond(best_response(answers, it.primary_count()));
+    co_return;
+  }
+  auto& pool = common::http::ConnectionPool::for_this_thread();
+  const common::http::ClientResponse& head = source->head;
+  HeaderMap out_headers = client_object_headers(head.headers);
+  if (req.method == "HEAD" || !head.content_length) {
+    std::string body;
+    if (req.method != "HEAD") {
+      auto all = co_await source->conn->read_body_all(size_t{1} << 30);
+      if (all.ok()) body = std::move(*all);
+    }
+    Response r;
+    r.status = head.status;
+    r.headers = std::move(out_headers);
+    if (head.content_length) r.headers.set("Content-Length", std::to_string(*head.content_length));
+    r.body = std::move(body);
+    pool.release(std::move(source->conn));
+    (void)co_await ex.respond(std::move(r));
+    co_return;
+  }
+  // Stream the body. Should the replica fail or stall (recoverable_node_timeout) midway, the
+  // rest comes from another replica of the same ETag with a Range, as Swift resumes.
+  const uint64_t length = *head.content_length;
+  std::optional<ByteSpan> span = resumable_span(head);
+  const std::string etag(common::http::normalize_etag(head.headers.get_or("Etag", "")));
+  Status s = co_await ex.start_response(head.status, std::move(out_headers), length);
+  std::vector<char> buf(config_.object_chunk_size);
+  uint64_t sent = 0;
+  while (s.ok() && sent < length) {
+    auto n = co_await source->conn->read_body(buf);
+    if (n.ok() && *n > 0) {
+      sent += *n;
+      s = co_await ex.write_body(std::string_view(buf.data(), *n));
+      continue;
+    }
+    std::string why = n.ok() ? "the body ended early" : n.status().to_string();
+    if (!span || etag.empty()) {
+      APUS_LOG_WARNING("object GET " + path + ": " + why + " (cannot resume)");
+      co_return;  // the client sees a short body, never a wrong one
+    }
+    common::http::ClientRequest rest = request;
+    rest.method = "GET";
+    rest.headers.set("Range", "bytes=" + std::to_string(span->first + sent) + "-" +
+                                  std::to_string(span->last));
+    std::vector<BackendResponse> ignored;
+    auto next = co_await find_object_source(it, rest, false, etag, ignored);
+    std::optional<ByteSpan> got = next ? resumable_span(next->head) : std::nullopt;
+    if (!next || next->head.status != 206 || !got || got->first != span->first + sent ||
+        got->last != span->last) {
+      APUS_LOG_WARNING("object GET " + path + ": " + why + ", and no other replica resumes it");
+      co_return;
+    }
+    APUS_LOG_INFO("object GET " + path + ": " + why + "; resumed at byte " +
+                  std::to_string(span->first + sent) + " from another replica");
+    source = std::move(next);
+  }
+  if (s.ok()) (void)co_await ex.finish_response();
+  pool.release(std::move(source->conn));
+}
+
+net::awaitable<std::optional<ObjectSource>> ProxyApp::find_object_source(
+    NodeIter& it, const common::http::ClientRequest& request, bool newest,
+    std::string_view etag, std::vector<BackendResponse>& answers) {
+  common::http::ClientOptions options;
+  options.conn_timeout = config_.backend.conn_timeout;
+  // X-Newest answers are not resumed, so they get the plain node_timeout, as in Swift.
+  options.node_timeout = newest ? config_.backend.node_timeout : config_.recoverable_node_timeout;
+  auto& pool = common::http::ConnectionPool::for_this_thread();
+  std::vector<ObjectSource> sources;
+  Timestamp latest_tombstone;
   NodeRef node;
   while (it.next(&node)) {
-    common::http::ClientRequest out;
-    out.method = req.method;
-    out.target = "/" + common::http::quote(node.device->device) + path;
-    out.headers = h;
+    common::http::ClientRequest out = request;
+    out.target = "/" + common::http::quote(node.device->device) + request.target;
     Result<std::unique_ptr<ClientConnection>> conn = Status::unavailable();
     Result<common::http::ClientResponse> head = Status::unavailable();
     auto started = std::chrono::steady_clock::now();
     for (int attempt = 0; attempt < 2; ++attempt) {
-      conn = co_await pool.connect(node.device->ip, static_cast<uint16_t>(node.device->port));
+      conn = co_await pool.connect(node.device->ip, static_cast<uint16_t>(node.device->port),
+                                   options);
       if (!conn.ok()) break;
       auto sent = co_await (*conn)->send_head(out);
       head = sent.ok() ? co_await (*conn)->read_response_head()
@@ -306,59 +397,47 @@ net::awaitable<void> ProxyApp::object_get_head(Exchange& ex, ProxyEnv& env, cons
       continue;
     }
     health_.record_timing(*node.device, seconds_since(started));
-    int status = head->status;
-    bool good = (status >= 200 && status < 400) || status == 416;
-    if (!good) {
-      BackendResponse a;
-      a.status = status;
-      a.headers = head->headers;
-      a.from_primary = node.primary;
-      auto body = co_await (*conn)->read_body_all(1 << 20);
-      if (body.ok()) a.body = std::move(*body);
-      pool.release(std::move(*conn));
-      if (status == 507) health_.limit_now(*node.device);
-      if (status >= 500) {
-        health_.record_error(*node.device);
+    const int status = head->status;
+    if ((status >= 200 && status < 400) || status == 416) {
+      if (!etag.empty() &&
+          common::http::normalize_etag(head->headers.get_or("Etag", "")) != etag) {
+        BackendResponse other;  // another version of the object: not a source for a resume
+        other.status = 404;
+        answers.push_back(std::move(other));
         continue;
       }
-      answers.push_back(std::move(a));
+      Timestamp ts = source_timestamp(head->headers);
+      if (ts < latest_tombstone) continue;  // older than a DELETE another node saw
+      sources.push_back(ObjectSource{std::move(*conn), std::move(*head), ts});
+      if (!newest) break;  // one good answer is enough
       continue;
     }
-    // Stream the good answer.
-    HeaderMap out_headers = client_object_headers(head->headers);
-    if (req.method == "HEAD" || !head->content_length) {
-      std::string body;
-      if (req.method != "HEAD") {
-        auto all = co_await (*conn)->read_body_all(size_t{1} << 30);
-        if (all.ok()) body = std::move(*all);
-      }
-      Response r;
-      r.status = status;
-      r.headers = std::move(out_headers);
-      if (head->content_length) r.headers.set("Content-Length", std::to_string(*head->content_length));
-      r.body = std::move(body);
-      pool.release(std::move(*conn));
-      (void)co_await ex.respond(std::move(r));
-      co_return;
-    }
-    Status s = co_await ex.start_response(status, std::move(out_headers), head->content_length);
-    std::vector<char> buf(config_.object_chunk_size);
-    while (s.ok()) {
-      auto n = co_await (*conn)->read_body(buf);
-      if (!n.ok()) {
-        // A replica failing mid-body: the client cannot be given a partial object as whole.
-        APUS_LOG_WARNING("object GET " + path + ": " + n.status().to_string());
-        co_return;
-      }
-      if (*n == 0) break;
-      s = co_await ex.write_body(std::string_view(buf.data(), *n));
-    }
-    if (s.ok()) (void)co_await ex.finish_response();
+    BackendResponse a;
+    a.status = status;
+    a.headers = head->headers;
+    a.from_primary = node.primary;
+    auto body = co_await (*conn)->read_body_all(1 << 20);
+    if (body.ok()) a.body = std::move(*body);
     pool.release(std::move(*conn));
-    co_return;
+    if (status == 507) health_.limit_now(*node.device);
+    if (status >= 500) {
+      health_.record_error(*node.device);
+      continue;
+    }
+    if (status == 404) {
+      latest_tombstone = std::max(latest_tombstone,
+                                  common::timestamp_or_zero(a.headers.get_or("X-Backend-Timestamp", "0")));
+    }
+    answers.push_back(std::move(a));
   }
-  Response r = best_response(answers, it.primary_count());
-  (void)co_await ex.respond(std::move(r));
+  // The newest good answer (the last of equals, as Swift's sort keeps them), if it is not
+  // older than a tombstone seen after it; the others are dropped with their connections.
+  std::optional<ObjectSource> best;
+  for (ObjectSource& candidate : sources) {
+    if (candidate.timestamp < latest_tombstone) continue;
+    if (!best || candidate.timestamp >= best->timestamp) best = std::move(candidate);
+  }
+  co_return best;
 }
 
 // ---- PUT -------------------------------------------------------------------------------------
@@ -414,7 +493,7 @@ net::awaitable<void> ProxyApp::object_put(Exchange& ex, ProxyEnv& env, const Api
   common::http::ClientOptions options;
   options.conn_timeout = config_.backend.conn_timeout;
   options.node_timeout = config_.backend.node_timeout;
-  auto& pool = common::http::ConnectionPool::for_this_thread(options);
+  auto& pool = common::http::ConnectionPool::for_this_thread();
   NodeIter it = nodes(*ring, part, NodeIter::Purpose::kWrite, placement->policy);
   const size_t n = it.primary_count();
   const size_t quorum = quorum_size(n);
@@ -439,7 +518,8 @@ net::awaitable<void> ProxyApp::object_put(Exchange& ex, ProxyEnv& env, const Api
     Result<int> sent = Status::unavailable();
     auto started = std::chrono::steady_clock::now();
     for (int attempt = 0; attempt < 2; ++attempt) {
-      conn = co_await pool.connect(node.device->ip, static_cast<uint16_t>(node.device->port));
+      conn = co_await pool.connect(node.device->ip, static_cast<uint16_t>(node.device->port),
+                                   options);
       if (!conn.ok()) break;
       sent = co_await (*conn)->send_head(out);
       // A pooled connection the server closed while idle: once more on a new one.

@@ -64,6 +64,7 @@ class ClientConnectionImpl {
     return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
   }
   const std::string& peer() const { return peer_; }
+  void set_options(const ClientOptions& options) { options_ = options; }
 
  private:
   net::awaitable<Status> write(std::span<const net::const_buffer> buffers);
@@ -276,14 +277,19 @@ const std::string& ClientConnection::peer() const { return impl_->peer(); }
 ConnectionPool::ConnectionPool(ClientOptions options) : options_(options) {}
 ConnectionPool::~ConnectionPool() = default;
 
-ConnectionPool& ConnectionPool::for_this_thread(const ClientOptions& options) {
+ConnectionPool& ConnectionPool::for_this_thread() {
   // A worker thread runs one io_context, so its idle sockets stay with their io_context.
-  thread_local ConnectionPool pool(options);
+  thread_local ConnectionPool pool(ClientOptions{});
   return pool;
 }
 
 net::awaitable<Result<std::unique_ptr<ClientConnection>>> ConnectionPool::connect(
     const std::string& host, uint16_t port) {
+  return connect(host, port, options_);
+}
+
+net::awaitable<Result<std::unique_ptr<ClientConnection>>> ConnectionPool::connect(
+    const std::string& host, uint16_t port, ClientOptions options) {
   std::string peer = host + ":" + std::to_string(port);
   auto it = idle_.find(peer);
   if (it != idle_.end()) {
@@ -293,6 +299,7 @@ net::awaitable<Result<std::unique_ptr<ClientConnection>>> ConnectionPool::connec
       idle.pop_back();
       if (c->impl_->still_open()) {
         c->reused_ = true;
+        c->impl_->set_options(options);
         co_return std::move(c);
       }
     }
@@ -302,12 +309,12 @@ net::awaitable<Result<std::unique_ptr<ClientConnection>>> ConnectionPool::connec
   if (ec) co_return Status::invalid_argument("not an IP address: " + host);
   auto executor = co_await net::this_coro::executor;
   beast::tcp_stream stream(executor);
-  stream.expires_after(to_duration(options_.conn_timeout));
+  stream.expires_after(to_duration(options.conn_timeout));
   auto [cec] = co_await stream.async_connect(tcp::endpoint(address, port), kAsTuple);
   if (cec) co_return peer_error(peer, cec, "connect to");
   stream.socket().set_option(tcp::no_delay(true), ec);
   co_return std::make_unique<ClientConnection>(
-      std::make_unique<ClientConnectionImpl>(std::move(stream), peer, options_));
+      std::make_unique<ClientConnectionImpl>(std::move(stream), peer, options));
 }
 
 void ConnectionPool::release(std::unique_ptr<ClientConnection> connection) {
@@ -373,13 +380,14 @@ net::awaitable<Result<SimpleResponse>> one_exchange(ConnectionPool& pool, Client
 }  // namespace
 
 net::awaitable<Result<SimpleResponse>> simple_request_impl(ConnectionPool& pool,
+                                                           ClientOptions options,
                                                            const std::string& host,
                                                            uint16_t port, ClientRequest request,
                                                            std::string_view body,
                                                            size_t max_body) {
   if (!body.empty() && !request.chunked) request.content_length = body.size();
   for (int attempt = 0;; ++attempt) {
-    auto conn = co_await pool.connect(host, port);
+    auto conn = co_await pool.connect(host, port, options);
     if (!conn.ok()) co_return conn.status();
     bool answered = false;
     auto out = co_await one_exchange(pool, **conn, request, body, max_body, answered);

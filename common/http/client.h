@@ -2,7 +2,9 @@
 // account servers.
 //
 // A ConnectionPool keeps idle keep-alive connections per peer for one worker thread (take it
-// with ConnectionPool::for_this_thread(); a pool and its connections never cross threads). A
+// with ConnectionPool::for_this_thread(); a pool and its connections never cross threads).
+// Timeouts belong to each connect() (a pooled connection takes the new caller's), so callers
+// with different timeouts share one pool. A
 // ClientConnection carries one request at a time: send the head (optionally with
 // `Expect: 100-continue`, then wait for the peer's 100 or its final answer), stream the body,
 // read the response head and stream the response body. `conn_timeout` bounds connecting and
@@ -94,13 +96,15 @@ class ConnectionPool {
   explicit ConnectionPool(ClientOptions options);
   ~ConnectionPool();
 
-  // The pool of the calling worker thread, created with `options` on first use.
-  static ConnectionPool& for_this_thread(const ClientOptions& options = {});
+  // The pool of the calling worker thread (with default timeouts: pass yours to connect()).
+  static ConnectionPool& for_this_thread();
 
-  // An idle connection to host:port, or a new one. Unavailable when the peer refuses, Timeout
-  // after conn_timeout.
+  // An idle connection to host:port, or a new one, with the timeouts of `options` (the pool's
+  // own when not given). Unavailable when the peer refuses, Timeout after conn_timeout.
   boost::asio::awaitable<Result<std::unique_ptr<ClientConnection>>> connect(
       const std::string& host, uint16_t port);
+  boost::asio::awaitable<Result<std::unique_ptr<ClientConnection>>> connect(
+      const std::string& host, uint16_t port, ClientOptions options);
   // Gives a connection back: kept if reusable(), closed otherwise.
   void release(std::unique_ptr<ClientConnection> connection);
 
@@ -124,14 +128,21 @@ struct SimpleResponse {
   ClientResponse head;
   std::string body;
 };
-// (A plain function over a coroutine: see the GCC 12 note in common/http/server.h.)
+// `options` gives the timeouts (the pool's own in the first form).
+// (Plain functions over a coroutine: see the GCC 12 note in common/http/server.h.)
 boost::asio::awaitable<Result<SimpleResponse>> simple_request_impl(
-    ConnectionPool& pool, const std::string& host, uint16_t port, ClientRequest request,
-    std::string_view body, size_t max_body);
+    ConnectionPool& pool, ClientOptions options, const std::string& host, uint16_t port,
+    ClientRequest request, std::string_view body, size_t max_body);
 inline boost::asio::awaitable<Result<SimpleResponse>> simple_request(
     ConnectionPool& pool, const std::string& host, uint16_t port, ClientRequest request,
     std::string_view body = {}, size_t max_body = 1 << 20) {
-  return simple_request_impl(pool, host, port, std::move(request), body, max_body);
+  return simple_request_impl(pool, pool.options(), host, port, std::move(request), body,
+                             max_body);
+}
+inline boost::asio::awaitable<Result<SimpleResponse>> simple_request(
+    ConnectionPool& pool, const ClientOptions& options, const std::string& host, uint16_t port,
+    ClientRequest request, std::string_view body = {}, size_t max_body = 1 << 20) {
+  return simple_request_impl(pool, options, host, port, std::move(request), body, max_body);
 }
 
 }  // namespace apus::common::http

@@ -12,6 +12,8 @@
 
 #include <boost/asio/awaitable.hpp>
 
+#include "common/http/client.h"
+#include "common/timestamp.h"
 #include "proxy/backend.h"
 #include "proxy/pipeline.h"
 #include "proxy/proxy_server.h"
@@ -31,6 +33,19 @@ struct ObjectPlacement {
   ring::Ring* ring = nullptr;
   uint32_t partition = 0;
   ring::NodeList container_nodes;
+};
+
+// A good answer to an object GET or HEAD, its body still to be read.
+struct ObjectSource {
+  std::unique_ptr<common::http::ClientConnection> conn;
+  common::http::ClientResponse head;
+  common::Timestamp timestamp;  // Swift's source_key()
+};
+
+// Bytes first..last (inclusive) of an object.
+struct ByteSpan {
+  uint64_t first = 0;
+  uint64_t last = 0;
 };
 
 class ProxyApp {
@@ -83,6 +98,14 @@ class ProxyApp {
   boost::asio::awaitable<void> object_post_delete(common::http::Exchange& ex, ProxyEnv& env,
                                                   const ApiPath& p, const CachedInfo& container);
 
+  // Swift's _get_source_and_node() for objects: asks the nodes of `it` one at a time until one gives
+  // a good answer (2xx, 3xx, 416), or with `newest` asks them all and keeps the newest. A good
+  // answer older than a tombstone another node reported (404 with X-Backend-Timestamp) does
+  // not count, nor, with `etag` (a resume), one of another ETag. `request.target` is the path
+  // after the device. The other answers are added to `answers`.
+  boost::asio::awaitable<std::optional<ObjectSource>> find_object_source(
+      NodeIter& it, const common::http::ClientRequest& request, bool newest,
+      std::string_view etag, std::vector<BackendResponse>& answers);
   // GET or HEAD from one node at a time until a good answer (2xx, 3xx; 416 for objects).
   // Returns the good answer, or Swift's best response over all the answers.
   boost::asio::awaitable<common::http::Response> get_or_head(ring::Ring& ring, uint32_t part,

@@ -12,6 +12,10 @@ with apus-ring-builder on free loopback ports), driven with python-swiftclient:
    MemcacheRing reads the token entry as Swift's tempauth stores it.
 6. A proxy with sorting_method = affinity reads from the preferred zone every time, and with
    write_affinity writes to the local zones even when they hold no primary.
+7. X-Newest: with one replica newer than the others, GET and HEAD with X-Newest always give
+   it.
+8. An object server that stalls in the middle of a GET: the proxy resumes from another replica
+   after recoverable_node_timeout and the client gets the whole object, byte for byte.
 
 usage: proxy_faults_test.py <build-dir>
 """
@@ -120,14 +124,18 @@ class Cluster:
                                     "test:tester", "testing")
         return url, token
 
-    def primaries(self, container, obj):
-        """Node numbers of an object's primaries (Swift's own Ring on our ring file)."""
+    def placement(self, container, obj):
+        """An object's partition and the node numbers of its primaries (Swift's own Ring on
+        our ring file)."""
         from swift.common import utils
         from swift.common.ring import Ring
         utils.set_swift_dir(self.etc)  # this cluster's hash prefix and suffix
-        _, nodes = Ring(os.path.join(self.etc, "object.ring.gz")).get_nodes(
+        part, nodes = Ring(os.path.join(self.etc, "object.ring.gz")).get_nodes(
             "AUTH_test", container, obj)
-        return [self.ports["object"].index(n["port"]) for n in nodes]
+        return part, [self.ports["object"].index(n["port"]) for n in nodes]
+
+    def primaries(self, container, obj):
+        return self.placement(container, obj)[1]
 
 
 def tree_round_trip(cluster):
@@ -272,19 +280,80 @@ def affinity(cluster):
           "every GET went to the zone read_affinity prefers")
     # Node 1 (zone 2) is local but not a primary: with write affinity it gets the write.
     swift.put_object(other, token, "near", name + "-local", b"written nearby")
-    check(backend_requests(cluster, "object", 1, "PUT", path + "-local") == 1,
-          "the write-affinity PUT went to the local handoff")
-    check(backend_requests(cluster, "object", 0, "PUT", path + "-local") == 1,
-          "the write-affinity PUT went to the local primary")
+    for n in (0, 1):
+        count = backend_requests(cluster, "object", n, "PUT", path + "-local")
+        check(count == 1, "the write-affinity PUT went to local node %d: %d PUTs" % (n, count))
     _, body = swift.get_object(url, token, "near", name + "-local")
     check(body == b"written nearby", "an object written with write affinity reads back")
+
+
+def fresh_proxy_url(cluster, name, app_options=""):
+    """A token, and the storage URL at a new proxy: one that has not error-limited the nodes
+    the fault steps before stopped."""
+    url, token = cluster.connect()
+    port = cluster.start_proxy(name, app_options)
+    return url.replace(":%d/" % cluster.proxy_port, ":%d/" % port), token, port
+
+
+def newest(cluster):
+    import http.client
+    url, token, _ = fresh_proxy_url(cluster, "proxy-newest")
+    swift.put_container(url, token, "fresh")
+    swift.put_object(url, token, "fresh", "o", b"old version")
+    part, primaries = cluster.placement("fresh", "o")
+    # One replica gets a newer version straight from a backend PUT.
+    n = primaries[1]
+    conn = http.client.HTTPConnection("127.0.0.1", cluster.ports["object"][n], timeout=5)
+    body = b"the newest version"
+    conn.request("PUT", "/sd%d/%d/AUTH_test/fresh/o" % (n, part), body=body,
+                 headers={"X-Timestamp": "%.5f" % (time.time() + 10), "Content-Type": "text/x",
+                          "Content-Length": str(len(body))})
+    check(conn.getresponse().status == 201, "backend PUT of the newer replica")
+    conn.close()
+    for _ in range(12):
+        _, got = swift.get_object(url, token, "fresh", "o", headers={"X-Newest": "true"})
+        check(got == body, "GET with X-Newest gives the newest replica: %r" % got)
+        headers = swift.head_object(url, token, "fresh", "o", headers={"X-Newest": "true"})
+        check(headers.get("content-length") == str(len(body)),
+              "HEAD with X-Newest describes the newest replica: %r" % headers)
+
+
+def resume_after_stall(cluster):
+    import hashlib
+    import http.client
+    import signal
+    # This proxy reads from node 0 first (read affinity); node_timeout (so
+    # recoverable_node_timeout) is 1 s.
+    url, token, port = fresh_proxy_url(cluster, "proxy-resume", "sorting_method = affinity\n"
+                                       "read_affinity = r1z1=1\n")
+    swift.put_container(url, token, "stall")
+    name = next("o%d" % i for i in range(1000) if 0 in cluster.primaries("stall", "o%d" % i))
+    body = os.urandom(1 << 20) * 48  # 48 MiB: far more than the socket buffers hold
+    swift.put_object(url, token, "stall", name, body)
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    conn.request("GET", "/v1/AUTH_test/stall/" + name, headers={"X-Auth-Token": token})
+    resp = conn.getresponse()
+    check(resp.status == 200, "GET status %d" % resp.status)
+    first = resp.read(1 << 20)
+    stalled = cluster.procs[("object", 0)]
+    stalled.send_signal(signal.SIGSTOP)
+    try:
+        rest = resp.read()
+    finally:
+        stalled.send_signal(signal.SIGCONT)
+    got = first + rest
+    check(len(got) == len(body) and hashlib.md5(got).digest() == hashlib.md5(body).digest(),
+          "the stalled GET resumed from another replica: %d of %d bytes" % (len(got), len(body)))
+    conn.close()
+    with open(os.path.join(cluster.root, "proxy-resume.log"), errors="replace") as f:
+        check(any("resumed at byte" in line for line in f), "the proxy logged the resume")
 
 
 def main():
     with procs.TempDir("apus-proxy-faults-") as root, procs.Processes() as ps:
         cluster = Cluster(root, ps)
         for step in (tree_round_trip, put_storm_with_node_down, two_primaries_down, hanging_node,
-                     shared_tokens, affinity):
+                     shared_tokens, affinity, newest, resume_after_stall):
             print("---", step.__name__)
             try:
                 step(cluster)
