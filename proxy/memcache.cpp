@@ -161,11 +161,82 @@ net::awaitable<std::optional<std::string>> Memcache::get(std::string key) {
 }
 
 net::awaitable<void> Memcache::set(std::string key, std::string json, double ttl) {
+  co_await store(std::move(key), kJsonFlag, std::move(json), ttl);
+}
+
+net::awaitable<void> Memcache::set_raw(std::string key, std::string value, double ttl) {
+  co_await store(std::move(key), 0, std::move(value), ttl);
+}
+
+namespace {
+
+// Swift's sanitize_timeout: beyond 30 days memcached wants an absolute time.
+int64_t memcached_expiry(double ttl) {
+  return static_cast<int64_t>(ttl > 30 * 24 * 3600 ? ttl + static_cast<double>(std::time(nullptr))
+                                                   : ttl);
+}
+
+}  // namespace
+
+net::awaitable<std::optional<int64_t>> Memcache::incr(std::string key, int64_t delta, double ttl) {
   std::string h = hashed(key);
-  // Swift's sanitize_timeout: beyond 30 days memcached wants an absolute time.
-  int64_t expiry = static_cast<int64_t>(ttl > 30 * 24 * 3600 ? ttl + std::time(nullptr) : ttl);
-  std::string req = "set " + h + " " + std::to_string(kJsonFlag) + " " + std::to_string(expiry) +
-                    " " + std::to_string(json.size()) + "\r\n" + json + "\r\n";
+  const std::string command = delta < 0 ? "decr" : "incr";
+  const std::string amount = std::to_string(delta < 0 ? -delta : delta);
+  const std::string initial = delta < 0 ? "0" : amount;
+  for (const auto& server : servers_for(h)) {
+    if (impl_->is_limited(server)) continue;
+    std::optional<int64_t> value;
+    bool ok = co_await impl_->with_conn(server, [&](Conn& c) -> net::awaitable<bool> {
+      auto line = [&]() -> net::awaitable<std::optional<std::string>> {
+        auto [ec, len] = co_await net::async_read_until(*c.socket, c.buf, "\r\n", kTuple);
+        if (ec) co_return std::nullopt;
+        std::string text(static_cast<const char*>(c.buf.data().data()), len - 2);
+        c.buf.consume(len);
+        co_return text;
+      };
+      auto send = [&](const std::string& text) -> net::awaitable<bool> {
+        auto [ec, n] = co_await net::async_write(*c.socket, net::buffer(text), kTuple);
+        co_return !ec;
+      };
+      auto number = [](const std::string& text) -> std::optional<int64_t> {
+        if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos) {
+          return std::nullopt;
+        }
+        return static_cast<int64_t>(std::stoull(text));
+      };
+      const std::string step = command + " " + h + " " + amount + "\r\n";
+      if (!co_await send(step)) co_return false;
+      auto answer = co_await line();
+      if (!answer) co_return false;
+      if (*answer == "NOT_FOUND") {
+        // Missing: add it; if another client added it meanwhile, step once more.
+        if (!co_await send("add " + h + " 0 " + std::to_string(memcached_expiry(ttl)) + " " +
+                           std::to_string(initial.size()) + "\r\n" + initial + "\r\n")) {
+          co_return false;
+        }
+        answer = co_await line();
+        if (!answer) co_return false;
+        if (*answer != "NOT_STORED") {
+          value = number(initial);
+          co_return true;
+        }
+        if (!co_await send(step)) co_return false;
+        answer = co_await line();
+        if (!answer) co_return false;
+      }
+      value = number(*answer);
+      co_return value.has_value();
+    });
+    if (ok) co_return value;
+  }
+  co_return std::nullopt;
+}
+
+net::awaitable<void> Memcache::store(std::string key, int flags, std::string data, double ttl) {
+  std::string h = hashed(key);
+  std::string req = "set " + h + " " + std::to_string(flags) + " " +
+                    std::to_string(memcached_expiry(ttl)) + " " + std::to_string(data.size()) +
+                    "\r\n" + data + "\r\n";
   for (const auto& server : servers_for(h)) {
     if (impl_->is_limited(server)) continue;
     bool ok = co_await impl_->with_conn(server, [&](Conn& c) -> net::awaitable<bool> {

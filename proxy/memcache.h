@@ -32,6 +32,13 @@ class Memcache {
   boost::asio::awaitable<std::optional<std::string>> get(std::string key);
   // Stores JSON text `json` under `key` for `ttl` seconds (0: no expiry).
   boost::asio::awaitable<void> set(std::string key, std::string json, double ttl);
+  // Stores `value` as it is (Swift's serialize=False), e.g. a counter's new start.
+  boost::asio::awaitable<void> set_raw(std::string key, std::string value, double ttl);
+  // Swift's incr(): adds `delta` (decr when negative; memcached stops at 0) to the counter
+  // under `key`, creating it as max(delta, 0) for `ttl` seconds when missing. The new value,
+  // or nullopt when no server answered (Swift's MemcacheConnectionError).
+  boost::asio::awaitable<std::optional<int64_t>> incr(std::string key, int64_t delta,
+                                                       double ttl = 0);
 
   // Swift's md5hash(): the key as memcached sees it.
   static std::string hashed(std::string_view key);
@@ -39,6 +46,8 @@ class Memcache {
   std::vector<std::string> servers_for(const std::string& hashed_key) const;
 
  private:
+  boost::asio::awaitable<void> store(std::string key, int flags, std::string data, double ttl);
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

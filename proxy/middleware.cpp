@@ -1,11 +1,16 @@
 // The pipeline and the small middlewares: catch_errors, gatekeeper, healthcheck,
-// proxy_logging, cache, listing_formats, crossdomain. tempauth is in tempauth.cpp.
+// proxy_logging, cache, listing_formats, crossdomain, ratelimit. tempauth is in tempauth.cpp.
 #include "proxy/middleware.h"
 
 #include <sys/stat.h>
 
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
+#include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <random>
@@ -15,6 +20,7 @@
 #include "common/http/url.h"
 #include "common/listing_format.h"
 #include "common/log/log.h"
+#include "common/pickle.h"
 #include "common/timestamp.h"
 #include "proxy/internal/app.h"
 #include "proxy/memcache.h"
@@ -509,6 +515,219 @@ class ListingFormats final : public Middleware {
   const common::Constraints& constraints_;
 };
 
+// ---- ratelimit -------------------------------------------------------------------------------
+
+// Swift's ratelimit: object writes (PUT, DELETE, POST, COPY) slowed to the rate
+// container_ratelimit_<size> gives a container of that many objects (interpolated between the
+// sizes given), container PUT/DELETE to account_ratelimit per account, listings to
+// container_listing_ratelimit_<size>, and all writes of an account to its
+// X-Account-Sysmeta-Global-Write-Ratelimit. Each limit is a counter in memcached, shared by
+// every proxy: the time (in 1/clock_accuracy s) at which the next request may go. A request
+// that would have to wait more than max_sleep_time_seconds gets 498; blacklisted accounts
+// 497. Without memcached nothing is limited, as in Swift.
+class RateLimit final : public Middleware {
+ public:
+  // (container size, requests per second), sorted by size.
+  using Limits = std::vector<std::pair<int64_t, double>>;
+  struct Options {
+    double account_ratelimit = 0;
+    double max_sleep_time_seconds = 60;
+    double log_sleep_time_seconds = 0;
+    int64_t clock_accuracy = 1000;
+    int64_t rate_buffer_seconds = 5;
+    std::vector<std::string> whitelist, blacklist;
+    Limits container_limits, listing_limits;
+  };
+
+  RateLimit(Options o, ProxyApp& app) : o_(std::move(o)), app_(app) {}
+
+  static Result<Options> parse(const common::Section& s) {
+    Options o;
+    APUS_ASSIGN_OR_RETURN(o.account_ratelimit, s.get_double("account_ratelimit", 0));
+    APUS_ASSIGN_OR_RETURN(o.max_sleep_time_seconds, s.get_double("max_sleep_time_seconds", 60));
+    APUS_ASSIGN_OR_RETURN(o.log_sleep_time_seconds, s.get_double("log_sleep_time_seconds", 0));
+    APUS_ASSIGN_OR_RETURN(o.clock_accuracy, s.get_int("clock_accuracy", 1000));
+    APUS_ASSIGN_OR_RETURN(o.rate_buffer_seconds, s.get_int("rate_buffer_seconds", 5));
+    if (o.clock_accuracy <= 0) return s.invalid("clock_accuracy", "must be positive");
+    o.whitelist = common::list_from_csv(s.get_string("account_whitelist", ""));
+    o.blacklist = common::list_from_csv(s.get_string("account_blacklist", ""));
+    for (const auto& [key, value] : s.items()) {
+      for (auto [prefix, limits] : {std::pair{"container_ratelimit_", &o.container_limits},
+                                    std::pair{"container_listing_ratelimit_", &o.listing_limits}}) {
+        std::string_view k(key);
+        if (!k.starts_with(prefix)) continue;
+        std::string size(k.substr(std::string_view(prefix).size()));
+        auto rate = s.get_double(key, 0);
+        if (size.empty() || size.find_first_not_of("0123456789") != std::string::npos ||
+            size.size() > 18 || !rate.ok()) {
+          return s.invalid(key, "must be container_ratelimit_<size> = <requests per second>");
+        }
+        limits->emplace_back(std::stoll(size), *rate);
+      }
+    }
+    std::sort(o.container_limits.begin(), o.container_limits.end());
+    std::sort(o.listing_limits.begin(), o.listing_limits.end());
+    return o;
+  }
+
+  // Swift's get_maxrate(): the rate for a container of `size` objects, on the line between
+  // the configured sizes around it (the last rate beyond them); none below the first size or
+  // for an empty container.
+  static std::optional<double> max_rate(const Limits& limits, int64_t size) {
+    if (size == 0) return std::nullopt;
+    std::optional<double> rate;
+    for (size_t i = 0; i < limits.size() && size >= limits[i].first; ++i) {
+      if (i + 1 < limits.size()) {
+        double slope = (limits[i + 1].second - limits[i].second) /
+                       static_cast<double>(limits[i + 1].first - limits[i].first);
+        rate = static_cast<double>(size - limits[i].first) * slope + limits[i].second;
+      } else {
+        rate = limits[i].second;
+      }
+    }
+    return rate;
+  }
+
+  std::optional<std::pair<std::string, std::string>> info() const override {
+    auto list = [](const Limits& limits) {
+      std::string out = "[";
+      for (size_t i = 0; i < limits.size(); ++i) {
+        out += (i ? ", [" : "[") + std::to_string(limits[i].first) + ", " +
+               common::pickle::python_float_repr(limits[i].second) + "]";
+      }
+      return out + "]";
+    };
+    return std::make_pair(
+        std::string("ratelimit"),
+        "{\"account_ratelimit\": " + common::pickle::python_float_repr(o_.account_ratelimit) +
+            ", \"max_sleep_time_seconds\": " + common::pickle::python_float_repr(o_.max_sleep_time_seconds) +
+            ", \"container_ratelimits\": " + list(o_.container_limits) +
+            ", \"container_listing_ratelimits\": " + list(o_.listing_limits) + "}");
+  }
+
+  net::awaitable<void> call(Exchange& ex, ProxyEnv& env, const Next& next) override {
+    if (!env.memcache) {
+      static std::atomic<bool> warned{false};
+      if (!warned.exchange(true)) {
+        APUS_LOG_WARNING("Warning: Cannot ratelimit without a memcached client");
+      }
+      co_await next(ex, env);
+      co_return;
+    }
+    if (auto refused = co_await limit(ex.request(), env)) {
+      (void)co_await ex.respond(std::move(*refused));
+      co_return;
+    }
+    co_await next(ex, env);
+  }
+
+ private:
+  static bool is_write(std::string_view method) {
+    return method == "PUT" || method == "DELETE" || method == "POST" || method == "COPY";
+  }
+
+  // Waits as the limits say; a response when the request is refused instead.
+  net::awaitable<std::optional<Response>> limit(const Request& req, ProxyEnv& env) {
+    auto segs = common::http::split_path(common::http::percent_decode(req.path()), 1, 4, true);
+    if (!segs.ok() || !common::valid_api_version(app_.config().swift.constraints,
+                                                 (*segs)[0].value_or(""))) {
+      co_return std::nullopt;
+    }
+    const std::string account = (*segs)[1].value_or("");
+    const std::string container = (*segs)[2].value_or("");
+    const std::string object = (*segs)[3].value_or("");
+    if (account.empty()) co_return std::nullopt;
+    CachedInfo account_info = co_await app_.account_info(account, req, env.trans_id);
+    std::string global(account_info.headers.get_or("X-Account-Sysmeta-Global-Write-Ratelimit", ""));
+    if (global == "WHITELIST" ||
+        std::find(o_.whitelist.begin(), o_.whitelist.end(), account) != o_.whitelist.end()) {
+      co_return std::nullopt;
+    }
+    if (global == "BLACKLIST" ||
+        std::find(o_.blacklist.begin(), o_.blacklist.end(), account) != o_.blacklist.end()) {
+      APUS_LOG_ERROR("Returning 497 because of blacklisting: " + account);
+      co_await sleep(1);  // as Swift does, so a blacklisted client cannot spin
+      Response r = common::http::swob_response_with_body(497, "Your account has been blacklisted");
+      r.reason = "Blacklisted";
+      co_return r;
+    }
+    std::vector<std::pair<std::string, double>> keys;  // memcached key, requests per second
+    if (o_.account_ratelimit > 0 && !container.empty() && object.empty() &&
+        (req.method == "PUT" || req.method == "DELETE")) {
+      keys.emplace_back("ratelimit/" + account, o_.account_ratelimit);
+    }
+    const bool object_write = !object.empty() && is_write(req.method);
+    const bool listing = !container.empty() && object.empty() && req.method == "GET";
+    if (object_write || listing) {
+      CachedInfo info = co_await app_.container_info(account, container, req, env.trans_id);
+      int64_t size = std::atoll(std::string(info.headers.get_or("X-Container-Object-Count", "0")).c_str());
+      auto rate = max_rate(object_write ? o_.container_limits : o_.listing_limits, size);
+      if (rate && *rate > 0) {
+        keys.emplace_back((object_write ? "ratelimit/" : "ratelimit_listing/") + account + "/" +
+                              container,
+                          *rate);
+      }
+    }
+    if (is_write(req.method) && !global.empty()) {
+      char* end = nullptr;
+      double rate = std::strtod(global.c_str(), &end);
+      if (end && *end == '\0' && rate > 0) keys.emplace_back("ratelimit/global-write/" + account, rate);
+    }
+    for (const auto& [key, rate] : keys) {
+      auto wait = co_await sleep_time(*env.memcache, key, rate);
+      if (!wait) {
+        std::string path = account + "/" + container + (object.empty() ? "" : "/" + object);
+        APUS_LOG_ERROR("Returning 498 for " + req.method + " to " + path +
+                       ". Ratelimit (Max Sleep) exceeded");
+        Response r = common::http::swob_response_with_body(498, "Slow down");
+        r.reason = "Rate Limited";
+        co_return r;
+      }
+      if (o_.log_sleep_time_seconds > 0 && *wait > o_.log_sleep_time_seconds) {
+        APUS_LOG_WARNING("Ratelimit sleep log: " + std::to_string(*wait) + " for " + account +
+                         "/" + container + "/" + object);
+      }
+      if (*wait > 0) co_await sleep(*wait);
+    }
+    co_return std::nullopt;
+  }
+
+  // Swift's _get_sleep_time(): takes this request's slot on the counter; the seconds to wait
+  // for it, 0 without memcached, nullopt (slot given back) past max_sleep_time_seconds.
+  net::awaitable<std::optional<double>> sleep_time(Memcache& mc, const std::string& key,
+                                                   double rate) {
+    const auto acc = static_cast<double>(o_.clock_accuracy);
+    const double now_s =
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    const auto now = static_cast<int64_t>(std::llround(now_s * acc));
+    const auto per_request = static_cast<int64_t>(std::llround(acc / rate));
+    auto running = co_await mc.incr(key, per_request);
+    if (!running) co_return 0.0;
+    int64_t need = 0;
+    if (now - *running > o_.rate_buffer_seconds * o_.clock_accuracy) {
+      // Idle for a while: start over from now rather than let a burst through.
+      co_await mc.set_raw(key, std::to_string(now + per_request), 0);
+    } else {
+      need = std::max<int64_t>(*running - now - per_request, 0);
+    }
+    if (o_.max_sleep_time_seconds * acc - static_cast<double>(need) <= acc * 0.01) {
+      (void)co_await mc.incr(key, -per_request);
+      co_return std::nullopt;
+    }
+    co_return static_cast<double>(need) / acc;
+  }
+
+  static net::awaitable<void> sleep(double seconds) {
+    net::steady_timer t(co_await net::this_coro::executor,
+                        std::chrono::duration_cast<net::steady_timer::duration>(
+                            std::chrono::duration<double>(seconds)));
+    co_await t.async_wait(net::use_awaitable);
+  }
+
+  Options o_;
+  ProxyApp& app_;
+};
+
 }  // namespace
 
 Result<std::unique_ptr<Middleware>> make_middleware(std::string_view name,
@@ -543,6 +762,11 @@ Result<std::unique_ptr<Middleware>> make_middleware(std::string_view name,
         "cross_domain_policy", "<allow-access-from domain=\"*\" secure=\"false\" />")));
   }
   if (name == "tempauth") return make_tempauth(section, app);
+  if (name == "ratelimit") {
+    auto options = RateLimit::parse(section);
+    if (!options.ok()) return options.status();
+    return std::unique_ptr<Middleware>(std::make_unique<RateLimit>(std::move(*options), app));
+  }
   if (name == "copy") return make_copy(app);
   return Status::invalid_argument("unknown middleware egg:swift#" + std::string(name) +
                                   " in [" + section.name() + "]");

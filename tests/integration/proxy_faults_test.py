@@ -16,6 +16,9 @@ with apus-ring-builder on free loopback ports), driven with python-swiftclient:
    it.
 8. An object server that stalls in the middle of a GET: the proxy resumes from another replica
    after recoverable_node_timeout and the client gets the whole object, byte for byte.
+9. ratelimit (counters in memcached): object writes in a container slowed to its
+   container_ratelimit, 498 past max_sleep_time_seconds, 497 for a blacklisted account, and
+   /info lists the limits.
 
 usage: proxy_faults_test.py <build-dir>
 """
@@ -70,7 +73,7 @@ class Cluster:
         self.proxy_port = self.start_proxy("proxy-server")
         self.second_proxy_port = self.start_proxy("proxy-server-2")
 
-    def start_proxy(self, name, app_options=""):
+    def start_proxy(self, name, app_options="", ratelimit=None):
         root, ps = self.root, self.ps
         port = procs.free_port()
         conf = os.path.join(self.etc, name + ".conf")
@@ -78,7 +81,7 @@ class Cluster:
             f.write("[DEFAULT]\nbind_ip = 127.0.0.1\nbind_port = %d\nworkers = 2\nswift_dir = %s\n"
                     "log_file = %s/%s.log\n\n"
                     "[pipeline:main]\npipeline = catch_errors gatekeeper healthcheck "
-                    "proxy-logging cache listing_formats tempauth proxy-server\n\n"
+                    "proxy-logging cache listing_formats %stempauth proxy-server\n\n"
                     "[app:proxy-server]\nuse = egg:swift#proxy\naccount_autocreate = true\n"
                     "node_timeout = 1\nconn_timeout = 0.5\n%s\n"
                     "[filter:catch_errors]\nuse = egg:swift#catch_errors\n"
@@ -89,8 +92,11 @@ class Cluster:
                     "memcache_servers = 127.0.0.1:%d\n"
                     "[filter:listing_formats]\nuse = egg:swift#listing_formats\n"
                     "[filter:tempauth]\nuse = egg:swift#tempauth\n"
-                    "user_test_tester = testing .admin\n"
-                    % (port, self.etc, root, name, app_options, self.memcached_port))
+                    "user_test_tester = testing .admin\n%s"
+                    % (port, self.etc, root, name, "ratelimit " if ratelimit else "", app_options,
+                       self.memcached_port,
+                       "[filter:ratelimit]\nuse = egg:swift#ratelimit\n" + ratelimit
+                       if ratelimit else ""))
         log = os.path.join(root, name + ".out")
         proxy = ps.start([os.path.join(BIN, "apus-proxy-server"), conf], log)
         procs.wait_for_port(port, proc=proxy, log_path=log)
@@ -349,11 +355,60 @@ def resume_after_stall(cluster):
         check(any("resumed at byte" in line for line in f), "the proxy logged the resume")
 
 
+def ratelimit(cluster):
+    import json
+    import urllib.request
+    from concurrent.futures import ThreadPoolExecutor
+    url, token = cluster.connect()
+    port = cluster.start_proxy("proxy-ratelimit", ratelimit="container_ratelimit_1 = 5\n"
+                               "container_ratelimit_100 = 1\nmax_sleep_time_seconds = 1\n")
+    limited = url.replace(":%d/" % cluster.proxy_port, ":%d/" % port)
+    swift.put_container(limited, token, "slow")
+    swift.put_object(limited, token, "slow", "o", b"x")
+    # The container's cached info said 0 objects (not limited); a container POST drops it.
+    swift.post_container(limited, token, "slow", {"X-Container-Meta-A": "b"})
+    # One object: 5 writes a second; eleven in a row take two seconds at least.
+    start = time.time()
+    for _ in range(11):
+        swift.post_object(limited, token, "slow", "o", headers={"X-Object-Meta-A": "b"})
+    took = time.time() - start
+    check(took >= 1.8, "11 POSTs at 5/s took %.2f s" % took)
+    # Many at once: those that would wait more than max_sleep_time_seconds get 498.
+    def post(_):
+        req = urllib.request.Request(limited + "/slow/o", method="POST",
+                                     headers={"X-Auth-Token": token})
+        try:
+            with urllib.request.urlopen(req) as r:
+                return r.status, b""
+        except urllib.error.HTTPError as e:
+            return e.code, e.read()
+    with ThreadPoolExecutor(20) as pool:
+        answers = list(pool.map(post, range(20)))
+    statuses = sorted(a[0] for a in answers)
+    check(202 in statuses and 498 in statuses, "a burst gets 202s and 498s: %r" % statuses)
+    check(all(body == b"Slow down" for status, body in answers if status == 498),
+          "498 says Slow down")
+    # Listings and container writes are not limited by container_ratelimit.
+    swift.get_container(limited, token, "slow")
+    with urllib.request.urlopen("http://127.0.0.1:%d/info" % port) as r:
+        info = json.loads(r.read())
+    check(info.get("ratelimit") == {"account_ratelimit": 0.0, "max_sleep_time_seconds": 1.0,
+                                    "container_ratelimits": [[1, 5.0], [100, 1.0]],
+                                    "container_listing_ratelimits": []},
+          "/info ratelimit: %r" % info.get("ratelimit"))
+    black = cluster.start_proxy("proxy-blacklist", ratelimit="account_blacklist = AUTH_test\n")
+    try:
+        swift.head_account(url.replace(":%d/" % cluster.proxy_port, ":%d/" % black), token)
+        check(False, "a blacklisted account is refused")
+    except swift.ClientException as e:
+        check(e.http_status == 497, "a blacklisted account gets 497: %s" % e.http_status)
+
+
 def main():
     with procs.TempDir("apus-proxy-faults-") as root, procs.Processes() as ps:
         cluster = Cluster(root, ps)
         for step in (tree_round_trip, put_storm_with_node_down, two_primaries_down, hanging_node,
-                     shared_tokens, affinity, newest, resume_after_stall):
+                     shared_tokens, affinity, newest, resume_after_stall, ratelimit):
             print("---", step.__name__)
             try:
                 step(cluster)
