@@ -121,7 +121,8 @@ ProxyApp::ProxyApp(ProxyConfig config, std::unique_ptr<ring::Ring> account_ring,
       container_ring_(std::move(container_ring)),
       object_rings_(std::move(object_rings)),
       health_(config_.error_suppression_limit, config_.error_suppression_interval,
-              config_.timing_expiry, sorts_by_timing(config_)) {}
+              config_.timing_expiry, sorts_by_timing(config_)),
+      info_cache_(config_.swift.policies) {}
 
 ring::Ring* ProxyApp::object_ring(int policy) {
   auto it = object_rings_.find(policy);
@@ -228,49 +229,41 @@ net::awaitable<Response> ProxyApp::get_or_head(ring::Ring& ring, uint32_t part,
   co_return r;
 }
 
-net::awaitable<CachedInfo> ProxyApp::cached_head(const std::string& key, ring::Ring& ring,
-                                                 const std::string& account,
+net::awaitable<CachedInfo> ProxyApp::cached_head(const std::string& account,
                                                  const std::string& container,
-                                                 const Request& req,
-                                                 const std::string& trans_id, double ttl) {
-  auto now = std::chrono::steady_clock::now();
-  {
-    std::lock_guard lock(cache_mutex_);
-    auto it = cache_.find(key);
-    if (it != cache_.end() && it->second.expires > now) co_return it->second;
-  }
+                                                 const Request& req, const ProxyEnv& env) {
+  const InfoKind kind = container.empty() ? InfoKind::kAccount : InfoKind::kContainer;
+  std::string key = container.empty() ? "account/" + account : "container/" + account + "/" + container;
+  if (auto hit = co_await info_cache_.get(key, kind, env.memcache)) co_return std::move(*hit);
+  ring::Ring& ring = container.empty() ? *account_ring_ : *container_ring_;
   auto part = ring.get_part(account, container);
   CachedInfo info;
   if (!part.ok()) co_return info;
-  HeaderMap h = backend_headers(req, trans_id);
+  HeaderMap h = backend_headers(req, env.trans_id);
   std::string path = "/" + common::http::quote(account);
   if (!container.empty()) path += "/" + common::http::quote(container);
   Response r = co_await get_or_head(ring, *part, "HEAD", path, h);
   info.status = r.status;
   info.headers = std::move(r.headers);
-  info.expires = now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                           std::chrono::duration<double>(ttl));
-  if (info.status < 500) {  // trouble is not cached
-    std::lock_guard lock(cache_mutex_);
-    cache_[key] = info;
-  }
+  co_await info_cache_.set(std::move(key), kind, info,
+                           container.empty() ? config_.recheck_account_existence
+                                             : config_.recheck_container_existence,
+                           env.memcache);
   co_return info;
 }
 
 net::awaitable<CachedInfo> ProxyApp::account_info(const std::string& account, const Request& req,
-                                                  const std::string& trans_id) {
-  // A coroutine, not a plain function returning cached_head(): the key and the empty
-  // container name must live until cached_head is done with them.
-  co_return co_await cached_head("account/" + account, *account_ring_, account, std::string(),
-                                 req, trans_id, config_.recheck_account_existence);
+                                                  const ProxyEnv& env) {
+  // A coroutine, not a plain function returning cached_head(): the empty container name must
+  // live until cached_head is done with it.
+  co_return co_await cached_head(account, std::string(), req, env);
 }
 
 net::awaitable<CachedInfo> ProxyApp::container_info(const std::string& account,
                                                     const std::string& container,
-                                                    const Request& req,
-                                                    const std::string& trans_id) {
+                                                    const Request& req, const ProxyEnv& env) {
   // A container exists only in an account that exists.
-  CachedInfo a = co_await account_info(account, req, trans_id);
+  CachedInfo a = co_await account_info(account, req, env);
   if (a.status < 200 || a.status >= 300) {
     if (!(a.status == 404 && config_.account_autocreate)) {
       CachedInfo none;
@@ -278,18 +271,14 @@ net::awaitable<CachedInfo> ProxyApp::container_info(const std::string& account,
       co_return none;
     }
   }
-  co_return co_await cached_head("container/" + account + "/" + container, *container_ring_,
-                                 account, container, req, trans_id,
-                                 config_.recheck_container_existence);
+  co_return co_await cached_head(account, container, req, env);
 }
 
-void ProxyApp::forget_info(const std::string& account, const std::string& container) {
-  std::lock_guard lock(cache_mutex_);
-  if (container.empty()) {
-    cache_.erase("account/" + account);
-  } else {
-    cache_.erase("container/" + account + "/" + container);
-  }
+net::awaitable<void> ProxyApp::forget_info(std::string account, std::string container,
+                                           const ProxyEnv& env) {
+  co_await info_cache_.forget(
+      container.empty() ? "account/" + account : "container/" + account + "/" + container,
+      env.memcache);
 }
 
 // ---- accounts --------------------------------------------------------------------------------
@@ -384,12 +373,12 @@ net::awaitable<void> ProxyApp::account_request(Exchange& ex, ProxyEnv& env, cons
     if (istarts_with(k, "x-account-meta-") || istarts_with(k, "x-account-sysmeta-")) h.set(k, v);
   }
   h.set("X-Timestamp", Timestamp::now().internal());
-  forget_info(p.account);
+  co_await forget_info(p.account, "", env);
   NodeIter it = nodes(*account_ring_, *part);
   auto answers = co_await make_requests(config_.backend, health_, std::move(it), req.method, path,
                                         [&](size_t) { return h; });
   Response r = best_response(answers, answers.size());
-  forget_info(p.account);  // again: a read during the write may have cached the old state
+  co_await forget_info(p.account, "", env);  // again: a read during the write may have cached the old state
   if (req.method == "POST" && r.status == 404 && config_.account_autocreate) {
     // Swift creates the account, then posts again.
     HeaderMap put = base;
@@ -421,7 +410,7 @@ net::awaitable<void> ProxyApp::container_request(Exchange& ex, ProxyEnv& env, co
   }
   auto origin = req.headers.get("Origin");
   if (req.method == "OPTIONS" || origin) {
-    CachedInfo info = co_await container_info(p.account, p.container, req, env.trans_id);
+    CachedInfo info = co_await container_info(p.account, p.container, req, env);
     if (req.method == "OPTIONS") {
       (void)co_await ex.respond(
           options_response(req, "DELETE, GET, HEAD, OPTIONS, POST, PUT", &info));
@@ -455,7 +444,7 @@ net::awaitable<void> ProxyApp::container_request_inner(Exchange& ex, ProxyEnv& e
   HeaderMap base = backend_headers(req, env.trans_id);
 
   if (req.method == "GET" || req.method == "HEAD") {
-    CachedInfo account = co_await account_info(p.account, req, env.trans_id);
+    CachedInfo account = co_await account_info(p.account, req, env);
     if (account.status < 200 || account.status >= 300) {
       if (early) {
         (void)co_await ex.respond(std::move(*early));
@@ -537,7 +526,7 @@ net::awaitable<void> ProxyApp::container_request_inner(Exchange& ex, ProxyEnv& e
     }
   }
 
-  CachedInfo account = co_await account_info(p.account, req, env.trans_id);
+  CachedInfo account = co_await account_info(p.account, req, env);
   if (account.status == 404 && req.method == "PUT" && config_.account_autocreate) {
     auto apart = account_ring_->get_part(p.account);
     HeaderMap put = base;
@@ -551,8 +540,8 @@ net::awaitable<void> ProxyApp::container_request_inner(Exchange& ex, ProxyEnv& e
       (void)co_await ex.respond(swob_response(503));
       co_return;
     }
-    forget_info(p.account);
-    account = co_await account_info(p.account, req, env.trans_id);
+    co_await forget_info(p.account, "", env);
+    account = co_await account_info(p.account, req, env);
   }
   if (account.status < 200 || account.status >= 300) {
     (void)co_await ex.respond(swob_response(account.status >= 500 || account.status == 0 ? 503 : 404));
@@ -563,7 +552,7 @@ net::awaitable<void> ProxyApp::container_request_inner(Exchange& ex, ProxyEnv& e
                 p.account) == config_.max_containers_whitelist.end()) {
     int64_t count = std::atoll(
         std::string(account.headers.get_or("X-Account-Container-Count", "0")).c_str());
-    CachedInfo existing = co_await container_info(p.account, p.container, req, env.trans_id);
+    CachedInfo existing = co_await container_info(p.account, p.container, req, env);
     if (count >= config_.max_containers_per_account && existing.status == 404) {
       (void)co_await ex.respond(common::http::swob_response_with_body(
           403, "Reached container limit of " + std::to_string(config_.max_containers_per_account)));
@@ -610,13 +599,13 @@ net::awaitable<void> ProxyApp::container_request_inner(Exchange& ex, ProxyEnv& e
     }
     return each;
   };
-  forget_info(p.account);
-  forget_info(p.account, p.container);
+  co_await forget_info(p.account, "", env);
+  co_await forget_info(p.account, p.container, env);
   auto answers = co_await make_requests(config_.backend, health_, std::move(it), req.method, path,
                                         headers_for);
   Response r = best_response(answers, n);
-  forget_info(p.account);  // again: a read during the write may have cached the old state
-  forget_info(p.account, p.container);
+  co_await forget_info(p.account, "", env);  // again: a read during the write may have cached the old state
+  co_await forget_info(p.account, p.container, env);
   if (req.method == "DELETE" && r.status == 202) r = swob_response(404);
   (void)co_await ex.respond(std::move(r));
 }

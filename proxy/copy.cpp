@@ -376,7 +376,6 @@ class Copy final : public Middleware {
     sub.remote_user = env.remote_user;
     sub.clean_acl = env.clean_acl;
     sub.memcache = env.memcache;
-    sub.account_headers = env.account_headers;
     sub.log_info = env.log_info;
     return sub;
   }

@@ -31,7 +31,9 @@ constexpr int kNodeWeight = 50;  // ring points per server, as Swift's NODE_WEIG
 constexpr int kJsonFlag = 2;
 constexpr auto kTuple = net::as_tuple(net::use_awaitable);
 
-// One connection to one server, owned by one worker thread.
+constexpr size_t kMaxIdlePerServer = 16;
+
+// One connection to one server, owned by one worker thread and used by one request at a time.
 struct Conn {
   std::unique_ptr<tcp::socket> socket;
   net::streambuf buf;
@@ -46,7 +48,10 @@ struct Memcache::Impl {
   std::mutex mutex;
   std::map<std::string, Clock::time_point> limited;  // server -> until; GUARDED_BY(mutex)
 
-  static thread_local std::map<const Impl*, std::map<std::string, Conn>> conns;
+  // Idle connections of this worker thread, by client and server. A request takes one (or
+  // opens one) for its exchange, so concurrent requests never share a socket.
+  static thread_local std::map<const Impl*, std::map<std::string, std::vector<std::unique_ptr<Conn>>>>
+      idle;
 
   bool is_limited(const std::string& server) {
     std::lock_guard lock(mutex);
@@ -58,38 +63,48 @@ struct Memcache::Impl {
     limited[server] = Clock::now() + std::chrono::seconds(60);
   }
 
-  // Runs `op` on `server`'s connection (connecting first if needed) within io_timeout.
+  // Runs `op` on a connection to `server` of its own (an idle one, or a new one) within
+  // io_timeout; the connection goes back to the idle ones unless something failed.
   template <class Op>
   net::awaitable<bool> with_conn(const std::string& server, Op op) {
     auto ex = co_await net::this_coro::executor;
-    Conn& c = conns[this][server];
-    if (!c.socket) {
+    std::unique_ptr<Conn> c;
+    {
+      auto& spare = idle[this][server];
+      if (!spare.empty()) {
+        c = std::move(spare.back());
+        spare.pop_back();
+      }
+    }
+    if (!c) {
+      c = std::make_unique<Conn>();
       size_t colon = server.rfind(':');
       tcp::endpoint ep(net::ip::make_address(server.substr(0, colon)),
                        static_cast<uint16_t>(std::stoi(server.substr(colon + 1))));
-      c.socket = std::make_unique<tcp::socket>(ex);
-      c.buf.consume(c.buf.size());
+      c->socket = std::make_unique<tcp::socket>(ex);
       net::steady_timer t(ex, connect_timeout);
-      auto r = co_await (c.socket->async_connect(ep, kTuple) || t.async_wait(kTuple));
+      auto r = co_await (c->socket->async_connect(ep, kTuple) || t.async_wait(kTuple));
       if (r.index() != 0 || std::get<0>(std::get<0>(r))) {
-        c.socket.reset();
         limit(server);
         co_return false;
       }
-      c.socket->set_option(tcp::no_delay(true));
+      c->socket->set_option(tcp::no_delay(true));
     }
     net::steady_timer t(ex, io_timeout);
-    auto r = co_await (op(c) || t.async_wait(kTuple));
+    auto r = co_await (op(*c) || t.async_wait(kTuple));
     if (r.index() != 0 || !std::get<0>(r)) {
-      c.socket.reset();
       limit(server);
       co_return false;
     }
+    auto& spare = idle[this][server];
+    if (spare.size() < kMaxIdlePerServer) spare.push_back(std::move(c));
     co_return true;
   }
 };
 
-thread_local std::map<const Memcache::Impl*, std::map<std::string, Conn>> Memcache::Impl::conns;
+thread_local std::map<const Memcache::Impl*,
+                      std::map<std::string, std::vector<std::unique_ptr<Conn>>>>
+    Memcache::Impl::idle;
 
 Memcache::Memcache(std::vector<std::string> servers, double connect_timeout, double io_timeout)
     : impl_(std::make_unique<Impl>()) {
@@ -230,6 +245,23 @@ net::awaitable<std::optional<int64_t>> Memcache::incr(std::string key, int64_t d
     if (ok) co_return value;
   }
   co_return std::nullopt;
+}
+
+net::awaitable<void> Memcache::del(std::string key) {
+  std::string h = hashed(key);
+  std::string req = "delete " + h + "\r\n";
+  for (const auto& server : servers_for(h)) {
+    if (impl_->is_limited(server)) continue;
+    bool ok = co_await impl_->with_conn(server, [&](Conn& c) -> net::awaitable<bool> {
+      auto [ec, n] = co_await net::async_write(*c.socket, net::buffer(req), kTuple);
+      if (ec) co_return false;
+      auto [ec2, len] = co_await net::async_read_until(*c.socket, c.buf, "\r\n", kTuple);
+      if (ec2) co_return false;
+      c.buf.consume(len);  // DELETED or NOT_FOUND
+      co_return true;
+    });
+    if (ok) co_return;
+  }
 }
 
 net::awaitable<void> Memcache::store(std::string key, int flags, std::string data, double ttl) {

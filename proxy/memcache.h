@@ -32,6 +32,8 @@ class Memcache {
   boost::asio::awaitable<std::optional<std::string>> get(std::string key);
   // Stores JSON text `json` under `key` for `ttl` seconds (0: no expiry).
   boost::asio::awaitable<void> set(std::string key, std::string json, double ttl);
+  // Removes `key` (a missing key is fine).
+  boost::asio::awaitable<void> del(std::string key);
   // Stores `value` as it is (Swift's serialize=False), e.g. a counter's new start.
   boost::asio::awaitable<void> set_raw(std::string key, std::string value, double ttl);
   // Swift's incr(): adds `delta` (decr when negative; memcached stops at 0) to the counter

@@ -637,7 +637,7 @@ class RateLimit final : public Middleware {
     const std::string container = (*segs)[2].value_or("");
     const std::string object = (*segs)[3].value_or("");
     if (account.empty()) co_return std::nullopt;
-    CachedInfo account_info = co_await app_.account_info(account, req, env.trans_id);
+    CachedInfo account_info = co_await app_.account_info(account, req, env);
     std::string global(account_info.headers.get_or("X-Account-Sysmeta-Global-Write-Ratelimit", ""));
     if (global == "WHITELIST" ||
         std::find(o_.whitelist.begin(), o_.whitelist.end(), account) != o_.whitelist.end()) {
@@ -659,7 +659,7 @@ class RateLimit final : public Middleware {
     const bool object_write = !object.empty() && is_write(req.method);
     const bool listing = !container.empty() && object.empty() && req.method == "GET";
     if (object_write || listing) {
-      CachedInfo info = co_await app_.container_info(account, container, req, env.trans_id);
+      CachedInfo info = co_await app_.container_info(account, container, req, env);
       int64_t size = std::atoll(std::string(info.headers.get_or("X-Container-Object-Count", "0")).c_str());
       auto rate = max_rate(object_write ? o_.container_limits : o_.listing_limits, size);
       if (rate && *rate > 0) {

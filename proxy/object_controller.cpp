@@ -219,7 +219,7 @@ net::awaitable<void> ProxyApp::object_request(Exchange& ex, ProxyEnv& env, const
     (void)co_await ex.respond(std::move(r));
     co_return;
   }
-  CachedInfo container = co_await container_info(p.account, p.container, req, env.trans_id);
+  CachedInfo container = co_await container_info(p.account, p.container, req, env);
   if (req.method == "OPTIONS") {
     (void)co_await ex.respond(
         options_response(req, "DELETE, GET, HEAD, OPTIONS, POST, PUT", &container));

@@ -53,10 +53,6 @@ struct ProxyEnv {
   common::http::HeaderMap add_headers;
   std::map<std::string, std::string> log_info;  // swift.log_info
   Memcache* memcache = nullptr;        // swift.cache
-  // get_account_info() for middlewares (tempauth's account ACLs): set by the proxy.
-  std::function<boost::asio::awaitable<std::optional<common::http::HeaderMap>>(
-      const std::string& account)>
-      account_headers;
 };
 
 using Next = std::function<boost::asio::awaitable<void>(common::http::Exchange&, ProxyEnv&)>;

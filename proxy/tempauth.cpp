@@ -392,7 +392,7 @@ class TempAuth final : public Middleware {
       }
     }
     // Account ACLs from the account's sysmeta.
-    CachedInfo info = co_await app_.account_info(account, req, env.trans_id);
+    CachedInfo info = co_await app_.account_info(account, req, env);
     if (auto acl = info.headers.get("X-Account-Sysmeta-Core-Access-Control")) {
       boost::system::error_code ec;
       auto v = boost::json::parse(*acl, ec);

@@ -1,7 +1,7 @@
 // ProxyApp: the proxy-server app at the end of the pipeline, and the controllers it routes to
 // (account, container, object, /info). Private to proxy/.
 //
-// Thread-safe: the rings and the node health are; the info cache has its own mutex.
+// Thread-safe: the rings, the node health and the info cache are.
 #pragma once
 
 #include <map>
@@ -15,6 +15,7 @@
 #include "common/http/client.h"
 #include "common/timestamp.h"
 #include "proxy/backend.h"
+#include "proxy/info_cache.h"
 #include "proxy/pipeline.h"
 #include "proxy/proxy_server.h"
 #include "ring/ring.h"
@@ -65,15 +66,18 @@ class ProxyApp {
   }
 
   // Account and container existence and metadata, as Swift's get_account_info() and
-  // get_container_info() give them: a HEAD to the backends, cached for recheck_*_existence.
+  // get_container_info() give them: a HEAD to the backends, cached for recheck_*_existence
+  // (in memcached when env has it, shared by every proxy).
   boost::asio::awaitable<CachedInfo> account_info(const std::string& account,
                                                   const common::http::Request& req,
-                                                  const std::string& trans_id);
+                                                  const ProxyEnv& env);
   boost::asio::awaitable<CachedInfo> container_info(const std::string& account,
                                                     const std::string& container,
                                                     const common::http::Request& req,
-                                                    const std::string& trans_id);
-  void forget_info(const std::string& account, const std::string& container = {});
+                                                    const ProxyEnv& env);
+  // Drops the cached info of an account, or of a container (Swift's clear_info_cache()).
+  boost::asio::awaitable<void> forget_info(std::string account, std::string container,
+                                           const ProxyEnv& env);
 
  private:
   boost::asio::awaitable<void> account_request(common::http::Exchange& ex, ProxyEnv& env,
@@ -127,11 +131,10 @@ class ProxyApp {
   NodeIter nodes(ring::Ring& ring, uint32_t part,
                  NodeIter::Purpose purpose = NodeIter::Purpose::kRead,
                  std::optional<int> policy = std::nullopt);
-  boost::asio::awaitable<CachedInfo> cached_head(const std::string& key, ring::Ring& ring,
-                                                 const std::string& account,
+  boost::asio::awaitable<CachedInfo> cached_head(const std::string& account,
                                                  const std::string& container,
                                                  const common::http::Request& req,
-                                                 const std::string& trans_id, double ttl);
+                                                 const ProxyEnv& env);
 
   ProxyConfig config_;
   std::unique_ptr<ring::Ring> account_ring_;
@@ -139,8 +142,7 @@ class ProxyApp {
   std::map<int, std::unique_ptr<ring::Ring>> object_rings_;
   NodeHealth health_;
   std::vector<std::pair<std::string, std::string>> middleware_info_;
-  std::mutex cache_mutex_;
-  std::map<std::string, CachedInfo> cache_;  // "account/<a>", "container/<a>/<c>"; GUARDED_BY
+  InfoCache info_cache_;
 };
 
 // Authorization as the controllers ask for it: runs env.authorize (if any) with env.acl set

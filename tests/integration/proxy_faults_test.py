@@ -19,6 +19,8 @@ with apus-ring-builder on free loopback ports), driven with python-swiftclient:
 9. ratelimit (counters in memcached): object writes in a container slowed to its
    container_ratelimit, 498 past max_sleep_time_seconds, 497 for a blacklisted account, and
    /info lists the limits.
+10. Account and container info cached in memcached in Swift's format: an ACL set at one proxy
+    counts at the other at once, and an entry Swift's own code wrote is read by Apus.
 
 usage: proxy_faults_test.py <build-dir>
 """
@@ -404,11 +406,49 @@ def ratelimit(cluster):
         check(e.http_status == 497, "a blacklisted account gets 497: %s" % e.http_status)
 
 
+def shared_info(cluster):
+    import urllib.request
+    from swift.common.memcached import MemcacheRing
+    from swift.proxy.controllers.base import headers_to_container_info
+    url, token = cluster.connect()
+    other = url.replace(":%d/" % cluster.proxy_port, ":%d/" % cluster.second_proxy_port)
+    swift.put_container(url, token, "shared")
+    swift.put_object(url, token, "shared", "o", b"public soon")
+
+    def anonymous_get(base):
+        try:
+            with urllib.request.urlopen(base + "/shared/o") as r:
+                return r.status
+        except urllib.error.HTTPError as e:
+            return e.code
+    check(anonymous_get(other) == 401, "no ACL yet: the second proxy refuses an anonymous GET")
+    ring = MemcacheRing(["127.0.0.1:%d" % cluster.memcached_port])
+    info = ring.get("container/AUTH_test/shared")
+    check(isinstance(info, dict) and info.get("status") == 204 and info.get("read_acl") is None
+          and info.get("storage_policy") == "0",
+          "the container info in memcached is Swift's dict: %r" % info)
+    swift.post_container(url, token, "shared", {"X-Container-Read": ".r:*"})
+    check(anonymous_get(other) == 200, "the ACL set at the first proxy counts at the second")
+    # An entry written by Swift's own code (a Swift proxy on the same memcached).
+    swift.put_container(url, token, "swift-cached")
+    swift.put_object(url, token, "swift-cached", "o", b"x")
+    ring.set("container/AUTH_test/swift-cached",
+             headers_to_container_info({"x-container-read": ".r:*", "x-container-object-count": "1",
+                                        "x-backend-storage-policy-index": "0"}, 204), time=60)
+    try:
+        with urllib.request.urlopen(other + "/swift-cached/o") as r:
+            status = r.status
+    except urllib.error.HTTPError as e:
+        status = e.code
+    check(status == 200, "Apus honours a container info entry Swift wrote: %d" % status)
+
+
 def main():
     with procs.TempDir("apus-proxy-faults-") as root, procs.Processes() as ps:
         cluster = Cluster(root, ps)
         for step in (tree_round_trip, put_storm_with_node_down, two_primaries_down, hanging_node,
-                     shared_tokens, affinity, newest, resume_after_stall, ratelimit):
+                     shared_tokens, shared_info, affinity, newest, resume_after_stall,
+                     ratelimit):
             print("---", step.__name__)
             try:
                 step(cluster)
