@@ -2,6 +2,13 @@
 // replica (streamed), POST and DELETE by quorum (swift-protocol.md §12).
 #include <algorithm>
 #include <array>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <deque>
 #include <fstream>
 #include <sstream>
 #include <unordered_map>
@@ -97,6 +104,117 @@ HeaderMap object_write_headers(const Request& req, const HeaderMap& client,
 }
 
 // X-Container-Host/-Device/-Partition for the i-th object replica of n.
+// Feeds one upload to the connections of its replicas, each with a queue of at most
+// `depth` chunks (Swift's put_queue_depth): a node may fall that far behind the others before
+// it holds the upload up. A connection whose write fails is dropped. One writer coroutine per
+// connection; everything runs on the request's worker thread. Shared with the writers, so a
+// request that ends early leaves them nothing dangling.
+class PutFanout {
+ public:
+  PutFanout(net::any_io_executor ex, std::vector<std::unique_ptr<ClientConnection>> conns,
+            size_t depth)
+      : depth_(std::max<size_t>(1, depth)), room_(ex) {
+    for (auto& c : conns) lanes_.push_back(std::make_unique<Lane>(ex, std::move(c)));
+  }
+
+  static void start(const std::shared_ptr<PutFanout>& self) {
+    for (size_t i = 0; i < self->lanes_.size(); ++i) {
+      net::co_spawn(self->room_.get_executor(), write_lane(self, i), net::detached);
+    }
+  }
+
+  // Queues `chunk` for every live connection, first waiting while a live queue is full.
+  net::awaitable<void> push(std::string_view chunk) {
+    while (any_lane([this](const Lane& l) { return l.queue.size() >= depth_; })) {
+      co_await wait(room_);
+    }
+    auto shared = std::make_shared<const std::string>(chunk);
+    for (auto& l : lanes_) {
+      if (!l->alive) continue;
+      l->queue.push_back(shared);
+      l->wake.cancel();
+    }
+  }
+
+  // Waits until every live connection has written all it was given.
+  net::awaitable<void> drain() {
+    closing_ = true;
+    for (auto& l : lanes_) l->wake.cancel();
+    while (any_lane([](const Lane& l) { return !l.queue.empty() || l.running; })) {
+      co_await wait(room_);
+    }
+  }
+
+  // Stops the writers; the connections close with the last reference.
+  void abandon() {
+    closing_ = true;
+    for (auto& l : lanes_) {
+      l->alive = false;
+      l->queue.clear();
+      l->wake.cancel();
+    }
+  }
+
+  size_t size() const { return lanes_.size(); }
+  size_t alive() const {
+    return static_cast<size_t>(std::count_if(lanes_.begin(), lanes_.end(),
+                                             [](const auto& l) { return l->alive; }));
+  }
+  // Connection i after drain(), or null when its writes failed.
+  std::unique_ptr<ClientConnection> take(size_t i) {
+    return lanes_[i]->alive ? std::move(lanes_[i]->conn) : nullptr;
+  }
+
+ private:
+  struct Lane {
+    Lane(net::any_io_executor ex, std::unique_ptr<ClientConnection> c)
+        : conn(std::move(c)), wake(ex) {}
+    std::unique_ptr<ClientConnection> conn;
+    std::deque<std::shared_ptr<const std::string>> queue;  // the front is being written
+    bool alive = true;
+    bool running = true;
+    net::steady_timer wake;  // the writer waits on it for work; set only by the writer
+  };
+
+  static net::awaitable<void> write_lane(std::shared_ptr<PutFanout> self, size_t i) {
+    Lane& l = *self->lanes_[i];
+    while (l.alive) {
+      if (l.queue.empty()) {
+        if (self->closing_) break;
+        co_await wait(l.wake);
+        continue;
+      }
+      std::shared_ptr<const std::string> chunk = l.queue.front();
+      Status s = co_await l.conn->write_body(*chunk);
+      if (!l.queue.empty()) l.queue.pop_front();
+      if (!s.ok()) {
+        l.alive = false;
+        l.queue.clear();
+      }
+      self->room_.cancel();
+    }
+    l.running = false;
+    self->room_.cancel();
+  }
+
+  // Waits until `timer` is cancelled (by whoever has news for its owner).
+  static net::awaitable<void> wait(net::steady_timer& timer) {
+    timer.expires_at(net::steady_timer::time_point::max());
+    (void)co_await timer.async_wait(net::as_tuple(net::use_awaitable));
+  }
+
+  template <class Pred>
+  bool any_lane(Pred pred) const {
+    return std::any_of(lanes_.begin(), lanes_.end(),
+                       [&](const auto& l) { return l->alive && pred(*l); });
+  }
+
+  size_t depth_;
+  bool closing_ = false;
+  net::steady_timer room_;  // push() and drain() wait on it; the writers cancel it
+  std::vector<std::unique_ptr<Lane>> lanes_;
+};
+
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -568,12 +686,13 @@ net::awaitable<void> ProxyApp::object_put(Exchange& ex, ProxyEnv& env, const Api
   common::crypto::Md5 md5;
   std::vector<char> buf(config_.client_chunk_size);
   uint64_t received = 0;
-  std::vector<bool> alive(conns.size(), true);
-  std::vector<ClientConnection*> targets;  // the live connections, nullptr once one fails
-  for (auto& conn : conns) targets.push_back(conn.get());
+  auto fanout = std::make_shared<PutFanout>(co_await net::this_coro::executor, std::move(conns),
+                                            config_.put_queue_depth);
+  PutFanout::start(fanout);
   for (;;) {
     auto got = co_await ex.read_body(buf);
     if (!got.ok()) {
+      fanout->abandon();
       int status = got.status().is_timeout() ? 408 : 499;
       (void)co_await ex.respond(swob_response(status));
       co_return;
@@ -582,37 +701,32 @@ net::awaitable<void> ProxyApp::object_put(Exchange& ex, ProxyEnv& env, const Api
     std::string_view chunk(buf.data(), *got);
     received += *got;
     md5.update(chunk);
-    auto results = co_await common::http::write_all(targets, chunk);
-    size_t still = 0;
-    for (size_t i = 0; i < conns.size(); ++i) {
-      if (alive[i] && !results[i].ok()) {
-        alive[i] = false;
-        targets[i] = nullptr;  // write_all skips it from now on
-      }
-      still += alive[i];
-    }
-    if (still < quorum) {
+    co_await fanout->push(chunk);
+    if (fanout->alive() < quorum) {
+      fanout->abandon();
       (void)co_await ex.respond(swob_response(503));
       co_return;
     }
   }
   if (length && received < *length) {
+    fanout->abandon();
     (void)co_await ex.respond(swob_response(499));
     co_return;
   }
+  co_await fanout->drain();
   std::string etag = md5.hex_digest();
   std::vector<BackendResponse> answers;
-  for (size_t i = 0; i < conns.size(); ++i) {
-    if (!alive[i]) continue;
-    if (!(co_await conns[i]->finish_body()).ok()) continue;
-    auto head = co_await conns[i]->read_response_head();
+  for (size_t i = 0; i < fanout->size(); ++i) {
+    std::unique_ptr<ClientConnection> conn = fanout->take(i);  // null once it failed
+    if (!conn || !(co_await conn->finish_body()).ok()) continue;
+    auto head = co_await conn->read_response_head();
     if (!head.ok()) continue;
     BackendResponse a;
     a.status = head->status;
     a.headers = head->headers;
-    auto body = co_await conns[i]->read_body_all(1 << 16);
+    auto body = co_await conn->read_body_all(1 << 16);
     if (body.ok()) a.body = std::move(*body);
-    pool.release(std::move(conns[i]));
+    pool.release(std::move(conn));
     answers.push_back(std::move(a));
   }
   // Every replica that stored it must have stored the same bytes.

@@ -54,6 +54,8 @@ Result<ProxyConfig> ProxyConfig::from_config(const common::Config& conf) {
   c.client_chunk_size = static_cast<size_t>(std::max<int64_t>(4096, chunk));
   APUS_ASSIGN_OR_RETURN(chunk, s.get_int("object_chunk_size", 65536));
   c.object_chunk_size = static_cast<size_t>(std::max<int64_t>(4096, chunk));
+  APUS_ASSIGN_OR_RETURN(chunk, s.get_int("put_queue_depth", 10));
+  c.put_queue_depth = static_cast<size_t>(std::max<int64_t>(1, chunk));
   int64_t limit = 10;
   APUS_ASSIGN_OR_RETURN(limit, s.get_int("error_suppression_limit", 10));
   c.error_suppression_limit = static_cast<int>(limit);

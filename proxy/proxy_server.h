@@ -37,6 +37,7 @@ struct ProxyConfig {
   std::vector<std::string> max_containers_whitelist;
   size_t client_chunk_size = 65536;
   size_t object_chunk_size = 65536;
+  size_t put_queue_depth = 10;  // chunks a replica's connection may lag behind the others
   int error_suppression_limit = 10;
   double error_suppression_interval = 60;
   NodeOrder node_order;                         // sorting_method, read/write affinity

@@ -332,29 +332,6 @@ size_t ConnectionPool::idle_connections() const {
 
 // ---- helpers -----------------------------------------------------------------------------
 
-net::awaitable<std::vector<Status>> write_all(std::span<ClientConnection* const> connections,
-                                              std::string_view chunk) {
-  std::vector<Status> results(connections.size(), Status::cancelled("no connection"));
-  auto executor = co_await net::this_coro::executor;
-  net::steady_timer all_done(executor, net::steady_timer::time_point::max());
-  size_t remaining = 0;
-  for (size_t i = 0; i < connections.size(); ++i) {
-    if (!connections[i]) continue;
-    ++remaining;
-    // The spawned writers only start once this coroutine suspends below, and it resumes only
-    // after the last of them finished, so the references they hold stay valid.
-    net::co_spawn(
-        executor,
-        [&, i]() -> net::awaitable<void> {
-          results[i] = co_await connections[i]->write_body(chunk);
-          if (--remaining == 0) all_done.cancel();
-        },
-        net::detached);
-  }
-  if (remaining > 0) co_await all_done.async_wait(kAsTuple);
-  co_return results;
-}
-
 namespace {
 
 // One attempt of simple_request(); `answered` tells whether any of the response arrived.

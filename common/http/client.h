@@ -4,13 +4,11 @@
 // A ConnectionPool keeps idle keep-alive connections per peer for one worker thread (take it
 // with ConnectionPool::for_this_thread(); a pool and its connections never cross threads).
 // Timeouts belong to each connect() (a pooled connection takes the new caller's), so callers
-// with different timeouts share one pool. A
-// ClientConnection carries one request at a time: send the head (optionally with
-// `Expect: 100-continue`, then wait for the peer's 100 or its final answer), stream the body,
-// read the response head and stream the response body. `conn_timeout` bounds connecting and
-// `node_timeout` bounds every later read and write, as in Swift. write_all() streams one chunk
-// to several peers at once and completes when every peer took it, so the slowest peer paces
-// an upload (backpressure) and memory stays at one chunk.
+// with different timeouts share one pool. A ClientConnection carries one request at a time:
+// send the head (optionally with `Expect: 100-continue`, then wait for the peer's 100 or its
+// final answer), stream the body, read the response head and stream the response body.
+// `conn_timeout` bounds connecting and `node_timeout` bounds every later read and write, as in
+// Swift.
 //
 // Beast-free header. Thread-compatible: a connection and its pool are used on one worker thread,
 // and a pool must be destroyed before the io_context its connections were made on.
@@ -115,11 +113,6 @@ class ConnectionPool {
   ClientOptions options_;
   std::map<std::string, std::vector<std::unique_ptr<ClientConnection>>> idle_;  // "host:port"
 };
-
-// Writes `chunk` to every connection at once; completes when all have finished. One Status
-// per connection, in order. Connections that failed before (null) are skipped with Cancelled.
-boost::asio::awaitable<std::vector<Status>> write_all(std::span<ClientConnection* const> connections,
-                                                      std::string_view chunk);
 
 // A whole exchange for small bodies: connect, send, read the response and its body (at most
 // `max_body` bytes), release the connection. When a pooled keep-alive connection fails before
