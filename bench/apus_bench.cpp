@@ -12,8 +12,8 @@
 // round robin: the "direct" topology; by default the storage URL's host: one ingress, the "HA
 // path") and sends one request after another; clients are spread over `threads` event loops.
 // Objects are <prefix>-c<k>/o<i>, object i in container i % containers; each client owns its
-// own objects, so the clients share nothing. GET, HEAD, DELETE, POST and mixed runs first
-// upload --objects objects (default: 4 per client) in a setup phase. Every answer is checked:
+// own objects, so the clients share nothing. Every run but a pure PUT run first uploads
+// --objects objects (default: 4 per client) in a setup phase. Every answer is checked:
 // the status, the length, and for GETs the ETag header and (--verify full, the default) the
 // MD5 of the body received, so a wrong answer counts as an error, never as a fast one.
 // PUT bodies are generated (no file I/O) and their ETag answer checked against our own MD5.
@@ -547,9 +547,9 @@ net::awaitable<std::string> run_op(Plan& p, Client& c, Connection& conn, Op op, 
   co_return "";
 }
 
+// Every workload but pure PUTs reads objects, or lists containers that should hold some.
 bool needs_population(const Options& o) {
-  return std::any_of(o.mix.begin(), o.mix.end(),
-                     [](const auto& m) { return m.first != Op::kPut && m.first != Op::kList; });
+  return std::any_of(o.mix.begin(), o.mix.end(), [](const auto& m) { return m.first != Op::kPut; });
 }
 
 net::awaitable<void> client_main(Plan& p, Client& c) {

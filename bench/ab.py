@@ -1,0 +1,373 @@
+#!/usr/bin/python3
+"""A/B benchmark: Apus against stock Swift (Debian's swift-* packages) on this machine, as
+../shared/docs/benchmarking.md asks.
+
+Both sides run on the same layout, made once by scripts/saio: the same rings, four nodes of
+object, container and account servers on the same device directories (wiped before each
+side's turn), the same config files (Swift's get `user = root` added), one memcached, tempauth
+with the same users. In front: N proxies of the side's kind, and HAProxy from Debian on one
+ingress port balancing over them. Each scenario runs through the ingress ("ha") and spread by
+apus-bench over the N proxies ("direct"). The sides alternate, Apus then Swift, for --rounds
+rounds; each run's apus-bench JSON, the CPU seconds of all the side's processes during it,
+the machine's description and physical references, and both sides' config files go to
+OUT/results.json, and bench/report.py draws OUT/report.html from it.
+
+usage: bench/ab.py [--build build] [--out DIR] [--rounds 3] [--proxies 2] [--quick]
+                   [--only NAME-SUBSTRING] [--topologies ha,direct] [--base-port 18090]
+
+--quick runs every scenario briefly (a smoke test of the harness, not a result).
+Needs haproxy (apt-get install haproxy); Swift from scripts/install-deps.
+"""
+import argparse
+import json
+import os
+import platform
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PY = "/usr/bin/python3"
+NODES = (1, 2, 3, 4)
+KINDS = ("account", "container", "object")
+
+
+def scenarios(quick):
+    """(name, apus-bench arguments). Durations shrink with --quick."""
+    d = lambda full: str(2 if quick else full)
+    out = []
+    for op in ("put", "get", "head", "delete"):
+        for c in (1, 32, 128):
+            args = ["--workload", op, "--size", "4KiB", "--concurrency", str(c),
+                    "--duration", d(10), "--threads", "2"]
+            if op != "put":
+                objects = (200 if quick else 3000) if op == "delete" else max(256, 4 * c)
+                args += ["--objects", str(objects)]
+            out.append(("4KiB %s c%d" % (op.upper(), c), args))
+    for size in ("1MiB", "16MiB"):
+        for op in ("put", "get"):
+            out.append(("%s %s c4" % (size, op.upper()),
+                        ["--workload", op, "--size", size, "--concurrency", "4",
+                         "--duration", d(15), "--objects", "8"]))
+    out.append(("80/20 GET/PUT 4KiB c32 (90 s)",
+                ["--workload", "mixed", "--size", "4KiB", "--concurrency", "32",
+                 "--duration", d(90), "--threads", "2", "--objects", "1024"]))
+    out.append(("listing (limit 100) c8",
+                ["--workload", "list", "--size", "1KiB", "--concurrency", "8",
+                 "--duration", d(10), "--objects", "2000", "--containers", "1"]))
+    return out
+
+
+def wait_port(port, timeout=30):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return True
+        except OSError:
+            time.sleep(0.1)
+    return False
+
+
+def session_cpu_seconds(sessions):
+    """utime + stime of every live process in the given sessions (Swift forks workers)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % pid) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        # fields[0] is the state (field 3); session is field 6, utime/stime fields 14/15.
+        if int(fields[3]) in sessions:
+            total += int(fields[11]) + int(fields[12])
+    return total / ticks
+
+
+class Side:
+    """One side's processes (storage servers, proxies), all in sessions we created."""
+
+    def __init__(self, name, cluster, build, proxy_ports):
+        self.name, self.cluster, self.build, self.proxy_ports = name, cluster, build, proxy_ports
+        self.procs = []
+
+    def start(self, argv, log):
+        out = open(os.path.join(self.cluster, "log", log), "ab")
+        p = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        out.close()
+        self.procs.append(p)
+
+    def conf(self, name):
+        path = os.path.join(self.cluster, "etc", name + ".conf")
+        if self.name == "apus":
+            return path
+        swift_conf = path + ".swift"
+        with open(path) as f, open(swift_conf, "w") as out:
+            out.write(f.read().replace("[DEFAULT]\n", "[DEFAULT]\nuser = root\n", 1))
+        return swift_conf
+
+    def up(self):
+        etc = os.path.join(self.cluster, "etc")
+        for n in NODES:
+            for kind in KINDS:
+                name = "%s-server-%d" % (kind, n)
+                if self.name == "apus":
+                    argv = [os.path.join(self.build, "bin", "apus-%s-server" % kind), self.conf(name)]
+                else:
+                    argv = [PY, os.path.join(TOP, "tests", "support", "run_swift_server.py"), etc,
+                            kind, self.conf(name)]
+                self.start(argv, "%s.%s.out" % (name, self.name))
+        for i, port in enumerate(self.proxy_ports, 1):
+            name = "proxy-server-%d" % i
+            if self.name == "apus":
+                argv = [os.path.join(self.build, "bin", "apus-proxy-server"), self.conf(name)]
+            else:
+                argv = [PY, os.path.join(TOP, "tests", "support", "run_swift_server.py"), etc,
+                        "proxy", self.conf(name)]
+            self.start(argv, "%s.%s.out" % (name, self.name))
+        ports = [int("6%d%s" % (n, k)) for n in NODES for k in ("16", "17", "18")]
+        for port in ports + list(self.proxy_ports):
+            if not wait_port(port):
+                raise RuntimeError("%s: nothing listens on %d" % (self.name, port))
+        time.sleep(1 if self.name == "apus" else 3)  # Swift's workers fork after binding
+
+    def sessions(self):
+        return {p.pid for p in self.procs if p.poll() is None}
+
+    def down(self):
+        for p in self.procs:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGTERM)
+        for p in self.procs:
+            try:
+                p.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+        self.procs = []
+
+
+def layout(cluster, build, proxies, base_port, memcached_port):
+    env = dict(os.environ, APUS_SAIO_DIR=cluster, APUS_SAIO_PORT=str(base_port + 1),
+               APUS_BUILD_DIR=build, APUS_SAIO_MEMCACHED_PORT=str(memcached_port))
+    subprocess.run([os.path.join(TOP, "scripts", "saio"), "reset"], env=env, check=True,
+                   stdout=subprocess.DEVNULL)
+    etc = os.path.join(cluster, "etc")
+    with open(os.path.join(etc, "proxy-server.conf")) as f:
+        proxy = f.read()
+    ports = []
+    for i in range(1, proxies + 1):
+        port = base_port + i
+        ports.append(port)
+        text = re.sub(r"bind_port = \d+", "bind_port = %d" % port, proxy)
+        text = text.replace("proxy-server.log", "proxy-server-%d.log" % i)
+        with open(os.path.join(etc, "proxy-server-%d.conf" % i), "w") as f:
+            f.write(text)
+    os.remove(os.path.join(etc, "proxy-server.conf"))
+    haproxy = os.path.join(etc, "haproxy.cfg")
+    with open(haproxy, "w") as f:
+        f.write("global\n  maxconn 4096\n\ndefaults\n  mode http\n  timeout connect 5s\n"
+                "  timeout client 120s\n  timeout server 120s\n  option http-keep-alive\n\n"
+                "frontend ingress\n  bind 127.0.0.1:%d\n  default_backend proxies\n\n"
+                "backend proxies\n  balance roundrobin\n" % base_port)
+        for i, port in enumerate(ports, 1):
+            f.write("  server proxy%d 127.0.0.1:%d\n" % (i, port))
+    return ports, haproxy
+
+
+def flush_memcached(port):
+    """Forgets the cached tokens and account/container info of the previous side's turn."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        s.sendall(b"flush_all\r\n")
+        s.recv(64)
+
+
+def wipe_devices(cluster):
+    for n in NODES:
+        dev = os.path.join(cluster, "srv", str(n), "node", "sdb%d" % n)
+        shutil.rmtree(dev, ignore_errors=True)
+        os.makedirs(dev)
+
+
+def machine():
+    def run(cmd):
+        try:
+            return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                  text=True, timeout=120).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            return ""
+    model = re.search(r"model name\s*:\s*(.*)", open("/proc/cpuinfo").read())
+    mem = re.search(r"MemTotal:\s*(\d+)", open("/proc/meminfo").read())
+    desc = "%d vCPU %s, %.0f GiB RAM, Linux %s" % (
+        os.cpu_count(), model.group(1) if model else "?",
+        int(mem.group(1)) / 2**20 if mem else 0, platform.release())
+    return desc
+
+
+def references(cluster):
+    refs = {}
+    for algo in ("md5", "sha256"):
+        out = subprocess.run(["openssl", "speed", "-seconds", "1", algo], stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, text=True).stdout
+        m = re.search(r"^%s\s+.*\s([\d.]+)k\s*$" % algo, out, re.M)
+        if m:
+            refs["%s per core, 16 KiB blocks (MB/s)" % algo.upper()] = round(float(m.group(1)) / 1000)
+    path = os.path.join(cluster, "fsync-probe")
+    times = []
+    with open(path, "wb") as f:
+        for _ in range(50):
+            f.write(b"x" * 4096)
+            start = time.perf_counter()
+            f.flush()
+            os.fsync(f.fileno())
+            times.append(time.perf_counter() - start)
+    os.remove(path)
+    times.sort()
+    refs["fsync of a 4 KiB append, median (ms)"] = round(times[len(times) // 2] * 1e3, 3)
+    fs = subprocess.run(["df", "-T", cluster], stdout=subprocess.PIPE, text=True).stdout.split()
+    refs["data filesystem"] = fs[-6] if len(fs) >= 7 else "?"
+    return refs
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--build", default=os.path.join(TOP, "build"))
+    ap.add_argument("--out", default="/tmp/apus-ab-" + time.strftime("%Y%m%d-%H%M%S"))
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--proxies", type=int, default=2)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--only", default="")
+    ap.add_argument("--topologies", default="ha,direct")
+    ap.add_argument("--base-port", type=int, default=18090)
+    ap.add_argument("--idle-seconds", type=float, default=None)
+    args = ap.parse_args()
+    if not shutil.which("haproxy"):
+        sys.exit("ab.py: haproxy is missing (apt-get install haproxy)")
+    build = os.path.abspath(args.build)
+    out = os.path.abspath(args.out)
+    cluster = os.path.join(out, "cluster")
+    os.makedirs(out, exist_ok=True)
+    memcached_port = args.base_port + 50
+    proxy_ports, haproxy_cfg = layout(cluster, build, args.proxies, args.base_port, memcached_port)
+    topologies = [t for t in args.topologies.split(",") if t]
+    chosen = [(n, a) for n, a in scenarios(args.quick) if args.only in n]
+    idle_seconds = args.idle_seconds if args.idle_seconds is not None else (3 if args.quick else 30)
+    results = {"sides": ["apus", "swift"], "rounds": args.rounds, "quick": args.quick,
+               "machine": {"description": machine(), "references": references(cluster)},
+               "topologies": {"ha": "HAProxy on 127.0.0.1:%d in front of %d proxies"
+                              % (args.base_port, args.proxies),
+                              "direct": "apus-bench spreads its connections over the %d proxies"
+                              % args.proxies},
+               "scenarios": [], "idle": {"seconds": idle_seconds, "apus": [], "swift": []},
+               "configs": {}}
+    table = {}
+    for name, bench_args in chosen:
+        for topo in topologies:
+            entry = {"name": name, "topology": topo, "args": bench_args,
+                     "runs": {"apus": [], "swift": []}}
+            results["scenarios"].append(entry)
+            table[(name, topo)] = entry
+    helpers = []
+    try:
+        mc = subprocess.Popen(["memcached", "-u", "root", "-l", "127.0.0.1", "-p",
+                               str(memcached_port), "-U", "0", "-m", "64"],
+                              start_new_session=True)
+        helpers.append(mc)
+        ha = subprocess.Popen(["haproxy", "-f", haproxy_cfg, "-db"], start_new_session=True,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        helpers.append(ha)
+        wait_port(args.base_port)
+        for rnd in range(args.rounds):
+            for side_name in ("apus", "swift"):
+                side = Side(side_name, cluster, build, proxy_ports)
+                wipe_devices(cluster)
+                flush_memcached(memcached_port)
+                side.up()
+                try:
+                    if rnd == 0:
+                        etc = os.path.join(cluster, "etc")
+                        confs = {}
+                        for f in sorted(os.listdir(etc)):
+                            keep = f.endswith(".conf.swift") if side_name == "swift" else f.endswith(".conf")
+                            if keep or f in ("haproxy.cfg", "swift.conf"):
+                                confs[f] = open(os.path.join(etc, f)).read()
+                        results["configs"][side_name] = confs
+                    cpu0 = session_cpu_seconds(side.sessions())
+                    time.sleep(idle_seconds)
+                    results["idle"][side_name].append(
+                        round(session_cpu_seconds(side.sessions()) - cpu0, 3))
+                    for i, (name, bench_args) in enumerate(chosen):
+                        for topo in topologies:
+                            run = run_scenario(build, out, side, name, bench_args, topo,
+                                               args.base_port, proxy_ports,
+                                               "%s-r%d-%d-%s" % (side_name, rnd, i, topo))
+                            table[(name, topo)]["runs"][side_name].append(run)
+                            t = run["bench"]["totals"] if run.get("bench") else {}
+                            print("round %d %-6s %-32s %-6s %9s ops/s  p99 %8s ms  errors %s"
+                                  % (rnd + 1, side_name, name, topo, t.get("ops_per_s", "-"),
+                                     t.get("latency_ms", {}).get("p99", "-"), t.get("errors", "-")),
+                                  flush=True)
+                finally:
+                    side.down()
+    finally:
+        for p in helpers:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGTERM)
+                p.wait()
+        with open(os.path.join(out, "results.json"), "w") as f:
+            json.dump(results, f, indent=1)
+        subprocess.run([PY, os.path.join(TOP, "bench", "report.py"),
+                        os.path.join(out, "results.json"), os.path.join(out, "report.html")])
+        print("results: %s/results.json, report: %s/report.html" % (out, out))
+
+
+def run_scenario(build, out, side, name, bench_args, topo, base_port, proxy_ports, tag):
+    json_path = os.path.join(out, "runs", tag + ".json")
+    os.makedirs(os.path.dirname(json_path), exist_ok=True)
+    argv = [os.path.join(build, "bin", "apus-bench"),
+            "--auth", "http://127.0.0.1:%d/auth/v1.0" % base_port,
+            "--prefix", re.sub(r"[^a-z0-9]+", "-", tag.lower()), "--json", json_path,
+            "--label", "%s %s %s" % (side.name, name, topo)] + bench_args
+    if topo == "direct":
+        argv += ["--endpoints", ",".join("127.0.0.1:%d" % p for p in proxy_ports)]
+    # The servers' CPU is sampled all along; the measured window is cut out of it afterwards
+    # from apus-bench's own account of its wall-clock (setup and warm-up are not counted).
+    samples = []
+    sessions = side.sessions()
+    start = time.monotonic()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    while proc.poll() is None:
+        samples.append((time.monotonic() - start, session_cpu_seconds(sessions)))
+        time.sleep(0.2)
+    samples.append((time.monotonic() - start, session_cpu_seconds(sessions)))
+    output = proc.stdout.read()
+    run = {"exit": proc.returncode, "output": output[-2000:]}
+    try:
+        with open(json_path) as f:
+            run["bench"] = json.load(f)
+    except (OSError, ValueError):
+        run["bench"] = None
+        return run
+    wall = run["bench"]["wall_clock_s"]
+    begin = wall["auth"] + wall["setup"] + wall["warmup"]
+    run["server_cpu_s"] = round(cpu_at(samples, begin + wall["window"]) - cpu_at(samples, begin), 3)
+    return run
+
+
+def cpu_at(samples, t):
+    """CPU seconds at time t, interpolated between the samples around it."""
+    for (t0, c0), (t1, c1) in zip(samples, samples[1:]):
+        if t0 <= t <= t1:
+            return c0 + (c1 - c0) * ((t - t0) / (t1 - t0) if t1 > t0 else 0)
+    return samples[-1][1] if t > samples[-1][0] else samples[0][1]
+
+
+if __name__ == "__main__":
+    main()
