@@ -216,8 +216,50 @@ def machine():
     return desc
 
 
-def references(cluster):
+def nginx_ceiling(build, work, port):
+    """One-hop HTTP ceiling and loopback bandwidth: nginx (2 workers) serving a 4 KiB and a
+    16 MiB file to the same kind of client, for 3 s each."""
+    if not shutil.which("nginx"):
+        return {}
+    www = os.path.join(work, "www")
+    os.makedirs(os.path.join(work, "logs"), exist_ok=True)
+    os.makedirs(www, exist_ok=True)
+    os.chmod(work, 0o755)
+    with open(os.path.join(www, "small"), "wb") as f:
+        f.write(os.urandom(4096))
+    with open(os.path.join(www, "large"), "wb") as f:
+        f.write(os.urandom(16 << 20))
+    conf = os.path.join(work, "nginx.conf")
+    with open(conf, "w") as f:
+        f.write("worker_processes 2;\npid %s/nginx.pid;\nerror_log %s/logs/error.log;\n"
+                "events { worker_connections 4096; }\nhttp { access_log off; "
+                "keepalive_requests 1000000; server { listen 127.0.0.1:%d; root %s; } }\n"
+                % (work, work, port, www))
+    nginx = subprocess.Popen(["nginx", "-p", work, "-c", conf, "-g", "daemon off;"],
+                             start_new_session=True, stderr=subprocess.DEVNULL)
     refs = {}
+    try:
+        wait_port(port)
+        load = os.path.join(build, "bin", "apus-http-load")
+        for name, path, conc in (("small", "/small", 32), ("large", "/large", 4)):
+            out = subprocess.run([load, "--port", str(port), "--path", path, "--concurrency",
+                                  str(conc), "--seconds", "3", "--warmup", "1"],
+                                 stdout=subprocess.PIPE, text=True).stdout
+            r = json.loads(out)
+            if name == "small":
+                refs["nginx, 4 KiB static file, c32 (req/s)"] = round(r["rps"])
+            else:
+                refs["loopback: nginx, 16 MiB file, c4 (MB/s)"] = round(r["rps"] * 16 * 1.048576)
+    except (OSError, ValueError):
+        pass
+    finally:
+        os.killpg(nginx.pid, signal.SIGTERM)
+        nginx.wait()
+    return refs
+
+
+def references(cluster, build, port):
+    refs = nginx_ceiling(build, os.path.join(os.path.dirname(cluster), "nginx"), port)
     for algo in ("md5", "sha256"):
         out = subprocess.run(["openssl", "speed", "-seconds", "1", algo], stdout=subprocess.PIPE,
                              stderr=subprocess.DEVNULL, text=True).stdout
@@ -236,6 +278,16 @@ def references(cluster):
     os.remove(path)
     times.sort()
     refs["fsync of a 4 KiB append, median (ms)"] = round(times[len(times) // 2] * 1e3, 3)
+    # What large PUTs write: every replica's bytes reach the disk (fsync) before the answer.
+    block = os.urandom(1 << 20)
+    start = time.perf_counter()
+    with open(path, "wb") as f:
+        for _ in range(64):
+            f.write(block)
+        f.flush()
+        os.fsync(f.fileno())
+    refs["64 MiB written and fsynced (MB/s)"] = round(64 * 1.048576 / (time.perf_counter() - start))
+    os.remove(path)
     fs = subprocess.run(["df", "-T", cluster], stdout=subprocess.PIPE, text=True).stdout.split()
     refs["data filesystem"] = fs[-6] if len(fs) >= 7 else "?"
     return refs
@@ -265,7 +317,8 @@ def main():
     chosen = [(n, a) for n, a in scenarios(args.quick) if re.search(args.only, n)]
     idle_seconds = args.idle_seconds if args.idle_seconds is not None else (3 if args.quick else 30)
     results = {"sides": ["apus", "swift"], "rounds": args.rounds, "quick": args.quick,
-               "machine": {"description": machine(), "references": references(cluster)},
+               "machine": {"description": machine(),
+                           "references": references(cluster, build, args.base_port + 60)},
                "topologies": {"ha": "HAProxy on 127.0.0.1:%d in front of %d proxies"
                               % (args.base_port, args.proxies),
                               "direct": "apus-bench spreads its connections over the %d proxies"

@@ -455,27 +455,21 @@ struct Client {
 // with every version). With --verify full every version has its own body, hashed as it goes.
 constexpr uint64_t kVariants = 16;
 
-uint64_t pick_size(const Options& o, std::mt19937_64& rng) {
+// One of `choices` (value, weight), drawn in proportion to the weights.
+template <class T>
+T pick_weighted(const std::vector<std::pair<T, double>>& choices, std::mt19937_64& rng) {
   double total = 0;
-  for (const auto& [size, w] : o.sizes) total += w;
+  for (const auto& [value, w] : choices) total += w;
   double x = std::uniform_real_distribution<double>(0, total)(rng);
-  for (const auto& [size, w] : o.sizes) {
-    if (x < w) return size;
+  for (const auto& [value, w] : choices) {
+    if (x < w) return value;
     x -= w;
   }
-  return o.sizes.back().first;
+  return choices.back().first;
 }
 
-Op pick_op(const Options& o, std::mt19937_64& rng) {
-  double total = 0;
-  for (const auto& [op, w] : o.mix) total += w;
-  double x = std::uniform_real_distribution<double>(0, total)(rng);
-  for (const auto& [op, w] : o.mix) {
-    if (x < w) return op;
-    x -= w;
-  }
-  return o.mix.back().first;
-}
+uint64_t pick_size(const Options& o, std::mt19937_64& rng) { return pick_weighted(o.sizes, rng); }
+Op pick_op(const Options& o, std::mt19937_64& rng) { return pick_weighted(o.mix, rng); }
 
 std::string object_path(const Plan& p, uint64_t i) {
   return p.account_path + "/" + container_name(p.opt, i) + "/o" + std::to_string(i);

@@ -26,6 +26,8 @@ def side_medians(runs):
         out = []
         for r in runs:
             try:
+                if not r["bench"]["totals"]["ops"]:
+                    raise KeyError("no operation measured")  # not a speed of zero
                 out.append(fn(r))
             except (KeyError, TypeError, ZeroDivisionError):
                 out.append(None)

@@ -249,40 +249,34 @@ net::awaitable<std::optional<int64_t>> Memcache::incr(std::string key, int64_t d
 
 net::awaitable<void> Memcache::del(std::string key) {
   std::string h = hashed(key);
-  std::string req = "delete " + h + "\r\n";
-  for (const auto& server : servers_for(h)) {
-    if (impl_->is_limited(server)) continue;
-    bool ok = co_await impl_->with_conn(server, [&](Conn& c) -> net::awaitable<bool> {
-      auto [ec, n] = co_await net::async_write(*c.socket, net::buffer(req), kTuple);
-      if (ec) co_return false;
-      auto [ec2, len] = co_await net::async_read_until(*c.socket, c.buf, "\r\n", kTuple);
-      if (ec2) co_return false;
-      c.buf.consume(len);  // DELETED or NOT_FOUND
-      co_return true;
-    });
-    if (ok) co_return;
-  }
+  (void)co_await one_line_command(h, "delete " + h + "\r\n");  // DELETED or NOT_FOUND
 }
 
 net::awaitable<void> Memcache::store(std::string key, int flags, std::string data, double ttl) {
   std::string h = hashed(key);
-  std::string req = "set " + h + " " + std::to_string(flags) + " " +
-                    std::to_string(memcached_expiry(ttl)) + " " + std::to_string(data.size()) +
-                    "\r\n" + data + "\r\n";
-  for (const auto& server : servers_for(h)) {
+  auto reply = co_await one_line_command(
+      h, "set " + h + " " + std::to_string(flags) + " " + std::to_string(memcached_expiry(ttl)) +
+             " " + std::to_string(data.size()) + "\r\n" + data + "\r\n");
+  if (reply && *reply != "STORED") APUS_LOG_ERROR("Error setting value in memcached: " + *reply);
+}
+
+net::awaitable<std::optional<std::string>> Memcache::one_line_command(std::string hashed_key,
+                                                                      std::string request) {
+  for (const auto& server : servers_for(hashed_key)) {
     if (impl_->is_limited(server)) continue;
+    std::string line;
     bool ok = co_await impl_->with_conn(server, [&](Conn& c) -> net::awaitable<bool> {
-      auto [ec, n] = co_await net::async_write(*c.socket, net::buffer(req), kTuple);
+      auto [ec, n] = co_await net::async_write(*c.socket, net::buffer(request), kTuple);
       if (ec) co_return false;
       auto [ec2, len] = co_await net::async_read_until(*c.socket, c.buf, "\r\n", kTuple);
       if (ec2) co_return false;
-      std::string line(static_cast<const char*>(c.buf.data().data()), len - 2);
+      line.assign(static_cast<const char*>(c.buf.data().data()), len - 2);
       c.buf.consume(len);
-      if (line != "STORED") APUS_LOG_ERROR("Error setting value in memcached: " + server + ": " + line);
       co_return true;
     });
-    if (ok) co_return;
+    if (ok) co_return line;
   }
+  co_return std::nullopt;
 }
 
 }  // namespace apus::proxy

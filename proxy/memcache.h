@@ -49,6 +49,10 @@ class Memcache {
 
  private:
   boost::asio::awaitable<void> store(std::string key, int flags, std::string data, double ttl);
+  // Sends `request` (one command) to the first server for the key that answers; its one-line
+  // reply, or nullopt when none answered.
+  boost::asio::awaitable<std::optional<std::string>> one_line_command(std::string hashed_key,
+                                                                      std::string request);
 
   struct Impl;
   std::unique_ptr<Impl> impl_;
