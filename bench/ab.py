@@ -16,7 +16,7 @@ usage: bench/ab.py [--build build] [--out DIR] [--rounds 3] [--proxies 2] [--qui
                    [--only REGEX] [--topologies ha,direct] [--base-port 18090]
 
 --quick runs every scenario briefly (a smoke test of the harness, not a result).
-Needs haproxy (apt-get install haproxy); Swift from scripts/install-deps.
+Needs haproxy: scripts/install-deps --bench (Swift comes with scripts/install-deps).
 """
 import argparse
 import json
@@ -306,7 +306,7 @@ def main():
     ap.add_argument("--idle-seconds", type=float, default=None)
     args = ap.parse_args()
     if not shutil.which("haproxy"):
-        sys.exit("ab.py: haproxy is missing (apt-get install haproxy)")
+        sys.exit("ab.py: haproxy is missing (scripts/install-deps --bench)")
     build = os.path.abspath(args.build)
     out = os.path.abspath(args.out)
     cluster = os.path.join(out, "cluster")
