@@ -111,6 +111,16 @@ HeaderMap object_write_headers(const Request& req, const HeaderMap& client,
 // request that ends early leaves them nothing dangling.
 class PutFanout {
  public:
+  // One piece of the upload, read straight into its own buffer (uninitialized, not copied)
+  // and shared by every connection's queue.
+  struct Chunk {
+    explicit Chunk(size_t capacity) : bytes(new char[capacity]), capacity(capacity) {}
+    std::string_view view() const { return {bytes.get(), size}; }
+    std::unique_ptr<char[]> bytes;
+    size_t capacity;
+    size_t size = 0;
+  };
+
   PutFanout(net::any_io_executor ex, std::vector<std::unique_ptr<ClientConnection>> conns,
             size_t depth)
       : depth_(std::max<size_t>(1, depth)), room_(ex) {
@@ -124,14 +134,13 @@ class PutFanout {
   }
 
   // Queues `chunk` for every live connection, first waiting while a live queue is full.
-  net::awaitable<void> push(std::string_view chunk) {
+  net::awaitable<void> push(std::shared_ptr<const Chunk> chunk) {
     while (any_lane([this](const Lane& l) { return l.queue.size() >= depth_; })) {
       co_await wait(room_);
     }
-    auto shared = std::make_shared<const std::string>(chunk);
     for (auto& l : lanes_) {
       if (!l->alive) continue;
-      l->queue.push_back(shared);
+      l->queue.push_back(chunk);
       l->wake.cancel();
     }
   }
@@ -170,7 +179,7 @@ class PutFanout {
     Lane(net::any_io_executor ex, std::unique_ptr<ClientConnection> c)
         : conn(std::move(c)), wake(ex) {}
     std::unique_ptr<ClientConnection> conn;
-    std::deque<std::shared_ptr<const std::string>> queue;  // the front is being written
+    std::deque<std::shared_ptr<const Chunk>> queue;  // the front is being written
     bool alive = true;
     bool running = true;
     net::steady_timer wake;  // the writer waits on it for work; set only by the writer
@@ -184,8 +193,8 @@ class PutFanout {
         co_await wait(l.wake);
         continue;
       }
-      std::shared_ptr<const std::string> chunk = l.queue.front();
-      Status s = co_await l.conn->write_body(*chunk);
+      std::shared_ptr<const Chunk> chunk = l.queue.front();
+      Status s = co_await l.conn->write_body(chunk->view());
       if (!l.queue.empty()) l.queue.pop_front();
       if (!s.ok()) {
         l.alive = false;
@@ -497,23 +506,17 @@ net::awaitable<std::optional<ObjectSource>> ProxyApp::find_object_source(
   while (it.next(&node)) {
     common::http::ClientRequest out = request;
     out.target = "/" + common::http::quote(node.device->device) + request.target;
-    Result<std::unique_ptr<ClientConnection>> conn = Status::unavailable();
-    Result<common::http::ClientResponse> head = Status::unavailable();
     auto started = std::chrono::steady_clock::now();
-    for (int attempt = 0; attempt < 2; ++attempt) {
-      conn = co_await pool.connect(node.device->ip, static_cast<uint16_t>(node.device->port),
-                                   options);
-      if (!conn.ok()) break;
-      auto sent = co_await (*conn)->send_head(out);
-      head = sent.ok() ? co_await (*conn)->read_response_head()
-                       : Result<common::http::ClientResponse>(sent.status());
-      // A pooled connection the server closed while idle: once more on a new one.
-      if (head.ok() || !(*conn)->reused()) break;
-    }
-    if (!conn.ok() || !head.ok()) {
+    auto begun = co_await common::http::start_request(
+        pool, options, node.device->ip, static_cast<uint16_t>(node.device->port), std::move(out));
+    Result<common::http::ClientResponse> head =
+        begun.ok() ? co_await begun->conn->read_response_head()
+                   : Result<common::http::ClientResponse>(begun.status());
+    if (!head.ok()) {
       health_.record_error(*node.device);
       continue;
     }
+    std::unique_ptr<ClientConnection> conn = std::move(begun->conn);
     health_.record_timing(*node.device, seconds_since(started));
     const int status = head->status;
     if ((status >= 200 && status < 400) || status == 416) {
@@ -526,7 +529,7 @@ net::awaitable<std::optional<ObjectSource>> ProxyApp::find_object_source(
       }
       Timestamp ts = source_timestamp(head->headers);
       if (ts < latest_tombstone) continue;  // older than a DELETE another node saw
-      sources.push_back(ObjectSource{std::move(*conn), std::move(*head), ts});
+      sources.push_back(ObjectSource{std::move(conn), std::move(*head), ts});
       if (!newest) break;  // one good answer is enough
       continue;
     }
@@ -534,9 +537,9 @@ net::awaitable<std::optional<ObjectSource>> ProxyApp::find_object_source(
     a.status = status;
     a.headers = head->headers;
     a.from_primary = node.primary;
-    auto body = co_await (*conn)->read_body_all(1 << 20);
+    auto body = co_await conn->read_body_all(1 << 20);
     if (body.ok()) a.body = std::move(*body);
-    pool.release(std::move(*conn));
+    pool.release(std::move(conn));
     if (status == 507) health_.limit_now(*node.device);
     if (status >= 500) {
       health_.record_error(*node.device);
@@ -632,29 +635,21 @@ net::awaitable<void> ProxyApp::object_put(Exchange& ex, ProxyEnv& env, const Api
       out.chunked = true;
     }
     out.expect_continue = true;
-    Result<std::unique_ptr<ClientConnection>> conn = Status::unavailable();
-    Result<int> sent = Status::unavailable();
     auto started = std::chrono::steady_clock::now();
-    for (int attempt = 0; attempt < 2; ++attempt) {
-      conn = co_await pool.connect(node.device->ip, static_cast<uint16_t>(node.device->port),
-                                   options);
-      if (!conn.ok()) break;
-      sent = co_await (*conn)->send_head(out);
-      // A pooled connection the server closed while idle: once more on a new one.
-      if (sent.ok() || !(*conn)->reused()) break;
-    }
-    if (!conn.ok() || !sent.ok()) {
+    auto begun = co_await common::http::start_request(
+        pool, options, node.device->ip, static_cast<uint16_t>(node.device->port), std::move(out));
+    if (!begun.ok()) {
       health_.record_error(*node.device);
       continue;
     }
     health_.record_timing(*node.device, seconds_since(started));
-    if (*sent == 100) {
-      conns.push_back(std::move(*conn));
+    if (begun->status == 100) {
+      conns.push_back(std::move(begun->conn));
       continue;
     }
     // A final answer instead of 100 Continue: 409 (newer exists), 412 (If-None-Match), 507.
-    auto head = co_await (*conn)->read_response_head();
-    int status = head.ok() ? head->status : *sent;
+    auto head = co_await begun->conn->read_response_head();
+    int status = head.ok() ? head->status : begun->status;
     if (status == 507) health_.limit_now(*node.device);
     if (status >= 500) {
       health_.record_error(*node.device);
@@ -684,13 +679,13 @@ net::awaitable<void> ProxyApp::object_put(Exchange& ex, ProxyEnv& env, const Api
 
   // Stream the body to every connection while hashing it.
   common::crypto::Md5 md5;
-  std::vector<char> buf(config_.client_chunk_size);
   uint64_t received = 0;
   auto fanout = std::make_shared<PutFanout>(co_await net::this_coro::executor, std::move(conns),
                                             config_.put_queue_depth);
   PutFanout::start(fanout);
   for (;;) {
-    auto got = co_await ex.read_body(buf);
+    auto chunk = std::make_shared<PutFanout::Chunk>(config_.client_chunk_size);
+    auto got = co_await ex.read_body(std::span(chunk->bytes.get(), chunk->capacity));
     if (!got.ok()) {
       fanout->abandon();
       int status = got.status().is_timeout() ? 408 : 499;
@@ -698,10 +693,10 @@ net::awaitable<void> ProxyApp::object_put(Exchange& ex, ProxyEnv& env, const Api
       co_return;
     }
     if (*got == 0) break;
-    std::string_view chunk(buf.data(), *got);
+    chunk->size = *got;
     received += *got;
-    md5.update(chunk);
-    co_await fanout->push(chunk);
+    md5.update(chunk->view());
+    co_await fanout->push(std::move(chunk));
     if (fanout->alive() < quorum) {
       fanout->abandon();
       (void)co_await ex.respond(swob_response(503));

@@ -356,6 +356,25 @@ net::awaitable<Result<SimpleResponse>> one_exchange(ConnectionPool& pool, Client
 
 }  // namespace
 
+net::awaitable<Result<StartedRequest>> start_request_impl(ConnectionPool& pool,
+                                                          ClientOptions options,
+                                                          const std::string& host, uint16_t port,
+                                                          ClientRequest request) {
+  const bool bodyless = !request.expect_continue && !request.chunked &&
+                        request.content_length.value_or(0) == 0;
+  for (int attempt = 0;; ++attempt) {
+    auto conn = co_await pool.connect(host, port, options);
+    if (!conn.ok()) co_return conn.status();
+    Result<int> status = co_await (*conn)->send_head(request);
+    if (status.ok() && bodyless) {
+      auto head = co_await (*conn)->read_response_head();
+      status = head.ok() ? Result<int>(head->status) : Result<int>(head.status());
+    }
+    if (status.ok()) co_return StartedRequest{std::move(*conn), *status};
+    if (!(*conn)->reused() || attempt > 0) co_return status.status();
+  }
+}
+
 net::awaitable<Result<SimpleResponse>> simple_request_impl(ConnectionPool& pool,
                                                            ClientOptions options,
                                                            const std::string& host,

@@ -114,6 +114,26 @@ class ConnectionPool {
   std::map<std::string, std::vector<std::unique_ptr<ClientConnection>>> idle_;  // "host:port"
 };
 
+// The start of a streamed exchange: a connection (pooled or new) with `request`'s head sent.
+// With Expect: 100-continue, `status` is 100 (send the body) or the peer's final status; for a
+// request without a body it is the response's status, its head read (read_response_head()
+// gives it again); otherwise 0. A pooled connection the peer closed while idle is tried once
+// more on a new one, so callers never see that failure.
+struct StartedRequest {
+  std::unique_ptr<ClientConnection> conn;
+  int status = 0;
+};
+boost::asio::awaitable<Result<StartedRequest>> start_request_impl(ConnectionPool& pool,
+                                                                  ClientOptions options,
+                                                                  const std::string& host,
+                                                                  uint16_t port,
+                                                                  ClientRequest request);
+inline boost::asio::awaitable<Result<StartedRequest>> start_request(
+    ConnectionPool& pool, const ClientOptions& options, const std::string& host, uint16_t port,
+    ClientRequest request) {
+  return start_request_impl(pool, options, host, port, std::move(request));
+}
+
 // A whole exchange for small bodies: connect, send, read the response and its body (at most
 // `max_body` bytes), release the connection. When a pooled keep-alive connection fails before
 // any answer (the peer closed it while idle), the request is sent once more on a new one.

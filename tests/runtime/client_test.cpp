@@ -187,3 +187,37 @@ TEST_CASE("a peer slower than node_timeout is Timeout") {
   });
   CHECK(s.is_timeout());
 }
+
+TEST_CASE("start_request reads the head of a bodyless request, and stops at 100 for Expect") {
+  TestServer server(counting_handler);
+  net::io_context ioc;
+  ConnectionPool pool(ClientOptions{});
+  auto statuses = run<std::vector<int>>(ioc, [&]() -> net::awaitable<std::vector<int>> {
+    std::vector<int> out;
+    ClientRequest get;
+    get.target = "/sda/1/a/c/o";
+    auto begun = co_await apus::common::http::start_request(pool, ClientOptions{}, "127.0.0.1",
+                                                            server.port(), get);
+    if (!begun.ok()) co_return out;
+    out.push_back(begun->status);
+    auto head = co_await begun->conn->read_response_head();  // the same head again
+    out.push_back(head.ok() ? head->status : -1);
+    (void)co_await begun->conn->read_body_all(16);
+    pool.release(std::move(begun->conn));
+    ClientRequest put;
+    put.method = "PUT";
+    put.target = "/sda/1/a/c/o";
+    put.content_length = 5;
+    put.expect_continue = true;
+    auto upload = co_await apus::common::http::start_request(pool, ClientOptions{}, "127.0.0.1",
+                                                             server.port(), put);
+    if (!upload.ok()) co_return out;
+    out.push_back(upload->status);
+    (void)co_await upload->conn->write_body("12345");
+    auto done = co_await upload->conn->read_response_head();
+    out.push_back(done.ok() ? std::atoi(std::string(done->headers.get_or("X-Bytes", "")).c_str())
+                            : -1);
+    co_return out;
+  });
+  CHECK(statuses == std::vector<int>{201, 201, 100, 5});
+}
