@@ -292,14 +292,8 @@ net::awaitable<void> ContainerServer::handle_put(Exchange& ex, const Target& t) 
     (void)co_await ex.respond(std::move(r));
     co_return;
   }
-  bool device_ok = co_await pool.call([&] { return devices_.check_device(t.device).ok() &&
-                                                   devices_.check_free_space(t.device).ok(); });
-  if (!device_ok) {
-    (void)co_await ex.respond(insufficient_storage(t.device));
-    co_return;
-  }
-  if (policy.error) {
-    (void)co_await ex.respond(std::move(*policy.error));
+  if (auto refused = co_await refusal(t, policy, true)) {
+    (void)co_await ex.respond(std::move(*refused));
     co_return;
   }
 
@@ -435,13 +429,8 @@ net::awaitable<void> ContainerServer::handle_delete(Exchange& ex, const Target& 
     (void)co_await ex.respond(std::move(r));
     co_return;
   }
-  bool device_ok = co_await pool.call([&] { return devices_.check_device(t.device).ok(); });
-  if (!device_ok) {
-    (void)co_await ex.respond(insufficient_storage(t.device));
-    co_return;
-  }
-  if (policy.error) {
-    (void)co_await ex.respond(std::move(*policy.error));
+  if (auto refused = co_await refusal(t, policy, false)) {
+    (void)co_await ex.respond(std::move(*refused));
     co_return;
   }
 
@@ -719,15 +708,9 @@ net::awaitable<void> ContainerServer::handle_update(Exchange& ex, const Target& 
     co_return;
   }
   auto& pool = devices_.pool(t.device);
-  bool device_ok = co_await pool.call([&] { return devices_.check_device(t.device).ok() &&
-                                                   devices_.check_free_space(t.device).ok(); });
-  if (!device_ok) {
-    (void)co_await ex.respond(insufficient_storage(t.device));
-    co_return;
-  }
   PolicyOrError policy = request_policy_index(req, config_.swift.policies);
-  if (policy.error) {
-    (void)co_await ex.respond(std::move(*policy.error));
+  if (auto refused = co_await refusal(t, policy, true)) {
+    (void)co_await ex.respond(std::move(*refused));
     co_return;
   }
   // UPDATE bodies are rows for one container: a few MiB at most.
@@ -782,7 +765,19 @@ net::awaitable<void> ContainerServer::handle_update(Exchange& ex, const Target& 
   (void)co_await ex.respond(std::move(r));
 }
 
-// ---- account updates -------------------------------------------------------------------------
+// ---- refusals and account updates ------------------------------------------------------------
+
+net::awaitable<std::optional<Response>> ContainerServer::refusal(const Target& t,
+                                                                 const PolicyOrError& policy,
+                                                                 bool needs_space) {
+  bool device_ok = co_await devices_.pool(t.device).call([&] {
+    return devices_.check_device(t.device).ok() &&
+           (!needs_space || devices_.check_free_space(t.device).ok());
+  });
+  if (!device_ok) co_return insufficient_storage(t.device);
+  if (policy.error) co_return *policy.error;
+  co_return std::nullopt;
+}
 
 net::awaitable<std::optional<Response>> ContainerServer::account_update(const Request& req,
                                                                         const Target& t,

@@ -43,6 +43,10 @@ class ContainerServer final : public DbServer {
   // Pool thread.
   common::http::Response put_row(const common::http::Request& req, const Target& t,
                                  const common::Timestamp& ts, ObjectRecord rec);
+  // What Swift refuses before touching a database: 507 for a missing device (or, when the
+  // write adds data, one short of space), then the request's policy error. Nullopt: go on.
+  boost::asio::awaitable<std::optional<common::http::Response>> refusal(
+      const Target& t, const PolicyOrError& policy, bool needs_space);
   // Sends the container's counts to its account replicas; a response (400, 404) when Swift
   // would answer with one instead of the container's own.
   boost::asio::awaitable<std::optional<common::http::Response>> account_update(
