@@ -1394,6 +1394,10 @@ void repr(std::string& out, const Value& v) {
 
 }  // namespace
 
+std::optional<std::string> wsgi_bytes(std::string_view utf8_text) {
+  return utf8_to_latin1(utf8_text);
+}
+
 // ---------------------------------------------------------------------------- Value
 
 bool Value::as_bool() const {

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -157,6 +158,11 @@ std::string dumps(const Value& v, int protocol);
 //   write: exactly what Swift 2.30.1's diskfile.write_metadata writes for the same pairs in
 //       the same order (byte for byte; so its read_metadata decodes both the same).
 // REQUIRES for encode: keys are distinct; `name`'s value is the UTF-8 object path.
+// The wire bytes of a WSGI string held as UTF-8 text (one code point per byte), or nullopt
+// when a code point is above U+00FF or the text is not UTF-8. Header values that travel inside
+// JSON (Swift's MIME PUT footers) come out of the JSON parser as such text.
+std::optional<std::string> wsgi_bytes(std::string_view utf8_text);
+
 Result<std::vector<std::pair<std::string, std::string>>> decode_object_metadata(
     std::string_view pickle_bytes);
 std::string encode_object_metadata(

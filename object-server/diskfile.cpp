@@ -41,6 +41,13 @@ std::string sidecar_owner(std::string_view name) {
   return std::string(name.substr(1, name.size() - 1 - kSuffix.size()));
 }
 
+// Swift's get_partition_for_hash: the top `power` bits of the hash's first four bytes.
+uint32_t partition_for_hash(std::string_view hash_hex, int power) {
+  uint32_t top = static_cast<uint32_t>(std::stoul(std::string(hash_hex.substr(0, 8)), nullptr, 16));
+  if (power <= 0) return 0;
+  return power >= 32 ? top : top >> (32 - power);
+}
+
 std::string join(std::string_view a, std::string_view b) {
   std::string out(a);
   out.push_back('/');
@@ -241,7 +248,8 @@ Status ObjectWriter::write(std::string_view chunk) {
 Status ObjectWriter::commit(const Metadata& metadata, const Timestamp& timestamp) {
   APUS_RETURN_IF_ERROR(manager_.write_metadata(location_, temp_, metadata, &sidecar_));
   APUS_RETURN_IF_ERROR(manager_.commit_file(location_, hash_, temp_, timestamp.internal() + ".data",
-                                            manager_.options().fsync_on_close, &sidecar_));
+                                            manager_.options().fsync_on_close, &sidecar_,
+                                            written_));
   committed_ = true;
   return Status();
 }
@@ -482,6 +490,10 @@ Result<size_t> DiskFileManager::read(const DiskObject& obj, uint64_t offset, std
   return fs_.pread(obj.data_file, offset, buf);
 }
 
+void DiskFileManager::drop_cache(const DiskObject& obj, uint64_t offset, uint64_t length) {
+  fs_.drop_cache(obj.data_file, offset, length).ignore();
+}
+
 Result<File> DiskFileManager::create_temp(const Location& loc) {
   std::string tmp = join(join(options_.devices, loc.device), policy_dir("tmp", loc.policy));
   auto file = fs_.create_temp(tmp);
@@ -508,12 +520,18 @@ Result<std::unique_ptr<ObjectWriter>> DiskFileManager::create_writer(
 
 Status DiskFileManager::commit_file(const Location& loc, const std::string& hash, File& temp,
                                     const std::string& file_name, bool fsync_data,
-                                    std::optional<File>* sidecar) {
-  if (fsync_data) APUS_RETURN_IF_ERROR(fs_.fsync(temp));
+                                    std::optional<File>* sidecar, uint64_t written) {
+  if (fsync_data) {
+    APUS_RETURN_IF_ERROR(fs_.fsync(temp));
+    // As Swift: once the pages are clean they leave the cache; readers decide whether to bring
+    // them back (keep_cache_size, keep_cache_private).
+    if (written) fs_.drop_cache(temp, 0, written).ignore();
+  }
   std::string dir = hash_dir(loc, hash);
   auto created = fs_.mkdirs(dir);
   if (!created.ok()) return created.status();
-  if (sidecar && *sidecar) {
+  bool has_sidecar = sidecar && *sidecar;
+  if (has_sidecar) {
     // The sidecar lands first: a crash between the two renames leaves an orphan sidecar (removed
     // later), never a file whose metadata is missing.
     std::string side_path = (*sidecar)->path();
@@ -533,8 +551,54 @@ Status DiskFileManager::commit_file(const Location& loc, const std::string& hash
       APUS_RETURN_IF_ERROR(fs_.fsync_dir(parent));
     }
   }
+  relink_for_next_part_power(loc, hash, file_name, has_sidecar);
   APUS_RETURN_IF_ERROR(invalidate_suffix(loc, hash));
   return cleanup(dir);
+}
+
+void DiskFileManager::relink_for_next_part_power(const Location& loc, const std::string& hash,
+                                                 const std::string& file_name, bool has_sidecar) {
+  if (loc.next_part_power <= 0) return;
+  auto other_partition = [&](int power) {
+    Location other = loc;
+    other.partition = std::to_string(partition_for_hash(hash, power));
+    return other;
+  };
+  Location next = other_partition(loc.next_part_power);
+  if (next.partition == loc.partition) {
+    // The ring has the new power already: this is the new partition, and the relinker may not
+    // have cleaned the old one yet; what this write made obsolete there goes now.
+    Status s = cleanup(hash_dir(other_partition(loc.next_part_power - 1), hash));
+    if (!s.ok()) APUS_LOG_ERROR("cleanup of the old partition failed: " + s.to_string());
+    return;
+  }
+  std::string dir = hash_dir(loc, hash);
+  std::string next_dir = hash_dir(next, hash);
+  auto made = fs_.mkdirs(next_dir);
+  if (!made.ok()) {
+    APUS_LOG_ERROR("relinking into " + next_dir + " failed: " + made.status().to_string());
+    return;
+  }
+  std::vector<std::string> names;
+  if (has_sidecar) names.push_back(sidecar_name(file_name));  // first, as for the rename
+  names.push_back(file_name);
+  for (const auto& name : names) {
+    std::string from = join(dir, name), to = join(next_dir, name);
+    Status s = fs_.link(from, to);
+    if (s.ok()) continue;
+    // Fine when another writer linked it already, or a newer write has removed the file.
+    auto a = fs_.stat(from);
+    auto b = fs_.stat(to);
+    bool already = s.code() == Status::Code::kConflict && a.ok() && b.ok() && a->exists &&
+                   b->exists && a->device == b->device && a->inode == b->inode;
+    bool gone = s.is_not_found() && a.ok() && !a->exists;
+    if (!already && !gone) {
+      APUS_LOG_ERROR("relinking " + from + " to " + to + " failed: " + s.to_string());
+      return;
+    }
+  }
+  Status s = cleanup(next_dir);
+  if (!s.ok()) APUS_LOG_ERROR("cleanup of " + next_dir + " failed: " + s.to_string());
 }
 
 Status DiskFileManager::cleanup(const std::string& dir) {

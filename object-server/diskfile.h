@@ -49,6 +49,9 @@ struct Location {
   std::string container;
   std::string object;
   int policy = 0;
+  // X-Backend-Next-Part-Power (0: none): during a partition power increase every new file is
+  // also hard-linked into its partition under that power, as Swift's relinker would.
+  int next_part_power = 0;
 
   // "/a/c/o", the `name` Swift stores in metadata.
   std::string name() const { return "/" + account + "/" + container + "/" + object; }
@@ -145,6 +148,7 @@ struct DiskFileOptions {
   uint64_t mb_per_sync = 512;        // fdatasync every this many MiB written
   int64_t reclaim_age = 604800;      // seconds
   common::io::FreeSpaceReserve fallocate_reserve;  // free space to keep
+  uint64_t keep_cache_size = 5242880;  // objects smaller than this may stay in the page cache
 };
 
 class DiskFileManager;
@@ -206,6 +210,9 @@ class DiskFileManager {
 
   // Reads up to buf.size() bytes of an opened object's data at `offset`.
   common::Result<size_t> read(const DiskObject& obj, uint64_t offset, std::span<char> buf);
+  // Evicts [offset, offset + length) of an opened object's data from the page cache (Swift's
+  // drop_buffer_cache, for reads that should not keep the cache).
+  void drop_cache(const DiskObject& obj, uint64_t offset, uint64_t length);
 
   // Starts a .data write. `expected_size` (when known) is reserved with fallocate.
   common::Result<std::unique_ptr<ObjectWriter>> create_writer(const Location& loc,
@@ -247,10 +254,18 @@ class DiskFileManager {
                         const std::vector<std::string>& removed);
   void discard_temps(common::io::File& temp, std::optional<common::io::File>& sidecar);
   common::Result<Metadata> read_metadata_at(const std::string& path);
-  // Renames a finished temp file into place and does the post-write housekeeping.
+  // Renames a finished temp file into place and does the post-write housekeeping. With
+  // fsync_data the file's `written` bytes are dropped from the page cache after the fsync.
   common::Status commit_file(const Location& loc, const std::string& hash, common::io::File& temp,
                              const std::string& file_name, bool fsync_data,
-                             std::optional<common::io::File>* sidecar = nullptr);
+                             std::optional<common::io::File>* sidecar = nullptr,
+                             uint64_t written = 0);
+  // The partition-power-increase links of a committed file (Location::next_part_power): the
+  // file (and its sidecar) gets a second name in the partition under the next power, and the
+  // obsolete files of the other power's directory go. Failures are logged, not returned: the
+  // object is stored, and Swift's relinker would link it later.
+  void relink_for_next_part_power(const Location& loc, const std::string& hash,
+                                  const std::string& file_name, bool has_sidecar);
   common::Status cleanup(const std::string& hash_dir);
   // hashes.cpp
   SuffixHashes read_hashes(const std::string& part_dir);

@@ -1,22 +1,26 @@
 #include "object-server/object_server.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <array>
+#include <charconv>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/asio/as_tuple.hpp>
-#include <chrono>
-#include <thread>
+#include <boost/json.hpp>
+#include <unistd.h>
 
 #include "common/crypto/md5.h"
 #include "common/http/client.h"
 #include "common/http/date.h"
+#include "common/http/mime.h"
 #include "common/http/range.h"
 #include "common/http/swob.h"
 #include "common/http/url.h"
@@ -32,13 +36,15 @@ using common::Status;
 using common::Timestamp;
 using common::http::Exchange;
 using common::http::HeaderMap;
+using common::http::iequals;
+using common::http::istarts_with;
+using common::http::MimeSplitter;
 using common::http::Request;
 using common::http::Response;
-using common::http::iequals;
-using common::http::title_case;
-using common::http::istarts_with;
 using common::http::swob_response;
+using common::http::swob_response_with_body;
 using common::http::text_response;
+using common::http::title_case;
 
 namespace {
 
@@ -78,9 +84,199 @@ int64_t delete_at_of(const Metadata& md) {
   return std::strtoll(v->c_str(), nullptr, 10);
 }
 
+// A whole header value in decimal digits, as Python's int() takes it (no sign, no spaces).
+std::optional<uint64_t> parse_decimal(std::string_view v) {
+  uint64_t n = 0;
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (v.empty() || ec != std::errc() || end != v.data() + v.size()) return std::nullopt;
+  return n;
+}
+
 double now_seconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
       .count();
+}
+
+// The body of a PUT: usually the object's bytes. For Swift's MIME PUT (its proxy sends metadata
+// footers when encryption is on, and a multiphase commit for EC) it is a multipart MIME
+// document whose first part holds the object's bytes and whose later parts hold the footer
+// JSON and the commit confirmation.
+class PutBody {
+ public:
+  struct Document {
+    HeaderMap headers;
+    std::string body;
+  };
+
+  explicit PutBody(Exchange& ex) : ex_(ex) {}
+
+  // Switches to MIME and reads up to the first document's body (the object's bytes).
+  net::awaitable<Status> start_mime(std::string boundary, size_t chunk_size) {
+    splitter_.emplace(boundary);
+    input_.assign(chunk_size, '\0');
+    auto e = co_await next_event();
+    if (!e.ok()) co_return e.status();
+    in_document_ = *e == MimeSplitter::Event::kHeaders;
+    co_return Status();
+  }
+
+  // The object's bytes, up to buf.size(); 0 at their end.
+  net::awaitable<Result<size_t>> read(std::span<char> buf) {
+    if (!splitter_) co_return co_await ex_.read_body(buf);
+    for (;;) {
+      if (!pending_.empty()) {
+        size_t n = std::min(buf.size(), pending_.size());
+        std::memcpy(buf.data(), pending_.data(), n);
+        pending_.remove_prefix(n);
+        co_return n;
+      }
+      if (!in_document_) co_return size_t{0};
+      auto e = co_await next_event();
+      if (!e.ok()) co_return e.status();
+      if (*e == MimeSplitter::Event::kData) {
+        pending_ = splitter_->data();
+      } else {
+        in_document_ = false;
+      }
+    }
+  }
+
+  // The next document after the current one, its body read whole (at most max_bytes, or
+  // InvalidArgument); nullopt when there is none.
+  net::awaitable<Result<std::optional<Document>>> next_document(size_t max_bytes) {
+    pending_ = {};
+    while (in_document_) {  // what is left of the current one
+      auto e = co_await next_event();
+      if (!e.ok()) co_return e.status();
+      in_document_ = *e == MimeSplitter::Event::kData;
+    }
+    auto e = co_await next_event();
+    if (!e.ok()) co_return e.status();
+    if (*e != MimeSplitter::Event::kHeaders) co_return std::optional<Document>();
+    Document doc{splitter_->headers(), {}};
+    for (in_document_ = true; in_document_;) {
+      auto d = co_await next_event();
+      if (!d.ok()) co_return d.status();
+      if (*d != MimeSplitter::Event::kData) {
+        in_document_ = false;
+      } else if (doc.body.size() + splitter_->data().size() > max_bytes) {
+        malformed_ = true;
+        co_return Status::invalid_argument("MIME document too large");
+      } else {
+        doc.body += splitter_->data();
+      }
+    }
+    co_return std::optional<Document>(std::move(doc));
+  }
+
+  // Reads the rest of the body, whatever it holds (Swift drains it before answering).
+  net::awaitable<Status> drain() {
+    pending_ = {};
+    for (;;) {
+      auto e = co_await next_event();
+      if (!e.ok()) co_return e.status();
+      if (*e == MimeSplitter::Event::kEnd) co_return Status();
+    }
+  }
+
+  // Set when the MIME framing was wrong (rather than the client slow or gone).
+  bool malformed() const { return malformed_; }
+  bool is_mime() const { return splitter_.has_value(); }
+
+ private:
+  // The splitter's next event, reading more of the request body when it needs it.
+  net::awaitable<Result<MimeSplitter::Event>> next_event() {
+    for (;;) {
+      MimeSplitter::Event e = splitter_->next();
+      if (e == MimeSplitter::Event::kError) {
+        malformed_ = true;
+        co_return Status::invalid_argument(splitter_->error());
+      }
+      if (e != MimeSplitter::Event::kNeedMore) co_return e;
+      auto n = co_await ex_.read_body(std::span(input_.data(), input_.size()));
+      if (!n.ok()) co_return n.status();
+      if (*n == 0) {
+        splitter_->finish();
+      } else {
+        splitter_->feed(std::string_view(input_.data(), *n));
+      }
+    }
+  }
+
+  Exchange& ex_;
+  std::optional<MimeSplitter> splitter_;
+  std::string input_;         // read buffer for the request body
+  std::string_view pending_;  // body bytes from the splitter not yet handed out
+  bool in_document_ = false;  // the current document has not ended
+  bool malformed_ = false;
+};
+
+// Footer documents are a few KiB of JSON; this bounds what a broken peer can make us buffer.
+constexpr size_t kMaxFooterBytes = 1 << 20;
+
+// The footer JSON as header pairs, as Swift's HeaderKeyDict(json.loads(...)) holds them: names
+// title-cased, strings back to their wire bytes, numbers and booleans as Python's str() of
+// them, nulls dropped. nullopt for anything but an object of such values.
+std::optional<HeaderMap> parse_footer_json(std::string_view body) {
+  boost::system::error_code ec;
+  boost::json::value v = boost::json::parse(body, ec);
+  if (ec || !v.is_object()) return std::nullopt;
+  HeaderMap out;
+  for (const auto& [key, value] : v.as_object()) {
+    std::string name = title_case(common::pickle::wsgi_bytes(key).value_or(std::string(key)));
+    std::string text;
+    switch (value.kind()) {
+      case boost::json::kind::string: {
+        std::string_view utf8 = value.as_string();
+        text = common::pickle::wsgi_bytes(utf8).value_or(std::string(utf8));
+        break;
+      }
+      case boost::json::kind::int64:
+        text = std::to_string(value.as_int64());
+        break;
+      case boost::json::kind::uint64:
+        text = std::to_string(value.as_uint64());
+        break;
+      case boost::json::kind::double_:
+        text = common::pickle::python_float_repr(value.as_double());
+        break;
+      case boost::json::kind::bool_:
+        text = value.as_bool() ? "True" : "False";
+        break;
+      case boost::json::kind::null:
+        out.erase(name);
+        continue;
+      default:
+        return std::nullopt;
+    }
+    out.set(name, text);
+  }
+  return out;
+}
+
+// The answer to a PUT whose body could not be read: malformed MIME is the sender's error (400;
+// Swift answers 500 for a bad starting boundary), a slow client 408, a vanished one 499.
+Response body_failure(const PutBody& body, const Status& s) {
+  if (body.malformed()) return swob_response_with_body(400, s.message());
+  return swob_response(s.is_timeout() ? 408 : 499);
+}
+
+// Reads the footer document of a MIME PUT into `footers`; a refusal when it is missing or bad.
+net::awaitable<std::optional<Response>> read_footers(PutBody& body, HeaderMap& footers) {
+  auto doc = co_await body.next_document(kMaxFooterBytes);
+  if (!doc.ok()) co_return body_failure(body, doc.status());
+  if (!*doc) co_return swob_response_with_body(400, "couldn't find footer MIME doc");
+  auto want_md5 = (*doc)->headers.get("Content-MD5");
+  if (!want_md5 || want_md5->empty()) {
+    co_return swob_response_with_body(400, "no Content-MD5 in footer");
+  }
+  if (*want_md5 != common::crypto::md5_hex((*doc)->body)) {
+    co_return swob_response_with_body(422, "footer MD5 mismatch");
+  }
+  auto parsed = parse_footer_json((*doc)->body);
+  if (!parsed) co_return swob_response_with_body(400, "invalid JSON for footer doc");
+  footers = std::move(*parsed);
+  co_return std::nullopt;
 }
 
 }  // namespace
@@ -138,6 +334,10 @@ Result<ObjectServerConfig> ObjectServerConfig::from_config(const common::Config&
   APUS_ASSIGN_OR_RETURN(mb, get_int("mb_per_sync", 512));
   c.disk.mb_per_sync = static_cast<uint64_t>(std::max<int64_t>(0, mb));
   APUS_ASSIGN_OR_RETURN(c.disk.reclaim_age, get_int("reclaim_age", 604800));
+  int64_t keep = 5242880;
+  APUS_ASSIGN_OR_RETURN(keep, get_int("keep_cache_size", 5242880));
+  c.disk.keep_cache_size = static_cast<uint64_t>(std::max<int64_t>(0, keep));
+  APUS_ASSIGN_OR_RETURN(c.keep_cache_private, get_bool("keep_cache_private", false));
   auto reserve = common::io::FreeSpaceReserve::parse(s.get_string("fallocate_reserve", "1%"));
   if (!reserve.ok()) return s.invalid("fallocate_reserve", reserve.status().message());
   c.disk.fallocate_reserve = *reserve;
@@ -260,6 +460,14 @@ net::awaitable<void> ObjectServer::handle(Exchange& ex) {
     co_return;
   }
   p.loc.policy = static_cast<int>(policy->index);
+  if (auto power = req.headers.get("X-Backend-Next-Part-Power"); power && !power->empty()) {
+    int64_t n = parse_decimal(*power).value_or(0);
+    if (n < 1 || n > 32) {
+      (void)co_await ex.respond(text_response(400, "Invalid X-Backend-Next-Part-Power"));
+      co_return;
+    }
+    p.loc.next_part_power = static_cast<int>(n);
+  }
 
   auto ts_header = req.headers.get("X-Timestamp");
   if (!ts_header && (method == "GET" || method == "HEAD")) {
@@ -392,14 +600,12 @@ net::awaitable<void> ObjectServer::handle_put(Exchange& ex, Parsed& p) {
   std::optional<uint64_t> fsize = req.content_length;
   if (!fsize) {
     if (auto v = req.headers.get("X-Backend-Obj-Content-Length")) {
-      char* end = nullptr;
-      std::string s(*v);
-      uint64_t n = std::strtoull(s.c_str(), &end, 10);
-      if (s.empty() || *end != '\0') {
-        (void)co_await ex.respond(text_response(400, "invalid literal for int() with base 10: '" + s + "'"));
+      fsize = parse_decimal(*v);
+      if (!fsize) {
+        (void)co_await ex.respond(text_response(
+            400, "invalid literal for int() with base 10: '" + std::string(*v) + "'"));
         co_return;
       }
-      fsize = n;
     }
   }
 
@@ -446,6 +652,40 @@ net::awaitable<void> ObjectServer::handle_put(Exchange& ex, Parsed& p) {
     (void)co_await ex.respond(std::move(prep.refusal));
     co_return;
   }
+  // Every answer but 201 leaves nothing behind: the writer's temp file goes first.
+  auto discard = [&]() -> net::awaitable<void> {
+    co_await pool.call([&] { prep.writer.reset(); });
+  };
+
+  // A MIME body comes with footers (Swift's proxy sends them when encryption is on) or for a
+  // multiphase commit, which Swift uses for EC only. Apus stores replicated policies only, so
+  // it does not offer multiphase commit in its 100 Continue: Swift's proxy then gives up on the
+  // node rather than expect EC's durable-commit semantics.
+  PutBody body(ex);
+  const bool footer =
+      common::config_true_value(req.headers.get_or("X-Backend-Obj-Metadata-Footer", ""));
+  const bool multiphase =
+      common::config_true_value(req.headers.get_or("X-Backend-Obj-Multiphase-Commit", ""));
+  if (footer || multiphase) {
+    std::string boundary(req.headers.get_or("X-Backend-Obj-Multipart-Mime-Boundary", ""));
+    if (boundary.empty()) {
+      co_await discard();
+      (void)co_await ex.respond(swob_response_with_body(400, "no MIME boundary"));
+      co_return;
+    }
+    // The proxy sends footers only when the 100 Continue says we read them.
+    if (footer) {
+      HeaderMap can;
+      can.set("X-Obj-Metadata-Footer", "yes");
+      ex.set_continue_headers(std::move(can));
+    }
+    Status started = co_await body.start_mime(std::move(boundary), config_.network_chunk_size);
+    if (!started.ok()) {
+      co_await discard();
+      (void)co_await ex.respond(body_failure(body, started));
+      co_return;
+    }
+  }
 
   // The body: read in network_chunk_size pieces and hashed on this worker, written on the
   // disk pool a batch of up to kWriteBatch bytes at a time (a trip to the pool per 64 KiB
@@ -462,19 +702,18 @@ net::awaitable<void> ObjectServer::handle_put(Exchange& ex, Parsed& p) {
   double body_seconds = 0, write_seconds = 0;
   for (bool done = false; !done;) {
     auto t0 = std::chrono::steady_clock::now();
-    auto n = co_await ex.read_body(
-        std::span(batch.data() + batched, std::min(config_.network_chunk_size, batch.size() - batched)));
+    auto n = co_await body.read(std::span(
+        batch.data() + batched, std::min(config_.network_chunk_size, batch.size() - batched)));
     auto t1 = std::chrono::steady_clock::now();
     body_seconds += std::chrono::duration<double>(t1 - t0).count();
     if (!n.ok()) {
-      int status = n.status().is_timeout() ? 408 : 499;
-      co_await pool.call([&] { prep.writer.reset(); });  // removes the temp file
-      (void)co_await ex.respond(swob_response(status));
+      co_await discard();
+      (void)co_await ex.respond(body_failure(body, n.status()));
       co_return;
     }
     done = *n == 0;
     if (!done && now_seconds() > deadline) {
-      co_await pool.call([&] { prep.writer.reset(); });
+      co_await discard();
       (void)co_await ex.respond(swob_response(408));
       co_return;
     }
@@ -490,7 +729,7 @@ net::awaitable<void> ObjectServer::handle_put(Exchange& ex, Parsed& p) {
     batched = 0;
     write_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
     if (!w.ok()) {
-      co_await pool.call([&] { prep.writer.reset(); });
+      co_await discard();
       (void)co_await ex.respond(disk_error(w, p.loc.device));
       co_return;
     }
@@ -498,26 +737,38 @@ net::awaitable<void> ObjectServer::handle_put(Exchange& ex, Parsed& p) {
   phase_body_.observe(body_seconds);
   phase_write_.observe(write_seconds);
   if (fsize && *fsize != received) {
-    co_await pool.call([&] { prep.writer.reset(); });
+    co_await discard();
     (void)co_await ex.respond(swob_response(499));
     co_return;
   }
-  std::string etag = md5.hex_digest();
-  if (auto client_etag = req.headers.get("Etag")) {
-    std::string want(common::http::normalize_etag(*client_etag));
-    if (!want.empty() && common::http::to_lower(want) != etag) {
-      co_await pool.call([&] { prep.writer.reset(); });
-      (void)co_await ex.respond(swob_response(422));
+  HeaderMap footers;
+  if (footer) {
+    if (auto refusal = co_await read_footers(body, footers)) {
+      co_await discard();
+      (void)co_await ex.respond(std::move(*refusal));
       co_return;
     }
+  }
+  std::string etag = md5.hex_digest();
+  // The footer's ETag (encryption's, of the bytes as stored) wins over the request's.
+  std::string client_etag(req.headers.get_or("Etag", ""));
+  if (auto f = footers.get("Etag"); f && !f->empty()) client_etag = common::http::to_lower(*f);
+  footers.erase("Etag");
+  if (std::string want(common::http::normalize_etag(client_etag));
+      !want.empty() && common::http::to_lower(want) != etag) {
+    co_await discard();
+    (void)co_await ex.respond(swob_response(422));
+    co_return;
   }
 
   Metadata md = {{"X-Timestamp", p.timestamp.internal()},
                  {"Content-Type", std::string(req.headers.get_or("Content-Type", ""))},
                  {"Content-Length", std::to_string(received)},
                  {"ETag", etag}};
-  for (const auto& [k, v] : req.headers) {
-    if (is_user_or_sys_meta(k) || is_transient_sysmeta(k)) set_meta(md, title_case(k), v);
+  for (const HeaderMap* source : {&req.headers, static_cast<const HeaderMap*>(&footers)}) {
+    for (const auto& [k, v] : *source) {
+      if (is_user_or_sys_meta(k) || is_transient_sysmeta(k)) set_meta(md, title_case(k), v);
+    }
   }
   copy_allowed_headers(req, md);
   set_meta(md, "name", p.loc.name());
@@ -534,6 +785,13 @@ net::awaitable<void> ObjectServer::handle_put(Exchange& ex, Parsed& p) {
     (void)co_await ex.respond(disk_error(committed, p.loc.device));
     co_return;
   }
+  if (body.is_mime()) {
+    // Anything after the footer is read and dropped, as Swift does, before the answer.
+    if (Status drained = co_await body.drain(); !drained.ok()) {
+      (void)co_await ex.respond(body_failure(body, drained));
+      co_return;
+    }
+  }
 
   int64_t orig_delete_at = delete_at_of(prep.orig_metadata);
   int64_t new_delete_at = delete_at_of(md);
@@ -548,10 +806,13 @@ net::awaitable<void> ObjectServer::handle_put(Exchange& ex, Parsed& p) {
   update.set("X-Timestamp", p.timestamp.internal());
   update.set("X-Etag", etag);
   // Overrides: the x-backend- form first, so the sysmeta form (the one middlewares use) wins.
+  // Footers come after the request's headers within each form.
   for (std::string_view prefix :
        {"x-backend-container-update-override-", "x-object-sysmeta-container-update-override-"}) {
-    for (const auto& [k, v] : req.headers) {
-      if (istarts_with(k, prefix)) update.set("X-" + title_case(k.substr(prefix.size())), v);
+    for (const HeaderMap* source : {&req.headers, static_cast<const HeaderMap*>(&footers)}) {
+      for (const auto& [k, v] : *source) {
+        if (istarts_with(k, prefix)) update.set("X-" + title_case(k.substr(prefix.size())), v);
+      }
     }
   }
   co_await container_update(p, "PUT", std::move(update));
@@ -678,6 +939,13 @@ net::awaitable<void> ObjectServer::send_object(Exchange& ex, Parsed& p, DiskObje
   }
 
   common::io::BlockingPool& pool = pool_for(p.loc.device);
+  // Swift's keep_cache: what a GET reads stays in the page cache only for small objects
+  // (keep_cache_size) read without a token (or any, with keep_cache_private); otherwise each
+  // read MiB is dropped, so big and private reads do not push out what public reads share.
+  bool keep_cache = (config_.keep_cache_private || (!req.headers.contains("X-Auth-Token") &&
+                                                    !req.headers.contains("X-Storage-Token"))) &&
+                    obj.size < config_.disk.keep_cache_size;
+  constexpr uint64_t kDropCacheWindow = 1 << 20;
   // Two buffers: the disk pool reads the next chunk while this worker hashes and sends the
   // current one, so a large GET waits on the disk and the network at once, not in turn.
   std::array<std::string, 2> bufs = {std::string(config_.disk_chunk_size, '\0'),
@@ -688,10 +956,19 @@ net::awaitable<void> ObjectServer::send_object(Exchange& ex, Parsed& p, DiskObje
     using namespace boost::asio::experimental::awaitable_operators;
     Result<size_t> got = size_t{0};
     Status sent;
+    uint64_t cached_from = start;  // read but not yet dropped from the cache
     auto read_into = [&](uint64_t off, size_t idx) -> net::awaitable<void> {
       size_t want = static_cast<size_t>(std::min<uint64_t>(bufs[idx].size(), end - off));
-      got = co_await pool.call(
-          [&, off, idx, want] { return disk_.read(obj, off, std::span(bufs[idx].data(), want)); });
+      got = co_await pool.call([&, off, idx, want] {
+        auto n = disk_.read(obj, off, std::span(bufs[idx].data(), want));
+        uint64_t read_to = off + (n.ok() ? *n : 0);
+        if (!keep_cache &&
+            (read_to - cached_from >= kDropCacheWindow || read_to >= end || !n.ok() || *n == 0)) {
+          disk_.drop_cache(obj, cached_from, read_to - cached_from);
+          cached_from = read_to;
+        }
+        return n;
+      });
     };
     auto send = [&](std::string_view data) -> net::awaitable<void> {
       if (md5) md5->update(data);

@@ -43,6 +43,7 @@ struct ObjectServerConfig {
   bool container_update_async = false;  // container_update_mode = async
   int threads_per_disk = 2;
   bool replication_server = true;
+  bool keep_cache_private = false;        // GETs with a token may keep the page cache too
   std::set<std::string> allowed_headers;  // lower-case names
   std::string log_name = "object-server";
 

@@ -84,6 +84,9 @@ class ExchangeWrapper : public common::http::Exchange {
   boost::asio::awaitable<common::Status> send_continue() override {
     return inner_.send_continue();
   }
+  void set_continue_headers(common::http::HeaderMap headers) override {
+    inner_.set_continue_headers(std::move(headers));
+  }
   boost::asio::awaitable<common::Status> write_body(std::string_view chunk) override {
     return inner_.write_body(chunk);
   }

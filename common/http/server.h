@@ -81,6 +81,9 @@ class Exchange {
 
   // Sends "100 Continue" now, if the client asked for it and it was not sent yet.
   virtual boost::asio::awaitable<Status> send_continue() = 0;
+  // Headers to send with that "100 Continue" (Swift's object server names its MIME
+  // capabilities there, X-Obj-Metadata-Footer). Call before it is sent.
+  virtual void set_continue_headers(HeaderMap headers) { (void)headers; }
 
   // Sends a whole response. For HEAD no body is sent.
   boost::asio::awaitable<Status> respond(Response response) {

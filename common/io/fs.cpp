@@ -91,6 +91,8 @@ FileStat to_file_stat(const struct ::stat& st) {
   out.is_dir = S_ISDIR(st.st_mode);
   out.size = static_cast<std::uint64_t>(st.st_size);
   out.mtime_ns = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+  out.device = static_cast<std::uint64_t>(st.st_dev);
+  out.inode = static_cast<std::uint64_t>(st.st_ino);
   return out;
 }
 
@@ -272,6 +274,14 @@ class PosixFs final : public Fs {
     return Status();
   }
 
+  Status link(const std::string& from, const std::string& to) override {
+    if (::link(from.c_str(), to.c_str()) != 0) {
+      const int err = errno;
+      return from_errno(err, "link " + from + " to " + to);
+    }
+    return Status();
+  }
+
   Status unlink(const std::string& path) override {
     if (::unlink(path.c_str()) != 0) return sys_error("unlink", path);
     return Status();
@@ -411,10 +421,10 @@ Status fsync_dirs_up(Fs& fs, std::string dir, int created) {
 
 // Indexed by FaultInjectingFs::Op, for messages.
 constexpr const char* kOpNames[] = {
-    "open",        "create_temp", "write",      "read",    "fsync",    "fdatasync",
-    "fallocate",   "ftruncate",   "drop_cache", "fstat",   "setxattr", "getxattr",
-    "removexattr", "listxattr",   "rename",     "unlink",  "rmdir",    "mkdirs",
-    "fsync_dir",   "list_dir",    "stat",       "statvfs", "is_mount",
+    "open",        "create_temp", "write",      "read",  "fsync",    "fdatasync",
+    "fallocate",   "ftruncate",   "drop_cache", "fstat", "setxattr", "getxattr",
+    "removexattr", "listxattr",   "rename",     "link",  "unlink",   "rmdir",
+    "mkdirs",      "fsync_dir",   "list_dir",   "stat",  "statvfs",  "is_mount",
 };
 
 static_assert(std::size(kOpNames) == FaultInjectingFs::kNumOps, "one name per Op");
@@ -695,6 +705,11 @@ Result<std::vector<std::string>> FaultInjectingFs::list_xattrs(const File& f) {
 Status FaultInjectingFs::rename(const std::string& from, const std::string& to) {
   APUS_RETURN_IF_ERROR(enter(Op::kRename, from));
   return base_.rename(from, to);
+}
+
+Status FaultInjectingFs::link(const std::string& from, const std::string& to) {
+  APUS_RETURN_IF_ERROR(enter(Op::kLink, from));
+  return base_.link(from, to);
 }
 
 Status FaultInjectingFs::unlink(const std::string& path) {

@@ -79,6 +79,8 @@ struct FileStat {
   bool is_dir = false;
   std::uint64_t size = 0;     // bytes
   std::int64_t mtime_ns = 0;  // nanoseconds since the Unix epoch
+  std::uint64_t device = 0;   // st_dev and st_ino: equal for two names of one file
+  std::uint64_t inode = 0;
 };
 
 // Space on the filesystem holding a path, as statvfs(3) reports it.
@@ -137,6 +139,9 @@ class Fs {
   // --- Paths.
   // rename(2): atomically replaces to. NotFound if from (or to's directory) is missing.
   virtual Status rename(const std::string& from, const std::string& to) = 0;
+  // link(2): a second name for a file. Conflict if `to` exists, NotFound if `from` (or to's
+  // directory) is missing.
+  virtual Status link(const std::string& from, const std::string& to) = 0;
   // Removes a file. NotFound if missing.
   virtual Status unlink(const std::string& path) = 0;
   // Removes an empty directory. NotFound if missing, Conflict if not empty.
@@ -204,6 +209,7 @@ class FaultInjectingFs final : public Fs {
     kRemoveXattr,
     kListXattrs,
     kRename,
+    kLink,
     kUnlink,
     kRmdir,
     kMkdir,
@@ -253,6 +259,7 @@ class FaultInjectingFs final : public Fs {
   Status remove_xattr(File& f, const std::string& name) override;
   Result<std::vector<std::string>> list_xattrs(const File& f) override;
   Status rename(const std::string& from, const std::string& to) override;
+  Status link(const std::string& from, const std::string& to) override;
   Status unlink(const std::string& path) override;
   Status rmdir(const std::string& path) override;
   Result<int> mkdirs(const std::string& path) override;

@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
 """apus-object-server under faults with real processes:
 - kill -9 in the middle of a PUT leaves the previous object intact (or none), never a partial one;
-- concurrent PUTs of one object with different timestamps: the newest wins, whatever the order.
+- concurrent PUTs of one object with different timestamps: the newest wins, whatever the order;
+- the page cache as Swift leaves it: out after a PUT, kept after a GET only without a token.
 
 usage: object_faults_test.py <build-dir>
 """
+import ctypes
 import hashlib
+import mmap
 import os
 import random
 import signal
@@ -25,6 +28,27 @@ def check(cond, what):
     if not cond:
         failures.append(what)
         print("FAIL:", what)
+
+
+def resident_pages(path):
+    """(pages of the file in the page cache, pages of the file), by mincore(2)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                          ctypes.c_int, ctypes.c_long]
+    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+    size = os.path.getsize(path)
+    pages = (size + mmap.PAGESIZE - 1) // mmap.PAGESIZE
+    with open(path, "rb") as f:
+        addr = libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, f.fileno(), 0)
+        try:
+            vec = (ctypes.c_ubyte * pages)()
+            if libc.mincore(addr, size, vec) != 0:
+                raise OSError(ctypes.get_errno(), "mincore")
+            return sum(v & 1 for v in vec), pages
+        finally:
+            libc.munmap(addr, size)
 
 
 def start_server(ps, root, port):
@@ -113,6 +137,24 @@ def main():
         race = [files for d, files in hash_dirs if any("1700000100" in f for f in files)]
         check(race and race[0] == [newest + ".data"],
               "only the newest .data is left: %r" % race)
+
+        # The page cache, as Swift keeps it: a PUT's pages leave once on disk; a GET keeps what
+        # it read only for a small object read without a token (keep_cache_size, 5 MiB).
+        cached = "/sda1/0/acc/cont/cached"
+        status = procs.request(port, "PUT", cached, {"X-Timestamp": "1700000200.00000",
+                                                     "Content-Type": "a/b"}, b"c" * 262144)[0]
+        check(status == 201, "PUT for the page cache: %d" % status)
+        data_file = [os.path.join(d, f) for d, _, files in
+                     os.walk(os.path.join(root, "dev", "sda1", "objects"))
+                     for f in files if f == "1700000200.00000.data"][0]
+        check(resident_pages(data_file)[0] == 0,
+              "a PUT leaves no pages cached: %r" % (resident_pages(data_file),))
+        procs.request(port, "GET", cached, {"X-Auth-Token": "AUTH_tk"})
+        check(resident_pages(data_file)[0] == 0,
+              "a GET with a token leaves no pages cached: %r" % (resident_pages(data_file),))
+        procs.request(port, "GET", cached)
+        got, pages = resident_pages(data_file)
+        check(got == pages, "a GET without a token keeps the pages: %d of %d" % (got, pages))
     print("object faults test:", "%d failures" % len(failures) if failures else "ok")
     return 1 if failures else 0
 

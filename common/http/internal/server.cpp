@@ -220,6 +220,7 @@ class Session : public Exchange, public std::enable_shared_from_this<Session> {
   const Request& request() const override { return request_; }
   net::awaitable<Result<size_t>> read_body(std::span<char> buf) override;
   net::awaitable<Status> send_continue() override;
+  void set_continue_headers(HeaderMap headers) override { continue_headers_ = std::move(headers); }
   net::awaitable<Status> write_body(std::string_view chunk) override;
   net::awaitable<Status> finish_response() override;
   bool response_started() const override { return status_ != 0; }
@@ -254,6 +255,7 @@ class Session : public Exchange, public std::enable_shared_from_this<Session> {
   // Per request:
   int status_ = 0;            // response status once started
   bool continue_sent_ = false;
+  HeaderMap continue_headers_;  // sent with the first "100 Continue"
   bool body_done_ = false;
   bool chunked_response_ = false;
   bool response_done_ = false;
@@ -368,6 +370,7 @@ void Session::fill_request() {
   }
   status_ = 0;
   continue_sent_ = false;
+  continue_headers_.clear();
   body_done_ = parser_->is_done();
   chunked_response_ = false;
   response_done_ = false;
@@ -480,8 +483,13 @@ net::awaitable<Result<size_t>> Session::read_body(std::span<char> buf) {
 net::awaitable<Status> Session::send_continue() {
   if (!request_.expect_continue || continue_sent_ || status_ != 0) co_return Status();
   continue_sent_ = true;
-  static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-  std::array<net::const_buffer, 1> buffers{net::buffer(kContinue.data(), kContinue.size())};
+  std::string head = "HTTP/1.1 100 Continue\r\n";
+  for (const auto& [name, value] : continue_headers_) {
+    head.append(name).append(": ").append(value).append("\r\n");
+  }
+  head.append("\r\n");
+  continue_headers_.clear();
+  std::array<net::const_buffer, 1> buffers{net::buffer(head.data(), head.size())};
   co_return co_await write_buffers(buffers);
 }
 
