@@ -35,9 +35,10 @@ int main(int argc, char** argv) {
   apus::common::Metrics metrics("object");
   apus::object::ObjectServer server(*config, apus::common::io::default_fs(), &metrics);
   apus::common::http::Server http(
-      config->server,
-      [&server](apus::common::http::Exchange& ex) { return server.handle(ex); }, &metrics,
-      apus::common::storage_access_logger());
+      config->server, [&server](apus::common::http::Exchange& ex) { return server.handle(ex); },
+      &metrics,
+      config->log_requests ? apus::common::storage_access_logger()
+                           : apus::common::http::AccessLogger());
   if (auto s = http.start(); !s.ok()) {
     APUS_LOG_ERROR("cannot start: " + s.to_string());
     std::fprintf(stderr, "cannot start: %s\n", s.to_string().c_str());

@@ -51,8 +51,6 @@ namespace {
 constexpr std::string_view kUserMeta = "x-object-meta-";
 constexpr std::string_view kSysMeta = "x-object-sysmeta-";
 constexpr std::string_view kTransientSysMeta = "x-object-transient-sysmeta-";
-// expiring_objects_container_divisor: one queue container per day, as Swift's default.
-constexpr int64_t kExpirerDivisor = 86400;
 
 bool has_prefix_and_more(std::string_view key, std::string_view prefix) {
   return key.size() > prefix.size() && istarts_with(key, prefix);
@@ -254,6 +252,47 @@ std::optional<HeaderMap> parse_footer_json(std::string_view body) {
   return out;
 }
 
+// Swift's `slow`, a knob for simulating slow devices: the answer to a PUT or DELETE waits
+// until the request is `slow` seconds old. Forwards everything else.
+class SlowExchange final : public Exchange {
+ public:
+  SlowExchange(Exchange& inner, std::chrono::steady_clock::time_point not_before)
+      : inner_(inner), not_before_(not_before) {}
+  const Request& request() const override { return inner_.request(); }
+  net::awaitable<Result<size_t>> read_body(std::span<char> buf) override {
+    return inner_.read_body(buf);
+  }
+  net::awaitable<Status> send_continue() override { return inner_.send_continue(); }
+  void set_continue_headers(HeaderMap headers) override {
+    inner_.set_continue_headers(std::move(headers));
+  }
+  net::awaitable<Status> write_body(std::string_view chunk) override {
+    return inner_.write_body(chunk);
+  }
+  net::awaitable<Status> finish_response() override { return inner_.finish_response(); }
+  bool response_started() const override { return inner_.response_started(); }
+  int response_status() const override { return inner_.response_status(); }
+
+ protected:
+  net::awaitable<Status> do_respond(Response response) override {
+    co_await wait();
+    co_return co_await inner_.respond(std::move(response));
+  }
+  net::awaitable<Status> do_start_response(int status, HeaderMap headers,
+                                           std::optional<uint64_t> length) override {
+    co_await wait();
+    co_return co_await inner_.start_response(status, std::move(headers), length);
+  }
+
+ private:
+  net::awaitable<void> wait() {
+    net::steady_timer timer(co_await net::this_coro::executor, not_before_);
+    (void)co_await timer.async_wait(net::as_tuple(net::use_awaitable));
+  }
+  Exchange& inner_;
+  std::chrono::steady_clock::time_point not_before_;
+};
+
 // The answer to a PUT whose body could not be read: malformed MIME is the sender's error (400;
 // Swift answers 500 for a bad starting boundary), a slow client 408, a vanished one 499.
 Response body_failure(const PutBody& body, const Status& s) {
@@ -369,11 +408,20 @@ Result<ObjectServerConfig> ObjectServerConfig::from_config(const common::Config&
     c.allowed_headers.insert(common::http::to_lower(h));
   }
   c.log_name = s.get_string("log_name", "object-server");
+  APUS_ASSIGN_OR_RETURN(c.log_requests, get_bool("log_requests", true));
+  APUS_ASSIGN_OR_RETURN(c.slow, get_double("slow", 0));
+  APUS_ASSIGN_OR_RETURN(c.expiring_objects_container_divisor,
+                        get_int("expiring_objects_container_divisor", 86400));
+  if (c.expiring_objects_container_divisor <= 0) {
+    return s.invalid("expiring_objects_container_divisor", "must be a positive integer");
+  }
 
   std::string swift_dir = s.get_string("swift_dir", "/etc/swift");
   auto swift = common::load_swift_conf(swift_dir + "/swift.conf");
   if (!swift.ok()) return swift.status();
   c.swift = std::move(*swift);
+  c.expiring_objects_account = std::string(c.swift.constraints.auto_create_account_prefix) +
+                               s.get_string("expiring_objects_account_name", "expiring_objects");
   return c;
 }
 
@@ -412,6 +460,7 @@ common::io::BlockingPool& ObjectServer::pool_for(const std::string& device) {
 }
 
 net::awaitable<void> ObjectServer::handle(Exchange& ex) {
+  const auto started = std::chrono::steady_clock::now();
   const Request& req = ex.request();
   const std::string& method = req.method;
   static const std::array<std::string_view, 7> kPublic = {
@@ -484,14 +533,16 @@ net::awaitable<void> ObjectServer::handle(Exchange& ex) {
     p.timestamp = *ts;
   }
 
-  if (method == "PUT") {
-    co_await handle_put(ex, p);
-  } else if (method == "GET" || method == "HEAD") {
+  if (method == "GET" || method == "HEAD") {
     co_await handle_get_head(ex, p);
   } else if (method == "POST") {
     co_await handle_post(ex, p);
+  } else if (config_.slow > 0) {
+    SlowExchange slow(ex, started + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                        std::chrono::duration<double>(config_.slow)));
+    co_await (method == "PUT" ? handle_put(slow, p) : handle_delete(slow, p));
   } else {
-    co_await handle_delete(ex, p);
+    co_await (method == "PUT" ? handle_put(ex, p) : handle_delete(ex, p));
   }
 }
 
@@ -1329,11 +1380,11 @@ net::awaitable<void> ObjectServer::delete_at_update(const Parsed& p, std::string
     // int(hash, 16) % 100, digit by digit: the 128-bit value does not fit an integer.
     int64_t shard = 0;
     for (char c : *hash) shard = (shard * 16 + (c <= '9' ? c - '0' : c - 'a' + 10)) % 100;
-    queue_container = std::to_string(delete_at / kExpirerDivisor * kExpirerDivisor - shard);
+    const int64_t divisor = config_.expiring_objects_container_divisor;
+    queue_container = std::to_string(delete_at / divisor * divisor - shard);
   }
   auto plan = make_plan(p, std::move(op), std::move(headers));
-  plan->account = std::string(config_.swift.constraints.auto_create_account_prefix) +
-                  "expiring_objects";
+  plan->account = config_.expiring_objects_account;
   plan->container = common::normalize_delete_at(std::stoll(queue_container));
   plan->object = when + "-" + p.loc.account + "/" + p.loc.container + "/" + p.loc.object;
   plan->container_partition = partition;

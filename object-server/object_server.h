@@ -46,6 +46,10 @@ struct ObjectServerConfig {
   bool keep_cache_private = false;        // GETs with a token may keep the page cache too
   std::set<std::string> allowed_headers;  // lower-case names
   std::string log_name = "object-server";
+  bool log_requests = true;  // the access log line
+  double slow = 0;           // PUT and DELETE answers wait until the request is this old (testing)
+  std::string expiring_objects_account = ".expiring_objects";
+  int64_t expiring_objects_container_divisor = 86400;  // one queue container per day
 
   // Reads [app:object-server] (found through [pipeline:main]) of an object-server.conf and the
   // swift.conf in its swift_dir. Errors name the file, section and key.

@@ -2,7 +2,8 @@
 """apus-object-server under faults with real processes:
 - kill -9 in the middle of a PUT leaves the previous object intact (or none), never a partial one;
 - concurrent PUTs of one object with different timestamps: the newest wins, whatever the order;
-- the page cache as Swift leaves it: out after a PUT, kept after a GET only without a token.
+- the page cache as Swift leaves it: out after a PUT, kept after a GET only without a token;
+- Swift's `slow` (PUT and DELETE answers wait) and `log_requests = false` (no access lines).
 
 usage: object_faults_test.py <build-dir>
 """
@@ -155,6 +156,35 @@ def main():
         procs.request(port, "GET", cached)
         got, pages = resident_pages(data_file)
         check(got == pages, "a GET without a token keeps the pages: %d of %d" % (got, pages))
+
+        # A second server with `slow = 0.4` and `log_requests = false`.
+        slow_port = procs.free_port()
+        os.makedirs(os.path.join(root, "dev2", "sda1"))
+        with open(os.path.join(etc, "slow-object-server.conf"), "w") as f:
+            f.write("[DEFAULT]\ndevices = %s/dev2\nmount_check = false\nbind_ip = 127.0.0.1\n"
+                    "bind_port = %d\nswift_dir = %s\nworkers = 1\nlog_file = %s/slow.log\n"
+                    "fallocate_reserve = 0\n\n[pipeline:main]\npipeline = object-server\n\n"
+                    "[app:object-server]\nuse = egg:swift#object\nslow = 0.4\n"
+                    "log_requests = false\n" % (root, slow_port, etc, root))
+        slow = ps.start([os.path.join(BUILD, "bin", "apus-object-server"),
+                         os.path.join(etc, "slow-object-server.conf")],
+                        os.path.join(root, "slow.out"))
+        procs.wait_for_port(slow_port, proc=slow, log_path=os.path.join(root, "slow.out"))
+        timings = {}
+        for method, ts, body in (("PUT", "1700000300.00000", b"s"), ("GET", None, None),
+                                 ("DELETE", "1700000301.00000", None)):
+            headers = {"X-Timestamp": ts, "Content-Type": "a/b"} if ts else {}
+            t0 = time.monotonic()
+            status = procs.request(slow_port, method, "/sda1/0/acc/cont/slow", headers, body)[0]
+            timings[method] = (status, time.monotonic() - t0)
+        check(timings["PUT"][0] == 201 and timings["PUT"][1] >= 0.4, "slow PUT: %r" % (timings,))
+        check(timings["DELETE"][0] == 204 and timings["DELETE"][1] >= 0.4,
+              "slow DELETE: %r" % (timings,))
+        check(timings["GET"][0] == 200 and timings["GET"][1] < 0.3, "GET is not slowed: %r" %
+              (timings,))
+        logged = open(os.path.join(root, "slow.log")).read() if os.path.exists(
+            os.path.join(root, "slow.log")) else ""
+        check('"PUT /sda1' not in logged, "log_requests = false writes no access lines")
     print("object faults test:", "%d failures" % len(failures) if failures else "ok")
     return 1 if failures else 0
 
