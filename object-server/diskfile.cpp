@@ -41,13 +41,6 @@ std::string sidecar_owner(std::string_view name) {
   return std::string(name.substr(1, name.size() - 1 - kSuffix.size()));
 }
 
-// Swift's get_partition_for_hash: the top `power` bits of the hash's first four bytes.
-uint32_t partition_for_hash(std::string_view hash_hex, int power) {
-  uint32_t top = static_cast<uint32_t>(std::stoul(std::string(hash_hex.substr(0, 8)), nullptr, 16));
-  if (power <= 0) return 0;
-  return power >= 32 ? top : top >> (32 - power);
-}
-
 std::string join(std::string_view a, std::string_view b) {
   std::string out(a);
   out.push_back('/');
@@ -559,9 +552,11 @@ Status DiskFileManager::commit_file(const Location& loc, const std::string& hash
 void DiskFileManager::relink_for_next_part_power(const Location& loc, const std::string& hash,
                                                  const std::string& file_name, bool has_sidecar) {
   if (loc.next_part_power <= 0) return;
+  auto digest = common::hash_path(hash_config_, loc.account, loc.container, loc.object);
+  if (!digest.ok()) return;  // the write itself hashed the same name
   auto other_partition = [&](int power) {
     Location other = loc;
-    other.partition = std::to_string(partition_for_hash(hash, power));
+    other.partition = std::to_string(common::partition_of(*digest, static_cast<unsigned>(power)));
     return other;
   };
   Location next = other_partition(loc.next_part_power);

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -82,14 +81,6 @@ int64_t delete_at_of(const Metadata& md) {
   return std::strtoll(v->c_str(), nullptr, 10);
 }
 
-// A whole header value in decimal digits, as Python's int() takes it (no sign, no spaces).
-std::optional<uint64_t> parse_decimal(std::string_view v) {
-  uint64_t n = 0;
-  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-  if (v.empty() || ec != std::errc() || end != v.data() + v.size()) return std::nullopt;
-  return n;
-}
-
 double now_seconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
       .count();
@@ -118,25 +109,10 @@ class PutBody {
     co_return Status();
   }
 
-  // The object's bytes, up to buf.size(); 0 at their end.
+  // The object's bytes, up to buf.size(); 0 at their end. A plain body is the exchange's own
+  // (no coroutine frame of ours per chunk on the common path).
   net::awaitable<Result<size_t>> read(std::span<char> buf) {
-    if (!splitter_) co_return co_await ex_.read_body(buf);
-    for (;;) {
-      if (!pending_.empty()) {
-        size_t n = std::min(buf.size(), pending_.size());
-        std::memcpy(buf.data(), pending_.data(), n);
-        pending_.remove_prefix(n);
-        co_return n;
-      }
-      if (!in_document_) co_return size_t{0};
-      auto e = co_await next_event();
-      if (!e.ok()) co_return e.status();
-      if (*e == MimeSplitter::Event::kData) {
-        pending_ = splitter_->data();
-      } else {
-        in_document_ = false;
-      }
-    }
+    return splitter_ ? read_mime(buf) : ex_.read_body(buf);
   }
 
   // The next document after the current one, its body read whole (at most max_bytes, or
@@ -182,6 +158,25 @@ class PutBody {
   bool is_mime() const { return splitter_.has_value(); }
 
  private:
+  net::awaitable<Result<size_t>> read_mime(std::span<char> buf) {
+    for (;;) {
+      if (!pending_.empty()) {
+        size_t n = std::min(buf.size(), pending_.size());
+        std::memcpy(buf.data(), pending_.data(), n);
+        pending_.remove_prefix(n);
+        co_return n;
+      }
+      if (!in_document_) co_return size_t{0};
+      auto e = co_await next_event();
+      if (!e.ok()) co_return e.status();
+      if (*e == MimeSplitter::Event::kData) {
+        pending_ = splitter_->data();
+      } else {
+        in_document_ = false;
+      }
+    }
+  }
+
   // The splitter's next event, reading more of the request body when it needs it.
   net::awaitable<Result<MimeSplitter::Event>> next_event() {
     for (;;) {
@@ -253,35 +248,21 @@ std::optional<HeaderMap> parse_footer_json(std::string_view body) {
 }
 
 // Swift's `slow`, a knob for simulating slow devices: the answer to a PUT or DELETE waits
-// until the request is `slow` seconds old. Forwards everything else.
-class SlowExchange final : public Exchange {
+// until the request is `slow` seconds old.
+class SlowExchange final : public common::http::ExchangeWrapper {
  public:
   SlowExchange(Exchange& inner, std::chrono::steady_clock::time_point not_before)
-      : inner_(inner), not_before_(not_before) {}
-  const Request& request() const override { return inner_.request(); }
-  net::awaitable<Result<size_t>> read_body(std::span<char> buf) override {
-    return inner_.read_body(buf);
-  }
-  net::awaitable<Status> send_continue() override { return inner_.send_continue(); }
-  void set_continue_headers(HeaderMap headers) override {
-    inner_.set_continue_headers(std::move(headers));
-  }
-  net::awaitable<Status> write_body(std::string_view chunk) override {
-    return inner_.write_body(chunk);
-  }
-  net::awaitable<Status> finish_response() override { return inner_.finish_response(); }
-  bool response_started() const override { return inner_.response_started(); }
-  int response_status() const override { return inner_.response_status(); }
+      : ExchangeWrapper(inner), not_before_(not_before) {}
 
  protected:
   net::awaitable<Status> do_respond(Response response) override {
     co_await wait();
-    co_return co_await inner_.respond(std::move(response));
+    co_return co_await ExchangeWrapper::do_respond(std::move(response));
   }
   net::awaitable<Status> do_start_response(int status, HeaderMap headers,
                                            std::optional<uint64_t> length) override {
     co_await wait();
-    co_return co_await inner_.start_response(status, std::move(headers), length);
+    co_return co_await ExchangeWrapper::do_start_response(status, std::move(headers), length);
   }
 
  private:
@@ -289,7 +270,6 @@ class SlowExchange final : public Exchange {
     net::steady_timer timer(co_await net::this_coro::executor, not_before_);
     (void)co_await timer.async_wait(net::as_tuple(net::use_awaitable));
   }
-  Exchange& inner_;
   std::chrono::steady_clock::time_point not_before_;
 };
 
@@ -510,7 +490,7 @@ net::awaitable<void> ObjectServer::handle(Exchange& ex) {
   }
   p.loc.policy = static_cast<int>(policy->index);
   if (auto power = req.headers.get("X-Backend-Next-Part-Power"); power && !power->empty()) {
-    int64_t n = parse_decimal(*power).value_or(0);
+    int64_t n = common::parse_python_int(*power).value_or(0);
     if (n < 1 || n > 32) {
       (void)co_await ex.respond(text_response(400, "Invalid X-Backend-Next-Part-Power"));
       co_return;
@@ -651,7 +631,8 @@ net::awaitable<void> ObjectServer::handle_put(Exchange& ex, Parsed& p) {
   std::optional<uint64_t> fsize = req.content_length;
   if (!fsize) {
     if (auto v = req.headers.get("X-Backend-Obj-Content-Length")) {
-      fsize = parse_decimal(*v);
+      std::optional<int64_t> n = common::parse_python_int(*v);
+      if (n && *n >= 0) fsize = static_cast<uint64_t>(*n);
       if (!fsize) {
         (void)co_await ex.respond(text_response(
             400, "invalid literal for int() with base 10: '" + std::string(*v) + "'"));

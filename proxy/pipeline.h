@@ -67,48 +67,7 @@ class Middleware {
   virtual std::optional<std::pair<std::string, std::string>> info() const { return std::nullopt; }
 };
 
-// An Exchange that forwards to another, with its own (changeable) copy of the request.
-// Subclasses override what they need to see or change.
-class ExchangeWrapper : public common::http::Exchange {
- public:
-  explicit ExchangeWrapper(common::http::Exchange& inner)
-      : inner_(inner), request_(inner.request()) {}
-
-  const common::http::Request& request() const override { return request_; }
-  common::http::Request& mutable_request() { return request_; }
-  common::http::Exchange& inner() { return inner_; }
-
-  boost::asio::awaitable<common::Result<size_t>> read_body(std::span<char> buf) override {
-    return inner_.read_body(buf);
-  }
-  boost::asio::awaitable<common::Status> send_continue() override {
-    return inner_.send_continue();
-  }
-  void set_continue_headers(common::http::HeaderMap headers) override {
-    inner_.set_continue_headers(std::move(headers));
-  }
-  boost::asio::awaitable<common::Status> write_body(std::string_view chunk) override {
-    return inner_.write_body(chunk);
-  }
-  boost::asio::awaitable<common::Status> finish_response() override {
-    return inner_.finish_response();
-  }
-  bool response_started() const override { return inner_.response_started(); }
-  int response_status() const override { return inner_.response_status(); }
-
- protected:
-  boost::asio::awaitable<common::Status> do_respond(common::http::Response response) override {
-    return inner_.respond(std::move(response));
-  }
-  boost::asio::awaitable<common::Status> do_start_response(
-      int status, common::http::HeaderMap headers, std::optional<uint64_t> length) override {
-    return inner_.start_response(status, std::move(headers), length);
-  }
-
- private:
-  common::http::Exchange& inner_;
-  common::http::Request request_;
-};
+using common::http::ExchangeWrapper;
 
 // An ExchangeWrapper that edits response headers (adds, removes) as the response goes out.
 class HeaderEditor : public ExchangeWrapper {

@@ -73,6 +73,22 @@ Result<std::string> read_file(const std::filesystem::path& path) {
 
 }  // namespace
 
+std::optional<int64_t> parse_python_int(std::string_view s) {
+  size_t b = s.find_first_not_of(" \t\n\r\v\f");
+  if (b == std::string_view::npos) return std::nullopt;
+  s = s.substr(b, s.find_last_not_of(" \t\n\r\v\f") - b + 1);
+  bool negative = false;
+  if (s[0] == '+' || s[0] == '-') {
+    negative = s[0] == '-';
+    s.remove_prefix(1);
+  }
+  if (s.empty() || s[0] == '+' || s[0] == '-') return std::nullopt;
+  int64_t v = 0;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
+  return negative ? -v : v;
+}
+
 bool config_true_value(std::string_view value) {
   return in_set(value, {"true", "1", "yes", "on", "t", "y"});
 }

@@ -32,6 +32,10 @@
 
 namespace apus::common {
 
+// Python's int() of a decimal string (config values, header values Swift reads with int()):
+// surrounding whitespace and a sign allowed; nullopt for anything else or out of range.
+std::optional<int64_t> parse_python_int(std::string_view s);
+
 // Swift's config_true_value(): true only for (case-insensitive) true, 1, yes, on, t, y.
 // Anything else, including garbage, is false.
 bool config_true_value(std::string_view value);

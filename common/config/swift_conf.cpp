@@ -30,23 +30,6 @@ constexpr std::string_view kEcOptions[] = {"ec_type", "ec_object_segment_size",
 constexpr std::string_view kRiskyEcType = "isa_l_rs_vand";
 constexpr int64_t kRiskyEcParity = 5;
 
-// Python int() of a short decimal string: surrounding whitespace and a sign allowed.
-std::optional<int64_t> parse_python_int(std::string_view s) {
-  size_t b = s.find_first_not_of(" \t\n\r\v\f");
-  if (b == std::string_view::npos) return std::nullopt;
-  s = s.substr(b, s.find_last_not_of(" \t\n\r\v\f") - b + 1);
-  bool negative = false;
-  if (s[0] == '+' || s[0] == '-') {
-    negative = s[0] == '-';
-    s.remove_prefix(1);
-  }
-  if (s.empty() || s[0] == '+' || s[0] == '-') return std::nullopt;
-  int64_t v = 0;
-  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
-  return negative ? -v : v;
-}
-
 bool valid_name_chars(std::string_view name) {
   return std::all_of(name.begin(), name.end(), [](char ch) {
     return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||

@@ -114,6 +114,45 @@ class Exchange {
                                                            std::optional<uint64_t> length) = 0;
 };
 
+// An Exchange that forwards to another, with its own (changeable) copy of the request.
+// Subclasses override what they need to see or change (the proxy's middlewares, the object
+// server's `slow`).
+class ExchangeWrapper : public Exchange {
+ public:
+  explicit ExchangeWrapper(Exchange& inner) : inner_(inner), request_(inner.request()) {}
+
+  const Request& request() const override { return request_; }
+  Request& mutable_request() { return request_; }
+  Exchange& inner() { return inner_; }
+
+  boost::asio::awaitable<Result<size_t>> read_body(std::span<char> buf) override {
+    return inner_.read_body(buf);
+  }
+  boost::asio::awaitable<Status> send_continue() override { return inner_.send_continue(); }
+  void set_continue_headers(HeaderMap headers) override {
+    inner_.set_continue_headers(std::move(headers));
+  }
+  boost::asio::awaitable<Status> write_body(std::string_view chunk) override {
+    return inner_.write_body(chunk);
+  }
+  boost::asio::awaitable<Status> finish_response() override { return inner_.finish_response(); }
+  bool response_started() const override { return inner_.response_started(); }
+  int response_status() const override { return inner_.response_status(); }
+
+ protected:
+  boost::asio::awaitable<Status> do_respond(Response response) override {
+    return inner_.respond(std::move(response));
+  }
+  boost::asio::awaitable<Status> do_start_response(int status, HeaderMap headers,
+                                                   std::optional<uint64_t> length) override {
+    return inner_.start_response(status, std::move(headers), length);
+  }
+
+ private:
+  Exchange& inner_;
+  Request request_;
+};
+
 using Handler = std::function<boost::asio::awaitable<void>(Exchange&)>;
 
 struct ServerOptions {
