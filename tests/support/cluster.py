@@ -1,0 +1,120 @@
+"""A small Apus cluster of real processes for integration tests: rings built with
+apus-ring-builder on free loopback ports, Apus storage servers, memcached and proxies.
+
+Only /usr/bin/python3 runs these (Debian's python3-swift lives there).
+"""
+import os
+import subprocess
+
+import procs
+from swiftclient import client as swift
+
+
+class Cluster:
+    """4 Apus storage nodes (object, container and account servers; 3 replicas, part power 6)
+    on free loopback ports, memcached, and two proxies (tempauth user test:tester / testing).
+    `bin_dir` holds the Apus programs; every process goes through `ps` (procs.Processes), so
+    it is stopped when the test ends."""
+
+    def __init__(self, bin_dir, root, ps, nodes=4):
+        self.bin, self.root, self.ps = bin_dir, root, ps
+        self.etc = os.path.join(root, "etc")
+        os.makedirs(self.etc)
+        with open(os.path.join(self.etc, "swift.conf"), "w") as f:
+            f.write("[swift-hash]\nswift_hash_path_prefix = prox\nswift_hash_path_suffix = y\n\n"
+                    "[storage-policy:0]\nname = gold\ndefault = yes\n")
+        self.ports = {kind: [procs.free_port() for _ in range(nodes)]
+                      for kind in ("object", "container", "account")}
+        self.procs = {}
+        for kind, ports in self.ports.items():
+            builder = os.path.join(self.etc, kind + ".builder")
+            self.ring_builder(builder, "create", "6", "3", "0")
+            for n, port in enumerate(ports):
+                self.ring_builder(builder, "add", "r1z%d-127.0.0.1:%d/sd%d" % (n + 1, port, n),
+                                  "100")
+            self.ring_builder(builder, "rebalance")
+        for kind, ports in self.ports.items():
+            for n, port in enumerate(ports):
+                self.start(kind, n)
+        self.memcached_port = procs.free_port()
+        mc_log = os.path.join(root, "memcached.out")
+        mc = ps.start(["/usr/bin/memcached", "-u", "root", "-l", "127.0.0.1", "-U", "0",
+                       "-p", str(self.memcached_port), "-m", "16"], mc_log)
+        procs.wait_for_port(self.memcached_port, proc=mc, log_path=mc_log)
+        self.proxy_port = self.start_proxy("proxy-server")
+        self.second_proxy_port = self.start_proxy("proxy-server-2")
+
+    def start_proxy(self, name, app_options="", ratelimit=None, pipeline=None, filters=""):
+        """Starts a proxy named `name` and returns its port. `app_options` go into
+        [app:proxy-server]; `pipeline` replaces the default pipeline line (its filters must be
+        configured here or in `filters`, extra config text appended to the file)."""
+        root, ps = self.root, self.ps
+        port = procs.free_port()
+        conf = os.path.join(self.etc, name + ".conf")
+        with open(conf, "w") as f:
+            f.write("[DEFAULT]\nbind_ip = 127.0.0.1\nbind_port = %d\nworkers = 2\nswift_dir = %s\n"
+                    "log_file = %s/%s.log\n\n"
+                    "[pipeline:main]\npipeline = %s\n\n"
+                    "[app:proxy-server]\nuse = egg:swift#proxy\naccount_autocreate = true\n"
+                    "node_timeout = 1\nconn_timeout = 0.5\n%s\n"
+                    "[filter:catch_errors]\nuse = egg:swift#catch_errors\n"
+                    "[filter:gatekeeper]\nuse = egg:swift#gatekeeper\n"
+                    "[filter:healthcheck]\nuse = egg:swift#healthcheck\n"
+                    "[filter:proxy-logging]\nuse = egg:swift#proxy_logging\n"
+                    "[filter:cache]\nuse = egg:swift#memcache\n"
+                    "memcache_servers = 127.0.0.1:%d\n"
+                    "[filter:listing_formats]\nuse = egg:swift#listing_formats\n"
+                    "[filter:tempauth]\nuse = egg:swift#tempauth\n"
+                    "user_test_tester = testing .admin\n%s"
+                    % (port, self.etc, root, name,
+                       pipeline or "catch_errors gatekeeper healthcheck proxy-logging cache "
+                       "listing_formats %stempauth proxy-server" % ("ratelimit " if ratelimit else ""),
+                       app_options,
+                       self.memcached_port,
+                       "[filter:ratelimit]\nuse = egg:swift#ratelimit\n" + ratelimit
+                       if ratelimit else "") + filters)
+        log = os.path.join(root, name + ".out")
+        proxy = ps.start([os.path.join(self.bin, "apus-proxy-server"), conf], log)
+        procs.wait_for_port(port, proc=proxy, log_path=log)
+        return port
+
+    def ring_builder(self, *args):
+        subprocess.run([os.path.join(self.bin, "apus-ring-builder")] + list(args), check=True,
+                       stdout=subprocess.DEVNULL)
+
+    def start(self, kind, n):
+        dev_root = os.path.join(self.root, "node%d" % n)
+        os.makedirs(os.path.join(dev_root, "sd%d" % n), exist_ok=True)
+        conf = os.path.join(self.etc, "%s-%d.conf" % (kind, n))
+        with open(conf, "w") as f:
+            f.write("[DEFAULT]\ndevices = %s\nmount_check = false\nbind_ip = 127.0.0.1\n"
+                    "bind_port = %d\nworkers = 1\nswift_dir = %s\nlog_file = %s/%s-%d.log\n"
+                    "fallocate_reserve = 0\n\n[pipeline:main]\npipeline = %s-server\n\n"
+                    "[app:%s-server]\nuse = egg:swift#%s\n\n[container-updater]\nenabled = false\n"
+                    % (dev_root, self.ports[kind][n], self.etc, self.root, kind, n, kind, kind,
+                       kind))
+        log = os.path.join(self.root, "%s-%d.out" % (kind, n))
+        proc = self.ps.start([os.path.join(self.bin, "apus-%s-server" % kind), conf], log)
+        procs.wait_for_port(self.ports[kind][n], proc=proc, log_path=log)
+        self.procs[(kind, n)] = proc
+
+    def stop(self, kind, n):
+        self.ps.stop(self.procs.pop((kind, n)))
+
+    def connect(self):
+        url, token = swift.get_auth("http://127.0.0.1:%d/auth/v1.0" % self.proxy_port,
+                                    "test:tester", "testing")
+        return url, token
+
+    def placement(self, container, obj):
+        """An object's partition and the node numbers of its primaries (Swift's own Ring on
+        our ring file)."""
+        from swift.common import utils
+        from swift.common.ring import Ring
+        utils.set_swift_dir(self.etc)  # this cluster's hash prefix and suffix
+        part, nodes = Ring(os.path.join(self.etc, "object.ring.gz")).get_nodes(
+            "AUTH_test", container, obj)
+        return part, [self.ports["object"].index(n["port"]) for n in nodes]
+
+    def primaries(self, container, obj):
+        return self.placement(container, obj)[1]
