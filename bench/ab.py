@@ -165,16 +165,19 @@ def layout(cluster, build, proxies, base_port, memcached_port):
     subprocess.run([os.path.join(TOP, "scripts", "saio"), "reset"], env=env, check=True,
                    stdout=subprocess.DEVNULL)
     etc = os.path.join(cluster, "etc")
-    with open(os.path.join(etc, "proxy-server.conf")) as f:
-        proxy = f.read()
     ports = []
+    # Each proxy: saio's proxy config with its own port, admin (metrics) port and log file.
+    edits = []
     for i in range(1, proxies + 1):
         port = base_port + i
         ports.append(port)
-        text = re.sub(r"bind_port = \d+", "bind_port = %d" % port, proxy)
-        text = text.replace("proxy-server.log", "proxy-server-%d.log" % i)
-        with open(os.path.join(etc, "proxy-server-%d.conf" % i), "w") as f:
-            f.write(text)
+        conf = os.path.join(etc, "proxy-server-%d.conf" % i)
+        shutil.copyfile(os.path.join(etc, "proxy-server.conf"), conf)
+        edits += ["--", conf, "[DEFAULT]", "bind_port=%d" % port,
+                  "log_file=%s" % os.path.join(cluster, "log", "proxy-server-%d.log" % i),
+                  "[app:proxy-server]", "metrics_bind_port=%d" % (port + 1000)]
+    subprocess.run([os.path.join(TOP, "scripts", "saio"), "conf-set"] + edits[1:], env=env,
+                   check=True)
     os.remove(os.path.join(etc, "proxy-server.conf"))
     haproxy = os.path.join(etc, "haproxy.cfg")
     with open(haproxy, "w") as f:

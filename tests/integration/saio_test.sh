@@ -2,11 +2,14 @@
 # scripts/saio up starts the all-in-one cluster and status reports it; the README's examples
 # (swift stat, the curl lines) work on it, as does a directory tree uploaded, listed,
 # downloaded and deleted with python-swiftclient's `swift`; down stops every process it started.
+# The configs are the etc/ samples with per-node values set, and APUS_SAIO_MAX_FILE_SIZE (what
+# the functional runner sets) reaches swift.conf, /info and the proxy's 413.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 export APUS_SAIO_DIR=$(mktemp -d /tmp/apus-saio-test.XXXXXX)
 export APUS_BUILD_DIR="$1"
 export APUS_SAIO_MEMCACHED_PORT=$((20000 + RANDOM % 20000))
+export APUS_SAIO_MAX_FILE_SIZE=536870912
 fail=0
 cleanup() { "$top/scripts/saio" down >/dev/null 2>&1; rm -rf "$APUS_SAIO_DIR"; }
 trap cleanup EXIT
@@ -25,6 +28,19 @@ for port in 6116 6117 6118; do
   done
   [ "$code" = 200 ] || { echo "FAIL: node 1 server on $port healthcheck: $code"; fail=1; }
 done
+# Every config is its etc/ sample (comments kept) with the per-node values set.
+for conf in "$APUS_SAIO_DIR"/etc/*.conf; do
+  name=$(basename "$conf" .conf)
+  name=${name%-[0-9]}
+  sample="$top/etc/$name.conf-sample"
+  if ! [ -f "$sample" ] || [ "$(head -n 1 "$conf")" != "$(head -n 1 "$sample")" ]; then
+    echo "FAIL: $conf is not made from $sample"; fail=1
+  fi
+done
+grep -qx 'bind_port = 6216' "$APUS_SAIO_DIR/etc/object-server-2.conf" ||
+  { echo "FAIL: object-server-2.conf bind_port"; fail=1; }
+grep -qx 'max_file_size = 536870912' "$APUS_SAIO_DIR/etc/swift.conf" ||
+  { echo "FAIL: APUS_SAIO_MAX_FILE_SIZE not in swift.conf"; fail=1; }
 # The account and container servers store and list.
 curl -s -o /dev/null -X PUT -H 'X-Timestamp: 1700000000.00000' http://127.0.0.1:6118/sdb1/0/AUTH_t
 code=$(curl -s -o /dev/null -w '%{http_code}' -X PUT -H 'X-Timestamp: 1700000001.00000' \
@@ -39,6 +55,19 @@ for _ in $(seq 100); do
   curl -s -o /dev/null http://127.0.0.1:8080/healthcheck && break
   sleep 0.1
 done
+# The lowered max_file_size is what /info publishes (Swift's functional suite reads it there)
+# and what the proxy enforces on a declared length.
+info_max=$(curl -s http://127.0.0.1:8080/info |
+  /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["swift"]["max_file_size"])')
+[ "$info_max" = 536870912 ] || { echo "FAIL: /info max_file_size: $info_max"; fail=1; }
+token=$(curl -si -H 'X-Auth-User: test:tester' -H 'X-Auth-Key: testing' \
+  http://127.0.0.1:8080/auth/v1.0 | sed -n 's/^X-Auth-Token: \([^\r]*\).*/\1/ip')
+curl -s -o /dev/null -X PUT -H "X-Auth-Token: $token" http://127.0.0.1:8080/v1/AUTH_test/limits
+code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 -X PUT -H "X-Auth-Token: $token" \
+  -H 'Content-Length: 536870913' http://127.0.0.1:8080/v1/AUTH_test/limits/big)
+[ "$code" = 413 ] || { echo "FAIL: PUT above max_file_size: $code"; fail=1; }
+curl -s -o /dev/null -X DELETE -H "X-Auth-Token: $token" http://127.0.0.1:8080/v1/AUTH_test/limits
+
 work=$(mktemp -d)
 readme_block=$(awk '/^```sh$/ {n++; inside = 1; next} /^```$/ {inside = 0; next} inside && n == 2' \
   "$top/README.md")
