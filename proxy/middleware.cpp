@@ -16,6 +16,7 @@
 #include <random>
 
 #include "common/constraints.h"
+#include "common/crypto/random.h"
 #include "common/http/swob.h"
 #include "common/http/url.h"
 #include "common/listing_format.h"
@@ -56,14 +57,12 @@ net::awaitable<void> Pipeline::handle(Exchange& ex, ProxyEnv& env) const {
 }
 
 std::string generate_trans_id(std::string_view suffix) {
-  thread_local std::mt19937_64 rng(std::random_device{}());
-  char buf[64];
-  uint64_t a = rng(), b = rng();
-  std::snprintf(buf, sizeof buf, "tx%016llx%05llx-%010llx",
-                static_cast<unsigned long long>(a),
-                static_cast<unsigned long long>(b & 0xFFFFF),
+  // From the kernel's CSPRNG, as Swift takes uuid4().hex[:21]: ids are shown to clients and
+  // must not reveal a generator state that predicts other requests' ids.
+  char when[16];
+  std::snprintf(when, sizeof when, "-%010llx",
                 static_cast<unsigned long long>(std::time(nullptr)));
-  return std::string(buf) + std::string(suffix);
+  return "tx" + common::crypto::uuid4_hex().substr(0, 21) + when + std::string(suffix);
 }
 
 namespace {

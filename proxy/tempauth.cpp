@@ -1,20 +1,25 @@
 // tempauth: Swift's development auth (swift-protocol.md §14): users from the config, tokens
 // handed out at /auth/v1.0, and the authorize rules (owners, reseller admins, container ACLs
-// with referrers and .rlistings, account ACLs).
+// with referrers and .rlistings, account ACLs), with several reseller prefixes and service
+// tokens (X-Service-Token adds a service user's groups, which <prefix>_require_group asks of
+// the owners of that prefix's accounts).
+//
+// Tokens are "<first prefix>tk<uuid4 hex>" from the kernel's CSPRNG (common/crypto/random.h).
+// Anything of the client's that goes into a header (the realm of a 401) is percent-encoded.
 //
 // Tokens live in this process and, when the cache filter names memcached servers, in memcached
 // too, under Swift's keys and values ("AUTH_/token/<token>" -> [expires, groups],
 // "AUTH_/user/<account:user>" -> token), so any proxy, Apus or Swift, accepts a token another
 // issued.
+#include <algorithm>
 #include <boost/json.hpp>
 #include <chrono>
-#include <cstdio>
 #include <map>
 #include <mutex>
-#include <random>
 #include <set>
 
 #include "common/config/config.h"
+#include "common/crypto/random.h"
 #include "common/http/swob.h"
 #include "common/http/url.h"
 #include "common/listing_format.h"
@@ -42,6 +47,7 @@ struct User {
   std::vector<std::string> groups;  // as configured (".admin", ".reseller_admin", ...)
   std::string url;                  // explicit storage URL, or empty
   std::string prefix;               // the reseller prefix of its account, e.g. "AUTH_"
+  std::string account_id;           // its storage account, e.g. "AUTH_test"
 };
 
 std::vector<std::string> split(std::string_view s, char sep) {
@@ -112,12 +118,22 @@ class TempAuth final : public Middleware {
   TempAuth(ProxyApp& app) : app_(app) {}
 
   Status configure(const common::Section& s) {
+    // Swift's config_read_reseller_options(): "AUTH, SERVICE" -> AUTH_, SERVICE_ ('' is the
+    // empty prefix, nothing at all means only it); require_group applies to every prefix
+    // unless <prefix>_require_group ("''require_group" for the empty one) overrides it.
     for (auto& p : common::list_from_csv(s.get_string("reseller_prefix", "AUTH"))) {
-      if (p == "''" || p == "\"\"") p.clear();
+      if (p == "''") p.clear();
       if (!p.empty() && p.back() != '_') p += '_';
-      prefixes_.push_back(p);
+      if (std::find(prefixes_.begin(), prefixes_.end(), p) == prefixes_.end()) {
+        prefixes_.push_back(p);
+      }
     }
-    if (prefixes_.empty()) prefixes_.push_back("AUTH_");
+    if (prefixes_.empty()) prefixes_.push_back("");
+    for (const auto& p : prefixes_) {
+      std::string group = strip(s.get_string((p.empty() ? "''" : p) + "require_group", ""));
+      if (group.empty()) group = strip(s.get_string("require_group", ""));
+      require_group_[p] = group;
+    }
     auth_prefix_ = s.get_string("auth_prefix", "/auth/");
     if (auth_prefix_.empty()) auth_prefix_ = "/auth/";
     if (auth_prefix_.front() != '/') auth_prefix_ = "/" + auth_prefix_;
@@ -145,13 +161,17 @@ class TempAuth final : public Middleware {
       User u;
       u.key = words[0];
       for (size_t i = 1; i < words.size(); ++i) {
-        if (words[i].find("://") != std::string::npos) {
+        if (i + 1 == words.size() && (words[i].find("://") != std::string::npos ||
+                                      words[i].find("$HOST") != std::string::npos)) {
           u.url = words[i];
         } else {
           u.groups.push_back(words[i]);
         }
       }
       u.prefix = prefixes_.front();
+      // The storage account: the explicit URL's last segment, else prefix + account.
+      u.account_id = u.url.empty() ? u.prefix + common::http::quote(account)
+                                   : u.url.substr(u.url.rfind('/') + 1);
       users_[account + ":" + user] = std::move(u);
     }
     return Status();
@@ -183,9 +203,7 @@ class TempAuth final : public Middleware {
         std::string realm = "unknown";
         auto segs = common::http::split_path(common::http::percent_decode(req.path()), 2, 3, true);
         if (segs.ok()) realm = (*segs)[1].value_or("unknown");
-        Response r = swob_response(401);
-        r.headers.set("Www-Authenticate", "Swift realm=\"" + realm + "\"");
-        (void)co_await ex.respond(std::move(r));
+        (void)co_await ex.respond(unauthorized(req, realm));
         co_return;
       }
       env.remote_user = groups;
@@ -244,12 +262,9 @@ class TempAuth final : public Middleware {
         .count();
   }
 
-  bool owns_token(std::string_view token) const {
-    for (const auto& p : prefixes_) {
-      if (!p.empty() && token.starts_with(p)) return true;
-    }
-    return prefixes_.size() == 1 && prefixes_[0].empty();
-  }
+  // Tokens are issued with the first prefix only, so only those are ours (an empty first
+  // prefix claims every token, as in Swift).
+  bool owns_token(std::string_view token) const { return token.starts_with(prefixes_.front()); }
 
   // The groups of a valid token: from this process, else from memcached (issued by another
   // proxy, Swift's or ours). Empty when unknown or expired.
@@ -292,11 +307,51 @@ class TempAuth final : public Middleware {
     co_await mc->set(prefix + "/user/" + account_user, quoted, ttl);
   }
 
+  // The reseller prefix an account belongs to: a non-empty one first (the empty prefix
+  // matches every name), else the empty one when configured.
   std::optional<std::string> account_prefix(std::string_view account) const {
     for (const auto& p : prefixes_) {
-      if (account.starts_with(p)) return p;
+      if (!p.empty() && account.starts_with(p)) return p;
     }
+    if (std::find(prefixes_.begin(), prefixes_.end(), "") != prefixes_.end()) return "";
     return std::nullopt;
+  }
+
+  // Swift's _get_user_groups(): "account,account:user", the configured groups, and for an
+  // .admin the account under every non-empty prefix (AUTH_test, SERVICE_test) plus its own
+  // storage account. The first two name the user; the prefixed accounts make it an owner.
+  std::string user_groups(const std::string& account, const std::string& user,
+                          const User& u) const {
+    std::vector<std::string> groups = {account, account + ":" + user};
+    bool admin = false;
+    for (const auto& g : u.groups) {
+      if (g == ".admin") {
+        admin = true;
+      } else {
+        groups.push_back(g);
+      }
+    }
+    if (admin) {
+      for (const auto& p : prefixes_) {
+        if (!p.empty()) groups.push_back(p + account);
+      }
+      if (std::find(groups.begin(), groups.end(), u.account_id) == groups.end()) {
+        groups.push_back(u.account_id);
+      }
+    }
+    std::string out;
+    for (const auto& g : groups) out += (out.empty() ? "" : ",") + g;
+    return out;
+  }
+
+  // Whether two group lists hold the same groups (a token is reused only then, as in Swift,
+  // which compares sets: another proxy may have listed them in another order).
+  static bool same_groups(std::string_view a, std::string_view b) {
+    auto set_of = [](std::string_view s) {
+      auto parts = split(s, ',');
+      return std::set<std::string>(parts.begin(), parts.end());
+    };
+    return !a.empty() && set_of(a) == set_of(b);
   }
 
   // Swift's extract_acl_and_report_errors(): what is wrong with an account ACL, if anything.
@@ -329,17 +384,18 @@ class TempAuth final : public Middleware {
     return std::nullopt;
   }
 
-  Response denied(const ProxyEnv& env) const {
-    return swob_response(env.remote_user.empty() ? 401 : 403);
+  // Swift's denied_response(): 403 for a known user, 401 for an anonymous one.
+  static Response denied(const Request& req, const ProxyEnv& env) {
+    return answer(req, env.remote_user.empty() ? 401 : 403);
   }
 
   net::awaitable<std::optional<Response>> authorize(const Request& req, ProxyEnv& env) {
     auto segs = common::http::split_path(common::http::percent_decode(req.path()), 1, 4, true);
-    if (!segs.ok()) co_return swob_response(404);
+    if (!segs.ok()) co_return answer(req, 404);
     std::string account = (*segs)[1].value_or("");
     bool container = (*segs)[2].has_value(), object = (*segs)[3].has_value();
     auto prefix = account_prefix(account);
-    if (!prefix) co_return denied(env);
+    if (!prefix) co_return denied(req, env);
     if (auto acl = req.headers.get("X-Account-Access-Control")) {
       if (auto error = account_acl_error(*acl)) {
         Response r;
@@ -366,8 +422,13 @@ class TempAuth final : public Middleware {
       co_return std::nullopt;
     }
     if (has(account) && ((req.method != "DELETE" && req.method != "PUT") || container)) {
-      env.swift_owner = true;
-      co_return std::nullopt;
+      // An owner of a prefix with a require_group (SERVICE_require_group = service) needs that
+      // group too, which a user gets only with a service user's X-Service-Token.
+      const std::string& required = require_group_.at(*prefix);
+      if (required.empty() || has(required)) {
+        env.swift_owner = true;
+        co_return std::nullopt;
+      }
     }
     if (req.method == "OPTIONS") co_return std::nullopt;
     std::vector<std::string> referrers, acl_groups;
@@ -425,7 +486,7 @@ class TempAuth final : public Middleware {
         }
       }
     }
-    co_return denied(env);
+    co_return denied(req, env);
   }
 
   // GET /auth/v1.0 (and the other token paths): a token for valid credentials.
@@ -435,41 +496,52 @@ class TempAuth final : public Middleware {
   }
 
   net::awaitable<Response> issue_token(const Request& req, Memcache* mc) {
-    if (req.method != "GET") co_return swob_response(405);
+    if (req.method != "GET") co_return answer(req, 405);
+    // Swift pops the auth prefix, then reads <version>[/<account>/<"auth">].
     std::string path = common::http::percent_decode(req.path());
-    auto segs = common::http::split_path(path, 1, 4, true);
-    std::string account, user;
-    std::string_view header_user = req.headers.get_or("X-Auth-User",
-                                                      req.headers.get_or("X-Storage-User", ""));
-    std::string_view key = req.headers.get_or("X-Auth-Key", req.headers.get_or("X-Storage-Pass", ""));
-    bool v1_path = segs.ok() && (*segs)[1] == std::optional<std::string>("v1") &&
-                   (*segs)[3] == std::optional<std::string>("auth");
-    if (v1_path) {
-      account = (*segs)[2].value_or("");
-      std::string u(req.headers.get_or("X-Storage-User", req.headers.get_or("X-Auth-User", "")));
-      if (u.find(':') != std::string::npos) {
-        if (u.substr(0, u.find(':')) != account) co_return unauthorized(account);
-        u = u.substr(u.find(':') + 1);
+    std::string rest = "/" + path.substr(std::min(path.size(), auth_prefix_.size()));
+    auto segs = common::http::split_path(rest, 1, 4, true);
+    if (!segs.ok()) co_return answer(req, 404);
+    const std::string version = (*segs)[0].value_or("");
+    if (version != "v1" && version != "v1.0" && version != "auth") co_return answer(req, 400);
+    segs = common::http::split_path(rest, 1, 3, true);
+    if (!segs.ok()) co_return answer(req, 404);
+    auto header = [&](std::string_view name) { return std::string(req.headers.get_or(name, "")); };
+    std::string account, user, key;
+    if (version == "v1" && (*segs)[2] == std::optional<std::string>("auth")) {
+      account = (*segs)[1].value_or("");
+      user = header("X-Storage-User");  // the bare user name; X-Auth-User is account:user
+      if (user.empty()) {
+        user = header("X-Auth-User");
+        size_t colon = user.find(':');
+        if (colon == std::string::npos || user.substr(0, colon) != account) {
+          co_return unauthorized(req, account);
+        }
+        user = user.substr(colon + 1);
       }
-      user = u;
-    } else if (path == auth_prefix_ + "v1.0" || path == auth_prefix_ + "auth" ||
-               path == auth_prefix_ + "v1.0/" || path == auth_prefix_ + "auth/") {
-      std::string u(header_user);
-      size_t colon = u.find(':');
-      if (colon == std::string::npos) co_return unauthorized("unknown");
-      account = u.substr(0, colon);
-      user = u.substr(colon + 1);
+      key = header("X-Storage-Pass");
+      if (key.empty()) key = header("X-Auth-Key");
+    } else if (version == "auth" || version == "v1.0") {
+      user = header("X-Auth-User");
+      if (user.empty()) user = header("X-Storage-User");
+      size_t colon = user.find(':');
+      if (colon == std::string::npos) co_return unauthorized(req, "unknown");
+      account = user.substr(0, colon);
+      user = user.substr(colon + 1);
+      key = header("X-Auth-Key");
+      if (key.empty()) key = header("X-Storage-Pass");
     } else {
-      co_return swob_response(400);
+      co_return answer(req, 400);
+    }
+    if (account.empty() || user.empty() || key.empty()) {
+      co_return unauthorized(req, account.empty() ? "unknown" : account);
     }
     auto it = users_.find(account + ":" + user);
-    if (it == users_.end() || key.empty() || it->second.key != key) co_return unauthorized(account);
+    if (it == users_.end()) co_return unauthorized(req, account);
+    // A wrong key names no realm, so it does not confirm that the account exists.
+    if (it->second.key != key) co_return unauthorized(req, "unknown");
     const User& u = it->second;
-    std::string storage_account = u.prefix + account;
-    std::string groups = account + "," + account + ":" + user;
-    for (const auto& g : u.groups) {
-      groups += "," + (g == ".admin" ? storage_account : g);
-    }
+    std::string groups = user_groups(account, user, u);
     std::string token;
     double expires = now() + token_life_;
     {
@@ -477,7 +549,8 @@ class TempAuth final : public Middleware {
       auto existing = user_tokens_.find(account + ":" + user);
       if (existing != user_tokens_.end()) {
         auto t = tokens_.find(existing->second);
-        if (t != tokens_.end() && t->second.expires > now() && t->second.groups == groups) {
+        if (t != tokens_.end() && t->second.expires > now() &&
+            same_groups(t->second.groups, groups)) {
           token = t->first;
           expires = t->second.expires;
         }
@@ -490,7 +563,7 @@ class TempAuth final : public Middleware {
         auto v = boost::json::parse(*cached, ec);
         if (!ec && v.is_string()) {
           std::string candidate(v.as_string());
-          if (co_await groups_of(candidate, mc) == groups) {
+          if (same_groups(co_await groups_of(candidate, mc), groups)) {
             std::lock_guard lock(mutex_);
             token = candidate;
             expires = tokens_[candidate].expires;
@@ -499,11 +572,9 @@ class TempAuth final : public Middleware {
       }
     }
     if (token.empty()) {
-      thread_local std::mt19937_64 rng(std::random_device{}());
-      char hex[33];
-      std::snprintf(hex, sizeof hex, "%016llx%016llx", static_cast<unsigned long long>(rng()),
-                    static_cast<unsigned long long>(rng()));
-      token = u.prefix + "tk" + hex;
+      // Swift's shape (prefix, "tk", uuid4().hex); 122 bits from the kernel's CSPRNG, so one
+      // token tells nothing about any other.
+      token = u.prefix + "tk" + common::crypto::uuid4_hex();
       Token t{groups, expires};
       {
         std::lock_guard lock(mutex_);
@@ -513,10 +584,12 @@ class TempAuth final : public Middleware {
       if (mc) co_await share_token(mc, prefixes_.front(), account + ":" + user, token, t);
     }
     std::string url = u.url;
+    std::string host = std::string(req.headers.get_or("Host", "127.0.0.1"));
     if (url.empty()) {
       std::string scheme = storage_url_scheme_ == "default" ? "http" : storage_url_scheme_;
-      url = scheme + "://" + std::string(req.headers.get_or("Host", "127.0.0.1")) + "/v1/" +
-            storage_account;
+      url = scheme + "://" + host + "/v1/" + u.account_id;
+    } else if (size_t at = url.find("$HOST"); at != std::string::npos) {
+      url.replace(at, 5, "http://" + host);
     }
     Response r;
     r.status = 200;
@@ -528,14 +601,26 @@ class TempAuth final : public Middleware {
     co_return r;
   }
 
-  static Response unauthorized(const std::string& realm) {
-    Response r = swob_response(401);
-    r.headers.set("Www-Authenticate", "Swift realm=\"" + realm + "\"");
+  // swob's answer with its explanation body, but none for HEAD: swob never builds the body of
+  // a HEAD answer, so it goes out with Content-Length: 0.
+  static Response answer(const Request& req, int status) {
+    Response r = swob_response(status);
+    if (req.method == "HEAD") r.body.clear();
+    return r;
+  }
+
+  // A 401 with Swift's challenge. The realm comes from the request (the path's account, the
+  // X-Auth-User header), so it is percent-encoded: no CR, LF, NUL, quote or non-ASCII byte of
+  // the client's can end the quoted string or the header line. (Swift writes it raw.)
+  static Response unauthorized(const Request& req, std::string_view realm) {
+    Response r = answer(req, 401);
+    r.headers.set("Www-Authenticate", "Swift realm=\"" + common::http::quote(realm) + "\"");
     return r;
   }
 
   ProxyApp& app_;
-  std::vector<std::string> prefixes_;
+  std::vector<std::string> prefixes_;                  // reseller prefixes, "AUTH_" first
+  std::map<std::string, std::string> require_group_;  // prefix -> group its owners need, or ""
   std::string auth_prefix_;
   double token_life_ = 86400;
   std::string storage_url_scheme_;

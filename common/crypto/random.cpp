@@ -1,0 +1,78 @@
+#include "common/crypto/random.h"
+
+#include <sys/random.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "common/status.h"
+
+namespace apus::common::crypto {
+namespace {
+
+ssize_t kernel_getrandom(void* buf, size_t len, unsigned flags) {
+  return ::getrandom(buf, len, flags);
+}
+
+std::atomic<GetrandomFn> g_getrandom{&kernel_getrandom};
+
+// A broken source that keeps answering 0 bytes would spin forever; this many empty answers in
+// a row mean the source is broken (the kernel never does it).
+constexpr int kMaxEmptyReads = 64;
+
+constexpr char kHexDigits[] = "0123456789abcdef";
+
+std::string to_hex(std::span<const uint8_t> bytes) {
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (uint8_t b : bytes) {
+    out.push_back(kHexDigits[b >> 4]);
+    out.push_back(kHexDigits[b & 0xF]);
+  }
+  return out;
+}
+
+}  // namespace
+
+void random_bytes(std::span<uint8_t> out) {
+  GetrandomFn fn = g_getrandom.load(std::memory_order_acquire);
+  size_t filled = 0;
+  int empty_reads = 0;
+  while (filled < out.size()) {
+    // Flags 0: the urandom pool, blocking only until the kernel has seeded it once.
+    ssize_t n = fn(out.data() + filled, out.size() - filled, 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      std::fprintf(stderr, "getrandom: %s\n", std::strerror(errno));
+      APUS_CHECK(false && "the kernel cannot provide random bytes");
+    }
+    if (n == 0) {
+      APUS_CHECK(++empty_reads < kMaxEmptyReads);
+      continue;
+    }
+    empty_reads = 0;
+    filled += static_cast<size_t>(n);
+  }
+}
+
+std::string random_hex(size_t bytes) {
+  std::string raw(bytes, '\0');
+  random_bytes({reinterpret_cast<uint8_t*>(raw.data()), raw.size()});
+  return to_hex({reinterpret_cast<const uint8_t*>(raw.data()), raw.size()});
+}
+
+std::string uuid4_hex() {
+  uint8_t b[16];
+  random_bytes(b);
+  b[6] = static_cast<uint8_t>((b[6] & 0x0F) | 0x40);  // version 4
+  b[8] = static_cast<uint8_t>((b[8] & 0x3F) | 0x80);  // RFC 4122 variant (10xx)
+  return to_hex(b);
+}
+
+void set_getrandom_for_test(GetrandomFn fn) {
+  g_getrandom.store(fn ? fn : &kernel_getrandom, std::memory_order_release);
+}
+
+}  // namespace apus::common::crypto
