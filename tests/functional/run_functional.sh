@@ -23,6 +23,20 @@ export APUS_SAIO_MEMCACHED_PORT=${APUS_SAIO_MEMCACHED_PORT:-$((20000 + RANDOM % 
 cleanup() { "$top/scripts/saio" down >/dev/null 2>&1; rm -rf "$APUS_SAIO_DIR"; }
 trap cleanup EXIT
 "$top/scripts/saio" up >/dev/null || { echo "saio up failed"; echo "0 passed, 1 failed"; exit 1; }
+# Swift's service-token tests (tests.py TestServiceToken) need a second reseller prefix whose
+# owners must also hold the service group, as Swift's own functional setup configures it; the
+# all-in-one's tempauth has the service user (test5:tester5 in group "service"). Added here,
+# and the proxy restarted on it, while the all-in-one's config lacks them.
+proxy_conf="$APUS_SAIO_DIR/etc/proxy-server.conf"
+if ! grep -q '^SERVICE_require_group' "$proxy_conf"; then
+  sed -i 's/^\[filter:tempauth\]$/&\nreseller_prefix = AUTH, SERVICE\nSERVICE_require_group = service/' \
+    "$proxy_conf"
+  pidfile="$APUS_SAIO_DIR/run/proxy-server.pid"
+  kill -TERM "$(cat "$pidfile")" 2>/dev/null
+  for _ in $(seq 100); do kill -0 "$(cat "$pidfile")" 2>/dev/null || break; sleep 0.1; done
+  "$build_dir/bin/apus-proxy-server" "$proxy_conf" >>"$APUS_SAIO_DIR/log/proxy-server.out" 2>&1 &
+  echo $! >"$pidfile"
+fi
 mix="${APUS_FUNCTIONAL_MIX:-}"
 tests=(test/functional)
 compare_args=()
@@ -63,7 +77,10 @@ for _ in $(seq 100); do
 done
 
 conf="$APUS_SAIO_DIR/func-test.conf"
-sed -e "s#http://127.0.0.1:8080#http://127.0.0.1:$APUS_SAIO_PORT#g" "$suite/test/sample.conf" >"$conf"
+# The fifth user and service_prefix turn on the service-token tests.
+sed -e "s#http://127.0.0.1:8080#http://127.0.0.1:$APUS_SAIO_PORT#g" \
+  -e 's/^#\(account5\|username5\|password5\) = /\1 = /' \
+  -e 's/^#service_prefix = SERVICE$/service_prefix = SERVICE/' "$suite/test/sample.conf" >"$conf"
 export SWIFT_TEST_CONFIG_FILE="$conf"
 junit="$APUS_SAIO_DIR/junit.xml"
 (cd "$suite" && /usr/bin/python3 -m pytest -q -p no:cacheprovider -o python_files='test_*.py tests.py' \
