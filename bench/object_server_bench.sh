@@ -38,10 +38,12 @@ free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("12
 
 mkdir -p "$work/etc"
 printf '[swift-hash]\nswift_hash_path_prefix = bench\nswift_hash_path_suffix = mark\n' >"$work/etc/swift.conf"
-declare -A port
+declare -A port mport
 sides=(swift apus apus-async apus-nofsync apus-nofsync-async)
 for side in "${sides[@]}"; do
   port[$side]=$(free_port)
+  # Apus serves /metrics only on its admin listener (metrics_bind_port); Swift ignores it.
+  mport[$side]=$(free_port)
   mkdir -p "$work/$side/sda1"
   fsync=true; case $side in *nofsync*) fsync=false ;; esac
   mode=sync; case $side in *async) mode=async ;; esac
@@ -51,6 +53,7 @@ devices = $work/$side
 mount_check = false
 bind_ip = 127.0.0.1
 bind_port = ${port[$side]}
+metrics_bind_port = ${mport[$side]}
 workers = 2
 swift_dir = $work/etc
 log_file = $work/$side.log
@@ -160,7 +163,7 @@ for size in 4096 1048576; do
   done
 done
 for side in apus apus-async; do
-  curl -s "http://127.0.0.1:${port[$side]}/metrics" >"$work/$side-metrics.txt"
+  curl -s "http://127.0.0.1:${mport[$side]}/metrics" >"$work/$side-metrics.txt"
 done
 
 mkdir -p "$top/bench/results"

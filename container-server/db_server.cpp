@@ -7,6 +7,7 @@
 
 #include "common/constraints.h"
 #include "common/http/headers.h"
+#include "common/http/server_config.h"
 #include "common/http/swob.h"
 #include "common/http/url.h"
 #include "common/listing_format.h"
@@ -45,6 +46,7 @@ Result<DbServerConfig> DbServerConfig::from_config(const common::Config& conf, D
   c.server.backlog = static_cast<int>(backlog);
   APUS_ASSIGN_OR_RETURN(c.server.reuse_port, s.get_bool("reuse_port", false));
   APUS_ASSIGN_OR_RETURN(c.server.client_timeout, s.get_double("client_timeout", 60));
+  APUS_RETURN_IF_ERROR(common::http::read_runtime_options(s, &c.server));
 
   c.devices = s.get_string("devices", "/srv/node");
   APUS_ASSIGN_OR_RETURN(c.mount_check, s.get_bool("mount_check", true));

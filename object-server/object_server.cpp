@@ -21,6 +21,7 @@
 #include "common/http/date.h"
 #include "common/http/mime.h"
 #include "common/http/range.h"
+#include "common/http/server_config.h"
 #include "common/http/swob.h"
 #include "common/http/url.h"
 #include "common/log/log.h"
@@ -344,6 +345,7 @@ Result<ObjectServerConfig> ObjectServerConfig::from_config(const common::Config&
   c.server.backlog = static_cast<int>(backlog);
   APUS_ASSIGN_OR_RETURN(c.server.reuse_port, get_bool("reuse_port", false));
   APUS_ASSIGN_OR_RETURN(c.server.client_timeout, get_double("client_timeout", 60));
+  APUS_RETURN_IF_ERROR(common::http::read_runtime_options(s, &c.server));
   c.server.builtin_healthcheck = true;
 
   c.disk.devices = s.get_string("devices", "/srv/node");

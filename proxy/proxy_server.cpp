@@ -4,6 +4,7 @@
 #include <cmath>
 #include <thread>
 
+#include "common/http/server_config.h"
 #include "common/log/log.h"
 #include "proxy/internal/app.h"
 #include "proxy/middleware.h"
@@ -30,6 +31,7 @@ Result<ProxyConfig> ProxyConfig::from_config(const common::Config& conf) {
   if (s.get_string("workers", "auto") != "auto") APUS_ASSIGN_OR_RETURN(workers, s.get_int("workers", workers));
   c.server.workers = static_cast<int>(std::max<int64_t>(1, workers));
   APUS_ASSIGN_OR_RETURN(c.server.client_timeout, s.get_double("client_timeout", 60));
+  APUS_RETURN_IF_ERROR(common::http::read_runtime_options(s, &c.server));
   APUS_ASSIGN_OR_RETURN(c.server.reuse_port, s.get_bool("reuse_port", false));
   int64_t backlog = 4096;
   APUS_ASSIGN_OR_RETURN(backlog, s.get_int("backlog", 4096));

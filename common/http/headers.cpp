@@ -39,6 +39,10 @@ std::string title_case(std::string_view s) {
   return out;
 }
 
+bool is_safe_header_text(std::string_view text) {
+  return text.find_first_of(std::string_view("\r\n\0", 3)) == std::string_view::npos;
+}
+
 std::optional<std::string_view> HeaderMap::get(std::string_view name) const {
   for (const auto& [n, v] : fields_) {
     if (iequals(n, name)) return std::string_view(v);
@@ -66,6 +70,26 @@ void HeaderMap::set(std::string_view name, std::string_view value) {
 
 void HeaderMap::add(std::string_view name, std::string_view value) {
   fields_.emplace_back(name, value);
+}
+
+void add_wsgi_field(HeaderMap& map, std::string_view name, std::string_view value) {
+  std::string wsgi = title_case(name);
+  bool had_underscore = false;
+  for (char& c : wsgi) {
+    if (c == '_') {
+      c = '-';
+      had_underscore = true;
+    }
+  }
+  bool framing = iequals(wsgi, "Content-Type") || iequals(wsgi, "Content-Length");
+  if (framing && had_underscore) return;
+  for (auto& [n, v] : map.fields_) {
+    if (iequals(n, wsgi)) {
+      if (!framing) v.append(",").append(value);
+      return;
+    }
+  }
+  map.fields_.emplace_back(std::move(wsgi), value);
 }
 
 size_t HeaderMap::erase(std::string_view name) {

@@ -24,6 +24,11 @@ std::string to_lower(std::string_view s);
 // ("x-object-meta-foo_bar" -> "X-Object-Meta-Foo_Bar").
 std::string title_case(std::string_view s);
 
+// Whether `text` may be written into a response head as a header name, value or reason phrase:
+// false when it holds CR, LF or NUL. Such a byte would end the line early and let what follows
+// (perhaps chosen by a client) read as a header of its own: response splitting.
+bool is_safe_header_text(std::string_view text);
+
 // Swift's parse_content_type(): "text/plain; charset=UTF-8; level=1" splits into the type
 // ("text/plain") and its parameters, each (name, value) trimmed; a parameter without a value
 // has an empty one. Text that does not parse as a parameter is skipped, as Swift's regex does.
@@ -65,7 +70,19 @@ class HeaderMap {
   auto end() const { return fields_.end(); }
 
  private:
+  friend void add_wsgi_field(HeaderMap& map, std::string_view name, std::string_view value);
   std::vector<Field> fields_;
 };
+
+// Adds a request header field to `map` as Swift's WSGI layer (eventlet's environ, read back
+// through swob) would present it, so every Apus server sees the names Swift's code sees:
+// - the name is title-cased with each '_' turned into '-' ("x-object-meta-under_score" becomes
+//   "X-Object-Meta-Under-Score");
+// - a name already present (after that change) gets this value appended after a ',' (no space),
+//   so "X-Object-Meta-Dup: a" and "x-object-meta-dup: b" give "X-Object-Meta-Dup: a,b";
+// - Content-Type and Content-Length keep their first value, and are dropped when spelled with an
+//   underscore (eventlet takes them from the real headers only).
+// Verified against Swift 2.30.1 with eventlet 0.33.1.
+void add_wsgi_field(HeaderMap& map, std::string_view name, std::string_view value);
 
 }  // namespace apus::common::http

@@ -13,6 +13,30 @@
 // headers 400 "Headers Too Large", too many headers 431, a bad Content-Length 400; each closes
 // the connection. `client_timeout` bounds every read and write on a client socket.
 //
+// Connections: at most `workers * max_clients` client connections are open at once (Swift's
+// max_clients counts per worker process; an Apus worker thread stands for one, so a config
+// carried over from Swift keeps its capacity). At the cap the acceptor stops accepting and new
+// connections wait in the kernel's listen backlog; they are not accepted and dropped. When
+// accept() fails for lack of descriptors (EMFILE, ENFILE), the acceptor pauses for
+// kAcceptBackoffMs (or until a connection closes) and logs once per episode. start() raises the
+// soft RLIMIT_NOFILE to Swift's 32768 (swift-init's MAX_DESCRIPTORS) where the hard limit allows
+// (as root, the hard limit too).
+//
+// Metrics: GET /metrics (Prometheus text) is served only on a separate admin listener
+// (metrics_bind_ip, loopback by default; metrics_bind_port), never on the public port, where
+// /metrics is an ordinary path for the handler. The admin listener answers nothing else but
+// /healthcheck, and its few connections are not counted against max_clients, so a scrape works
+// while the public port is full.
+//
+// Request headers reach the handler as Swift's WSGI layer (eventlet) hands them to Swift:
+// names title-cased with '_' turned into '-' ("x-object-meta-under_score" becomes
+// "X-Object-Meta-Under-Score"), fields of the same name joined with "," in arrival order, and a
+// Content-Type or Content-Length spelled with an underscore dropped (see normalize_wsgi_headers
+// in headers.h).
+//
+// Response heads are checked: a header name, value or reason phrase holding CR, LF or NUL is
+// never written; the client gets a 500 instead, the connection closes, and an error is logged.
+//
 // This header is Beast-free: handlers see only Request, Response and Exchange.
 //
 // Server is thread-compatible: start(), stop() and wait() are called by one controlling thread.
@@ -169,11 +193,23 @@ struct ServerOptions {
   size_t max_header_count = 201;    // int(MAX_HEADER_COUNT * 1.6), as Swift's http.client
   size_t max_total_headers = 65536;
   size_t read_buffer_size = 65536;  // network_chunk_size
-  // When set, GET /healthcheck answers 200 "OK" and GET /metrics the Prometheus text before
-  // the handler sees them.
+  // When set, GET /healthcheck answers 200 "OK" before the handler sees it.
   bool builtin_healthcheck = true;
-  bool builtin_metrics = true;
+  // Swift's max_clients, per worker (see the top of this file); 0 or less means no cap.
+  int max_clients = 1024;
+  // The admin listener serving GET /metrics. nullopt: none (the config's metrics_bind_port = 0);
+  // 0: any free port, read back with Server::metrics_port().
+  std::string metrics_bind_ip = "127.0.0.1";
+  std::optional<uint16_t> metrics_bind_port;
 };
+
+// How long the acceptor stops accepting after accept() failed for lack of file descriptors,
+// unless a connection closes sooner: 10 retries a second instead of a busy loop.
+inline constexpr int kAcceptBackoffMs = 100;
+// Connections the admin (metrics) listener keeps open at once, besides max_clients.
+inline constexpr size_t kMaxAdminConnections = 8;
+// The RLIMIT_NOFILE start() asks for: swift-init's MAX_DESCRIPTORS.
+inline constexpr uint64_t kWantedOpenFiles = 32768;
 
 // Called after each request with what the access log needs. Runs on the worker thread.
 struct RequestRecord {
@@ -203,6 +239,8 @@ class Server {
   Status start();
   // The bound port (after start()).
   uint16_t port() const;
+  // The admin listener's bound port (after start()), 0 when there is none.
+  uint16_t metrics_port() const;
 
   // Graceful stop: stop accepting, close idle connections, let in-flight requests finish (up
   // to drain_timeout), then join every thread. Safe to call more than once.
@@ -214,7 +252,7 @@ class Server {
 
   // Connections accepted but not yet taken by a worker (approximate).
   size_t accept_queue_depth() const;
-  // Connections open now, over all workers.
+  // Connections open now, over all workers (admin connections included).
   size_t open_connections() const;
 
  private:

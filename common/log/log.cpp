@@ -8,7 +8,8 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
-#include <mutex>
+
+#include "common/thread_annotations.h"
 
 namespace apus::common::log {
 
@@ -17,15 +18,15 @@ namespace {
 // The level is read on every log call, so it lives in an atomic; the rest changes only in
 // configure()/reopen() and is guarded by g_mutex.
 std::atomic<int> g_level{static_cast<int>(Level::kInfo)};
-std::mutex g_mutex;
+Mutex g_mutex;
 // Until configure() is called, logs go to stderr (reopen() keeps it that way).
-Options g_options = [] {
+Options g_options APUS_GUARDED_BY(g_mutex) = [] {
   Options o;
   o.file = "-";
   return o;
-}();  // GUARDED_BY(g_mutex)
-int g_fd = STDERR_FILENO;  // GUARDED_BY(g_mutex); -1 means syslog
-bool g_syslog_open = false;
+}();
+int g_fd APUS_GUARDED_BY(g_mutex) = STDERR_FILENO;  // -1 means syslog
+bool g_syslog_open APUS_GUARDED_BY(g_mutex) = false;
 
 int syslog_priority(Level level) {
   switch (level) {
@@ -61,8 +62,7 @@ int syslog_facility(std::string_view name) {
   return LOG_LOCAL0;
 }
 
-// REQUIRES: g_mutex held.
-void open_destination_locked() {
+void open_destination_locked() APUS_REQUIRES(g_mutex) {
   if (g_fd > STDERR_FILENO) ::close(g_fd);
   g_fd = STDERR_FILENO;
   if (g_options.file.empty()) {
@@ -95,14 +95,14 @@ bool parse_level(std::string_view text, Level* out) {
 }
 
 void configure(const Options& options) {
-  std::lock_guard lock(g_mutex);
+  MutexLock lock(&g_mutex);
   g_options = options;
   g_level.store(static_cast<int>(options.level), std::memory_order_relaxed);
   open_destination_locked();
 }
 
 void reopen() {
-  std::lock_guard lock(g_mutex);
+  MutexLock lock(&g_mutex);
   open_destination_locked();
 }
 
@@ -111,7 +111,7 @@ bool enabled(Level level) {
 }
 
 void write(Level level, std::string_view message) {
-  std::lock_guard lock(g_mutex);
+  MutexLock lock(&g_mutex);
   if (g_fd < 0) {
     ::syslog(syslog_priority(level), "%.*s", static_cast<int>(message.size()), message.data());
     return;

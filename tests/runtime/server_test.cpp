@@ -5,13 +5,27 @@
 #include <doctest/doctest.h>
 #include <openssl/evp.h>
 
+#include <dirent.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <array>
 #include <atomic>
+#include <fstream>
+#include <sstream>
 #include <chrono>
 #include <thread>
 #include <vector>
 
+#include "common/config/config.h"
+#include "common/http/server_config.h"
 #include "common/io/blocking_pool.h"
+#include "common/log/log.h"
+#include "tests/support/temp_dir.h"
 #include "tests/support/test_server.h"
 
 namespace net = boost::asio;
@@ -46,6 +60,32 @@ net::awaitable<void> echo_handler(Exchange& ex) {
   r.body = ex.request().method + " " + std::string(ex.request().path());
   (void)co_await ex.respond(std::move(r));
 }
+
+// Sends logs to a file for the life of the object, then back to stderr.
+class LogCapture {
+ public:
+  LogCapture() {
+    apus::common::log::configure(
+        {.name = "test", .level = apus::common::log::Level::kInfo, .file = dir_.path("log")});
+  }
+  ~LogCapture() {
+    apus::common::log::configure(
+        {.name = "swift", .level = apus::common::log::Level::kInfo, .file = "-"});
+  }
+  std::string text() const {
+    std::string out;
+    if (FILE* f = std::fopen(dir_.path("log").c_str(), "r")) {
+      char buf[4096];
+      size_t n;
+      while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+      std::fclose(f);
+    }
+    return out;
+  }
+
+ private:
+  apus::test::TempDir dir_{"apus_log_capture"};
+};
 
 std::string repeat_pattern(size_t n) {
   std::string s(n, '\0');
@@ -281,7 +321,9 @@ TEST_CASE("reuse_port lets a second server bind beside the first, and both serve
 }
 
 TEST_CASE("/metrics reports requests by method and status") {
-  TestServer server(echo_handler);
+  ServerOptions options;
+  options.metrics_bind_port = 0;  // an admin listener on any free port
+  TestServer server(echo_handler, options);
   REQUIRE(raw_request(server.port(), "DELETE /x HTTP/1.1\r\n\r\n"));
   // The worker records a request just after its response is written, so the scrape (perhaps
   // on the other worker) may come first; give it a moment.
@@ -289,7 +331,7 @@ TEST_CASE("/metrics reports requests by method and status") {
       "apus_http_requests_total{method=\"DELETE\",server=\"test\",status=\"200\"} 1";
   std::optional<apus::test::RawResponse> r;
   for (int i = 0; i < 100; ++i) {
-    r = raw_request(server.port(), "GET /metrics HTTP/1.1\r\n\r\n");
+    r = raw_request(server.server().metrics_port(), "GET /metrics HTTP/1.1\r\n\r\n");
     if (!r || r->body.find(expected) != std::string::npos) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
@@ -298,4 +340,400 @@ TEST_CASE("/metrics reports requests by method and status") {
   CHECK(r->body.find(expected) != std::string::npos);
   CHECK(r->body.find("apus_http_request_duration_seconds_bucket") != std::string::npos);
   CHECK(r->body.find("apus_accept_queue_depth") != std::string::npos);
+}
+
+// ---- issue 12: response splitting -------------------------------------------------------
+
+namespace {
+
+// Answers with a header taken from the request path: /name/<kind> puts CR, LF or NUL in a
+// header name, /value/<kind> in a value, /reason in the reason phrase; /stream/... does the same
+// through start_response(). Records what respond()/start_response()/write_body() returned.
+struct SplitHandler {
+  std::atomic<bool> respond_failed{false};
+  std::atomic<bool> write_failed{false};
+
+  net::awaitable<void> operator()(Exchange& ex) {
+    std::string path(ex.request().path());
+    HeaderMap headers;
+    std::string reason;
+    std::string bad = "x\r\nSet-Cookie: pwned=1";
+    if (path.ends_with("/cr")) bad = "a\rb";
+    if (path.ends_with("/nul")) bad = std::string("a\0b", 3);
+    if (path.find("/name") != std::string::npos) {
+      headers.add("X-Evil" + bad, "1");
+    } else if (path.find("/value") != std::string::npos) {
+      headers.add("X-Evil", bad);
+    } else if (path.find("/reason") != std::string::npos) {
+      reason = "OK\r\nSet-Cookie: pwned=1";
+    }
+    headers.add("X-Fine", "yes");
+    if (path.starts_with("/stream")) {
+      Status s = co_await ex.start_response(200, std::move(headers), std::nullopt);
+      if (!s.ok()) respond_failed = true;
+      if (!(co_await ex.write_body("body")).ok()) write_failed = true;
+      (void)co_await ex.finish_response();
+      co_return;
+    }
+    Response r;
+    r.reason = reason;
+    r.headers = std::move(headers);
+    r.body = "body";
+    if (!(co_await ex.respond(std::move(r))).ok()) respond_failed = true;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("issue 12: a response header holding CR, LF or NUL becomes a 500 and a log line") {
+  LogCapture log;
+  auto handler = std::make_shared<SplitHandler>();
+  TestServer server([handler](Exchange& ex) { return (*handler)(ex); });
+  for (std::string path : {"/value/crlf", "/value/cr", "/value/nul", "/name/crlf", "/name/nul",
+                           "/reason", "/stream/value/crlf", "/stream/name/nul"}) {
+    CAPTURE(path);
+    handler->respond_failed = false;
+    handler->write_failed = false;
+    RawClient c(server.port());
+    REQUIRE(c.send("GET " + path + " HTTP/1.1\r\n\r\n"));
+    auto r = c.read_response();
+    REQUIRE(r);
+    CHECK(r->status == 500);
+    CHECK(r->body.empty());
+    CHECK(!r->headers.contains("Set-Cookie"));
+    CHECK(!r->headers.contains("X-Fine"));
+    CHECK(r->headers.get_or("Connection", "") == "close");
+    CHECK(c.closed_by_peer());
+    CHECK(handler->respond_failed);
+    if (path.starts_with("/stream")) CHECK(handler->write_failed);
+  }
+  // The server goes on serving, and clean headers pass.
+  auto ok = raw_request(server.port(), "GET /clean HTTP/1.1\r\n\r\n");
+  REQUIRE(ok);
+  CHECK(ok->status == 200);
+  CHECK(ok->headers.get_or("X-Fine", "") == "yes");
+  std::string text = log.text();
+  CHECK(text.find("X-Evil") != std::string::npos);
+  CHECK(text.find("\\x0d\\x0a") != std::string::npos);  // the bytes, escaped, not raw
+  CHECK(text.find("Set-Cookie: pwned=1\n") == std::string::npos);
+}
+
+// ---- issue 12: exceptions from handlers --------------------------------------------------
+
+TEST_CASE("issue 12: a handler that throws gets the client a 500 and the server serves on") {
+  LogCapture log;
+  ServerOptions options;
+  options.workers = 1;
+  options.drain_timeout = 2;
+  auto server = std::make_unique<TestServer>(
+      [](Exchange& ex) -> net::awaitable<void> {
+        if (ex.request().path() == "/throw") throw std::runtime_error("boom in handler");
+        if (ex.request().path() == "/throw-late") {
+          (void)co_await ex.start_response(200, {}, std::nullopt);
+          (void)co_await ex.write_body("partial");
+          throw std::runtime_error("boom mid-response");
+        }
+        Response r;
+        r.body = "fine";
+        (void)co_await ex.respond(std::move(r));
+      },
+      options);
+  for (int i = 0; i < 3; ++i) {
+    auto r = raw_request(server->port(), "GET /throw HTTP/1.1\r\n\r\n");
+    REQUIRE(r);
+    CHECK(r->status == 500);
+    CHECK(r->headers.get_or("Connection", "") == "close");
+  }
+  // Mid-response: the client sees the connection close before the chunked body ends.
+  RawClient late(server->port());
+  REQUIRE(late.send("GET /throw-late HTTP/1.1\r\n\r\n"));
+  CHECK(!late.read_response());
+  auto r = raw_request(server->port(), "GET /fine HTTP/1.1\r\n\r\n");
+  REQUIRE(r);
+  CHECK(r->body == "fine");
+  for (int i = 0; i < 100 && server->server().open_connections() != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  CHECK(server->server().open_connections() == 0);
+  auto start = std::chrono::steady_clock::now();
+  server.reset();  // stop(): nothing left to drain
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::milliseconds(1500));
+  std::string text = log.text();
+  CHECK(text.find("GET /throw threw: boom in handler") != std::string::npos);
+  CHECK(text.find("boom mid-response") != std::string::npos);
+}
+
+TEST_CASE("issue 12: an exception outside the handler closes and unregisters the session") {
+  // The access logger runs in the session after the handler; one that throws ends the session
+  // coroutine itself, which only spawn_logged's completion sees.
+  LogCapture log;
+  ServerOptions options;
+  options.workers = 1;
+  options.drain_timeout = 2;
+  apus::common::Metrics metrics("test");
+  auto server = std::make_unique<apus::common::http::Server>(
+      options, echo_handler, &metrics,
+      [](const apus::common::http::RequestRecord&) { throw std::runtime_error("logger broke"); });
+  REQUIRE(server->start().ok());
+  RawClient c(server->port());
+  REQUIRE(c.send("GET /x HTTP/1.1\r\n\r\n"));
+  auto r = c.read_response();
+  REQUIRE(r);
+  CHECK(r->status == 200);
+  CHECK(c.closed_by_peer());
+  for (int i = 0; i < 100 && server->open_connections() != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  CHECK(server->open_connections() == 0);
+  auto start = std::chrono::steady_clock::now();
+  server.reset();
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::milliseconds(1500));
+  CHECK(log.text().find("http session: uncaught exception: logger broke") != std::string::npos);
+}
+
+// ---- issue 12: max_clients and running out of descriptors --------------------------------
+
+namespace {
+
+// CPU seconds (user + system) the process `pid` has used; -1 if unreadable.
+double cpu_seconds(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  auto close_paren = text.rfind(')');
+  if (close_paren == std::string::npos) return -1;
+  std::istringstream rest(text.substr(close_paren + 2));
+  std::string field;
+  // After "pid (comm) ": state is field 3; utime and stime are fields 14 and 15.
+  double utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && rest >> field; ++i) {
+    if (i == 14) utime = std::stod(field);
+    if (i == 15) stime = std::stod(field);
+  }
+  return (utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+// True if data (or EOF) arrives on `fd` within `ms`.
+bool readable_within(int fd, int ms) {
+  pollfd p{fd, POLLIN, 0};
+  return ::poll(&p, 1, ms) > 0;
+}
+
+// The local address (hex, as /proc/net/tcp writes it) of the socket listening on `port`.
+std::string listening_address(uint16_t port) {
+  std::ifstream f("/proc/net/tcp");
+  std::string line;
+  char want[8];
+  std::snprintf(want, sizeof want, ":%04X", port);
+  while (std::getline(f, line)) {
+    std::istringstream in(line);
+    std::string slot, local, remote, state;
+    in >> slot >> local >> remote >> state;
+    if (state == "0A" && local.ends_with(want)) return local.substr(0, local.find(':'));
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("issue 12: beyond max_clients a connection waits in the backlog until one closes") {
+  ServerOptions options;
+  options.workers = 1;
+  options.max_clients = 2;
+  options.metrics_bind_port = 0;
+  TestServer server(echo_handler, options);
+  auto first = std::make_unique<RawClient>(server.port());
+  RawClient second(server.port());
+  for (RawClient* c : {first.get(), &second}) {
+    REQUIRE(c->send("GET /in HTTP/1.1\r\n\r\n"));
+    REQUIRE(c->read_response());
+  }
+  RawClient third(server.port());  // the kernel completes the handshake into the backlog
+  REQUIRE(third.send("GET /third HTTP/1.1\r\n\r\n"));
+  CHECK_FALSE(readable_within(third.fd(), 300));
+  CHECK(server.server().open_connections() == 2);
+  // The admin listener is apart from the cap: metrics can be read while the port is full.
+  auto m = raw_request(server.server().metrics_port(), "GET /metrics HTTP/1.1\r\n\r\n");
+  REQUIRE(m);
+  CHECK(m->status == 200);
+  // Waiting for room costs no CPU.
+  rusage before{}, after{};
+  ::getrusage(RUSAGE_SELF, &before);
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  ::getrusage(RUSAGE_SELF, &after);
+  auto secs = [](const rusage& r) {
+    return r.ru_utime.tv_sec + r.ru_stime.tv_sec + (r.ru_utime.tv_usec + r.ru_stime.tv_usec) / 1e6;
+  };
+  CHECK(secs(after) - secs(before) < 0.3);
+  CHECK_FALSE(readable_within(third.fd(), 0));
+  first.reset();  // a place frees up: the third is accepted and served
+  auto r = third.read_response();
+  REQUIRE(r);
+  CHECK(r->body == "GET /third");
+}
+
+TEST_CASE("issue 12: out of descriptors, the acceptor backs off instead of spinning") {
+  // The server runs in a child process whose RLIMIT_NOFILE leaves room for two connections;
+  // the parent measures the child's CPU time while a third waits.
+  apus::test::TempDir dir("apus_emfile");
+  int pipe_fds[2];
+  REQUIRE(::pipe(pipe_fds) == 0);
+  pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::close(pipe_fds[0]);
+    apus::common::log::configure(
+        {.name = "emfile", .level = apus::common::log::Level::kInfo, .file = dir.path("log")});
+    ServerOptions options;
+    options.bind_ip = "127.0.0.1";
+    options.workers = 1;
+    apus::common::http::Server server(options, echo_handler);
+    if (!server.start().ok()) ::_exit(1);
+    // Fill every free descriptor number below the highest open one, then allow two more.
+    int highest = 0;
+    if (DIR* d = ::opendir("/proc/self/fd")) {
+      while (dirent* e = ::readdir(d)) {
+        int fd = std::atoi(e->d_name);
+        if (fd != ::dirfd(d)) highest = std::max(highest, fd);
+      }
+      ::closedir(d);
+    }
+    for (;;) {
+      int fd = ::dup(pipe_fds[1]);
+      if (fd < 0) ::_exit(1);
+      if (fd > highest) {
+        ::close(fd);
+        break;
+      }
+    }
+    rlimit limit{};
+    ::getrlimit(RLIMIT_NOFILE, &limit);
+    limit.rlim_cur = static_cast<rlim_t>(highest + 3);
+    if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) ::_exit(1);
+    uint16_t port = server.port();
+    if (::write(pipe_fds[1], &port, sizeof port) != sizeof port) ::_exit(1);
+    for (;;) ::pause();
+  }
+  ::close(pipe_fds[1]);
+  struct KillChild {
+    pid_t pid;
+    ~KillChild() {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+  } kill_child{pid};
+  uint16_t port = 0;
+  REQUIRE(readable_within(pipe_fds[0], 10000));
+  REQUIRE(::read(pipe_fds[0], &port, sizeof port) == sizeof port);
+  ::close(pipe_fds[0]);
+  auto child_log = [&] {
+    std::ifstream f(dir.path("log"));
+    return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  };
+  INFO("child log: " << child_log());
+
+  auto first = std::make_unique<RawClient>(port);
+  RawClient second(port);
+  for (RawClient* c : {first.get(), &second}) {
+    REQUIRE(c->send("GET /in HTTP/1.1\r\n\r\n"));
+    REQUIRE(c->read_response());
+  }
+  RawClient third(port);
+  REQUIRE(third.send("GET /third HTTP/1.1\r\n\r\n"));
+  CHECK_FALSE(readable_within(third.fd(), 300));
+  double cpu_before = cpu_seconds(pid);
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  double cpu_after = cpu_seconds(pid);
+  REQUIRE(cpu_before >= 0);
+  CHECK(cpu_after - cpu_before < 0.25);  // a spinning acceptor burns ~1 s of CPU here
+  first.reset();
+  auto r = third.read_response();
+  REQUIRE(r);
+  CHECK(r->body == "GET /third");
+  std::string log = child_log();
+  size_t failures = 0;
+  for (size_t at = log.find("accept failed"); at != std::string::npos;
+       at = log.find("accept failed", at + 1)) {
+    ++failures;
+  }
+  CHECK(failures == 1);  // one line per episode, not one per attempt
+  CHECK(log.find("accepting again after") != std::string::npos);
+}
+
+// ---- issue 12: metrics on the admin listener ---------------------------------------------
+
+TEST_CASE("issue 12: /metrics is served on the admin listener only, bound to loopback") {
+  ServerOptions options;
+  options.bind_ip = "0.0.0.0";
+  options.metrics_bind_port = 0;
+  TestServer server(echo_handler, options);
+  uint16_t admin = server.server().metrics_port();
+  REQUIRE(admin != 0);
+  REQUIRE(admin != server.port());
+  // On the public port /metrics is an ordinary path: the handler gets it.
+  auto pub = raw_request(server.port(), "GET /metrics HTTP/1.1\r\n\r\n");
+  REQUIRE(pub);
+  CHECK(pub->body == "GET /metrics");
+  CHECK(pub->body.find("apus_http_requests_total") == std::string::npos);
+  auto m = raw_request(admin, "GET /metrics HTTP/1.1\r\n\r\n");
+  REQUIRE(m);
+  CHECK(m->status == 200);
+  CHECK(m->body.find("# TYPE apus_http_requests_total") != std::string::npos);
+  // The admin listener serves nothing else but /healthcheck.
+  auto other = raw_request(admin, "GET /v1/AUTH_a HTTP/1.1\r\n\r\n");
+  REQUIRE(other);
+  CHECK(other->status == 404);
+  auto hc = raw_request(admin, "GET /healthcheck HTTP/1.1\r\n\r\n");
+  REQUIRE(hc);
+  CHECK(hc->body == "OK");
+  CHECK(listening_address(admin) == "0100007F");  // 127.0.0.1, the default metrics_bind_ip
+  // No metrics_bind_port, no admin listener.
+  TestServer plain(echo_handler);
+  CHECK(plain.server().metrics_port() == 0);
+  auto none = raw_request(plain.port(), "GET /metrics HTTP/1.1\r\n\r\n");
+  REQUIRE(none);
+  CHECK(none->body == "GET /metrics");
+}
+
+TEST_CASE("issue 12: max_clients and the metrics listener are read from [DEFAULT] or the app") {
+  auto conf = apus::common::Config::parse(
+      "[DEFAULT]\nmetrics_bind_port = 9100\n\n[app:object-server]\nmax_clients = 7\n"
+      "metrics_bind_ip = ::1\n");
+  REQUIRE(conf.ok());
+  ServerOptions options;
+  REQUIRE(apus::common::http::read_runtime_options(conf->section("app:object-server"), &options)
+              .ok());
+  CHECK(options.max_clients == 7);
+  CHECK(options.metrics_bind_ip == "::1");
+  CHECK(options.metrics_bind_port == std::optional<uint16_t>(9100));
+  auto defaults = apus::common::Config::parse("[app:proxy-server]\n");
+  REQUIRE(defaults.ok());
+  ServerOptions plain;
+  plain.metrics_bind_port = 1;
+  REQUIRE(apus::common::http::read_runtime_options(defaults->section("app:proxy-server"), &plain)
+              .ok());
+  CHECK(plain.max_clients == 1024);
+  CHECK(plain.metrics_bind_ip == "127.0.0.1");
+  CHECK(!plain.metrics_bind_port);  // 0: no admin listener
+  auto bad = apus::common::Config::parse("[app:x]\nmetrics_bind_port = 70000\n");
+  REQUIRE(bad.ok());
+  CHECK(!apus::common::http::read_runtime_options(bad->section("app:x"), &plain).ok());
+}
+
+// ---- issue 12: request header names as Swift's WSGI layer gives them ---------------------
+
+TEST_CASE("issue 12: request header names reach the handler as Swift's WSGI layer spells them") {
+  TestServer server([](Exchange& ex) -> net::awaitable<void> {
+    Response r;
+    for (const auto& [name, value] : ex.request().headers) r.body += name + "=" + value + "\n";
+    (void)co_await ex.respond(std::move(r));
+  });
+  auto r = raw_request(server.port(),
+                       "PUT /o HTTP/1.1\r\nX-Object-Meta-under_score: v1\r\n"
+                       "x-object-meta-MiXeD_CaSe: v2\r\nX-Object-Meta-dup: a\r\n"
+                       "X-Object-Meta-Dup: b\r\nContent_Type: evil/x\r\n"
+                       "Content-Length: 0\r\n\r\n");
+  REQUIRE(r);
+  CHECK(r->body ==
+        "X-Object-Meta-Under-Score=v1\nX-Object-Meta-Mixed-Case=v2\nX-Object-Meta-Dup=a,b\n"
+        "Content-Length=0\n");
 }

@@ -8,14 +8,15 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -29,19 +30,20 @@
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
 #include <chrono>
-#include <condition_variable>
 #include <cstring>
 #include <ctime>
-#include <mutex>
 #include <thread>
 #include <unordered_set>
 #include <vector>
 
+#include "common/assert.h"
+#include "common/async.h"
 #include "common/http/date.h"
 #include "common/http/internal/asio_util.h"
 #include "common/log/log.h"
 #include "common/metrics/metrics.h"
 #include "common/process.h"
+#include "common/thread_annotations.h"
 
 namespace apus::common::http {
 
@@ -84,6 +86,34 @@ std::string canned_response(int status, std::string_view reason) {
   out += reason;
   out += "\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
   return out;
+}
+
+// `text` with CR, LF, NUL and other control bytes written as \xNN, for a log line.
+std::string escape_for_log(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (unsigned char c : text) {
+    if (c < 0x20 || c == 0x7f || c == '\\') {
+      char hex[5];
+      std::snprintf(hex, sizeof hex, "\\x%02x", c);
+      out += hex;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+// The first header name or value (or the reason phrase) that must not go into a response head,
+// described for the log; nullopt when everything is safe.
+std::optional<std::string> unsafe_head_field(const HeaderMap& headers, std::string_view reason) {
+  if (!is_safe_header_text(reason)) return "reason phrase \"" + escape_for_log(reason) + "\"";
+  for (const auto& [name, value] : headers) {
+    if (!is_safe_header_text(name) || !is_safe_header_text(value)) {
+      return "header \"" + escape_for_log(name) + ": " + escape_for_log(value) + "\"";
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -157,6 +187,24 @@ struct Worker {
   std::atomic<size_t> connections{0};
   bool draining = false;                   // worker thread
   std::unordered_set<Session*> sessions;   // worker thread
+
+  // True on this worker's thread (inside ioc.run()): the debug check loop-only code makes.
+  bool on_loop() { return ioc.get_executor().running_in_this_thread(); }
+};
+
+// An accepted connection on its way from the acceptor to a worker.
+struct Accepted {
+  int fd = -1;
+  bool admin = false;  // from the admin (metrics) listener
+};
+
+// One listening socket: the public port or the admin one.
+struct ListenSocket {
+  int fd = -1;
+  uint16_t port = 0;
+  bool admin = false;
+  size_t limit = 0;               // connections it may have open at once
+  std::atomic<size_t> open{0};    // accepted and not yet closed (queued ones included)
 };
 
 class ServerImpl {
@@ -169,44 +217,65 @@ class ServerImpl {
 
   Status start();
   void stop();
-  void session_finished(Worker& worker, Session* session);
+  // A session ended (or an accepted connection was dropped before it became one): frees its
+  // place under max_clients.
+  void connection_closed(bool admin);
+  void session_finished(Worker& worker, Session* session, bool admin);
 
   ServerOptions options_;
   Handler handler_;
   Metrics* metrics_;
   AccessLogger access_logger_;
 
-  int listen_fd_ = -1;
+  ListenSocket public_;
+  ListenSocket admin_;  // fd -1 when there is no admin listener
   int stop_fd_ = -1;  // eventfd that wakes the acceptor on stop()
-  uint16_t port_ = 0;
+  // eventfd that wakes the acceptor when a connection closes while it waits for room (at the
+  // cap, or backing off after EMFILE); written only when wake_wanted_ is set.
+  int wake_fd_ = -1;
+  std::atomic<bool> wake_wanted_{false};
   std::thread acceptor_;
-  moodycamel::ConcurrentQueue<int> accepted_;
+  moodycamel::ConcurrentQueue<Accepted> accepted_;
   std::vector<std::unique_ptr<Worker>> workers_;
   std::atomic<size_t> open_connections_{0};
-  std::mutex drain_mutex_;
-  std::condition_variable drained_;
-  int workers_finished_ = 0;  // GUARDED_BY(drain_mutex_)
+  Mutex drain_mutex_;
+  CondVar drained_;  // waits with drain_mutex_
+  int workers_finished_ APUS_GUARDED_BY(drain_mutex_) = 0;
   bool running_ = false;
 
  private:
-  Status bind_and_listen();
+  Status bind_and_listen(const std::string& ip, uint16_t port, ListenSocket& out);
   void accept_loop();
+  // Accepts what `ls` has pending, up to its limit. Sets *out_of_fds when accept() failed for
+  // lack of descriptors.
+  void accept_pending(ListenSocket& ls, bool* out_of_fds);
+  bool has_room(const ListenSocket& ls) const {
+    return ls.open.load(std::memory_order_seq_cst) < ls.limit;
+  }
   void take_connection(Worker& worker);
   Worker& least_busy_worker();
   void close_idle_sessions(Worker& worker);
+
+  // Acceptor thread only: the EMFILE episode in progress, for one log line per episode.
+  bool out_of_fds_episode_ = false;
+  std::chrono::steady_clock::time_point episode_start_;
+  uint64_t episode_failures_ = 0;
 };
 
 // One client connection: reads requests one after another (keep-alive), runs the handler for
 // each, and writes responses. Thread-compatible; all calls on its worker's thread.
 class Session : public Exchange, public std::enable_shared_from_this<Session> {
  public:
-  Session(ServerImpl& server, Worker& worker, tcp::socket socket)
-      : server_(server), worker_(worker), stream_(std::move(socket)) {
+  Session(ServerImpl& server, Worker& worker, tcp::socket socket, bool admin)
+      : server_(server), worker_(worker), admin_(admin), stream_(std::move(socket)) {
     buffer_.max_size(server_.options_.max_request_line + server_.options_.max_total_headers +
                      server_.options_.read_buffer_size);
   }
 
   net::awaitable<void> run();
+  // Closes the connection and unregisters the session from its worker; once only. run() ends
+  // with it, and spawn_logged's failure path calls it when an exception ended run() early.
+  void close_and_finish();
   // Closes the socket if the session is waiting for a new request (used when draining).
   void close_if_idle() {
     if (idle_) {
@@ -235,6 +304,9 @@ class Session : public Exchange, public std::enable_shared_from_this<Session> {
   enum class HeadResult { kOk, kClosed, kRejected };
   net::awaitable<HeadResult> read_request_head();
   net::awaitable<void> reject(int status, std::string_view reason);
+  // Answers 500 instead of a response whose head would carry CR, LF or NUL (`what` names the
+  // field), and closes the connection after it. Returns the failure the handler gets.
+  net::awaitable<Status> refuse_unsafe_head(const std::string& what);
   // Swift's per-line and count limits on a parsed head: the refusal to send, if any.
   std::optional<std::pair<int, std::string_view>> check_limits() const;
   void fill_request();
@@ -244,13 +316,18 @@ class Session : public Exchange, public std::enable_shared_from_this<Session> {
                           bool chunked, std::string_view reason = {});
   Status map_read_error(const beast::error_code& ec) const;
 
+  // Answers a request on the admin listener: /metrics and /healthcheck, 404 otherwise.
+  net::awaitable<void> serve_admin();
+
   ServerImpl& server_;
   Worker& worker_;
+  const bool admin_;  // a connection to the admin (metrics) listener
   beast::tcp_stream stream_;
   beast::flat_buffer buffer_;
   std::optional<bhttp::request_parser<bhttp::buffer_body>> parser_;
   Request request_;
   bool idle_ = false;
+  bool finished_ = false;  // close_and_finish() ran
 
   // Per request:
   int status_ = 0;            // response status once started
@@ -276,11 +353,17 @@ net::awaitable<void> Session::run() {
     co_await serve_one();
     if (must_close_ || !request_.keep_alive || worker_.draining) break;
   }
+  close_and_finish();
+}
+
+void Session::close_and_finish() {
+  if (finished_) return;
+  finished_ = true;
   beast::error_code ec;
   stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
   stream_.socket().close(ec);
   if (server_.metrics_) server_.metrics_->connection_closed();
-  server_.session_finished(worker_, this);
+  server_.session_finished(worker_, this, admin_);
 }
 
 net::awaitable<Session::HeadResult> Session::read_request_head() {
@@ -356,7 +439,11 @@ void Session::fill_request() {
   request_.target.assign(msg.target());
   request_.version = msg.version();
   request_.headers.reserve(16);
-  for (const auto& field : msg) request_.headers.add(field.name_string(), field.value());
+  // Names and repeats as Swift's WSGI layer presents them (X-Object-Meta-under_score arrives as
+  // X-Object-Meta-Under-Score), so every server stores and compares what Swift does.
+  for (const auto& field : msg) {
+    add_wsgi_field(request_.headers, field.name_string(), field.value());
+  }
   request_.chunked = parser_->chunked();
   if (auto len = parser_->content_length()) request_.content_length = *len;
   auto expect = request_.headers.get("Expect");
@@ -392,24 +479,34 @@ net::awaitable<void> Session::serve_one() {
 
   const auto& opt = server_.options_;
   std::string_view path = request_.path();
-  if (opt.builtin_healthcheck && request_.method == "GET" && path == "/healthcheck") {
+  if (admin_) {
+    co_await serve_admin();
+  } else if (opt.builtin_healthcheck && request_.method == "GET" && path == "/healthcheck") {
     Response r;
     r.headers.set("Content-Type", "text/plain");
     r.body = "OK";
     (void)co_await respond(std::move(r));
-  } else if (opt.builtin_metrics && server_.metrics_ && request_.method == "GET" &&
-             path == "/metrics") {
-    Response r;
-    r.headers.set("Content-Type", "text/plain; version=0.0.4");
-    r.body = server_.metrics_->serialize();
-    (void)co_await respond(std::move(r));
   } else {
-    co_await server_.handler_(*this);
+    // A handler must not throw (house style); one that does has a bug, which is logged here
+    // with its request while the client still gets its 500 (or, mid-response, a closed
+    // connection) and the connection is not reused.
+    std::exception_ptr failure;
+    try {
+      co_await server_.handler_(*this);
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    if (failure) {
+      APUS_LOG_ERROR("handler for " + request_.method + " " + escape_for_log(request_.target) +
+                     " threw: " + describe_exception(failure));
+      must_close_ = true;
+    }
   }
 
   if (!response_started()) {
     // A handler that returned without answering: the client still gets an answer.
-    APUS_LOG_ERROR("handler gave no response to " + request_.method + " " + request_.target);
+    APUS_LOG_ERROR("handler gave no response to " + request_.method + " " +
+                   escape_for_log(request_.target));
     Response r;
     r.status = 500;
     must_close_ = true;
@@ -436,6 +533,22 @@ net::awaitable<void> Session::serve_one() {
   }
 }
 
+net::awaitable<void> Session::serve_admin() {
+  std::string_view path = request_.path();
+  bool get = request_.method == "GET" || request_.method == "HEAD";
+  Response r;
+  if (get && path == "/metrics" && server_.metrics_) {
+    r.headers.set("Content-Type", "text/plain; version=0.0.4");
+    r.body = server_.metrics_->serialize();
+  } else if (get && path == "/healthcheck") {
+    r.headers.set("Content-Type", "text/plain");
+    r.body = "OK";
+  } else {
+    r.status = 404;
+  }
+  (void)co_await respond(std::move(r));
+}
+
 Status Session::map_read_error(const beast::error_code& ec) const {
   if (ec == beast::error::timeout) return Status::timeout("client read timed out");
   if (ec == bhttp::error::end_of_stream || ec == bhttp::error::partial_message ||
@@ -447,6 +560,7 @@ Status Session::map_read_error(const beast::error_code& ec) const {
 }
 
 net::awaitable<Result<size_t>> Session::read_body(std::span<char> buf) {
+  APUS_ASSERT(worker_.on_loop());
   if (body_done_) co_return size_t{0};
   if (request_.expect_continue && !continue_sent_) {
     Status s = co_await send_continue();
@@ -481,10 +595,16 @@ net::awaitable<Result<size_t>> Session::read_body(std::span<char> buf) {
 }
 
 net::awaitable<Status> Session::send_continue() {
+  APUS_ASSERT(worker_.on_loop());
   if (!request_.expect_continue || continue_sent_ || status_ != 0) co_return Status();
   continue_sent_ = true;
   std::string head = "HTTP/1.1 100 Continue\r\n";
   for (const auto& [name, value] : continue_headers_) {
+    if (!is_safe_header_text(name) || !is_safe_header_text(value)) {
+      APUS_LOG_ERROR("dropping a 100 Continue header with CR, LF or NUL: " +
+                     escape_for_log(name));
+      continue;
+    }
     head.append(name).append(": ").append(value).append("\r\n");
   }
   head.append("\r\n");
@@ -533,8 +653,24 @@ std::string Session::format_head(int status, const HeaderMap& headers,
   return head;
 }
 
+net::awaitable<Status> Session::refuse_unsafe_head(const std::string& what) {
+  APUS_LOG_ERROR("refusing a response with CR, LF or NUL in its " + what + " to " +
+                 request_.method + " " + escape_for_log(request_.target) + "; answering 500");
+  status_ = 500;
+  must_close_ = true;
+  std::string head = format_head(500, HeaderMap(), 0, false);
+  std::array<net::const_buffer, 1> buffers{net::buffer(head)};
+  Status s = co_await write_buffers(buffers);
+  if (s.ok()) response_done_ = true;
+  co_return Status::invalid_argument("response head holds CR, LF or NUL: " + what);
+}
+
 net::awaitable<Status> Session::do_respond(Response response) {
+  APUS_ASSERT(worker_.on_loop());
   if (status_ != 0) co_return Status::invalid_argument("response already started");
+  if (auto bad = unsafe_head_field(response.headers, response.reason)) {
+    co_return co_await refuse_unsafe_head(*bad);
+  }
   status_ = response.status;
   std::optional<uint64_t> length = response.body.size();
   bool head_only = request_.method == "HEAD";
@@ -557,7 +693,9 @@ net::awaitable<Status> Session::do_respond(Response response) {
 
 net::awaitable<Status> Session::do_start_response(int status, HeaderMap headers,
                                                   std::optional<uint64_t> length) {
+  APUS_ASSERT(worker_.on_loop());
   if (status_ != 0) co_return Status::invalid_argument("response already started");
+  if (auto bad = unsafe_head_field(headers, {})) co_return co_await refuse_unsafe_head(*bad);
   status_ = status;
   bool head_only = request_.method == "HEAD";
   // HTTP/1.0 clients cannot read chunked bodies: they get a body ended by the close.
@@ -571,6 +709,7 @@ net::awaitable<Status> Session::do_start_response(int status, HeaderMap headers,
 }
 
 net::awaitable<Status> Session::write_body(std::string_view chunk) {
+  APUS_ASSERT(worker_.on_loop());
   if (status_ == 0 || response_done_) co_return Status::invalid_argument("no open response");
   if (chunk.empty()) co_return Status();
   Status s;
@@ -589,6 +728,7 @@ net::awaitable<Status> Session::write_body(std::string_view chunk) {
 }
 
 net::awaitable<Status> Session::finish_response() {
+  APUS_ASSERT(worker_.on_loop());
   if (status_ == 0) co_return Status::invalid_argument("no response started");
   if (response_done_) co_return Status();
   if (chunked_response_) {
@@ -614,53 +754,103 @@ net::awaitable<Status> Session::write_buffers(std::span<const net::const_buffer>
 
 // ---- ServerImpl ------------------------------------------------------------------------
 
-Status ServerImpl::bind_and_listen() {
+namespace {
+
+// Raises the soft RLIMIT_NOFILE to kWantedOpenFiles, as swift-init does for Swift's servers, so
+// max_clients connections per worker (and the disk files they open) fit. As root the hard limit
+// rises too; otherwise the soft one goes as high as the hard one allows. Never lowers a limit.
+void raise_open_files_limit() {
+  static std::atomic<bool> done{false};  // once per process, however many servers it runs
+  if (done.exchange(true)) return;
+  rlimit now{};
+  if (::getrlimit(RLIMIT_NOFILE, &now) != 0 || now.rlim_cur == RLIM_INFINITY ||
+      now.rlim_cur >= kWantedOpenFiles) {
+    return;
+  }
+  rlimit want{kWantedOpenFiles,
+              now.rlim_max == RLIM_INFINITY ? now.rlim_max
+                                            : std::max<rlim_t>(now.rlim_max, kWantedOpenFiles)};
+  if (::setrlimit(RLIMIT_NOFILE, &want) == 0) return;
+  rlimit most{now.rlim_max, now.rlim_max};
+  if (::setrlimit(RLIMIT_NOFILE, &most) == 0) now.rlim_cur = now.rlim_max;
+  APUS_LOG_WARNING("cannot raise the open files limit (RLIMIT_NOFILE) to " +
+                   std::to_string(kWantedOpenFiles) + "; it is " + std::to_string(now.rlim_cur));
+}
+
+bool is_out_of_fds(int err) {
+  return err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
+}
+
+}  // namespace
+
+Status ServerImpl::bind_and_listen(const std::string& ip, uint16_t port, ListenSocket& out) {
   sockaddr_storage addr{};
   socklen_t addr_len = 0;
   int family = AF_INET;
   auto* v4 = reinterpret_cast<sockaddr_in*>(&addr);
   auto* v6 = reinterpret_cast<sockaddr_in6*>(&addr);
-  if (inet_pton(AF_INET, options_.bind_ip.c_str(), &v4->sin_addr) == 1) {
+  if (inet_pton(AF_INET, ip.c_str(), &v4->sin_addr) == 1) {
     v4->sin_family = AF_INET;
-    v4->sin_port = htons(options_.bind_port);
+    v4->sin_port = htons(port);
     addr_len = sizeof(sockaddr_in);
-  } else if (inet_pton(AF_INET6, options_.bind_ip.c_str(), &v6->sin6_addr) == 1) {
+  } else if (inet_pton(AF_INET6, ip.c_str(), &v6->sin6_addr) == 1) {
     family = AF_INET6;
     v6->sin6_family = AF_INET6;
-    v6->sin6_port = htons(options_.bind_port);
+    v6->sin6_port = htons(port);
     addr_len = sizeof(sockaddr_in6);
   } else {
-    return Status::invalid_argument("bind_ip is not an IP address: " + options_.bind_ip);
+    return Status::invalid_argument("not an IP address: " + ip);
   }
   int fd = ::socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return Status::io_error(std::string("socket: ") + std::strerror(errno));
   int one = 1;
   ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (options_.reuse_port) ::setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
+  if (options_.reuse_port && !out.admin) {
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
+  }
   if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), addr_len) != 0 ||
       ::listen(fd, options_.backlog) != 0) {
     int err = errno;
     ::close(fd);
-    return Status::io_error("cannot listen on " + options_.bind_ip + ":" +
-                            std::to_string(options_.bind_port) + ": " + std::strerror(err));
+    return Status::io_error("cannot listen on " + ip + ":" + std::to_string(port) + ": " +
+                            std::strerror(err));
   }
   sockaddr_storage bound{};
   socklen_t bound_len = sizeof bound;
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &bound_len);
-  port_ = ntohs(family == AF_INET ? reinterpret_cast<sockaddr_in*>(&bound)->sin_port
-                                  : reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port);
-  listen_fd_ = fd;
+  out.port = ntohs(family == AF_INET ? reinterpret_cast<sockaddr_in*>(&bound)->sin_port
+                                     : reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port);
+  out.fd = fd;
   return Status();
 }
 
 Status ServerImpl::start() {
   if (running_) return Status::invalid_argument("server already started");
   if (options_.workers < 1) options_.workers = 1;
-  APUS_RETURN_IF_ERROR(bind_and_listen());
+  raise_open_files_limit();
+  public_.limit = options_.max_clients > 0
+                      ? static_cast<size_t>(options_.max_clients) *
+                            static_cast<size_t>(options_.workers)
+                      : SIZE_MAX;
+  APUS_RETURN_IF_ERROR(bind_and_listen(options_.bind_ip, options_.bind_port, public_));
+  if (options_.metrics_bind_port) {
+    admin_.admin = true;
+    admin_.limit = kMaxAdminConnections;
+    Status s = bind_and_listen(options_.metrics_bind_ip, *options_.metrics_bind_port, admin_);
+    if (!s.ok()) {
+      ::close(public_.fd);
+      public_.fd = -1;
+      return Status::io_error("metrics listener: " + s.message());
+    }
+  }
   stop_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   for (int i = 0; i < options_.workers; ++i) {
     auto worker = std::make_unique<Worker>();
     Worker* w = worker.get();
+    // A socket object makes Asio create the worker's reactor (epoll, eventfd and timerfd) now;
+    // created lazily at the first connection, it could fail with EMFILE and kill the worker.
+    { tcp::socket reactor_warmup(w->ioc); }
     w->thread = std::thread([this, w] {
       try {
         w->ioc.run();
@@ -669,9 +859,9 @@ Status ServerImpl::start() {
         APUS_LOG_ERROR(std::string("worker died: ") + e.what());
         std::abort();
       }
-      std::lock_guard lock(drain_mutex_);
+      MutexLock lock(&drain_mutex_);
       ++workers_finished_;
-      drained_.notify_all();
+      drained_.signal_all();
     });
     workers_.push_back(std::move(worker));
   }
@@ -698,74 +888,156 @@ Worker& ServerImpl::least_busy_worker() {
 
 void ServerImpl::accept_loop() {
   // The acceptor sleeps in poll() until a connection or stop() arrives: no timers, no polling.
-  pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {stop_fd_, POLLIN, 0}};
+  // A listener at its connection limit leaves the poll set, so its new connections wait in the
+  // kernel backlog; a closing connection wakes the acceptor through wake_fd_. After EMFILE every
+  // listener leaves the set for kAcceptBackoffMs (a pending connection would otherwise make
+  // poll() return at once, forever: the old 100% CPU spin).
+  bool backing_off = false;
   for (;;) {
-    int rc = ::poll(fds, 2, -1);
+    pollfd fds[4] = {{stop_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}, {-1, 0, 0}, {-1, 0, 0}};
+    bool waiting_for_room = backing_off;
+    if (!backing_off) {
+      for (auto [i, ls] : {std::pair{2, &public_}, std::pair{3, &admin_}}) {
+        if (ls->fd < 0) continue;
+        // wake_wanted_ first, then the count: a session closing in between either sees the
+        // flag (and writes wake_fd_) or has already made room we see here.
+        if (!has_room(*ls)) {
+          wake_wanted_.store(true, std::memory_order_seq_cst);
+          if (!has_room(*ls)) {
+            waiting_for_room = true;
+            continue;
+          }
+        }
+        fds[i] = {ls->fd, POLLIN, 0};
+      }
+    }
+    if (backing_off) wake_wanted_.store(true, std::memory_order_seq_cst);
+    int rc = ::poll(fds, 4, backing_off ? kAcceptBackoffMs : -1);
     if (rc < 0) {
       if (errno == EINTR) continue;
       APUS_LOG_ERROR(std::string("accept poll failed: ") + std::strerror(errno));
       return;
     }
-    if (fds[1].revents) return;
-    for (;;) {
-      int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-      if (fd < 0) {
-        if (errno == EINTR || errno == ECONNABORTED) continue;
-        if (errno != EAGAIN && errno != EWOULDBLOCK) {
-          APUS_LOG_WARNING(std::string("accept failed: ") + std::strerror(errno));
-        }
-        break;
-      }
-      int one = 1;
-      ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-      accepted_.enqueue(fd);
-      // One wake-up per connection: the woken worker takes one connection off the queue.
-      Worker& worker = least_busy_worker();
-      worker.connections.fetch_add(1, std::memory_order_relaxed);
-      net::post(worker.ioc, [this, &worker] { take_connection(worker); });
+    if (fds[0].revents) return;
+    if (fds[1].revents) {
+      uint64_t count;
+      [[maybe_unused]] ssize_t n = ::read(wake_fd_, &count, sizeof count);
     }
+    if (waiting_for_room) wake_wanted_.store(false, std::memory_order_seq_cst);
+    backing_off = false;
+    if (fds[2].revents) accept_pending(public_, &backing_off);
+    if (fds[3].revents && !backing_off) accept_pending(admin_, &backing_off);
+  }
+}
+
+void ServerImpl::accept_pending(ListenSocket& ls, bool* out_of_fds) {
+  while (has_room(ls)) {
+    int fd = ::accept4(ls.fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) {
+      int err = errno;
+      if (err == EINTR || err == ECONNABORTED) continue;
+      if (err == EAGAIN || err == EWOULDBLOCK) return;
+      if (is_out_of_fds(err)) {
+        // Linux fails accept() for want of a descriptor even with nothing to accept, so the
+        // last descriptor taken makes the next (empty) accept fail too: only a connection
+        // actually waiting makes this an episode.
+        pollfd pending{ls.fd, POLLIN, 0};
+        if (::poll(&pending, 1, 0) <= 0) return;
+        *out_of_fds = true;
+        ++episode_failures_;
+        if (!out_of_fds_episode_) {
+          out_of_fds_episode_ = true;
+          episode_start_ = std::chrono::steady_clock::now();
+          APUS_LOG_ERROR(std::string("accept failed: ") + std::strerror(err) +
+                         "; not accepting for " + std::to_string(kAcceptBackoffMs) +
+                         " ms at a time until a descriptor frees up (" +
+                         std::to_string(ls.open.load()) + " connections open)");
+        }
+        return;
+      }
+      APUS_LOG_WARNING(std::string("accept failed: ") + std::strerror(err));
+      return;
+    }
+    if (out_of_fds_episode_) {
+      auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    std::chrono::steady_clock::now() - episode_start_)
+                    .count();
+      APUS_LOG_WARNING("accepting again after " + std::to_string(ms) + " ms out of descriptors (" +
+                       std::to_string(episode_failures_) + " failed accepts)");
+      out_of_fds_episode_ = false;
+      episode_failures_ = 0;
+    }
+    ls.open.fetch_add(1, std::memory_order_seq_cst);
+    int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    accepted_.enqueue(Accepted{fd, ls.admin});
+    // One wake-up per connection: the woken worker takes one connection off the queue.
+    Worker& worker = least_busy_worker();
+    worker.connections.fetch_add(1, std::memory_order_relaxed);
+    net::post(worker.ioc, [this, &worker] { take_connection(worker); });
   }
 }
 
 void ServerImpl::take_connection(Worker& worker) {
-  int fd = -1;
-  if (!accepted_.try_dequeue(fd)) {
+  APUS_ASSERT(worker.on_loop());
+  Accepted conn;
+  if (!accepted_.try_dequeue(conn)) {
     worker.connections.fetch_sub(1, std::memory_order_relaxed);
     return;
   }
-  if (worker.draining) {
-    ::close(fd);
+  auto drop = [&] {
+    ::close(conn.fd);
     worker.connections.fetch_sub(1, std::memory_order_relaxed);
+    connection_closed(conn.admin);
+  };
+  if (worker.draining) {
+    drop();
     return;
   }
   sockaddr_storage peer{};
   socklen_t len = sizeof peer;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&peer), &len);
+  ::getsockname(conn.fd, reinterpret_cast<sockaddr*>(&peer), &len);
   tcp protocol = peer.ss_family == AF_INET6 ? tcp::v6() : tcp::v4();
   beast::error_code ec;
   tcp::socket socket(worker.ioc);
-  socket.assign(protocol, fd, ec);
+  socket.assign(protocol, conn.fd, ec);
   if (ec) {
-    ::close(fd);
-    worker.connections.fetch_sub(1, std::memory_order_relaxed);
+    drop();
     return;
   }
   open_connections_.fetch_add(1, std::memory_order_relaxed);
-  auto session = std::make_shared<Session>(*this, worker, std::move(socket));
+  auto session = std::make_shared<Session>(*this, worker, std::move(socket), conn.admin);
   worker.sessions.insert(session.get());
-  net::co_spawn(worker.ioc, [session]() { return session->run(); }, net::detached);
+  // The completion owns the session until run() ends. Should an exception end it early, the
+  // connection is closed and the session unregistered all the same (no dangling Session* in
+  // worker.sessions for stop() to touch).
+  auto task = session->run();
+  common::spawn_logged(worker.ioc.get_executor(), std::move(task), "http session",
+                       [session] { session->close_and_finish(); });
 }
 
-void ServerImpl::session_finished(Worker& worker, Session* session) {
+void ServerImpl::connection_closed(bool admin) {
+  (admin ? admin_ : public_).open.fetch_sub(1, std::memory_order_seq_cst);
+  if (wake_wanted_.load(std::memory_order_seq_cst) &&
+      wake_wanted_.exchange(false, std::memory_order_seq_cst)) {
+    uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof one);
+  }
+}
+
+void ServerImpl::session_finished(Worker& worker, Session* session, bool admin) {
+  APUS_ASSERT(worker.on_loop());
   worker.sessions.erase(session);
   worker.connections.fetch_sub(1, std::memory_order_relaxed);
+  connection_closed(admin);
   if (open_connections_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-    std::lock_guard lock(drain_mutex_);
-    drained_.notify_all();
+    MutexLock lock(&drain_mutex_);
+    drained_.signal_all();
   }
 }
 
 void ServerImpl::close_idle_sessions(Worker& worker) {
+  APUS_ASSERT(worker.on_loop());
   worker.draining = true;
   for (Session* s : worker.sessions) s->close_if_idle();
 }
@@ -776,8 +1048,10 @@ void ServerImpl::stop() {
   uint64_t one = 1;
   [[maybe_unused]] ssize_t n = ::write(stop_fd_, &one, sizeof one);
   acceptor_.join();
-  ::close(listen_fd_);
-  listen_fd_ = -1;
+  for (ListenSocket* ls : {&public_, &admin_}) {
+    if (ls->fd >= 0) ::close(ls->fd);
+    ls->fd = -1;
+  }
 
   for (auto& w : workers_) {
     Worker* worker = w.get();
@@ -785,8 +1059,9 @@ void ServerImpl::stop() {
   }
   auto deadline = std::chrono::steady_clock::now() + to_duration(options_.drain_timeout);
   {
-    std::unique_lock lock(drain_mutex_);
-    drained_.wait_until(lock, deadline, [this] { return open_connections_.load() == 0; });
+    MutexLock lock(&drain_mutex_);
+    drained_.wait_until(&drain_mutex_, deadline,
+                        [this] { return open_connections_.load() == 0; });
   }
   // Let each worker's run() return on its own once its remaining work is done; only a worker
   // still busy at the deadline is stopped by force.
@@ -796,8 +1071,9 @@ void ServerImpl::stop() {
   }
   bool finished;
   {
-    std::unique_lock lock(drain_mutex_);
-    finished = drained_.wait_until(lock, deadline, [this] {
+    MutexLock lock(&drain_mutex_);
+    finished = drained_.wait_until(&drain_mutex_, deadline, [this] {
+      drain_mutex_.assert_held();  // the predicate runs with it held; the analysis cannot see it
       return workers_finished_ == static_cast<int>(workers_.size());
     });
   }
@@ -807,10 +1083,12 @@ void ServerImpl::stop() {
   }
   for (auto& w : workers_) w->thread.join();
   workers_.clear();  // destroys the io_contexts and any session still open after the drain
-  int fd;
-  while (accepted_.try_dequeue(fd)) ::close(fd);
-  ::close(stop_fd_);
-  stop_fd_ = -1;
+  Accepted conn;
+  while (accepted_.try_dequeue(conn)) ::close(conn.fd);
+  for (int* fd : {&stop_fd_, &wake_fd_}) {
+    ::close(*fd);
+    *fd = -1;
+  }
 }
 
 // ---- Server ------------------------------------------------------------------------------
@@ -823,7 +1101,8 @@ Server::Server(ServerOptions options, Handler handler, Metrics* metrics,
 Server::~Server() { stop(); }
 
 Status Server::start() { return impl_->start(); }
-uint16_t Server::port() const { return impl_->port_; }
+uint16_t Server::port() const { return impl_->public_.port; }
+uint16_t Server::metrics_port() const { return impl_->admin_.port; }
 void Server::stop() { impl_->stop(); }
 size_t Server::accept_queue_depth() const { return impl_->accepted_.size_approx(); }
 size_t Server::open_connections() const { return impl_->open_connections_.load(); }

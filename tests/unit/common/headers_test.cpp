@@ -2,6 +2,10 @@
 
 #include <doctest/doctest.h>
 
+#include <string>
+#include <utility>
+#include <vector>
+
 using apus::common::http::HeaderMap;
 using apus::common::http::iequals;
 using apus::common::http::istarts_with;
@@ -44,4 +48,38 @@ TEST_CASE("headers: title_case spells names as Python's str.title()") {
   CHECK(apus::common::http::title_case("x-object-meta-foo_bar") == "X-Object-Meta-Foo_Bar");
   CHECK(apus::common::http::title_case("CONTENT-TYPE") == "Content-Type");
   CHECK(apus::common::http::title_case("x-2b-or-not") == "X-2B-Or-Not");
+}
+
+TEST_CASE("headers: is_safe_header_text refuses CR, LF and NUL (issue 12)") {
+  using apus::common::http::is_safe_header_text;
+  CHECK(is_safe_header_text("text/plain; charset=UTF-8"));
+  CHECK(is_safe_header_text(""));
+  CHECK(is_safe_header_text("tab\tand \x7f and \xc3\xa9"));
+  CHECK_FALSE(is_safe_header_text("a\r\nSet-Cookie: x=1"));
+  CHECK_FALSE(is_safe_header_text("a\rb"));
+  CHECK_FALSE(is_safe_header_text("a\nb"));
+  CHECK_FALSE(is_safe_header_text(std::string_view("a\0b", 3)));
+}
+
+TEST_CASE("headers: add_wsgi_field spells request names as Swift's WSGI layer (issue 12)") {
+  // What Swift 2.30.1 under eventlet 0.33.1 answered on HEAD after a PUT with these headers.
+  using apus::common::http::add_wsgi_field;
+  HeaderMap h;
+  add_wsgi_field(h, "X-Object-Meta-under_score", "v1");
+  add_wsgi_field(h, "x-object-meta-MiXeD_CaSe", "v2");
+  add_wsgi_field(h, "X-Object-Meta-dup", "a");
+  add_wsgi_field(h, "X-Object-Meta-dup", "b");
+  add_wsgi_field(h, "X-Object-Meta-Two-x", "1");
+  add_wsgi_field(h, "X-Object-Meta-two_X", "2");
+  add_wsgi_field(h, "X-Object-Meta-_lead", "3");
+  add_wsgi_field(h, "content-type", "a/b");
+  add_wsgi_field(h, "Content-Type", "c/d");      // eventlet takes the first
+  add_wsgi_field(h, "Content_Type", "evil/x");   // not the real header: dropped
+  add_wsgi_field(h, "Content_Length", "99");
+  std::vector<std::pair<std::string, std::string>> got(h.begin(), h.end());
+  std::vector<std::pair<std::string, std::string>> want = {
+      {"X-Object-Meta-Under-Score", "v1"}, {"X-Object-Meta-Mixed-Case", "v2"},
+      {"X-Object-Meta-Dup", "a,b"},        {"X-Object-Meta-Two-X", "1,2"},
+      {"X-Object-Meta--Lead", "3"},        {"Content-Type", "a/b"}};
+  CHECK(got == want);
 }
