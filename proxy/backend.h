@@ -19,6 +19,7 @@
 #include <boost/asio/awaitable.hpp>
 
 #include "common/config/config.h"
+#include "common/constraints.h"
 #include "common/http/client.h"
 #include "common/http/headers.h"
 #include "common/http/server.h"
@@ -160,16 +161,26 @@ struct BackendResponse {
   bool from_primary = true;
 };
 
+// The largest account or container listing page a well-formed backend answer can hold under
+// `c`: a full page (container_listing_limit or account_listing_limit rows) of the longest
+// rows. A row's name (max_object_name_length) and content type (a header, max_header_size)
+// may take six bytes per byte once JSON-escaped (\u00XX), plus the fixed fields. With Swift's
+// defaults that is about 530 MiB; Swift's proxy holds a listing page whole too
+// (listing_formats).
+size_t max_listing_body(const common::Constraints& c);
+
 struct BackendOptions {
   double conn_timeout = 0.5;
   double node_timeout = 10;
   double post_quorum_timeout = 0.5;
-  size_t max_body = 16 << 20;  // listing pages can be a few MiB
+  // The largest answer read whole: max_listing_body() of the proxy's constraints.
+  size_t max_body = max_listing_body(common::Constraints{});
 };
 
 // Sends one request to one node and reads the whole answer. Connection trouble, timeouts and
 // 5xx count against the node in `health` (507 limits it at once); the time to the answer is
-// its timing.
+// its timing. An answer longer than options.max_body is not the node's fault: it gives no
+// answer (status 0) but counts nothing against the node.
 boost::asio::awaitable<BackendResponse> request_node(const BackendOptions& options,
                                                      NodeHealth& health,
                                                      const ring::Device& device,
@@ -188,6 +199,9 @@ boost::asio::awaitable<std::vector<BackendResponse>> make_requests(
     const BackendOptions& options, NodeHealth& health, NodeIter nodes,
     const std::string& method, const std::string& path_after_part, const HeadersFor& headers_for,
     const std::string& body = {});
+
+// Swift's have_quorum(): `quorum` answers of one class (1xx, 2xx, 3xx or 4xx) among `statuses`.
+bool have_quorum(const std::vector<int>& statuses, size_t quorum);
 
 // Swift's best_response(): for 2xx, 3xx and 4xx in that order, the highest status of the first
 // class holding a quorum of `node_count` answers, with that answer's headers and body; else

@@ -116,7 +116,7 @@ std::string info_to_json(const CachedInfo& info, InfoKind kind,
     json::object by_policy;
     for (const auto& p : policies.all()) {
       auto count = [&](std::string_view what) {
-        return std::atoll(std::string(h.get_or(policy_header(p, what), "0")).c_str());
+        return common::parse_python_int(h.get_or(policy_header(p, what), "0")).value_or(0);
       };
       by_policy[std::to_string(p.index)] = json::object{{"container_count", count("Container-Count")},
                                                         {"object_count", count("Object-Count")},
@@ -183,6 +183,47 @@ std::optional<CachedInfo> info_from_json(std::string_view text, InfoKind kind,
   return info;
 }
 
+std::optional<CachedInfo> InfoCache::local_get(const std::string& key) {
+  std::lock_guard lock(mutex_);
+  auto it = local_.find(key);
+  if (it == local_.end()) return std::nullopt;
+  if (it->second->second.expires <= std::chrono::steady_clock::now()) {
+    lru_.erase(it->second);
+    local_.erase(it);
+    return std::nullopt;
+  }
+  lru_.splice(lru_.begin(), lru_, it->second);
+  return it->second->second;
+}
+
+void InfoCache::local_set(std::string key, CachedInfo info) {
+  std::lock_guard lock(mutex_);
+  if (auto it = local_.find(key); it != local_.end()) {
+    it->second->second = std::move(info);
+    lru_.splice(lru_.begin(), lru_, it->second);
+    return;
+  }
+  while (local_.size() >= max_entries_ && !lru_.empty()) {
+    local_.erase(lru_.back().first);
+    lru_.pop_back();
+  }
+  lru_.emplace_front(key, std::move(info));
+  local_.emplace(std::move(key), lru_.begin());
+}
+
+void InfoCache::local_forget(const std::string& key) {
+  std::lock_guard lock(mutex_);
+  auto it = local_.find(key);
+  if (it == local_.end()) return;
+  lru_.erase(it->second);
+  local_.erase(it);
+}
+
+size_t InfoCache::local_size() {
+  std::lock_guard lock(mutex_);
+  return local_.size();
+}
+
 boost::asio::awaitable<std::optional<CachedInfo>> InfoCache::get(std::string key, InfoKind kind,
                                                                  Memcache* mc) {
   if (mc) {
@@ -190,12 +231,7 @@ boost::asio::awaitable<std::optional<CachedInfo>> InfoCache::get(std::string key
     if (!text) co_return std::nullopt;
     co_return info_from_json(*text, kind, policies_);
   }
-  std::lock_guard lock(mutex_);
-  auto it = local_.find(key);
-  if (it == local_.end() || it->second.expires <= std::chrono::steady_clock::now()) {
-    co_return std::nullopt;
-  }
-  co_return it->second;
+  co_return local_get(key);
 }
 
 boost::asio::awaitable<void> InfoCache::set(std::string key, InfoKind kind, CachedInfo info,
@@ -206,8 +242,7 @@ boost::asio::awaitable<void> InfoCache::set(std::string key, InfoKind kind, Cach
     co_return;  // not an authoritative answer
   }
   if (mc) {
-    // Swift caches whole seconds.
-    // Whole seconds, at least one (memcached takes 0 as "never expires").
+    // Whole seconds, as Swift caches, and at least one (memcached takes 0 as "never expires").
     co_await mc->set(std::move(key), info_to_json(info, kind, policies_),
                      std::max(1.0, static_cast<double>(static_cast<int64_t>(ttl))));
     co_return;
@@ -215,15 +250,11 @@ boost::asio::awaitable<void> InfoCache::set(std::string key, InfoKind kind, Cach
   info.expires = std::chrono::steady_clock::now() +
                  std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                      std::chrono::duration<double>(ttl));
-  std::lock_guard lock(mutex_);
-  local_[std::move(key)] = std::move(info);
+  local_set(std::move(key), std::move(info));
 }
 
 boost::asio::awaitable<void> InfoCache::forget(std::string key, Memcache* mc) {
-  {
-    std::lock_guard lock(mutex_);
-    local_.erase(key);
-  }
+  local_forget(key);
   if (mc) co_await mc->del(std::move(key));
 }
 

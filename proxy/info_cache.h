@@ -2,16 +2,21 @@
 // get_container_info(), set_info_cache()). With memcached, the entries live there under
 // "account/<a>" and "container/<a>/<c>" as Swift's JSON info dicts, so every proxy (Apus or
 // Swift) on the same memcached sees them, and a container PUT, POST or DELETE at one proxy is
-// seen by all at once. Without memcached they live in this process.
+// seen by all at once. Without memcached they live in this process, at most `max_entries` of
+// them: the least recently used goes first (anonymous requests for random names would
+// otherwise grow the cache without bound), and an expired entry goes when it is next looked
+// up.
 //
 // Thread-safe. Private to proxy/.
 #pragma once
 
-#include <map>
+#include <algorithm>
+#include <list>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 
 #include <boost/asio/awaitable.hpp>
 
@@ -35,7 +40,14 @@ std::optional<CachedInfo> info_from_json(std::string_view json, InfoKind kind,
 
 class InfoCache {
  public:
-  explicit InfoCache(const common::StoragePolicies& policies) : policies_(policies) {}
+  // Entries kept in this process when there is no memcached. An entry is at most a few KiB
+  // (Swift caps metadata at 4 KiB a name, ACLs and counts add little), so this bounds the cache
+  // to a few tens of MiB while a proxy's working set of accounts and containers fits.
+  static constexpr size_t kDefaultMaxEntries = 4096;
+
+  explicit InfoCache(const common::StoragePolicies& policies,
+                     size_t max_entries = kDefaultMaxEntries)
+      : policies_(policies), max_entries_(std::max<size_t>(1, max_entries)) {}
 
   // The cached info under `key`, from memcached when `mc` is set, else from this process.
   boost::asio::awaitable<std::optional<CachedInfo>> get(std::string key, InfoKind kind,
@@ -47,10 +59,21 @@ class InfoCache {
   // Drops the entry (Swift's clear_info_cache()), in memcached too.
   boost::asio::awaitable<void> forget(std::string key, Memcache* mc);
 
+  // The in-process entries now (expired ones not yet looked up included).
+  size_t local_size();
+
  private:
+  using Lru = std::list<std::pair<std::string, CachedInfo>>;  // most recently used first
+
+  std::optional<CachedInfo> local_get(const std::string& key);
+  void local_set(std::string key, CachedInfo info);
+  void local_forget(const std::string& key);
+
   const common::StoragePolicies& policies_;
+  const size_t max_entries_;
   std::mutex mutex_;
-  std::map<std::string, CachedInfo> local_;  // GUARDED_BY(mutex_)
+  Lru lru_;                                                  // GUARDED_BY(mutex_)
+  std::unordered_map<std::string, Lru::iterator> local_;  // into lru_; GUARDED_BY(mutex_)
 };
 
 }  // namespace apus::proxy

@@ -12,6 +12,10 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
+#include <netdb.h>
+#include <sys/socket.h>
+
+#include <charconv>
 #include <ctime>
 #include <thread>
 
@@ -42,7 +46,8 @@ struct Conn {
 }  // namespace
 
 struct Memcache::Impl {
-  std::vector<std::string> servers;
+  std::vector<std::string> servers;                  // names, as the ring and limits know them
+  std::map<std::string, tcp::endpoint> endpoints;  // by name
   std::map<std::string, std::string> ring;  // md5("<server>-<i>") -> server
   std::chrono::nanoseconds connect_timeout, io_timeout;
   std::mutex mutex;
@@ -78,9 +83,9 @@ struct Memcache::Impl {
     }
     if (!c) {
       c = std::make_unique<Conn>();
-      size_t colon = server.rfind(':');
-      tcp::endpoint ep(net::ip::make_address(server.substr(0, colon)),
-                       static_cast<uint16_t>(std::stoi(server.substr(colon + 1))));
+      auto where = endpoints.find(server);
+      if (where == endpoints.end()) co_return false;
+      const tcp::endpoint& ep = where->second;
       c->socket = std::make_unique<tcp::socket>(ex);
       net::steady_timer t(ex, connect_timeout);
       auto r = co_await (c->socket->async_connect(ep, kTuple) || t.async_wait(kTuple));
@@ -88,7 +93,8 @@ struct Memcache::Impl {
         limit(server);
         co_return false;
       }
-      c->socket->set_option(tcp::no_delay(true));
+      boost::system::error_code ignored;
+      c->socket->set_option(tcp::no_delay(true), ignored);
     }
     net::steady_timer t(ex, io_timeout);
     auto r = co_await (op(*c) || t.async_wait(kTuple));
@@ -106,9 +112,16 @@ thread_local std::map<const Memcache::Impl*,
                       std::map<std::string, std::vector<std::unique_ptr<Conn>>>>
     Memcache::Impl::idle;
 
-Memcache::Memcache(std::vector<std::string> servers, double connect_timeout, double io_timeout)
+Memcache::Memcache(std::vector<MemcacheServer> servers, double connect_timeout,
+                   double io_timeout)
     : impl_(std::make_unique<Impl>()) {
-  impl_->servers = std::move(servers);
+  for (const MemcacheServer& s : servers) {
+    boost::system::error_code ec;
+    auto address = net::ip::make_address(s.address, ec);
+    if (ec) continue;  // parse_servers() gives addresses only
+    impl_->servers.push_back(s.name);
+    impl_->endpoints[s.name] = tcp::endpoint(address, s.port);
+  }
   for (const auto& s : impl_->servers) {
     for (int i = 0; i < kNodeWeight; ++i) impl_->ring[hashed(s + "-" + std::to_string(i))] = s;
   }
@@ -119,6 +132,87 @@ Memcache::Memcache(std::vector<std::string> servers, double connect_timeout, dou
 }
 
 Memcache::~Memcache() = default;
+
+namespace {
+
+// Swift's parse_socket_string(): host and port text of one entry; nullopt when malformed.
+std::optional<std::pair<std::string, std::string>> split_host_port(std::string_view entry) {
+  if (entry.starts_with('[')) {
+    size_t close = entry.find(']');
+    if (close == std::string_view::npos) return std::nullopt;
+    std::string_view rest = entry.substr(close + 1);
+    std::string host(entry.substr(1, close - 1));
+    if (rest.empty()) return std::pair{host, std::string()};
+    if (rest.size() < 2 || rest[0] != ':' ||
+        rest.substr(1).find_first_not_of("0123456789") != std::string_view::npos) {
+      return std::nullopt;
+    }
+    return std::pair{host, std::string(rest.substr(1))};
+  }
+  size_t colon = entry.find(':');
+  if (colon == std::string_view::npos) return std::pair{std::string(entry), std::string()};
+  if (entry.find(':', colon + 1) != std::string_view::npos) return std::nullopt;  // bare IPv6
+  // "host:" keeps its colon in the port text, so that it is refused as a port.
+  return std::pair{std::string(entry.substr(0, colon)),
+                   std::string(colon + 1 == entry.size() ? ":" : entry.substr(colon + 1))};
+}
+
+// The first address `host` resolves to (numeric addresses need no lookup), or nullopt.
+std::optional<std::string> resolve(const std::string& host) {
+  boost::system::error_code ec;
+  auto numeric = net::ip::make_address(host, ec);
+  if (!ec) return numeric.to_string();
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(host.c_str(), nullptr, &hints, &found) != 0 || !found) return std::nullopt;
+  std::optional<std::string> out;
+  char text[NI_MAXHOST];
+  if (::getnameinfo(found->ai_addr, found->ai_addrlen, text, sizeof text, nullptr, 0,
+                    NI_NUMERICHOST) == 0) {
+    out = text;
+  }
+  ::freeaddrinfo(found);
+  return out;
+}
+
+}  // namespace
+
+common::Result<std::vector<MemcacheServer>> Memcache::parse_servers(
+    const std::vector<std::string>& entries) {
+  std::vector<MemcacheServer> out;
+  for (const std::string& entry : entries) {
+    auto bad = [&](std::string_view why) {
+      return common::Status::invalid_argument("memcache server '" + entry + "': " +
+                                              std::string(why));
+    };
+    auto parts = split_host_port(entry);
+    if (!parts) {
+      return bad(entry.starts_with('[') ? "invalid IPv6 address"
+                                        : "IPv6 addresses must be between '[]'");
+    }
+    auto& [host, port_text] = *parts;
+    if (host.empty()) return bad("no host");
+    MemcacheServer server;
+    server.name = entry;
+    server.port = kDefaultMemcachedPort;
+    if (!port_text.empty()) {
+      unsigned port = 0;
+      auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+      if (ec != std::errc() || end != port_text.data() + port_text.size() || port == 0 ||
+          port > 65535) {
+        return bad("invalid port");
+      }
+      server.port = static_cast<uint16_t>(port);
+    }
+    auto address = resolve(host);
+    if (!address) return bad("host name does not resolve");
+    server.address = std::move(*address);
+    out.push_back(std::move(server));
+  }
+  return out;
+}
 
 std::string Memcache::hashed(std::string_view key) { return common::crypto::md5_hex(key); }
 
@@ -214,10 +308,12 @@ net::awaitable<std::optional<int64_t>> Memcache::incr(std::string key, int64_t d
         co_return !ec;
       };
       auto number = [](const std::string& text) -> std::optional<int64_t> {
-        if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos) {
-          return std::nullopt;
+        uint64_t v = 0;
+        auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+        if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
+          return std::nullopt;  // memcached's counters are unsigned 64-bit decimals
         }
-        return static_cast<int64_t>(std::stoull(text));
+        return static_cast<int64_t>(std::min<uint64_t>(v, INT64_MAX));
       };
       const std::string step = command + " " + h + " " + amount + "\r\n";
       if (!co_await send(step)) co_return false;

@@ -19,13 +19,32 @@
 
 #include <boost/asio/awaitable.hpp>
 
+#include "common/status.h"
+
 namespace apus::proxy {
+
+// One entry of memcache_servers.
+struct MemcacheServer {
+  std::string name;     // as configured: Swift's MemcacheRing places keys by this text
+  std::string address;  // the IP it resolved to at start
+  uint16_t port = 11211;
+};
+
+// memcached's port when an entry names none (Swift's DEFAULT_MEMCACHED_PORT).
+inline constexpr uint16_t kDefaultMemcachedPort = 11211;
 
 class Memcache {
  public:
-  // `servers` as "ip:port" (memcache_servers). connect/io timeouts in seconds.
-  Memcache(std::vector<std::string> servers, double connect_timeout = 0.3,
-           double io_timeout = 2.0);
+  // `servers` from parse_servers(). connect/io timeouts in seconds.
+  explicit Memcache(std::vector<MemcacheServer> servers, double connect_timeout = 0.3,
+                    double io_timeout = 2.0);
+
+  // memcache_servers entries as Swift's parse_socket_string() reads them: "host", "host:port",
+  // "[ipv6]" or "[ipv6]:port" (port 11211 when none), each host name resolved now, once (a
+  // blocking lookup: call at start-up only). InvalidArgument naming the entry when one is
+  // malformed, has a bad port or does not resolve.
+  static common::Result<std::vector<MemcacheServer>> parse_servers(
+      const std::vector<std::string>& entries);
   ~Memcache();
 
   // The JSON stored under `key`, or nullopt (missing, not JSON-flagged, or no server).

@@ -305,7 +305,7 @@ class ProxyLogging final : public Middleware {
 // (tempauth tokens shared by every proxy), else nothing (each proxy keeps its own).
 class Cache final : public Middleware {
  public:
-  explicit Cache(std::vector<std::string> servers) {
+  explicit Cache(std::vector<MemcacheServer> servers) {
     if (!servers.empty()) memcache_ = std::make_unique<Memcache>(std::move(servers));
   }
   net::awaitable<void> call(Exchange& ex, ProxyEnv& env, const Next& next) override {
@@ -749,8 +749,9 @@ Result<std::unique_ptr<Middleware>> make_middleware(std::string_view name,
       auto mc_conf = common::Config::load(app.config().swift_dir + "/memcache.conf");
       if (mc_conf.ok()) servers = mc_conf->section("memcache").get_string("memcache_servers", "");
     }
-    return std::unique_ptr<Middleware>(
-        std::make_unique<Cache>(common::list_from_csv(servers)));
+    auto parsed = Memcache::parse_servers(common::list_from_csv(servers));
+    if (!parsed.ok()) return section.invalid("memcache_servers", parsed.status().message());
+    return std::unique_ptr<Middleware>(std::make_unique<Cache>(std::move(*parsed)));
   }
   if (name == "listing_formats") {
     return std::unique_ptr<Middleware>(

@@ -10,9 +10,11 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <deque>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <unordered_map>
 
+#include "common/config/config.h"
 #include "common/constraints.h"
 #include "common/crypto/md5.h"
 #include "common/http/client.h"
@@ -242,32 +244,76 @@ void add_container_update(HeaderMap& h, const ring::NodeList& container_nodes, s
   h.set("X-Container-Device", devices);
 }
 
+// Beyond this, every X-Delete-After or X-Delete-At is capped to the same time (Swift's
+// normalize_delete_at_timestamp() caps at 9999999999), so parsing saturates here: the sum with
+// the request time then stays far from the int64 range.
+constexpr int64_t kDeleteTimeSaturation = int64_t{1} << 40;
+
+// Python's int() of a header value as Swift's check_delete_headers() reads it: surrounding
+// whitespace, a sign and single underscores between digits; nullopt for anything else. Values
+// beyond kDeleteTimeSaturation saturate (Swift caps them; where Python's float() overflows on
+// 309 digits and more, Swift answers 500, Apus caps those too).
+std::optional<int64_t> parse_delete_int(std::string_view text) {
+  size_t b = text.find_first_not_of(" \t\n\r\v\f");
+  if (b == std::string_view::npos) return std::nullopt;
+  text = text.substr(b, text.find_last_not_of(" \t\n\r\v\f") - b + 1);
+  bool negative = false;
+  if (text.front() == '+' || text.front() == '-') {
+    negative = text.front() == '-';
+    text.remove_prefix(1);
+  }
+  if (text.empty() || text.front() == '_' || text.back() == '_') return std::nullopt;
+  int64_t v = 0;
+  bool after_underscore = false;
+  for (char ch : text) {
+    if (ch == '_') {
+      if (after_underscore) return std::nullopt;
+      after_underscore = true;
+      continue;
+    }
+    if (ch < '0' || ch > '9') return std::nullopt;
+    after_underscore = false;
+    v = std::min(kDeleteTimeSaturation, v * 10 + (ch - '0'));
+  }
+  return negative ? -v : v;
+}
+
+// Swift's normalize_delete_at_timestamp() for whole seconds: clamped to [0, 9999999999].
+int64_t clamp_delete_at(int64_t at) { return std::clamp<int64_t>(at, 0, 9999999999); }
+
 // Swift's check_delete_headers(): X-Delete-After becomes X-Delete-At; both must be in the
 // future. A 400 text response when not.
 std::optional<Response> fix_delete_headers(HeaderMap& h, const Timestamp& now) {
+  const double now_seconds = now.seconds();
   if (auto after = h.get("X-Delete-After")) {
-    char* end = nullptr;
-    std::string text(*after);
-    long long v = std::strtoll(text.c_str(), &end, 10);
-    if (text.empty() || *end) return common::http::text_response(400, "Non-integer X-Delete-After");
-    int64_t at = static_cast<int64_t>(now.seconds() + static_cast<double>(v));
-    if (at <= static_cast<int64_t>(now.seconds())) {
+    std::optional<int64_t> v = parse_delete_int(*after);
+    if (!v) return common::http::text_response(400, "Non-integer X-Delete-After");
+    // Swift adds in floating point and truncates after clamping.
+    double sum = now_seconds + static_cast<double>(*v);
+    int64_t at = sum <= 0 ? 0 : clamp_delete_at(static_cast<int64_t>(std::min(sum, 1e11)));
+    if (static_cast<double>(at) <= now_seconds) {
       return common::http::text_response(400, "X-Delete-After in past");
     }
     h.erase("X-Delete-After");
     h.set("X-Delete-At", common::normalize_delete_at(at));
   }
   if (auto at = h.get("X-Delete-At")) {
-    char* end = nullptr;
-    std::string text(*at);
-    long long v = std::strtoll(text.c_str(), &end, 10);
-    if (text.empty() || *end) return common::http::text_response(400, "Non-integer X-Delete-At");
-    if (static_cast<double>(v) <= now.seconds()) {
+    std::optional<int64_t> v = parse_delete_int(*at);
+    if (!v) return common::http::text_response(400, "Non-integer X-Delete-At");
+    const int64_t clamped = clamp_delete_at(*v);
+    if (static_cast<double>(clamped) <= now_seconds) {
       return common::http::text_response(400, "X-Delete-At in past");
     }
-    h.set("X-Delete-At", common::normalize_delete_at(v));
+    h.set("X-Delete-At", common::normalize_delete_at(clamped));
   }
   return std::nullopt;
+}
+
+// A storage policy index header as a number; -1 (no such policy, so no ring: 503) when it is
+// not one.
+int policy_index(std::string_view text) {
+  std::optional<int64_t> v = common::parse_python_int(text);
+  return v && *v >= 0 && *v <= INT32_MAX ? static_cast<int>(*v) : -1;
 }
 
 // Swift's clean_content_type(): a trailing swift_bytes parameter goes, nothing else changes.
@@ -319,13 +365,175 @@ HeaderMap client_object_headers(const HeaderMap& backend) {
   return h;
 }
 
+// ---- PUT connections and answers -------------------------------------------------------------
+
+// What one connection slot of a PUT ended with: a connection ready for the body (its node
+// answered 100 Continue), or the final answer a node gave instead (409: a newer one exists, 412:
+// If-None-Match), or neither when every node it tried failed.
+struct PutSlot {
+  std::unique_ptr<ClientConnection> conn;
+  const ring::Device* device = nullptr;
+  int early_status = 0;
+};
+
+// Waits until `timer` is cancelled or `deadline` passes. The owner of a timer is the only one
+// that sets it; the others cancel it to wake the owner.
+net::awaitable<void> wait_until(net::steady_timer& timer,
+                                std::chrono::steady_clock::time_point deadline) {
+  timer.expires_at(deadline);
+  (void)co_await timer.async_wait(net::as_tuple(net::use_awaitable));
+}
+
+// Swift's _get_put_connections(): one attempt per replica, all at once, each taking the next
+// node of the shared iterator (a handoff takes the place of a failed primary) until a node
+// answers. Everything runs on the request's worker thread; the attempts share this state, so
+// the request's frame owns nothing they touch.
+struct PutConnects {
+  PutConnects(net::any_io_executor ex, NodeIter it, size_t n)
+      : nodes(std::move(it)), slots(n), done(ex) {}
+  NodeIter nodes;
+  std::vector<PutSlot> slots;
+  size_t running = 0;
+  net::steady_timer done;  // cancelled by each attempt that ends
+};
+
+using PutHeadersFor = std::function<void(size_t slot, HeaderMap& headers)>;
+
+net::awaitable<void> connect_put_slot(std::shared_ptr<PutConnects> state, size_t i,
+                                      common::http::ClientOptions options, NodeHealth& health,
+                                      common::http::ClientRequest request, std::string path) {
+  auto& pool = common::http::ConnectionPool::for_this_thread();
+  PutSlot& slot = state->slots[i];
+  NodeRef node;
+  while (state->nodes.next(&node)) {
+    const ring::Device& dev = *node.device;
+    common::http::ClientRequest out = request;
+    out.target = "/" + common::http::quote(dev.device) + path;
+    auto started = std::chrono::steady_clock::now();
+    auto begun = co_await common::http::start_request(pool, options, dev.ip,
+                                                      static_cast<uint16_t>(dev.port),
+                                                      std::move(out));
+    if (!begun.ok()) {
+      health.record_error(dev);
+      continue;
+    }
+    health.record_timing(dev, seconds_since(started));
+    if (begun->status == 100) {
+      slot.conn = std::move(begun->conn);
+      slot.device = &dev;
+      break;
+    }
+    // A final answer instead of 100 Continue: 409 (newer exists), 412 (If-None-Match), 507.
+    auto head = co_await begun->conn->read_response_head();
+    int status = head.ok() ? head->status : begun->status;
+    if (status == 507) health.limit_now(dev);
+    if (status >= 500) {
+      health.record_error(dev);
+      continue;
+    }
+    slot.early_status = status;
+    slot.device = &dev;
+    break;
+  }
+  --state->running;
+  state->done.cancel();
+}
+
+// Connects the `n` slots of a PUT at once and waits for all of them (each bounded by
+// conn_timeout and node_timeout per node it tries). `headers_for` adds a slot's own headers
+// (its container update) to `request`, whose target is `path` after the device.
+net::awaitable<std::vector<PutSlot>> connect_put_nodes(NodeIter it, size_t n,
+                                                       common::http::ClientOptions options,
+                                                       NodeHealth& health,
+                                                       common::http::ClientRequest request,
+                                                       std::string path,
+                                                       const PutHeadersFor& headers_for) {
+  auto ex = co_await net::this_coro::executor;
+  auto state = std::make_shared<PutConnects>(ex, std::move(it), n);
+  for (size_t i = 0; i < n; ++i) {
+    common::http::ClientRequest mine = request;
+    headers_for(i, mine.headers);
+    ++state->running;
+    net::co_spawn(ex, connect_put_slot(state, i, options, health, std::move(mine), path),
+                  net::detached);
+  }
+  while (state->running > 0) {
+    co_await wait_until(state->done, std::chrono::steady_clock::time_point::max());
+  }
+  co_return std::move(state->slots);
+}
+
+// A connection that took the whole body, and its node.
+struct PutLane {
+  std::unique_ptr<ClientConnection> conn;
+  const ring::Device* device = nullptr;
+};
+
+// The final answers of a PUT, read from every lane at once (Swift's _get_put_responses()).
+// Shared with the readers; a straggler left behind after the quorum finishes into it.
+struct PutAnswers {
+  explicit PutAnswers(net::any_io_executor ex) : done(ex) {}
+  std::vector<BackendResponse> answers;
+  std::vector<int> statuses;
+  size_t running = 0;
+  net::steady_timer done;  // cancelled by each reader that ends
+};
+
+net::awaitable<void> read_put_answer(std::shared_ptr<PutAnswers> state, PutLane lane,
+                                     NodeHealth& health) {
+  constexpr size_t kMaxAnswerBody = 64 << 10;  // an error text; 2xx bodies are empty
+  const ring::Device& dev = *lane.device;
+  std::unique_ptr<ClientConnection> conn = std::move(lane.conn);
+  auto head = (co_await conn->finish_body()).ok()
+                  ? co_await conn->read_response_head()
+                  : Result<common::http::ClientResponse>(Status::unavailable("body not ended"));
+  if (head.ok()) {
+    BackendResponse a;
+    a.status = head->status;
+    a.headers = head->headers;
+    auto body = co_await conn->read_body_all(kMaxAnswerBody);
+    if (body.ok()) a.body = std::move(*body);
+    common::http::ConnectionPool::for_this_thread().release(std::move(conn));
+    if (a.status == 507) health.limit_now(dev);
+    if (a.status >= 500) health.record_error(dev);
+    state->statuses.push_back(a.status);
+    state->answers.push_back(std::move(a));
+  } else {
+    health.record_error(dev);
+  }
+  --state->running;
+  state->done.cancel();
+}
+
+net::awaitable<std::vector<BackendResponse>> read_put_answers(std::vector<PutLane> lanes,
+                                                              size_t quorum,
+                                                              double post_quorum_timeout,
+                                                              NodeHealth& health) {
+  using Clock = std::chrono::steady_clock;
+  auto ex = co_await net::this_coro::executor;
+  auto state = std::make_shared<PutAnswers>(ex);
+  for (PutLane& lane : lanes) {
+    ++state->running;
+    net::co_spawn(ex, read_put_answer(state, std::move(lane), health), net::detached);
+  }
+  auto deadline = Clock::time_point::max();
+  while (state->running > 0) {
+    if (deadline == Clock::time_point::max() && have_quorum(state->statuses, quorum)) {
+      deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                    std::chrono::duration<double>(post_quorum_timeout));
+    }
+    if (Clock::now() >= deadline) break;
+    co_await wait_until(state->done, deadline);
+  }
+  co_return state->answers;
+}
+
 }  // namespace
 
 std::optional<ObjectPlacement> ProxyApp::place_object(const ApiPath& p,
                                                       const CachedInfo& container) {
   ObjectPlacement out;
-  out.policy = std::atoi(
-      std::string(container.headers.get_or("X-Backend-Storage-Policy-Index", "0")).c_str());
+  out.policy = policy_index(container.headers.get_or("X-Backend-Storage-Policy-Index", "0"));
   out.ring = object_ring(out.policy);
   if (!out.ring) return std::nullopt;
   auto part = out.ring->get_part(p.account, p.container, p.object);
@@ -399,11 +607,9 @@ net::awaitable<void> ProxyApp::object_request_inner(Exchange& ex, ProxyEnv& env,
 net::awaitable<void> ProxyApp::object_get_head(Exchange& ex, ProxyEnv& env, const ApiPath& p,
                                                const CachedInfo& container) {
   const Request& req = ex.request();
-  int policy = std::atoi(
-      std::string(req.headers.get_or("X-Backend-Storage-Policy-Index",
-                                     container.headers.get_or("X-Backend-Storage-Policy-Index",
-                                                              "0")))
-          .c_str());
+  int policy = policy_index(req.headers.get_or(
+      "X-Backend-Storage-Policy-Index",
+      container.headers.get_or("X-Backend-Storage-Policy-Index", "0")));
   ring::Ring* ring = object_ring(policy);
   if (!ring) {
     (void)co_await ex.respond(swob_response(503));
@@ -437,19 +643,20 @@ net::awaitable<void> ProxyApp::object_get_head(Exchange& ex, ProxyEnv& env, cons
   auto& pool = common::http::ConnectionPool::for_this_thread();
   const common::http::ClientResponse& head = source->head;
   HeaderMap out_headers = client_object_headers(head.headers);
-  if (req.method == "HEAD" || !head.content_length) {
-    std::string body;
-    if (req.method != "HEAD") {
-      auto all = co_await source->conn->read_body_all(size_t{1} << 30);
-      if (all.ok()) body = std::move(*all);
-    }
+  if (req.method == "HEAD") {
     Response r;
     r.status = head.status;
     r.headers = std::move(out_headers);
     if (head.content_length) r.headers.set("Content-Length", std::to_string(*head.content_length));
-    r.body = std::move(body);
     pool.release(std::move(source->conn));
     (void)co_await ex.respond(std::move(r));
+    co_return;
+  }
+  if (!head.content_length) {
+    // No length (a chunked or close-delimited answer, e.g. from a middleware or another
+    // implementation): streamed through chunked, a chunk at a time, never held whole. Without
+    // a length there is no span to resume from, so a failure midway ends the body short.
+    co_await stream_unsized_body(ex, *source, head.status, std::move(out_headers), path);
     co_return;
   }
   // Stream the body. Should the replica fail or stall (recoverable_node_timeout) midway, the
@@ -490,6 +697,25 @@ net::awaitable<void> ProxyApp::object_get_head(Exchange& ex, ProxyEnv& env, cons
   }
   if (s.ok()) (void)co_await ex.finish_response();
   pool.release(std::move(source->conn));
+}
+
+net::awaitable<void> ProxyApp::stream_unsized_body(Exchange& ex, ObjectSource& source,
+                                                   int status, HeaderMap headers,
+                                                   const std::string& path) {
+  Status s = co_await ex.start_response(status, std::move(headers), std::nullopt);
+  std::vector<char> buf(config_.object_chunk_size);
+  while (s.ok()) {
+    auto n = co_await source.conn->read_body(buf);
+    if (!n.ok()) {
+      APUS_LOG_WARNING("object GET " + path + ": " + n.status().to_string() +
+                       " (no length, cannot resume)");
+      co_return;  // the client sees the chunked body end without its last chunk
+    }
+    if (*n == 0) break;
+    s = co_await ex.write_body(std::string_view(buf.data(), *n));
+  }
+  if (s.ok()) (void)co_await ex.finish_response();
+  common::http::ConnectionPool::for_this_thread().release(std::move(source.conn));
 }
 
 net::awaitable<std::optional<ObjectSource>> ProxyApp::find_object_source(
@@ -569,7 +795,8 @@ net::awaitable<void> ProxyApp::object_put(Exchange& ex, ProxyEnv& env, const Api
   const auto& c = config_.swift.constraints;
   HeaderMap client = req.headers;
   bool detect = common::config_true_value(client.get_or("X-Detect-Content-Type", ""));
-  if (!client.contains("Content-Type") || detect) {
+  // An empty Content-Type counts as none, as in Swift: the type is guessed.
+  if (client.get_or("Content-Type", "").empty() || detect) {
     client.set("Content-Type", guess_content_type(p.object));
   }
   if (auto inm = client.get("If-None-Match"); inm && inm->find('*') == std::string_view::npos) {
@@ -610,54 +837,38 @@ net::awaitable<void> ProxyApp::object_put(Exchange& ex, ProxyEnv& env, const Api
   HeaderMap base = object_write_headers(req, client, env.trans_id, now, placement->policy);
   std::optional<uint64_t> length = req.content_length;
 
-  // Connect to as many nodes as the ring has replicas, with Expect: 100-continue.
+  // Connect to as many nodes as the ring has replicas at once, with Expect: 100-continue.
   common::http::ClientOptions options;
   options.conn_timeout = config_.backend.conn_timeout;
   options.node_timeout = config_.backend.node_timeout;
-  auto& pool = common::http::ConnectionPool::for_this_thread();
   NodeIter it = nodes(*ring, part, NodeIter::Purpose::kWrite, placement->policy);
   const size_t n = it.primary_count();
   const size_t quorum = quorum_size(n);
+  common::http::ClientRequest put;
+  put.method = "PUT";
+  put.headers = std::move(base);
+  // An empty body still goes chunked, as Swift sends it (Expect needs a body).
+  if (length && *length > 0) {
+    put.content_length = length;
+  } else {
+    put.chunked = true;
+  }
+  put.expect_continue = true;
+  std::vector<PutSlot> slots = co_await connect_put_nodes(
+      std::move(it), n, options, health_, std::move(put), path,
+      [&container_nodes, n](size_t i, HeaderMap& h) {
+        add_container_update(h, container_nodes, i, n);
+      });
   std::vector<std::unique_ptr<ClientConnection>> conns;
+  std::vector<const ring::Device*> conn_devices;
   std::vector<int> early_statuses;
-  std::vector<std::string> early_timestamps;
-  NodeRef node;
-  while (conns.size() < n && it.next(&node)) {
-    common::http::ClientRequest out;
-    out.method = "PUT";
-    out.target = "/" + common::http::quote(node.device->device) + path;
-    out.headers = base;
-    add_container_update(out.headers, container_nodes, conns.size() + early_statuses.size(), n);
-    // An empty body still goes chunked, as Swift sends it (Expect needs a body).
-    if (length && *length > 0) {
-      out.content_length = length;
-    } else {
-      out.chunked = true;
+  for (PutSlot& slot : slots) {
+    if (slot.conn) {
+      conns.push_back(std::move(slot.conn));
+      conn_devices.push_back(slot.device);
+    } else if (slot.early_status != 0) {
+      early_statuses.push_back(slot.early_status);
     }
-    out.expect_continue = true;
-    auto started = std::chrono::steady_clock::now();
-    auto begun = co_await common::http::start_request(
-        pool, options, node.device->ip, static_cast<uint16_t>(node.device->port), std::move(out));
-    if (!begun.ok()) {
-      health_.record_error(*node.device);
-      continue;
-    }
-    health_.record_timing(*node.device, seconds_since(started));
-    if (begun->status == 100) {
-      conns.push_back(std::move(begun->conn));
-      continue;
-    }
-    // A final answer instead of 100 Continue: 409 (newer exists), 412 (If-None-Match), 507.
-    auto head = co_await begun->conn->read_response_head();
-    int status = head.ok() ? head->status : begun->status;
-    if (status == 507) health_.limit_now(*node.device);
-    if (status >= 500) {
-      health_.record_error(*node.device);
-      continue;
-    }
-    early_statuses.push_back(status);
-    early_timestamps.emplace_back(head.ok() ? head->headers.get_or("X-Backend-Timestamp", "")
-                                            : "");
   }
   bool if_none_match_star = req.headers.get_or("If-None-Match", "").find('*') !=
                             std::string_view::npos;
@@ -695,6 +906,14 @@ net::awaitable<void> ProxyApp::object_put(Exchange& ex, ProxyEnv& env, const Api
     if (*got == 0) break;
     chunk->size = *got;
     received += *got;
+    if (received > static_cast<uint64_t>(c.max_file_size)) {
+      // A chunked upload past max_file_size (a known length was checked up front): 413 while
+      // streaming, as Swift answers. The backends never see the end of the body, so none of
+      // them commits what it got.
+      fanout->abandon();
+      (void)co_await ex.respond(swob_response(413));
+      co_return;
+    }
     md5.update(chunk->view());
     co_await fanout->push(std::move(chunk));
     if (fanout->alive() < quorum) {
@@ -710,20 +929,15 @@ net::awaitable<void> ProxyApp::object_put(Exchange& ex, ProxyEnv& env, const Api
   }
   co_await fanout->drain();
   std::string etag = md5.hex_digest();
-  std::vector<BackendResponse> answers;
+  std::vector<PutLane> lanes;
   for (size_t i = 0; i < fanout->size(); ++i) {
     std::unique_ptr<ClientConnection> conn = fanout->take(i);  // null once it failed
-    if (!conn || !(co_await conn->finish_body()).ok()) continue;
-    auto head = co_await conn->read_response_head();
-    if (!head.ok()) continue;
-    BackendResponse a;
-    a.status = head->status;
-    a.headers = head->headers;
-    auto body = co_await conn->read_body_all(1 << 16);
-    if (body.ok()) a.body = std::move(*body);
-    pool.release(std::move(conn));
-    answers.push_back(std::move(a));
+    if (conn) lanes.push_back(PutLane{std::move(conn), conn_devices[i]});
   }
+  // Every final answer, or a quorum of them and post_quorum_timeout for the others.
+  std::vector<BackendResponse> answers =
+      co_await read_put_answers(std::move(lanes), quorum, config_.backend.post_quorum_timeout,
+                                health_);
   // Every replica that stored it must have stored the same bytes.
   for (const auto& a : answers) {
     if (a.status >= 200 && a.status < 300) {

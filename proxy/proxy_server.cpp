@@ -42,6 +42,7 @@ Result<ProxyConfig> ProxyConfig::from_config(const common::Config& conf) {
   auto swift = common::load_swift_conf(c.swift_dir + "/swift.conf");
   if (!swift.ok()) return swift.status();
   c.swift = std::move(*swift);
+  c.backend.max_body = max_listing_body(c.swift.constraints);
   APUS_ASSIGN_OR_RETURN(c.backend.conn_timeout, s.get_double("conn_timeout", 0.5));
   APUS_ASSIGN_OR_RETURN(c.backend.node_timeout, s.get_double("node_timeout", 10));
   APUS_ASSIGN_OR_RETURN(c.backend.post_quorum_timeout, s.get_double("post_quorum_timeout", 0.5));

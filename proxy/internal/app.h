@@ -102,6 +102,11 @@ class ProxyApp {
   boost::asio::awaitable<void> object_post_delete(common::http::Exchange& ex, ProxyEnv& env,
                                                   const ApiPath& p, const CachedInfo& container);
 
+  // Streams the body of an object GET answer that has no Content-Length to the client, chunked.
+  boost::asio::awaitable<void> stream_unsized_body(common::http::Exchange& ex,
+                                                   ObjectSource& source, int status,
+                                                   common::http::HeaderMap headers,
+                                                   const std::string& path);
   // Swift's _get_source_and_node() for objects: asks the nodes of `it` one at a time until one gives
   // a good answer (2xx, 3xx, 416), or with `newest` asks them all and keeps the newest. A good
   // answer older than a tombstone another node reported (404 with X-Backend-Timestamp) does
