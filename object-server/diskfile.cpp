@@ -204,12 +204,13 @@ ChosenFiles choose_files(const std::vector<std::string>& names, const Timestamp&
 // ---- ObjectWriter --------------------------------------------------------------------------
 
 ObjectWriter::ObjectWriter(DiskFileManager& manager, Location location, std::string hash,
-                           File temp)
+                           File temp, bool size_reserved)
     : manager_(manager),
       location_(std::move(location)),
       hash_(std::move(hash)),
       temp_(std::move(temp)),
-      temp_path_(temp_.path()) {}
+      temp_path_(temp_.path()),
+      size_reserved_(size_reserved) {}
 
 ObjectWriter::~ObjectWriter() {
   if (committed_) return;
@@ -225,6 +226,10 @@ ObjectWriter::~ObjectWriter() {
 }
 
 Status ObjectWriter::write(std::string_view chunk) {
+  if (!size_reserved_ && written_ + chunk.size() >= next_space_check_) {
+    APUS_RETURN_IF_ERROR(manager_.check_free_space(location_.device, chunk.size()));
+    next_space_check_ = written_ + chunk.size() + kSpaceCheckBytes;
+  }
   APUS_RETURN_IF_ERROR(manager_.fs().write(temp_, chunk));
   written_ += chunk.size();
   unsynced_ += chunk.size();
@@ -508,7 +513,8 @@ Result<std::unique_ptr<ObjectWriter>> DiskFileManager::create_writer(
   if (expected_size && *expected_size > 0) {
     APUS_RETURN_IF_ERROR(fs_.fallocate(*temp, 0, *expected_size));
   }
-  return std::unique_ptr<ObjectWriter>(new ObjectWriter(*this, loc, *hash, std::move(*temp)));
+  return std::unique_ptr<ObjectWriter>(
+      new ObjectWriter(*this, loc, *hash, std::move(*temp), expected_size.has_value()));
 }
 
 Status DiskFileManager::commit_file(const Location& loc, const std::string& hash, File& temp,
@@ -521,25 +527,24 @@ Status DiskFileManager::commit_file(const Location& loc, const std::string& hash
     if (written) fs_.drop_cache(temp, 0, written).ignore();
   }
   std::string dir = hash_dir(loc, hash);
-  auto created = fs_.mkdirs(dir);
-  if (!created.ok()) return created.status();
+  int created = 0;
   bool has_sidecar = sidecar && *sidecar;
   if (has_sidecar) {
     // The sidecar lands first: a crash between the two renames leaves an orphan sidecar (removed
     // later), never a file whose metadata is missing.
     std::string side_path = (*sidecar)->path();
     APUS_RETURN_IF_ERROR((*sidecar)->close());
-    APUS_RETURN_IF_ERROR(fs_.rename(side_path, join(dir, sidecar_name(file_name))));
+    APUS_RETURN_IF_ERROR(rename_into_dir(side_path, dir, sidecar_name(file_name), &created));
     sidecar->reset();
   }
   std::string temp_path = temp.path();
   APUS_RETURN_IF_ERROR(temp.close());
-  APUS_RETURN_IF_ERROR(fs_.rename(temp_path, join(dir, file_name)));
+  APUS_RETURN_IF_ERROR(rename_into_dir(temp_path, dir, file_name, &created));
   if (fsync_data) {
     // The new name, and every directory made on the way, must survive a crash.
     APUS_RETURN_IF_ERROR(fs_.fsync_dir(dir));
     std::string parent = dir;
-    for (int i = 0; i < *created; ++i) {
+    for (int i = 0; i < created; ++i) {
       parent = parent.substr(0, parent.rfind('/'));
       APUS_RETURN_IF_ERROR(fs_.fsync_dir(parent));
     }
@@ -547,6 +552,21 @@ Status DiskFileManager::commit_file(const Location& loc, const std::string& hash
   relink_for_next_part_power(loc, hash, file_name, has_sidecar);
   APUS_RETURN_IF_ERROR(invalidate_suffix(loc, hash));
   return cleanup(dir);
+}
+
+Status DiskFileManager::rename_into_dir(const std::string& from, const std::string& dir,
+                                        const std::string& name, int* created) {
+  // cleanup() of another request removes a hash directory it found empty; that can land between
+  // our mkdirs and rename. The temp file is still there, so making the directory again is safe.
+  Status s;
+  for (int attempt = 0; attempt < kRenameAttempts; ++attempt) {
+    auto made = fs_.mkdirs(dir);
+    if (!made.ok()) return made.status();
+    *created = std::max(*created, *made);
+    s = fs_.rename(from, join(dir, name));
+    if (!s.is_not_found()) return s;
+  }
+  return s;
 }
 
 void DiskFileManager::relink_for_next_part_power(const Location& loc, const std::string& hash,
@@ -634,8 +654,10 @@ size_t DiskFileManager::prune_sidecars(const std::string& dir, const std::vector
 }
 
 void DiskFileManager::discard_temps(File& temp, std::optional<File>& sidecar) {
+  // Closed ones too: commit_file closes a temp file before its rename, which may then fail.
+  // (A temp file renamed into place is no longer at its path: the unlink finds nothing.)
   for (File* f : {&temp, sidecar ? &*sidecar : nullptr}) {
-    if (!f || !f->is_open()) continue;
+    if (!f || f->path().empty()) continue;
     std::string path = f->path();
     (void)f->close();
     fs_.unlink(path).ignore();

@@ -161,7 +161,9 @@ class ObjectWriter {
   ObjectWriter(const ObjectWriter&) = delete;
   ObjectWriter& operator=(const ObjectWriter&) = delete;
 
-  // Appends body bytes. InsufficientStorage when the disk is full.
+  // Appends body bytes. InsufficientStorage when the disk is full, or when an upload of unknown
+  // size (nothing reserved by fallocate) would eat into fallocate_reserve: its free space is
+  // checked again every kSpaceCheckBytes written.
   common::Status write(std::string_view chunk);
   uint64_t bytes_written() const { return written_; }
   // Writes the metadata, syncs as configured, renames into the hash directory, fsyncs it,
@@ -171,7 +173,13 @@ class ObjectWriter {
  private:
   friend class DiskFileManager;
   ObjectWriter(DiskFileManager& manager, Location location, std::string hash,
-               common::io::File temp);
+               common::io::File temp, bool size_reserved);
+
+  // Swift checks the reserve once, at fallocate, with the size the request announced. A
+  // chunked upload announces none: re-checking every 4 MiB (one statvfs, about a microsecond)
+  // keeps each such upload within 4 MiB plus one write batch of the reserve.
+  static constexpr uint64_t kSpaceCheckBytes = 4 << 20;
+
   DiskFileManager& manager_;
   Location location_;
   std::string hash_;
@@ -180,6 +188,8 @@ class ObjectWriter {
   std::optional<common::io::File> sidecar_;  // metadata too large for xattrs, if any
   uint64_t written_ = 0;
   uint64_t unsynced_ = 0;
+  bool size_reserved_ = false;   // fallocate reserved the whole announced size
+  uint64_t next_space_check_ = kSpaceCheckBytes;  // bytes written at the next free-space check
   bool committed_ = false;
 };
 
@@ -256,6 +266,8 @@ class DiskFileManager {
   common::Result<Metadata> read_metadata_at(const std::string& path);
   // Renames a finished temp file into place and does the post-write housekeeping. With
   // fsync_data the file's `written` bytes are dropped from the page cache after the fsync.
+  // A hash directory removed by a concurrent cleanup() between its mkdir and the rename is
+  // made again (up to kRenameAttempts times) rather than failing the write.
   common::Status commit_file(const Location& loc, const std::string& hash, common::io::File& temp,
                              const std::string& file_name, bool fsync_data,
                              std::optional<common::io::File>* sidecar = nullptr,
@@ -266,6 +278,11 @@ class DiskFileManager {
   // object is stored, and Swift's relinker would link it later.
   void relink_for_next_part_power(const Location& loc, const std::string& hash,
                                   const std::string& file_name, bool has_sidecar);
+  // mkdirs `dir` then renames `from` to dir/name, again while the rename finds the directory
+  // gone (NotFound). Adds the directories created to *created.
+  common::Status rename_into_dir(const std::string& from, const std::string& dir,
+                                 const std::string& name, int* created);
+  static constexpr int kRenameAttempts = 5;
   common::Status cleanup(const std::string& hash_dir);
   // hashes.cpp
   SuffixHashes read_hashes(const std::string& part_dir);

@@ -27,6 +27,7 @@
 #include "common/log/log.h"
 #include "common/pickle.h"
 #include "object-server/async_pending.h"
+#include "object-server/delete_at.h"
 
 namespace apus::object {
 
@@ -68,6 +69,13 @@ Response with_header(Response r, std::string_view name, std::string_view value) 
   return r;
 }
 
+// Swift's 507 for a device that is not there (no body for HEAD, as swob writes none).
+Response device_unavailable(const Request& req, const std::string& device) {
+  Response r = swob_response(507, device);
+  if (req.method == "HEAD") r.body.clear();
+  return r;
+}
+
 // Maps a disk Status to the answer Swift gives for it.
 Response disk_error(const Status& s, const std::string& device) {
   if (s.code() == Status::Code::kInsufficientStorage) return swob_response(507, device);
@@ -76,10 +84,13 @@ Response disk_error(const Status& s, const std::string& device) {
   return swob_response(500);
 }
 
-int64_t delete_at_of(const Metadata& md) {
-  const std::string* v = find_meta(md, "X-Delete-At");
-  if (!v) return 0;
-  return std::strtoll(v->c_str(), nullptr, 10);
+// "host:port" of an X-Container-Host item; nullopt when the port is not 1..65535.
+std::optional<std::pair<std::string, uint16_t>> split_host_port(const std::string& host) {
+  auto colon = host.rfind(':');
+  if (colon == std::string::npos) return std::nullopt;
+  std::optional<int64_t> port = common::parse_python_int(std::string_view(host).substr(colon + 1));
+  if (!port || *port < 1 || *port > 65535) return std::nullopt;
+  return std::make_pair(host.substr(0, colon), static_cast<uint16_t>(*port));
 }
 
 double now_seconds() {
@@ -433,12 +444,33 @@ ObjectServer::~ObjectServer() = default;
 
 common::io::BlockingPool& ObjectServer::pool_for(const std::string& device) {
   std::lock_guard lock(pools_mutex_);
-  auto& pool = pools_[device];
-  if (!pool) {
-    pool = std::make_unique<common::io::BlockingPool>("disk-" + device, config_.threads_per_disk);
-    if (metrics_) pool->export_metrics(*metrics_);
+  if (auto it = pools_.find(device); it != pools_.end()) return *it->second;
+  if (pools_.size() >= kMaxDevicePools) {
+    if (!overflow_pool_) {
+      APUS_LOG_WARNING("more than " + std::to_string(kMaxDevicePools) +
+                       " devices: the others share one disk pool");
+      overflow_pool_ =
+          std::make_unique<common::io::BlockingPool>("disk-overflow", config_.threads_per_disk);
+      if (metrics_) overflow_pool_->export_metrics(*metrics_);
+    }
+    return *overflow_pool_;
   }
+  auto& pool = pools_[device];
+  pool = std::make_unique<common::io::BlockingPool>("disk-" + device, config_.threads_per_disk);
+  if (metrics_) pool->export_metrics(*metrics_);
   return *pool;
+}
+
+net::awaitable<common::io::BlockingPool*> ObjectServer::checked_pool(const std::string& device) {
+  {
+    std::lock_guard lock(pools_mutex_);
+    if (auto it = pools_.find(device); it != pools_.end()) co_return it->second.get();
+  }
+  // Handlers check the device again on its pool (open_checked): this check only keeps names
+  // of devices that do not exist from ever getting a pool.
+  Status s = co_await probe_pool_.call([this, &device] { return disk_.check_device(device); });
+  if (!s.ok()) co_return nullptr;
+  co_return &pool_for(device);
 }
 
 net::awaitable<void> ObjectServer::handle(Exchange& ex) {
@@ -584,7 +616,12 @@ net::awaitable<void> ObjectServer::handle_replicate(Exchange& ex, const std::str
       start = dash + 1;
     }
   }
-  Response r = co_await pool_for(loc.device).call([&]() -> Response {
+  common::io::BlockingPool* pool = co_await checked_pool(loc.device);
+  if (!pool) {
+    (void)co_await ex.respond(device_unavailable(req, loc.device));
+    co_return;
+  }
+  Response r = co_await pool->call([&]() -> Response {
     if (!disk_.check_device(loc.device).ok()) return swob_response(507, loc.device);
     if (!recalculate.empty()) {
       // Swift 2.30: suffixes named in the path are only marked for the next rehash, and the
@@ -630,6 +667,11 @@ net::awaitable<void> ObjectServer::handle_put(Exchange& ex, Parsed& p) {
     (void)co_await ex.respond(text_response(check.status, check.body));
     co_return;
   }
+  DeleteAtRequest delete_at = check_delete_headers(req.headers, p.timestamp);
+  if (!delete_at.refusal.empty()) {
+    (void)co_await ex.respond(text_response(400, delete_at.refusal));
+    co_return;
+  }
   std::optional<uint64_t> fsize = req.content_length;
   if (!fsize) {
     if (auto v = req.headers.get("X-Backend-Obj-Content-Length")) {
@@ -643,7 +685,12 @@ net::awaitable<void> ObjectServer::handle_put(Exchange& ex, Parsed& p) {
     }
   }
 
-  common::io::BlockingPool& pool = pool_for(p.loc.device);
+  common::io::BlockingPool* pool_ptr = co_await checked_pool(p.loc.device);
+  if (!pool_ptr) {
+    (void)co_await ex.respond(device_unavailable(req, p.loc.device));
+    co_return;
+  }
+  common::io::BlockingPool& pool = *pool_ptr;
   // Before the body (and before "100 Continue"): device, existing state, preconditions.
   struct Prepared {
     Response refusal;  // status 0 when the upload may proceed
@@ -754,6 +801,12 @@ net::awaitable<void> ObjectServer::handle_put(Exchange& ex, Parsed& p) {
     md5.update(std::string_view(batch.data() + batched, *n));
     batched += *n;
     received += *n;
+    if (received > static_cast<uint64_t>(config_.swift.constraints.max_file_size)) {
+      // A chunked body (or a MIME document) has no length to refuse up front: stop at the limit.
+      co_await discard();
+      (void)co_await ex.respond(text_response(413, "Your request is too large."));
+      co_return;
+    }
     if (batched == 0 || (!done && batch.size() - batched >= config_.network_chunk_size &&
                          batched < kWriteBatch)) {
       continue;
@@ -805,6 +858,10 @@ net::awaitable<void> ObjectServer::handle_put(Exchange& ex, Parsed& p) {
     }
   }
   copy_allowed_headers(req, md);
+  if (delete_at.value && req.headers.contains("X-Delete-After") &&
+      config_.allowed_headers.count("x-delete-at")) {
+    set_meta(md, "X-Delete-At", *delete_at.value);  // what X-Delete-After became
+  }
   set_meta(md, "name", p.loc.name());
 
   auto t_commit = std::chrono::steady_clock::now();
@@ -828,7 +885,7 @@ net::awaitable<void> ObjectServer::handle_put(Exchange& ex, Parsed& p) {
   }
 
   int64_t orig_delete_at = delete_at_of(prep.orig_metadata);
-  int64_t new_delete_at = delete_at_of(md);
+  int64_t new_delete_at = delete_at.delete_at;
   if (orig_delete_at != new_delete_at) {
     if (new_delete_at) co_await delete_at_update(p, "PUT", new_delete_at);
     if (orig_delete_at) co_await delete_at_update(p, "DELETE", orig_delete_at);
@@ -862,7 +919,12 @@ net::awaitable<void> ObjectServer::handle_get_head(Exchange& ex, Parsed& p) {
   const Request& req = ex.request();
   bool open_expired = common::config_true_value(req.headers.get_or("X-Backend-Replication", "")) ||
                       common::config_true_value(req.headers.get_or("X-Backend-Open-Expired", ""));
-  common::io::BlockingPool& pool = pool_for(p.loc.device);
+  common::io::BlockingPool* pool_ptr = co_await checked_pool(p.loc.device);
+  if (!pool_ptr) {
+    (void)co_await ex.respond(device_unavailable(req, p.loc.device));
+    co_return;
+  }
+  common::io::BlockingPool& pool = *pool_ptr;
   struct Opened {
     Response refusal;
     DiskObject obj;
@@ -1075,7 +1137,13 @@ net::awaitable<void> ObjectServer::handle_post(Exchange& ex, Parsed& p) {
   const Request& req = ex.request();
   int64_t new_delete_at = 0;
   if (auto v = req.headers.get("X-Delete-At"); v && !v->empty()) {
-    new_delete_at = std::strtoll(std::string(*v).c_str(), nullptr, 10);
+    // Swift's int() raises here and answers 500; a 400 as its PUT gives is the honest answer.
+    std::optional<int64_t> parsed = parse_int_saturating(*v);
+    if (!parsed) {
+      (void)co_await ex.respond(text_response(400, "Non-integer X-Delete-At"));
+      co_return;
+    }
+    new_delete_at = *parsed;
   }
   if (new_delete_at && static_cast<double>(new_delete_at) < p.timestamp.seconds()) {
     (void)co_await ex.respond(text_response(400, "X-Delete-At in past"));
@@ -1086,7 +1154,12 @@ net::awaitable<void> ObjectServer::handle_post(Exchange& ex, Parsed& p) {
     auto t = Timestamp::parse(req.headers.get_or("Content-Type-Timestamp", p.timestamp.internal()));
     req_ctype_ts = t.ok() ? *t : p.timestamp;
   }
-  common::io::BlockingPool& pool = pool_for(p.loc.device);
+  common::io::BlockingPool* pool_ptr = co_await checked_pool(p.loc.device);
+  if (!pool_ptr) {
+    (void)co_await ex.respond(device_unavailable(req, p.loc.device));
+    co_return;
+  }
+  common::io::BlockingPool& pool = *pool_ptr;
   struct Posted {
     Response response;
     HeaderMap update;
@@ -1214,7 +1287,12 @@ net::awaitable<void> ObjectServer::handle_delete(Exchange& ex, Parsed& p) {
     }
     if_delete_at = *t;
   }
-  common::io::BlockingPool& pool = pool_for(p.loc.device);
+  common::io::BlockingPool* pool_ptr = co_await checked_pool(p.loc.device);
+  if (!pool_ptr) {
+    (void)co_await ex.respond(device_unavailable(req, p.loc.device));
+    co_return;
+  }
+  common::io::BlockingPool& pool = *pool_ptr;
   struct Deleted {
     Response response;
     bool update = false;
@@ -1330,6 +1408,7 @@ net::awaitable<void> ObjectServer::delete_at_update(const Parsed& p, std::string
                                                     int64_t delete_at) {
   const Request& req = *p.req;
   if (common::config_true_value(req.headers.get_or("X-Backend-Replication", ""))) co_return;
+  delete_at = clamp_delete_at(delete_at);  // as Swift, before the queue container is derived
   std::string when = common::normalize_delete_at(delete_at);
   std::string queue_container;
   HeaderMap headers;
@@ -1341,6 +1420,13 @@ net::awaitable<void> ObjectServer::delete_at_update(const Parsed& p, std::string
     auto hosts = req.headers.get("X-Delete-At-Host");
     if (!hosts) co_return;  // other object servers carry this update
     queue_container = std::string(req.headers.get_or("X-Delete-At-Container", ""));
+    if (!queue_container.empty() && !parse_queue_container(queue_container)) {
+      // Swift fails the request here with a 500 after storing the object; the best guess (what
+      // it does for a proxy that sends no container) keeps the object queued instead.
+      APUS_LOG_WARNING("invalid X-Delete-At-Container \"" + queue_container +
+                       "\"; making a best guess at the queue container");
+      queue_container.clear();
+    }
     partition = std::string(req.headers.get_or("X-Delete-At-Partition", ""));
     auto host_list = common::list_from_csv(*hosts);
     auto device_list = common::list_from_csv(req.headers.get_or("X-Delete-At-Device", ""));
@@ -1366,9 +1452,11 @@ net::awaitable<void> ObjectServer::delete_at_update(const Parsed& p, std::string
     const int64_t divisor = config_.expiring_objects_container_divisor;
     queue_container = std::to_string(delete_at / divisor * divisor - shard);
   }
+  std::optional<int64_t> queue = parse_queue_container(queue_container);
+  if (!queue) co_return;  // checked above; unreachable
   auto plan = make_plan(p, std::move(op), std::move(headers));
   plan->account = config_.expiring_objects_account;
-  plan->container = common::normalize_delete_at(std::stoll(queue_container));
+  plan->container = common::normalize_delete_at(*queue);
   plan->object = when + "-" + p.loc.account + "/" + p.loc.container + "/" + p.loc.object;
   plan->container_partition = partition;
   plan->targets = std::move(targets);
@@ -1407,9 +1495,9 @@ net::awaitable<void> ObjectServer::send_updates(std::shared_ptr<UpdatePlan> plan
 net::awaitable<void> ObjectServer::deliver_update(std::shared_ptr<UpdatePlan> plan,
                                                   size_t target) {
   const auto& [host, device] = plan->targets[target];
-  auto colon = host.rfind(':');
+  auto host_port = split_host_port(host);
   bool delivered = false;
-  if (colon != std::string::npos) {
+  if (host_port) {
     common::http::ClientRequest request;
     request.method = plan->op;
     request.target = "/" + common::http::quote(device) + "/" + plan->container_partition + "/" +
@@ -1419,9 +1507,8 @@ net::awaitable<void> ObjectServer::deliver_update(std::shared_ptr<UpdatePlan> pl
     auto& pool = common::http::ConnectionPool::for_this_thread();
     common::http::ClientOptions timeouts{.conn_timeout = config_.conn_timeout,
                                          .node_timeout = config_.node_timeout};
-    uint16_t port = static_cast<uint16_t>(std::atoi(host.c_str() + colon + 1));
-    auto response = co_await common::http::simple_request(pool, timeouts, host.substr(0, colon),
-                                                          port, std::move(request));
+    auto response = co_await common::http::simple_request(pool, timeouts, host_port->first,
+                                                          host_port->second, std::move(request));
     if (response.ok() && response->head.status >= 200 && response->head.status < 300) {
       delivered = true;
     } else {

@@ -8,6 +8,10 @@
 // to container_update_timeout and saves an async pending for any that failed; `async` mode saves
 // the async pending at once and answers (apus-object-updater delivers it later).
 //
+// A device gets its pool only after check_device() found it (Swift's 507 otherwise), on a small
+// shared probe pool, so device names chosen by clients cannot create threads; at most
+// kMaxDevicePools pools exist (devices beyond that share one).
+//
 // Thread-safe: handle() runs on any worker; the per-device pool map is guarded by a mutex.
 #pragma once
 
@@ -95,13 +99,25 @@ class ObjectServer {
   common::Result<DiskObject> open_checked(const Location& loc);
   // Saves an update for the object updater (pool thread).
   common::Status save_async_pending(const UpdatePlan& plan);
+  // The disk pool of `device`, or nullptr when the device is unavailable (answer 507). A
+  // device without a pool yet is checked first on probe_pool_.
+  boost::asio::awaitable<common::io::BlockingPool*> checked_pool(const std::string& device);
+  // The pool of a device that passed check_device() (made on first use, bounded).
   common::io::BlockingPool& pool_for(const std::string& device);
+
+  // A real server has tens of devices; this bounds the threads (threads_per_disk each) even if
+  // many directories appear under `devices`.
+  static constexpr size_t kMaxDevicePools = 256;
 
   ObjectServerConfig config_;
   DiskFileManager disk_;
   common::Metrics* metrics_;
+  // Device checks of devices without a pool: a stat (or mount check) each, rare after start-up.
+  common::io::BlockingPool probe_pool_{"disk-probe", 1};
   std::mutex pools_mutex_;
   std::map<std::string, std::unique_ptr<common::io::BlockingPool>> pools_;  // GUARDED_BY(pools_mutex_)
+  // Shared by the devices beyond kMaxDevicePools; GUARDED_BY(pools_mutex_)
+  std::unique_ptr<common::io::BlockingPool> overflow_pool_;
   common::HistogramHandle phase_body_, phase_write_, phase_commit_, phase_update_;
 };
 

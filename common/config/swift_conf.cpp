@@ -258,6 +258,24 @@ std::vector<const StoragePolicy*> StoragePolicies::visible() const {
   return out;
 }
 
+namespace {
+
+// Apus stores replicated objects only. An erasure-coded policy served as a replicated one
+// would write whole objects where Swift's EC nodes expect fragments (and answer for a policy it
+// does not implement), so every server refuses to start on one, naming it, until EC exists.
+Status refuse_unserved_policies(const std::string& source, const StoragePolicies& policies) {
+  for (const StoragePolicy& p : policies.all()) {
+    if (p.type != StoragePolicy::Type::kErasureCoding) continue;
+    return Status::invalid_argument(
+        source + ": [storage-policy:" + std::to_string(p.index) + "] policy \"" + p.name() +
+        "\" has policy_type = " + std::string(kErasureCoding) +
+        ", which Apus does not serve yet (replication policies only)");
+  }
+  return Status();
+}
+
+}  // namespace
+
 Result<SwiftConf> SwiftConf::from_config(const Config& swift_conf) {
   SwiftConf out;
   if (swift_conf.has_section("swift-hash")) {
@@ -273,6 +291,7 @@ Result<SwiftConf> SwiftConf::from_config(const Config& swift_conf) {
   }
   Result<StoragePolicies> policies = StoragePolicies::from_config(swift_conf);
   if (!policies.ok()) return policies.status();
+  APUS_RETURN_IF_ERROR(refuse_unserved_policies(swift_conf.source(), *policies));
   out.policies = std::move(*policies);
   Result<Constraints> constraints = Constraints::from_config(swift_conf);
   if (!constraints.ok()) return constraints.status();

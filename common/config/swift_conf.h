@@ -92,7 +92,9 @@ struct SwiftConf {
   Constraints constraints;
 
   // Validates and extracts all of the above from a parsed swift.conf. InvalidArgument when
-  // both hash values are missing or empty, or on any policy or constraint error.
+  // both hash values are missing or empty, on any policy or constraint error, and for any
+  // erasure_coding policy (valid for Swift, but Apus serves replication only; the message names
+  // the policy), so that no server starts and stores EC objects as replicas.
   static Result<SwiftConf> from_config(const Config& swift_conf);
 };
 

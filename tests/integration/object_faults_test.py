@@ -3,14 +3,20 @@
 - kill -9 in the middle of a PUT leaves the previous object intact (or none), never a partial one;
 - concurrent PUTs of one object with different timestamps: the newest wins, whatever the order;
 - the page cache as Swift leaves it: out after a PUT, kept after a GET only without a token;
-- Swift's `slow` (PUT and DELETE answers wait) and `log_requests = false` (no access lines).
+- Swift's `slow` (PUT and DELETE answers wait) and `log_requests = false` (no access lines);
+- issue 12: a chunked PUT over max_file_size gets 413 while streaming and leaves nothing; requests
+  for devices that do not exist get 507 without creating threads; bad X-Delete-At/-After and
+  X-Delete-At-Container values get answers (400, or the object queued by a best guess) instead
+  of a dead session.
 
 usage: object_faults_test.py <build-dir>
 """
 import ctypes
 import hashlib
+import http.client
 import mmap
 import os
+import pickle
 import random
 import signal
 import socket
@@ -50,6 +56,165 @@ def resident_pages(path):
             return sum(v & 1 for v in vec), pages
         finally:
             libc.munmap(addr, size)
+
+
+def thread_count(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("Threads:"):
+                return int(line.split()[1])
+    return -1
+
+
+def chunked_put(port, path, headers, total, chunk=65536):
+    """A chunked PUT of `total` bytes sent by a second thread while this one reads the answer
+    (the server may answer, and close, before the body ends). (status, body)."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=20)
+    lines = ["PUT %s HTTP/1.1" % path, "Host: x", "Transfer-Encoding: chunked"] + \
+        ["%s: %s" % kv for kv in headers.items()]
+    sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
+
+    def send():
+        try:
+            sent = 0
+            while sent < total:
+                n = min(chunk, total - sent)
+                sock.sendall(b"%x\r\n%s\r\n" % (n, b"z" * n))
+                sent += n
+            sock.sendall(b"0\r\n\r\n")
+        except OSError:
+            pass  # the server answered and closed first
+    sender = threading.Thread(target=send)
+    sender.start()
+    try:
+        f = sock.makefile("rb")
+        status = int(f.readline().split()[1])
+        length = 0
+        while True:
+            line = f.readline().decode("latin-1")
+            if line in ("\r\n", "\n", ""):
+                break
+            k, _, v = line.partition(":")
+            if k.strip().lower() == "content-length":
+                length = int(v)
+        body = f.read(length)
+    finally:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)  # ends a sender still blocked in sendall
+        except OSError:
+            pass  # reset by the server already
+        sender.join()
+        sock.close()
+    return status, body
+
+
+def files_under(path):
+    return [os.path.join(d, f) for d, _, files in os.walk(path) for f in files]
+
+
+def issue_12(ps, root):
+    """A server with max_file_size = 1 MiB in its swift.conf."""
+    etc = os.path.join(root, "etc12")
+    os.makedirs(etc)
+    os.makedirs(os.path.join(root, "dev12", "sda1"))
+    port = procs.free_port()
+    with open(os.path.join(etc, "swift.conf"), "w") as f:
+        f.write("[swift-hash]\nswift_hash_path_prefix = fa\nswift_hash_path_suffix = ults\n\n"
+                "[swift-constraints]\nmax_file_size = 1048576\n")
+    with open(os.path.join(etc, "object-server.conf"), "w") as f:
+        f.write("[DEFAULT]\ndevices = %s/dev12\nmount_check = false\nbind_ip = 127.0.0.1\n"
+                "bind_port = %d\nswift_dir = %s\nworkers = 2\nlog_file = %s/log12\n"
+                "fallocate_reserve = 0\n\n[pipeline:main]\npipeline = object-server\n\n"
+                "[app:object-server]\nuse = egg:swift#object\n" % (root, port, etc, root))
+    server = ps.start([os.path.join(BUILD, "bin", "apus-object-server"),
+                       os.path.join(etc, "object-server.conf")], os.path.join(root, "server12.out"))
+    procs.wait_for_port(port, proc=server, log_path=os.path.join(root, "server12.out"))
+    device = os.path.join(root, "dev12", "sda1")
+
+    # max_file_size on a chunked PUT: 413 while streaming, nothing left behind.
+    big = "/sda1/0/acc/cont/too-big"
+    status, body = chunked_put(port, big, {"X-Timestamp": "1700000400.00000",
+                                           "Content-Type": "a/b"}, 3 * 1048576)
+    check(status == 413 and body == b"Your request is too large.",
+          "chunked PUT over max_file_size: %d %r" % (status, body[:100]))
+    status = procs.request(port, "GET", big)[0]
+    check(status == 404, "nothing of the refused PUT is visible: %d" % status)
+    check(files_under(os.path.join(device, "tmp")) == [] and
+          files_under(os.path.join(device, "objects")) == [],
+          "no file of the refused PUT is left: %r" % files_under(device))
+    status, body = chunked_put(port, "/sda1/0/acc/cont/just-fits",
+                               {"X-Timestamp": "1700000401.00000", "Content-Type": "a/b"}, 1048576)
+    check(status == 201, "a chunked PUT of exactly max_file_size: %d %r" % (status, body[:100]))
+
+    # Device names from requests never make threads: 507 for each, thread count flat.
+    procs.request(port, "GET", "/sda1/0/acc/cont/just-fits")  # warm every worker
+    before = thread_count(server.pid)
+    rng = random.Random(12)
+    statuses = {}
+    lock = threading.Lock()
+
+    def hammer(n):
+        for i in range(n):
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            dev = "nodev%08x" % rng.getrandbits(32)
+            method = ("GET", "PUT", "POST", "DELETE", "HEAD", "REPLICATE")[i % 6]
+            path = "/%s/0" % dev if method == "REPLICATE" else "/%s/0/a/c/o" % dev
+            headers = {"X-Timestamp": "1700000500.00000", "Content-Type": "a/b",
+                       "Content-Length": "1" if method == "PUT" else "0"}
+            conn.request(method, path, body=b"x" if method == "PUT" else None, headers=headers)
+            resp = conn.getresponse()
+            resp.read()
+            conn.close()
+            with lock:
+                statuses[resp.status] = statuses.get(resp.status, 0) + 1
+    workers = [threading.Thread(target=hammer, args=(500,)) for _ in range(6)]
+    for t in workers:
+        t.start()
+    for t in workers:
+        t.join()
+    after = thread_count(server.pid)
+    check(statuses == {507: 3000}, "requests for devices that do not exist: %r" % statuses)
+    check(after <= before + 2, "threads before %d, after 3000 unknown devices %d" %
+          (before, after))
+
+    # Delete-at values from requests: no parser throws, Swift's answers.
+    path = "/sda1/0/acc/cont/expiring"
+    base = {"X-Timestamp": "1700000600.00000", "Content-Type": "a/b"}
+    for extra, want in ((("X-Delete-At", "abc"), (400, b"Non-integer X-Delete-At")),
+                        (("X-Delete-After", "abc"), (400, b"Non-integer X-Delete-After")),
+                        (("X-Delete-After", "-5"), (400, b"X-Delete-After in past")),
+                        (("X-Delete-At", "1600000000"), (400, b"X-Delete-At in past"))):
+        got = procs.request(port, "PUT", path, dict(base, **dict([extra])), b"e")
+        check((got[0], got[2]) == want, "PUT with %s: %r" % (extra, got[::2]))
+    # now + a huge X-Delete-After: clamped as Swift does (no double-to-int overflow).
+    status = procs.request(port, "PUT", path,
+                           dict(base, **{"X-Delete-After": "99999999999999999999"}), b"e")[0]
+    check(status == 201, "PUT with a huge X-Delete-After: %d" % status)
+    h = procs.request(port, "HEAD", path)[1]
+    check(h.get("x-delete-at") == "9999999999", "huge X-Delete-After stored as %r" %
+          h.get("x-delete-at"))
+    # A bad X-Delete-At-Container (the queue row) killed the session after storing the object.
+    try:
+        got = procs.request(port, "PUT", path, dict(base, **{
+            "X-Timestamp": "1700000601.00000", "X-Delete-At": "1900000000",
+            "X-Delete-At-Host": "127.0.0.1:%d" % procs.free_port(), "X-Delete-At-Device": "sdq",
+            "X-Delete-At-Partition": "1", "X-Delete-At-Container": "abc"}), b"e", timeout=8)
+    except OSError as e:
+        got = (0, {}, repr(e).encode())
+    check(got[0] == 201, "PUT with X-Delete-At-Container: abc is answered: %r" % (got[::2],))
+    rows = []
+    for pending in files_under(os.path.join(device, "async_pending")):
+        with open(pending, "rb") as f:
+            update = pickle.load(f)
+        rows.append((update["op"], update["account"], update["obj"]))
+    check(("PUT", ".expiring_objects", "1900000000-acc/cont/expiring") in rows,
+          "its queue row is saved for later: %r" % rows)
+    got = procs.request(port, "POST", path, {"X-Timestamp": "1700000602.00000",
+                                             "X-Delete-At": "abc"})
+    check((got[0], got[2]) == (400, b"Non-integer X-Delete-At"), "POST with X-Delete-At: abc: %r"
+          % (got[::2],))
+    check(procs.request(port, "HEAD", path)[0] == 200, "the server still answers")
+    check(server.poll() is None, "the server is still running")
 
 
 def start_server(ps, root, port):
@@ -185,6 +350,8 @@ def main():
         logged = open(os.path.join(root, "slow.log")).read() if os.path.exists(
             os.path.join(root, "slow.log")) else ""
         check('"PUT /sda1' not in logged, "log_requests = false writes no access lines")
+
+        issue_12(ps, root)
     print("object faults test:", "%d failures" % len(failures) if failures else "ok")
     return 1 if failures else 0
 

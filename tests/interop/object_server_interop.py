@@ -11,6 +11,7 @@
    metadata compared.
 5. Partition power increase: PUT, POST and DELETE with X-Backend-Next-Part-Power leave the
    same files, hard-linked the same way, on both servers.
+6. Metadata names with underscores: the names both servers store and answer.
 
 usage: object_server_interop.py <build-dir>
 """
@@ -188,6 +189,29 @@ def differential(swift_port, apus_port, container_port):
             "X-Delete-At-Container": "1900051200"}), None),
         ("DELETE", "/sda1/3/AUTH_test/c/exp2", dict(cont, **{
             "X-Timestamp": "1700000003.00000"}), None),
+        # Swift's check_delete_headers(), which its object server runs on PUT: answers for bad
+        # values, X-Delete-After turned into X-Delete-At, huge values clamped (issue 12).
+        ("PUT", "/sda1/3/AUTH_test/c/del", {"X-Timestamp": "1700000001.00000",
+                                           "Content-Type": "a/b", "X-Delete-At": "abc"}, b"d"),
+        ("PUT", "/sda1/3/AUTH_test/c/del", {"X-Timestamp": "1700000001.00000",
+                                           "Content-Type": "a/b", "X-Delete-After": "abc"}, b"d"),
+        ("PUT", "/sda1/3/AUTH_test/c/del", {"X-Timestamp": "1700000001.00000",
+                                           "Content-Type": "a/b", "X-Delete-After": "-5"}, b"d"),
+        ("PUT", "/sda1/3/AUTH_test/c/del", {"X-Timestamp": "1700000001.00000",
+                                           "Content-Type": "a/b", "X-Delete-At": "1600000000"},
+         b"d"),
+        ("PUT", "/sda1/3/AUTH_test/c/del", {"X-Timestamp": "1700000001.00000",
+                                           "Content-Type": "a/b",
+                                           "X-Delete-After": "99999999999999999999"}, b"d"),
+        ("HEAD", "/sda1/3/AUTH_test/c/del", {}, None),
+        ("PUT", "/sda1/3/AUTH_test/c/del", {"X-Timestamp": "1700000002.00000",
+                                           "Content-Type": "a/b", "X-Delete-After": "100",
+                                           "X-Delete-At": "1800000000"}, b"d"),
+        ("GET", "/sda1/3/AUTH_test/c/del", {"X-Backend-Replication": "True"}, None),
+        ("PUT", "/sda1/3/AUTH_test/c/del", {"X-Timestamp": "1700000003.00000",
+                                           "Content-Type": "a/b",
+                                           "X-Delete-At": "99999999999999999999"}, b"d"),
+        ("HEAD", "/sda1/3/AUTH_test/c/del", {}, None),
         ("OPTIONS", "/sda1/3/AUTH_test/c/o", {}, None),
         ("COPY", "/sda1/3/AUTH_test/c/o", {}, None),
     ]
@@ -535,6 +559,49 @@ def cross_read(root, apus_port, apus_on_swift_port, swift_port):
                                                                     want[1].get(hname)))
 
 
+def head_names(port, path):
+    """The metadata header names of a HEAD answer, spelled as sent."""
+    import http.client
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        conn.request("HEAD", path)
+        resp = conn.getresponse()
+        return sorted(k for k, _ in resp.getheaders() if k.lower().startswith("x-object-meta-"))
+    finally:
+        conn.close()
+
+
+def underscore_names(root, swift_port, apus_port):
+    """A metadata name with an underscore: Swift's WSGI layer turns it into a dash
+    (X-Object-Meta-Under-Score), in what it stores and what it answers."""
+    from swift.common import storage_policy, utils
+    utils.set_swift_dir(os.path.join(root, "etc"))
+    storage_policy.reload_storage_policies()
+    from swift.common.storage_policy import POLICIES
+    from swift.obj.diskfile import DiskFileRouter
+    from swift.common.utils import get_logger
+    path = "/sda1/3/AUTH_test/c/underscore"
+    for port in (swift_port, apus_port):
+        status = procs.request(port, "PUT", path, {"X-Timestamp": "1700000030.00000",
+                                                   "Content-Type": "a/b",
+                                                   "X-Object-Meta-under_score": "v",
+                                                   "X-Object-Meta-Plain": "p"}, b"u")[0]
+        check(status == 201, "PUT with an underscore name on port %d: %d" % (port, status))
+    s_names, a_names = head_names(swift_port, path), head_names(apus_port, path)
+    check(s_names == a_names, "underscore metadata names answered: swift %r, apus %r" %
+          (s_names, a_names))
+    stored = []
+    for side in ("swift", "apus"):
+        conf = {"devices": os.path.join(root, side), "mount_check": "false"}
+        mgr = DiskFileRouter(conf, get_logger({}))[POLICIES[0]]
+        df = mgr.get_diskfile("sda1", "3", "AUTH_test", "c", "underscore", policy=POLICIES[0])
+        with df.open():
+            stored.append(sorted(k for k in df.get_metadata() if k.startswith("X-Object-Meta-")))
+    check(stored[0] == stored[1], "underscore metadata names stored: swift %r, apus %r" %
+          tuple(stored))
+    print("underscore metadata names: answered %r, stored %r" % (s_names, stored[0]))
+
+
 def main():
     with procs.TempDir("apus-obj-interop-") as root, procs.Processes() as ps:
         swift_port, apus_port, apus2_port, cont_port = (procs.free_port() for _ in range(4))
@@ -559,6 +626,7 @@ def main():
             large_metadata(swift_port, apus_port)
             compare_async_pendings(root, swift_port, apus_port)
             cross_read(root, apus_port, apus2_port, swift_port)
+            underscore_names(root, swift_port, apus_port)
         finally:
             container.shutdown()
     print("object server interop:", "%d failures" % len(failures) if failures else "ok")

@@ -37,6 +37,16 @@ std::string refused(std::string_view body, bool with_hash = true) {
   return s.status().message();
 }
 
+// The policies of a swift.conf body, read on their own (an EC policy parses here; SwiftConf
+// refuses it).
+StoragePolicies policies_ok(std::string_view body) {
+  Result<Config> c = Config::parse(std::string(kHash) + std::string(body), "swift.conf");
+  REQUIRE_MESSAGE(c.ok(), c.status().to_string());
+  Result<StoragePolicies> p = StoragePolicies::from_config(*c);
+  REQUIRE_MESSAGE(p.ok(), p.status().to_string());
+  return std::move(p).value();
+}
+
 bool contains(const std::string& haystack, std::string_view needle) {
   return haystack.find(needle) != std::string::npos;
 }
@@ -78,7 +88,7 @@ TEST_CASE("swift_conf: no policy sections give the implicit Policy-0") {
 }
 
 TEST_CASE("swift_conf: policies, aliases, defaults and lookups") {
-  SwiftConf s = swift_conf_ok(
+  StoragePolicies ps = policies_ok(
       "[storage-policy:0]\n"
       "name = gold\n"
       "aliases = yellow, orange\n"
@@ -95,7 +105,6 @@ TEST_CASE("swift_conf: policies, aliases, defaults and lookups") {
       "ec_type = liberasurecode_rs_vand\n"
       "ec_num_data_fragments = 4\n"
       "ec_num_parity_fragments = 2\n");
-  const StoragePolicies& ps = s.policies;
   REQUIRE(ps.all().size() == 4);
   CHECK(ps.default_policy().index == 1);
   CHECK(ps.default_policy().name() == "silver");
@@ -186,6 +195,25 @@ TEST_CASE("swift_conf: policy errors") {
   CHECK(contains(refused("[storage-policy:0]\nname = a\ndefault = yes\n"
                          "[storage-policy:7]\nname = Policy-0\n"),
                  "[storage-policy:7]"));
+}
+
+TEST_CASE("swift_conf: an erasure_coding policy is refused, naming it") {
+  // Valid for Swift, but Apus would serve it as replicas: no server may start on it.
+  constexpr std::string_view kEc =
+      "[storage-policy:0]\nname = gold\ndefault = yes\n"
+      "[storage-policy:2]\nname = ec42\npolicy_type = erasure_coding\n"
+      "ec_type = liberasurecode_rs_vand\nec_num_data_fragments = 4\n"
+      "ec_num_parity_fragments = 2\n";
+  std::string msg = refused(kEc);
+  CHECK(contains(msg, "[storage-policy:2]"));
+  CHECK(contains(msg, "\"ec42\""));
+  CHECK(contains(msg, "policy_type = erasure_coding"));
+  // Deprecated ones too: objects of them may still be on disk.
+  std::string deprecated(kEc);
+  deprecated += "deprecated = yes\n";
+  CHECK(contains(refused(deprecated), "\"ec42\""));
+  // The policies themselves still parse (for /info-like tools and the checks above).
+  CHECK(policies_ok(kEc).by_index(2)->type == StoragePolicy::Type::kErasureCoding);
 }
 
 TEST_CASE("swift_conf: [swift-constraints] overrides") {

@@ -1,0 +1,55 @@
+// Expiring objects: the X-Delete-At / X-Delete-After values an object server reads from
+// requests and metadata, parsed the way Swift 2.30.1 reads them (Python's int() and float()),
+// without exceptions and without overflowing arithmetic. Every value here comes from a client
+// or a peer, so nothing throws and every number is bounded before use.
+//
+// Swift keeps a delete-at in 0..9999999999 (normalize_delete_at_timestamp: ten digits sort as
+// strings in the expirer's queue), so values beyond int64 only need to keep their order: they
+// saturate.
+//
+// Pure functions; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "common/http/headers.h"
+#include "common/timestamp.h"
+#include "object-server/diskfile.h"
+
+namespace apus::object {
+
+// Python's int() of a header or metadata value (surrounding whitespace, one sign, decimal
+// digits), saturating at the int64 limits where Python's integers would keep growing. nullopt
+// for anything int() refuses.
+std::optional<int64_t> parse_int_saturating(std::string_view text);
+
+// A delete-at bounded as Swift's normalize_delete_at_timestamp() bounds it: 0..9999999999.
+// The double form takes any value (NaN and infinities too) without an overflowing conversion.
+int64_t clamp_delete_at(int64_t seconds);
+int64_t clamp_delete_at(double seconds);
+
+// The X-Delete-At stored in `md`; 0 when absent or unreadable (such an object never expires,
+// and no queue row can name it).
+int64_t delete_at_of(const Metadata& md);
+
+// Swift's check_delete_headers() on an object PUT.
+struct DeleteAtRequest {
+  std::string refusal;               // non-empty: the 400 body Swift answers
+  std::optional<std::string> value;  // the X-Delete-At to store, when the request sets one
+  int64_t delete_at = 0;             // its value (unclamped), 0 when none
+};
+
+// X-Delete-After (it wins over X-Delete-At) becomes an X-Delete-At of `now` + after, clamped,
+// computed in doubles as Swift does (no overflow for any value); both must be integers and lie
+// after `now`, except that X-Backend-Replication lets an X-Delete-At in the past through.
+DeleteAtRequest check_delete_headers(const common::http::HeaderMap& headers,
+                                     const common::Timestamp& now);
+
+// X-Delete-At-Container as Swift reads it (float(), then bounded as a delete-at); nullopt when it
+// is not a number.
+std::optional<int64_t> parse_queue_container(std::string_view text);
+
+}  // namespace apus::object
