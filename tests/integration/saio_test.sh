@@ -118,7 +118,11 @@ rm -rf "$work"
 
 "$top/scripts/saio" down || { echo "FAIL: saio down"; fail=1; }
 for pid in $pids; do
-  if kill -0 "$pid" 2>/dev/null && [ "$(awk '{print $3}' /proc/$pid/stat 2>/dev/null)" != Z ]; then
+  # Gone, or a zombie (Z, or X while its parent reaps it) with no thread left.
+  state=$(awk '{print $3}' /proc/$pid/stat 2>/dev/null)
+  threads=$(awk '/^Threads:/ {print $2}' /proc/$pid/status 2>/dev/null)
+  if kill -0 "$pid" 2>/dev/null && [ -n "$state" ] &&
+     { [ "$state" != Z ] && [ "$state" != X ] || [ "${threads:-0}" -gt 1 ]; }; then
     echo "FAIL: pid $pid still running after down"; fail=1
   fi
 done
