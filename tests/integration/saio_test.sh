@@ -55,6 +55,15 @@ for _ in $(seq 100); do
   curl -s -o /dev/null http://127.0.0.1:8080/healthcheck && break
   sleep 0.1
 done
+# Each server's /metrics is on its admin port (its port + 1000, on loopback), never on the
+# public one.
+# (Bodies are read whole first: under pipefail, `curl | grep -q` fails when grep stops early.)
+for port in 6116 6117 6118 8080; do
+  body=$(curl -s --max-time 5 "http://127.0.0.1:$((port + 1000))/metrics")
+  grep -q '^apus_' <<<"$body" || { echo "FAIL: no /metrics on admin port $((port + 1000))"; fail=1; }
+  body=$(curl -s --max-time 5 "http://127.0.0.1:$port/metrics")
+  ! grep -q '^apus_' <<<"$body" || { echo "FAIL: /metrics served on public port $port"; fail=1; }
+done
 # The lowered max_file_size is what /info publishes (Swift's functional suite reads it there)
 # and what the proxy enforces on a declared length.
 info_max=$(curl -s http://127.0.0.1:8080/info |
