@@ -77,6 +77,29 @@ bool parse_length(std::string_view v, int64_t* out) {
   return ec == std::errc() && ptr == v.data() + v.size() && *out >= 0 && v[0] != '-';
 }
 
+// A header name as Swift's WSGI server hands it to the app, and so as Swift's error bodies
+// write it: '_' read as '-', then Python's str.title() (a letter is upper case after a
+// non-letter, lower case after a letter: "x-container-meta-big_one" -> "X-Container-Meta-Big-One").
+std::string wsgi_name(std::string_view name) {
+  std::string out(name);
+  bool after_letter = false;
+  for (char& ch : out) {
+    if (ch == '_') ch = '-';
+    const bool letter = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z');
+    if (letter) {
+      ch = after_letter ? static_cast<char>(ch | 0x20) : static_cast<char>(ch & ~0x20);
+    }
+    after_letter = letter;
+  }
+  return out;
+}
+
+// How Swift names a metadata header in its errors: the prefix in lower case, then the rest
+// as WSGI spelt it ("Metadata value longer than 256: x-container-meta-Big").
+std::string shown_name(std::string_view prefix, std::string_view name) {
+  return std::string(prefix) + wsgi_name(name).substr(prefix.size());
+}
+
 }  // namespace
 
 int64_t Constraints::max_header_count() const {
@@ -129,7 +152,7 @@ CheckResult check_metadata(const Constraints& c, const HeaderMap& headers, Metad
   for (const auto& [name, value] : headers) {
     if (static_cast<int64_t>(value.size()) > c.max_header_size) {
       size_t keep = static_cast<size_t>(std::max<int64_t>(c.max_meta_name_length, 0));
-      return CheckResult::fail(400, "Header value too long: " + name.substr(0, keep));
+      return CheckResult::fail(400, "Header value too long: " + wsgi_name(name).substr(0, keep));
     }
     if (!istarts_with(name, prefix)) continue;
     std::string_view key = std::string_view(name).substr(prefix.size());
@@ -140,13 +163,12 @@ CheckResult check_metadata(const Constraints& c, const HeaderMap& headers, Metad
     ++count;
     size += static_cast<int64_t>(key.size() + value.size());
     if (static_cast<int64_t>(key.size()) > c.max_meta_name_length) {
-      return CheckResult::fail(400,
-                               "Metadata name too long: " + std::string(prefix) + std::string(key));
+      return CheckResult::fail(400, "Metadata name too long: " + shown_name(prefix, name));
     }
     if (static_cast<int64_t>(value.size()) > c.max_meta_value_length) {
       return CheckResult::fail(400, "Metadata value longer than " +
                                         std::to_string(c.max_meta_value_length) + ": " +
-                                        std::string(prefix) + std::string(key));
+                                        shown_name(prefix, name));
     }
     if (count > c.max_meta_count) {
       return CheckResult::fail(400,

@@ -42,17 +42,54 @@ void remove_owner_headers(HeaderMap& h) {
 }
 
 
-// X-Remove-<Type>-Meta-<k> (and X-Remove-Container-Read and friends) become the plain header
-// with an empty value, as Swift's transfer_headers() does.
-void apply_removes(HeaderMap& h) {
+// Swift's transfer_headers(): X-Remove-<Type>-Meta-<k>, and for containers the few fixed
+// removals Swift lists (read and write ACLs, sync key and target, versions location; history
+// location, which Swift's versioned_writes turns into a removal), become the plain header with
+// an empty value. No other X-Remove- header does: X-Remove-Account-Sysmeta-<k> must not let a
+// client delete what only middlewares may write.
+void apply_removes(HeaderMap& h, std::string_view type) {
+  static constexpr std::string_view kContainerRemovals[] = {
+      "x-remove-container-read", "x-remove-container-write", "x-remove-versions-location",
+      "x-remove-container-sync-key", "x-remove-container-sync-to",
+      "x-remove-history-location"};
+  const std::string meta = "x-remove-" + std::string(type) + "-meta-";
   std::vector<std::string> names;
   for (const auto& [name, value] : h) {
-    if (istarts_with(name, "x-remove-")) names.push_back(name);
+    bool removal = istarts_with(name, meta);
+    if (type == "container") {
+      for (std::string_view fixed : kContainerRemovals) removal = removal || iequals(name, fixed);
+    }
+    if (removal) names.push_back(name);
   }
   for (const auto& name : names) {
     h.erase(name);
     h.set("X-" + name.substr(9), "");
   }
+}
+
+// Swift's validate_container_params(), run by the proxy before a container GET: each listing
+// parameter must be UTF-8 (400 text/plain naming the first, in Swift's order, that is not), and
+// a numeric limit at most container_listing_limit (412).
+std::optional<Response> bad_container_params(std::string_view query,
+                                             const common::Constraints& c) {
+  static constexpr std::string_view kParams[] = {"marker", "end_marker", "prefix", "delimiter",
+                                                 "path", "format", "reverse", "states",
+                                                 "includes"};
+  for (std::string_view name : kParams) {
+    auto value = common::http::query_param(query, name);
+    if (value && !value->empty() && !common::check_utf8(*value, /*internal=*/true)) {
+      return common::http::text_response(
+          400, "\"" + std::string(name) + "\" parameter not valid UTF-8");
+    }
+  }
+  auto limit = common::http::query_param(query, "limit");
+  if (limit && !limit->empty() &&
+      limit->find_first_not_of("0123456789") == std::string::npos &&
+      (limit->size() > 18 || std::stoll(*limit) > c.container_listing_limit)) {
+    return common::http::swob_response_with_body(
+        412, "Maximum limit is " + std::to_string(c.container_listing_limit));
+  }
+  return std::nullopt;
 }
 
 // Python's json.dumps(v, ensure_ascii=True, separators=(',', ':'), sort_keys=True).
@@ -223,6 +260,7 @@ net::awaitable<Response> ProxyApp::get_or_head(ring::Ring& ring, uint32_t part,
     std::vector<BackendResponse> one{*best};
     Response r = best_response(one, 1);
     r.headers.set("Content-Type", best->headers.get_or("Content-Type", "text/html; charset=UTF-8"));
+    r.headers.set("Accept-Ranges", "bytes");  // Swift says so of every answer from a source
     co_return r;
   }
   Response r = best_response(answers, it.primary_count());
@@ -360,7 +398,7 @@ net::awaitable<void> ProxyApp::account_request(Exchange& ex, ProxyEnv& env, cons
     co_return;
   }
   HeaderMap client = req.headers;
-  apply_removes(client);
+  apply_removes(client, "account");
   if (!env.swift_owner) remove_owner_headers(client);
   for (const auto& [k, v] : env.add_headers) client.set(k, v);
   auto meta_check = common::check_metadata(c, client, common::MetadataTarget::kAccount);
@@ -444,6 +482,12 @@ net::awaitable<void> ProxyApp::container_request_inner(Exchange& ex, ProxyEnv& e
   HeaderMap base = backend_headers(req, env.trans_id);
 
   if (req.method == "GET" || req.method == "HEAD") {
+    if (req.method == "GET") {
+      if (auto bad = bad_container_params(req.query(), c)) {
+        (void)co_await ex.respond(std::move(*bad));
+        co_return;
+      }
+    }
     CachedInfo account = co_await account_info(p.account, req, env);
     if (account.status < 200 || account.status >= 300) {
       if (early) {
@@ -480,7 +524,7 @@ net::awaitable<void> ProxyApp::container_request_inner(Exchange& ex, ProxyEnv& e
 
   // PUT, POST, DELETE.
   HeaderMap client = req.headers;
-  apply_removes(client);
+  apply_removes(client, "container");
   if (!env.swift_owner) remove_owner_headers(client);  // only owners set ACLs and sync keys
   if (req.method != "DELETE") {
     if (env.clean_acl) {
@@ -514,7 +558,7 @@ net::awaitable<void> ProxyApp::container_request_inner(Exchange& ex, ProxyEnv& e
       const common::StoragePolicy* policy = config_.swift.policies.by_name(*name);
       if (!policy) {
         (void)co_await ex.respond(
-            common::http::swob_response_with_body(400, "Invalid X-Storage-Policy '" + std::string(*name) + "'"));
+            common::http::text_response(400, "Invalid X-Storage-Policy '" + std::string(*name) + "'"));
         co_return;
       }
       if (policy->is_deprecated) {

@@ -8,6 +8,7 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -65,6 +66,105 @@ std::string generate_trans_id(std::string_view suffix) {
   return "tx" + common::crypto::uuid4_hex().substr(0, 21) + when + std::string(suffix);
 }
 
+// ---- what clients may not send ---------------------------------------------------------------
+
+namespace {
+
+// A header name as Swift's WSGI server hands it on: lower case, '_' read as '-'.
+std::string wsgi_name(std::string_view name) {
+  std::string n = common::http::to_lower(name);
+  std::replace(n.begin(), n.end(), '_', '-');
+  return n;
+}
+
+}  // namespace
+
+bool is_internal_header(std::string_view name) {
+  if (name.empty() || (name[0] != 'x' && name[0] != 'X')) return false;  // most headers
+  std::string n = wsgi_name(name);
+  std::string_view v(n);
+  if (v.starts_with("x-remove-")) {
+    v.remove_prefix(std::string_view("x-remove").size());
+  } else if (v.starts_with("x-")) {
+    v.remove_prefix(1);
+  } else {
+    return false;
+  }
+  // v is now "-<rest>" for X-<rest> and X-Remove-<rest> alike.
+  static constexpr std::string_view kPrefixes[] = {
+      "-backend", "-account-sysmeta-", "-container-sysmeta-", "-object-sysmeta-",
+      "-object-transient-sysmeta-"};
+  for (std::string_view p : kPrefixes) {
+    if (v.starts_with(p)) return true;
+  }
+  // The update headers proxies send storage servers, older than X-Backend-* (Swift 2.30.1 as
+  // Debian patches it against CVE-2026-50221).
+  static constexpr std::string_view kUpdateHeaders[] = {
+      "-account-host", "-account-device", "-account-partition",
+      "-container-host", "-container-device", "-container-partition",
+      "-container-root-db-state", "-delete-at-host", "-delete-at-device",
+      "-delete-at-partition", "-delete-at-container"};
+  for (std::string_view h : kUpdateHeaders) {
+    if (v == h) return true;
+  }
+  return false;
+}
+
+std::optional<std::string> strip_client_headers(HeaderMap& h) {
+  std::optional<std::string> timestamp;
+  if (auto ts = h.get("X-Timestamp")) timestamp = std::string(*ts);
+  std::vector<std::string> drop;
+  for (const auto& [name, value] : h) {
+    if (is_internal_header(name) || wsgi_name(name) == "x-timestamp") drop.push_back(name);
+  }
+  for (const auto& name : drop) h.erase(name);
+  return timestamp;
+}
+
+// ---- required filters ------------------------------------------------------------------------
+
+std::vector<PipelineEntry> with_required_filters(std::vector<PipelineEntry> filters) {
+  auto index = [&](std::string_view entry) -> std::optional<size_t> {
+    for (size_t i = 0; i < filters.size(); ++i) {
+      if (filters[i].entry_point == entry) return i;
+    }
+    return std::nullopt;
+  };
+  // Swift's required_filters: each with the filters it goes right after (the last of those
+  // present), else at the front. Swift walks the list backwards.
+  struct Required {
+    std::string_view name;
+    std::vector<std::string_view> after;
+  };
+  const Required kRequired[] = {
+      {"catch_errors", {}},
+      {"gatekeeper", {}},  // after catch_errors only when the pipeline starts with it (below)
+      {"listing_formats", {"catch_errors", "gatekeeper", "proxy_logging", "memcache"}},
+      {"copy", {"staticweb", "tempauth", "keystoneauth", "catch_errors", "gatekeeper",
+                "proxy_logging"}},
+      {"dlo", {"copy", "staticweb", "tempauth", "keystoneauth", "catch_errors", "gatekeeper",
+               "proxy_logging"}},
+      {"versioned_writes", {"slo", "dlo", "copy", "staticweb", "tempauth", "keystoneauth",
+                            "catch_errors", "gatekeeper", "proxy_logging"}},
+  };
+  for (auto it = std::rbegin(kRequired); it != std::rend(kRequired); ++it) {
+    if (index(it->name)) continue;
+    // gatekeeper's rule looks at the pipeline as it is when gatekeeper's turn comes.
+    std::vector<std::string_view> after = it->after;
+    if (it->name == "gatekeeper" && !filters.empty() &&
+        filters.front().entry_point == "catch_errors") {
+      after.push_back("catch_errors");
+    }
+    size_t at = 0;
+    for (std::string_view a : after) {
+      if (auto i = index(a)) at = std::max(at, *i + 1);
+    }
+    filters.insert(filters.begin() + static_cast<std::ptrdiff_t>(at),
+                   PipelineEntry{std::string(it->name), std::string(it->name), true});
+  }
+  return filters;
+}
+
 namespace {
 
 // ---- catch_errors: the transaction id, and a 500 for anything that answered nothing --------
@@ -112,29 +212,10 @@ class CatchErrors final : public Middleware {
 
 // ---- gatekeeper: backend and sysmeta headers never cross the proxy's edge -------------------
 
-bool internal_header(std::string_view name) {
-  if (istarts_with(name, "x-backend-") || istarts_with(name, "x-account-sysmeta-") ||
-      istarts_with(name, "x-container-sysmeta-") || istarts_with(name, "x-object-sysmeta-") ||
-      istarts_with(name, "x-object-transient-sysmeta-")) {
-    return true;
-  }
-  // The update headers proxies send storage servers, older than X-Backend-* (Swift 2.30.1 as
-  // Debian patches it against CVE-2026-50221).
-  static constexpr std::string_view kUpdateHeaders[] = {
-      "x-account-host", "x-account-device", "x-account-partition",
-      "x-container-host", "x-container-device", "x-container-partition",
-      "x-container-root-db-state", "x-delete-at-host", "x-delete-at-device",
-      "x-delete-at-partition", "x-delete-at-container"};
-  for (std::string_view h : kUpdateHeaders) {
-    if (iequals(name, h)) return true;
-  }
-  return false;
-}
-
 void strip_internal(HeaderMap& h) {
   std::vector<std::string> drop;
   for (const auto& [name, value] : h) {
-    if (internal_header(name)) drop.push_back(name);
+    if (is_internal_header(name)) drop.push_back(name);
   }
   for (const auto& name : drop) h.erase(name);
 }
@@ -146,12 +227,14 @@ class Gatekeeper final : public Middleware {
     HeaderMap& h = out.mutable_request().headers;
     strip_internal(h);
     // shunt_inbound_x_timestamp (Swift's default): a client's X-Timestamp is kept aside, never
-    // used as the write's timestamp.
+    // used as the write's timestamp. The server took it off the request before the pipeline;
+    // one here came from a middleware ahead of this one.
+    std::optional<std::string> inbound = std::move(env.inbound_x_timestamp);
     if (auto ts = h.get("X-Timestamp")) {
-      std::string value(*ts);
+      inbound = std::string(*ts);
       h.erase("X-Timestamp");
-      h.set("X-Backend-Inbound-X-Timestamp", value);
     }
+    if (inbound) h.set("X-Backend-Inbound-X-Timestamp", *inbound);
     co_await next(out, env);
   }
 };
@@ -409,6 +492,11 @@ class ListingFormats final : public Middleware {
     bool account_listing = !(*segs)[2].has_value();
     std::string name = account_listing ? *(*segs)[1] : *(*segs)[2];
     auto format = common::http::query_param(req.query(), "format");
+    if (format && !format->empty() && !common::check_utf8(*format, /*internal=*/true)) {
+      (void)co_await ex.respond(
+          common::http::text_response(400, "\"format\" parameter not valid UTF-8"));
+      co_return;
+    }
     auto negotiated = common::listing::negotiate(format, req.headers.get("Accept"));
     if (negotiated.status) {
       Response r = swob_response(negotiated.status);
@@ -728,6 +816,13 @@ class RateLimit final : public Middleware {
 };
 
 }  // namespace
+
+bool has_middleware(std::string_view name) {
+  static constexpr std::string_view kNames[] = {
+      "catch_errors", "gatekeeper", "healthcheck", "proxy_logging", "memcache",
+      "listing_formats", "crossdomain", "tempauth", "ratelimit", "copy"};
+  return std::find(std::begin(kNames), std::end(kNames), name) != std::end(kNames);
+}
 
 Result<std::unique_ptr<Middleware>> make_middleware(std::string_view name,
                                                     const common::Section& section,

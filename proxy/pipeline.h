@@ -52,6 +52,9 @@ struct ProxyEnv {
   // X-Account-Access-Control into X-Account-Sysmeta-Core-Access-Control).
   common::http::HeaderMap add_headers;
   std::map<std::string, std::string> log_info;  // swift.log_info
+  // The client's X-Timestamp, taken off its request before the pipeline (gatekeeper passes it
+  // on as X-Backend-Inbound-X-Timestamp, as Swift's shunt_inbound_x_timestamp does).
+  std::optional<std::string> inbound_x_timestamp;
   Memcache* memcache = nullptr;        // swift.cache
 };
 

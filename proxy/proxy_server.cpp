@@ -134,13 +134,32 @@ Result<std::unique_ptr<ProxyServer>> ProxyServer::create(const common::Config& c
   server->app_ = std::make_unique<ProxyApp>(std::move(*config), std::move(*account),
                                             std::move(*container), std::move(objects));
   auto names = conf.pipeline();
+  std::vector<PipelineEntry> entries;
+  for (size_t i = 0; i + 1 < names->size(); ++i) {
+    auto entry = conf.entry_point((*names)[i]);
+    if (!entry.ok()) return entry.status();
+    entries.push_back(PipelineEntry{(*names)[i], *entry});
+  }
   std::vector<std::unique_ptr<Middleware>> filters;
   std::vector<std::pair<std::string, std::string>> info;
-  for (size_t i = 0; i + 1 < names->size(); ++i) {
-    const std::string& name = (*names)[i];
-    auto entry = conf.entry_point(name);
-    if (!entry.ok()) return entry.status();
-    auto mw = make_middleware(*entry, conf.section("filter:" + name), *server->app_);
+  const std::vector<PipelineEntry> pipeline = with_required_filters(std::move(entries));
+  if (pipeline.size() + 1 != names->size()) {
+    std::string shown;
+    for (const PipelineEntry& e : pipeline) shown += e.name + " ";
+    APUS_LOG_INFO("Pipeline was modified. New pipeline is \"" + shown + names->back() + "\".");
+  }
+  for (const PipelineEntry& e : pipeline) {
+    if (e.inserted && !has_middleware(e.entry_point)) {
+      // Swift would insert it; Apus has no such middleware yet. A stock config still starts.
+      APUS_LOG_WARNING("Required filter " + e.entry_point +
+                       " would be added to the pipeline, but Apus does not implement it");
+      continue;
+    }
+    if (e.inserted) APUS_LOG_INFO("Adding required filter " + e.entry_point + " to pipeline");
+    // An inserted filter has no section of its own: Swift builds it from [DEFAULT] alone.
+    auto mw = make_middleware(e.entry_point,
+                              conf.section(e.inserted ? "DEFAULT" : "filter:" + e.name),
+                              *server->app_);
     if (!mw.ok()) return mw.status();
     if (auto section = (*mw)->info()) info.push_back(*section);
     filters.push_back(std::move(*mw));
@@ -169,7 +188,20 @@ net::awaitable<void> ProxyServer::handle(common::http::Exchange& ex) {
   env.start_time =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   env.trans_id = generate_trans_id("");  // catch_errors makes its own, with the suffix
-  co_await pipeline_->handle(ex, env);
+  // Whatever the pipeline holds, what a client may not say is gone before any middleware sees
+  // the request (the copy is made only for the rare request that says it).
+  bool internal = false;
+  for (const auto& [name, value] : ex.request().headers) {
+    internal = internal || is_internal_header(name) || common::http::iequals(name, "x-timestamp") ||
+               common::http::iequals(name, "x_timestamp");
+  }
+  if (!internal) {
+    co_await pipeline_->handle(ex, env);
+    co_return;
+  }
+  common::http::ExchangeWrapper cleaned(ex);
+  env.inbound_x_timestamp = strip_client_headers(cleaned.mutable_request().headers);
+  co_await pipeline_->handle(cleaned, env);
 }
 
 }  // namespace apus::proxy
