@@ -151,7 +151,12 @@ net::awaitable<void> AccountServer::handle(Exchange& ex) {
     }
   }
 
-  Response r = co_await devices_.pool(t.device).call([&]() -> Response {
+  common::io::BlockingPool* pool = co_await devices_.pool_for(t.device);
+  if (!pool) {
+    (void)co_await respond(insufficient_storage(t.device));
+    co_return;
+  }
+  Response r = co_await pool->call([&]() -> Response {
     if (!devices_.check_device(t.device).ok()) return insufficient_storage(t.device);
     if ((method == "PUT" || method == "POST") && !devices_.check_free_space(t.device).ok()) {
       return insufficient_storage(t.device);

@@ -12,6 +12,7 @@
 #include "common/http/url.h"
 #include "common/listing_format.h"
 #include "common/log/log.h"
+#include "ring/ring_reloader.h"
 
 namespace apus::container {
 
@@ -153,8 +154,12 @@ Result<std::unique_ptr<DbServer>> make_container_server(const common::Config& co
   std::unique_ptr<ContainerUpdater> updater;
   if (updater_config->enabled) {
     std::string swift_dir = conf.section("container-updater").get_string("swift_dir", "/etc/swift");
+    // Reloaded by the shared reloader's thread, never inside the updater's lookups.
+    ring::RingOptions ring_options;
+    ring_options.reloader = ring::RingReloader::shared();
     auto ring = ring::Ring::open(swift_dir + "/account.ring.gz",
-                                 {config.swift.hash_path_prefix, config.swift.hash_path_suffix});
+                                 {config.swift.hash_path_prefix, config.swift.hash_path_suffix},
+                                 std::move(ring_options));
     if (ring.ok()) {
       updater = std::make_unique<ContainerUpdater>(*updater_config, config, devices,
                                                    std::move(*ring));
@@ -261,7 +266,8 @@ net::awaitable<void> ContainerServer::handle_put(Exchange& ex, const Target& t) 
     co_return;
   }
   PolicyOrError policy = request_policy_index(req, config_.swift.policies);
-  auto& pool = devices_.pool(t.device);
+  common::io::BlockingPool* pool = co_await device_pool(ex, t);
+  if (!pool) co_return;
   if (t.object) {  // an object row from an object server or updater: one trip to the pool
     std::optional<ObjectRecord> rec;
     auto size = parse_int(req.headers.get_or("X-Size", ""));
@@ -278,7 +284,7 @@ net::awaitable<void> ContainerServer::handle_put(Exchange& ex, const Target& t) 
       rec->ctype_timestamp.assign(req.headers.get_or("X-Content-Type-Timestamp", ""));
       rec->meta_timestamp.assign(req.headers.get_or("X-Meta-Timestamp", ""));
     }
-    Response r = co_await pool.call([&]() -> Response {
+    Response r = co_await pool->call([&]() -> Response {
       // Swift's order: the device, then the policy, then the row's own headers.
       if (!devices_.check_device(t.device).ok() || !devices_.check_free_space(t.device).ok()) {
         return insufficient_storage(t.device);
@@ -308,7 +314,7 @@ net::awaitable<void> ContainerServer::handle_put(Exchange& ex, const Target& t) 
     bool created = false;
     DbInfo info;
   };
-  Outcome out = co_await pool.call([&]() -> Outcome {
+  Outcome out = co_await pool->call([&]() -> Outcome {
     Outcome o;
     auto store = devices_.store(t.device);
     if (!store.ok()) {
@@ -411,7 +417,8 @@ net::awaitable<void> ContainerServer::handle_delete(Exchange& ex, const Target& 
     (void)co_await ex.respond(std::move(*ts.error));
     co_return;
   }
-  auto& pool = devices_.pool(t.device);
+  common::io::BlockingPool* pool = co_await device_pool(ex, t);
+  if (!pool) co_return;
   PolicyOrError policy = request_policy_index(req, config_.swift.policies);
   if (t.object) {  // one trip to the pool: device check, then the row
     ObjectRecord rec;
@@ -421,7 +428,7 @@ net::awaitable<void> ContainerServer::handle_delete(Exchange& ex, const Target& 
     rec.etag = "noetag";
     rec.deleted = true;
     rec.storage_policy_index = policy.index.value_or(0);
-    Response r = co_await pool.call([&]() -> Response {
+    Response r = co_await pool->call([&]() -> Response {
       if (!devices_.check_device(t.device).ok()) return insufficient_storage(t.device);
       if (policy.error) return std::move(*policy.error);
       return put_row(req, t, ts.timestamp, std::move(rec));
@@ -439,7 +446,7 @@ net::awaitable<void> ContainerServer::handle_delete(Exchange& ex, const Target& 
     bool existed = false;
     DbInfo info;
   };
-  Outcome out = co_await pool.call([&]() -> Outcome {
+  Outcome out = co_await pool->call([&]() -> Outcome {
     Outcome o;
     auto store = devices_.store(t.device);
     if (!store.ok()) {
@@ -501,8 +508,9 @@ net::awaitable<void> ContainerServer::handle_post(Exchange& ex, const Target& t)
     (void)co_await ex.respond(std::move(*bad));
     co_return;
   }
-  auto& pool = devices_.pool(t.device);
-  Response r = co_await pool.call([&]() -> Response {
+  common::io::BlockingPool* pool = co_await device_pool(ex, t);
+  if (!pool) co_return;
+  Response r = co_await pool->call([&]() -> Response {
     if (!devices_.check_device(t.device).ok() || !devices_.check_free_space(t.device).ok()) {
       return insufficient_storage(t.device);
     }
@@ -550,8 +558,9 @@ net::awaitable<void> ContainerServer::handle_head(Exchange& ex, const Target& t)
     (void)co_await ex.respond(no_body(std::move(*ctype.error)));
     co_return;
   }
-  auto& pool = devices_.pool(t.device);
-  Response r = co_await pool.call([&]() -> Response {
+  common::io::BlockingPool* pool = co_await device_pool(ex, t);
+  if (!pool) co_return;
+  Response r = co_await pool->call([&]() -> Response {
     if (!devices_.check_device(t.device).ok()) return insufficient_storage(t.device);
     auto store = devices_.store(t.device);
     if (!store.ok()) return swob_response(500);
@@ -607,8 +616,9 @@ net::awaitable<void> ContainerServer::handle_get(Exchange& ex, const Target& t) 
     (void)co_await ex.respond(std::move(*ctype.error));
     co_return;
   }
-  auto& pool = devices_.pool(t.device);
-  Response r = co_await pool.call([&]() -> Response {
+  common::io::BlockingPool* pool = co_await device_pool(ex, t);
+  if (!pool) co_return;
+  Response r = co_await pool->call([&]() -> Response {
     if (!devices_.check_device(t.device).ok()) return insufficient_storage(t.device);
     auto store = devices_.store(t.device);
     if (!store.ok()) return swob_response(500);
@@ -707,7 +717,8 @@ net::awaitable<void> ContainerServer::handle_update(Exchange& ex, const Target& 
     (void)co_await ex.respond(std::move(*ts.error));
     co_return;
   }
-  auto& pool = devices_.pool(t.device);
+  common::io::BlockingPool* pool = co_await device_pool(ex, t);
+  if (!pool) co_return;
   PolicyOrError policy = request_policy_index(req, config_.swift.policies);
   if (auto refused = co_await refusal(t, policy, true)) {
     (void)co_await ex.respond(std::move(*refused));
@@ -744,7 +755,7 @@ net::awaitable<void> ContainerServer::handle_update(Exchange& ex, const Target& 
     (void)co_await ex.respond(plain_error(400, "Invalid UPDATE body"));
     co_return;
   }
-  Response r = co_await pool.call([&]() -> Response {
+  Response r = co_await pool->call([&]() -> Response {
     auto store = devices_.store(t.device);
     if (!store.ok()) return swob_response(500);
     if (should_autocreate(req, t.account, config_.auto_create_account_prefix)) {
@@ -767,10 +778,23 @@ net::awaitable<void> ContainerServer::handle_update(Exchange& ex, const Target& 
 
 // ---- refusals and account updates ------------------------------------------------------------
 
+net::awaitable<common::io::BlockingPool*> ContainerServer::device_pool(Exchange& ex,
+                                                                       const Target& t) {
+  common::io::BlockingPool* pool = co_await devices_.pool_for(t.device);
+  if (!pool) {
+    Response r = insufficient_storage(t.device);
+    (void)co_await ex.respond(ex.request().method == "HEAD" ? no_body(std::move(r))
+                                                            : std::move(r));
+  }
+  co_return pool;
+}
+
 net::awaitable<std::optional<Response>> ContainerServer::refusal(const Target& t,
                                                                  const PolicyOrError& policy,
                                                                  bool needs_space) {
-  bool device_ok = co_await devices_.pool(t.device).call([&] {
+  common::io::BlockingPool* pool = co_await devices_.pool_for(t.device);
+  if (!pool) co_return insufficient_storage(t.device);
+  bool device_ok = co_await pool->call([&] {
     return devices_.check_device(t.device).ok() &&
            (!needs_space || devices_.check_free_space(t.device).ok());
   });

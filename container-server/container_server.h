@@ -43,6 +43,9 @@ class ContainerServer final : public DbServer {
   // Pool thread.
   common::http::Response put_row(const common::http::Request& req, const Target& t,
                                  const common::Timestamp& ts, ObjectRecord rec);
+  // The disk pool of t.device, or nullptr after answering 507 when there is no such device.
+  boost::asio::awaitable<common::io::BlockingPool*> device_pool(common::http::Exchange& ex,
+                                                                const Target& t);
   // What Swift refuses before touching a database: 507 for a missing device (or, when the
   // write adds data, one short of space), then the request's policy error. Nullopt: go on.
   boost::asio::awaitable<std::optional<common::http::Response>> refusal(

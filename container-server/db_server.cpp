@@ -87,13 +87,34 @@ std::string DbServerConfig::server_type() const {
 // ---- devices ---------------------------------------------------------------------------------
 
 DbDevices::DbDevices(const DbServerConfig& config, common::io::Fs& fs, common::Metrics* metrics)
-    : config_(config), fs_(fs), metrics_(metrics) {}
+    : config_(config),
+      fs_(fs),
+      metrics_(metrics),
+      opener_(&ListingStore::open),
+      // One thread: a probe is a stat or two, and only names without a pool take it.
+      probe_pool_(std::make_unique<common::io::BlockingPool>("db-probe", 1)) {
+  if (metrics_) probe_pool_->export_metrics(*metrics_);
+}
 
 DbDevices::~DbDevices() {
   // Pools first: their queued jobs may still use a store.
+  probe_pool_.reset();
   std::lock_guard lock(mutex_);
   pools_.clear();
   stores_.clear();
+}
+
+common::io::BlockingPool* DbDevices::existing_pool(const std::string& device) {
+  std::lock_guard lock(mutex_);
+  auto it = pools_.find(device);
+  return it == pools_.end() ? nullptr : it->second.get();
+}
+
+boost::asio::awaitable<common::io::BlockingPool*> DbDevices::pool_for(const std::string& device) {
+  if (auto* known = existing_pool(device)) co_return known;
+  bool found = co_await probe_pool_->call([this, &device] { return check_device(device).ok(); });
+  if (!found) co_return nullptr;
+  co_return &pool(device);
 }
 
 common::io::BlockingPool& DbDevices::pool(const std::string& device) {
@@ -104,6 +125,11 @@ common::io::BlockingPool& DbDevices::pool(const std::string& device) {
     if (metrics_) pool->export_metrics(*metrics_);
   }
   return *pool;
+}
+
+size_t DbDevices::pool_count_for_test() {
+  std::lock_guard lock(mutex_);
+  return pools_.size();
 }
 
 Status DbDevices::check_device(const std::string& device) {
@@ -182,23 +208,39 @@ class TimedStore final : public ListingStore {
 
 }  // namespace
 
-Result<ListingStore*> DbDevices::store(const std::string& device) {
+uint64_t DbDevices::reserve_bytes(const std::string& device) {
+  const common::io::FreeSpaceReserve& reserve = config_.fallocate_reserve;
+  if (reserve.amount <= 0) return 0;
+  if (!reserve.is_percent) return static_cast<uint64_t>(reserve.amount);
+  auto space = fs_.statvfs(config_.devices + "/" + device);
+  if (!space.ok()) return 0;  // the server's own check before each write still holds
+  return static_cast<uint64_t>(static_cast<double>(space->total_bytes) * reserve.amount / 100);
+}
+
+DbDevices::StoreSlot& DbDevices::slot(const std::string& device) {
   std::lock_guard lock(mutex_);
-  auto& store = stores_[device];
-  if (!store) {
-    std::string dir = store_dir(device);
+  auto& slot = stores_[device];
+  if (!slot) slot = std::make_unique<StoreSlot>();
+  return *slot;  // slots live as long as this object
+}
+
+Result<ListingStore*> DbDevices::store(const std::string& device) {
+  StoreSlot& s = slot(device);
+  if (ListingStore* ready = s.ready.load(std::memory_order_acquire)) return ready;
+  // Callers for the same device wait here for one open; other devices are not held up.
+  std::lock_guard lock(s.open_mutex);
+  if (!s.store) {
     StoreOptions options;
     options.type = config_.type;
     options.sync_writes = config_.sync_writes;
-    auto opened = ListingStore::open(dir, options);
-    if (!opened.ok()) {
-      stores_.erase(device);
-      return opened.status();
-    }
-    store = std::move(*opened);
-    if (metrics_) store = std::make_unique<TimedStore>(std::move(store), *metrics_, options);
+    options.reserve_bytes = reserve_bytes(device);
+    auto opened = opener_(store_dir(device), options);
+    if (!opened.ok()) return opened.status();  // the next request tries again
+    s.store = std::move(*opened);
+    if (metrics_) s.store = std::make_unique<TimedStore>(std::move(s.store), *metrics_, options);
+    s.ready.store(s.store.get(), std::memory_order_release);
   }
-  return store.get();
+  return s.store.get();
 }
 
 // ---- reclaim ---------------------------------------------------------------------------------

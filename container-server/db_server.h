@@ -3,9 +3,10 @@
 // listing parameters and formats), each as Swift's servers do.
 //
 // Thread-safe: DbDevices hands out per-device pools and stores under a mutex; stores open
-// lazily on a pool thread.
+// lazily on a pool thread, outside that mutex.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <functional>
 #include <thread>
@@ -61,7 +62,15 @@ class DbDevices {
   DbDevices(const DbServerConfig& config, common::io::Fs& fs, common::Metrics* metrics);
   ~DbDevices();
 
-  // The disk pool of `device` (created on first use).
+  // The disk pool for a request naming `device`, or nullptr (answer 507) when no such device
+  // exists. A device gets its own pool only after check_device() has found it, on the one
+  // shared probe pool: names that are not devices never make threads (a client could
+  // otherwise create a pool per random name). Known devices answer at once, without a probe;
+  // their jobs still check the device, which may have gone since. `device` must live until
+  // the result is awaited. Any thread.
+  boost::asio::awaitable<common::io::BlockingPool*> pool_for(const std::string& device);
+  // The disk pool of `device`, created on first use. REQUIRES: the device was found on disk
+  // (a walk over the devices directory, or check_device() passed). Any thread.
   common::io::BlockingPool& pool(const std::string& device);
   // 507-worthy InsufficientStorage when the device is missing or unmounted. Pool thread.
   common::Status check_device(const std::string& device);
@@ -75,14 +84,39 @@ class DbDevices {
   common::io::Fs& fs() { return fs_; }
   common::Metrics* metrics() { return metrics_; }
 
+  // Opens the store of a device directory; the default is ListingStore::open. Tests replace
+  // it to make an open slow or fail. Call before any store() call.
+  using StoreOpener = std::function<common::Result<std::unique_ptr<ListingStore>>(
+      const std::string& path, StoreOptions options)>;
+  void set_store_opener_for_test(StoreOpener opener) { opener_ = std::move(opener); }
+  // Per-device pools made so far (the probe pool not counted).
+  size_t pool_count_for_test();
+
  private:
+  // One device's store. mutex_ only finds (or adds) the slot; the open itself runs under the
+  // slot's own mutex, so a slow open on one device (a RocksDB recovery, a sick disk) holds up
+  // only the requests for that device.
+  struct StoreSlot {
+    std::mutex open_mutex;                 // held across the open of this device's store
+    std::unique_ptr<ListingStore> store;   // GUARDED_BY(open_mutex); set once, never reset
+    std::atomic<ListingStore*> ready{nullptr};  // store.get() once open: the lock-free path
+  };
   std::string store_dir(const std::string& device) const;
+  // fallocate_reserve in bytes on `device` (0 when unknown).
+  uint64_t reserve_bytes(const std::string& device);
+  // The pool of `device` if it has one already, else nullptr.
+  common::io::BlockingPool* existing_pool(const std::string& device);
+  StoreSlot& slot(const std::string& device);
+
   const DbServerConfig& config_;
   common::io::Fs& fs_;
   common::Metrics* metrics_;
+  StoreOpener opener_;
+  // Runs the device checks of names that have no pool yet (see pool_for()).
+  std::unique_ptr<common::io::BlockingPool> probe_pool_;
   std::mutex mutex_;
   std::map<std::string, std::unique_ptr<common::io::BlockingPool>> pools_;  // GUARDED_BY(mutex_)
-  std::map<std::string, std::unique_ptr<ListingStore>> stores_;             // GUARDED_BY(mutex_)
+  std::map<std::string, std::unique_ptr<StoreSlot>> stores_;                // GUARDED_BY(mutex_)
 };
 
 // Reclaim: the part of Swift's container/account replicator that forgets. Every `interval`

@@ -1,16 +1,24 @@
 #include "container-server/listing_db.h"
 
 #include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdarg>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <shared_mutex>
 #include <unordered_map>
 
 #include <rocksdb/db.h>
+#include <rocksdb/env.h>
 #include <rocksdb/options.h>
+#include <rocksdb/sst_file_manager.h>
 #include <rocksdb/write_batch.h>
 
 #include "common/crypto/md5.h"
 #include "common/http/headers.h"
+#include "common/log/log.h"
 #include "common/timestamp.h"
 
 namespace apus::container {
@@ -275,7 +283,7 @@ class RocksListingStore final : public ListingStore {
     if (!*write || !info->has_value()) return Status();
     rocksdb::WriteBatch batch;
     batch.Put(info_key(db), encode_info(**info));
-    return from_rocksdb(db_->Write(write_options_, &batch));
+    return write_batch(batch);
   }
 
   Status merge_objects(std::string_view db, std::vector<ObjectRecord> records) override {
@@ -312,7 +320,7 @@ class RocksListingStore final : public ListingStore {
     }
     if (written.empty()) return Status();
     batch.Put(info_key(db), encode_info(info));
-    return from_rocksdb(db_->Write(write_options_, &batch));
+    return write_batch(batch);
   }
 
   Status merge_containers(std::string_view db, std::vector<ContainerRecord> records) override {
@@ -359,7 +367,7 @@ class RocksListingStore final : public ListingStore {
     }
     if (written.empty()) return Status();
     batch.Put(info_key(db), encode_info(info));
-    return from_rocksdb(db_->Write(write_options_, &batch));
+    return write_batch(batch);
   }
 
   Result<int64_t> reclaim(std::string_view db, const std::string& age) override {
@@ -411,7 +419,7 @@ class RocksListingStore final : public ListingStore {
       } else {
         batch.Put(info_key(db), encode_info(info));
       }
-      APUS_RETURN_IF_ERROR(from_rocksdb(db_->Write(write_options_, &batch)));
+      APUS_RETURN_IF_ERROR(write_batch(batch));
       if (last) return removed;
     }
   }
@@ -705,9 +713,21 @@ class RocksListingStore final : public ListingStore {
     return Status();
   }
 
+  Status write_batch(rocksdb::WriteBatch& batch) {
+    rocksdb::Status s = db_->Write(write_options_, &batch);
+    // A failed WAL write leaves RocksDB read-only (its background error); ReopeningStore
+    // reopens it.
+    if (s.IsIOError()) write_failed_.store(true, std::memory_order_release);
+    return from_rocksdb(s);
+  }
+
   std::unique_ptr<rocksdb::DB> db_;
   rocksdb::WriteOptions write_options_;
   std::array<std::mutex, 128> locks_;  // striped by database name
+  std::atomic<bool> write_failed_{false};  // a write failed with an I/O error: reopen
+
+ public:
+  bool write_failed() const { return write_failed_.load(std::memory_order_acquire); }
 };
 
 }  // namespace
@@ -854,18 +874,186 @@ bool merge_object_record(ObjectRecord& update, const ObjectRecord* existing) {
   return newer;
 }
 
-Result<std::unique_ptr<ListingStore>> ListingStore::open(const std::string& path,
-                                                         StoreOptions options) {
+namespace {
+
+// RocksDB's info log, sent to the server's log (warnings and worse) instead of a LOG file in the
+// store's directory: on a full device that file's writes fail, and Debian's librocksdb (built
+// with assertions) then aborts the process at its next log line.
+class ServerLogger final : public rocksdb::Logger {
+ public:
+  explicit ServerLogger(std::string path)
+      : rocksdb::Logger(rocksdb::InfoLogLevel::WARN_LEVEL), path_(std::move(path)) {}
+
+  void Logv(const char* format, va_list ap) override {
+    Logv(rocksdb::InfoLogLevel::INFO_LEVEL, format, ap);
+  }
+  void Logv(const rocksdb::InfoLogLevel level, const char* format, va_list ap) override {
+    if (level < GetInfoLogLevel() || level == rocksdb::InfoLogLevel::HEADER_LEVEL) return;
+    char buf[1024];
+    std::vsnprintf(buf, sizeof buf, format, ap);
+    std::string line = "rocksdb " + path_ + ": " + buf;
+    if (level >= rocksdb::InfoLogLevel::ERROR_LEVEL) {
+      APUS_LOG_ERROR(line);
+    } else {
+      APUS_LOG_WARNING(line);
+    }
+  }
+
+ private:
+  const std::string path_;
+};
+
+// Opens the RocksDB of a store.
+Result<std::unique_ptr<RocksListingStore>> open_rocks(const std::string& path,
+                                                      StoreOptions options) {
   rocksdb::Options ro;
   ro.create_if_missing = true;
   ro.max_open_files = 512;
   ro.keep_log_file_num = 4;
   ro.recycle_log_file_num = 2;
+  ro.info_log = std::make_shared<ServerLogger>(path);
+  // Keeps compactions out of the free-space reserve (they wait instead). No cap on the store's
+  // size (SetMaxAllowedSpaceUsage): like Swift's databases it may use the whole device, down to
+  // the reserve the server checks before each write. With it RocksDB also polls free space
+  // after ENOSPC and resumes by itself, though only ReopeningStore's reopen is sure to replace
+  // the failed WAL writer.
+  ro.sst_file_manager.reset(rocksdb::NewSstFileManager(rocksdb::Env::Default()));
+  ro.sst_file_manager->SetCompactionBufferSize(options.reserve_bytes);
   rocksdb::DB* raw = nullptr;
   rocksdb::Status s = rocksdb::DB::Open(ro, path, &raw);
   if (!s.ok()) return from_rocksdb(s);
-  return std::unique_ptr<ListingStore>(
-      new RocksListingStore(options, std::unique_ptr<rocksdb::DB>(raw)));
+  return std::make_unique<RocksListingStore>(options, std::unique_ptr<rocksdb::DB>(raw));
+}
+
+// A RocksListingStore that is closed and opened again after a write failed with an I/O error
+// (ENOSPC in the WAL, typically). RocksDB then refuses every write until it recovers, and its
+// own recovery (DB::Resume(), which its SstFileManager also calls) keeps the failed WAL writer
+// when the memtable is empty: the next write appends to that writer, which Debian's librocksdb
+// 7.8 (built with assertions) answers with an abort. A reopen replays the WAL and starts a new
+// one, whatever state the old DB was in.
+//
+// After a failure, writes answer InsufficientStorage without touching RocksDB, except one a
+// second that reopens it; reads go on meanwhile. A reopen that fails (the disk still full)
+// leaves the store closed: every call answers InsufficientStorage, and one a second (a read as
+// well) tries again. Thread-safe: calls share mutex_;
+// a reopen holds it alone, after the calls in flight finish.
+class ReopeningStore final : public ListingStore {
+ public:
+  ReopeningStore(std::string path, StoreOptions options,
+                 std::unique_ptr<RocksListingStore> inner)
+      : ListingStore(options), path_(std::move(path)), inner_(std::move(inner)) {}
+
+  Result<std::optional<DbInfo>> get_info(std::string_view db) override {
+    if (closed_.load(std::memory_order_acquire)) (void)maybe_reopen();
+    std::shared_lock lock(mutex_);
+    if (!inner_) return closed();
+    return inner_->get_info(db);
+  }
+  Result<std::vector<std::pair<std::string, DbInfo>>> list_infos(std::string_view after,
+                                                                 size_t limit) override {
+    if (closed_.load(std::memory_order_acquire)) (void)maybe_reopen();
+    std::shared_lock lock(mutex_);
+    if (!inner_) return closed();
+    return inner_->list_infos(after, limit);
+  }
+  Status update_info(std::string_view db, const InfoUpdate& fn) override {
+    return write([&] { return inner_->update_info(db, fn); });
+  }
+  Status merge_objects(std::string_view db, std::vector<ObjectRecord> records) override {
+    return write([&] { return inner_->merge_objects(db, std::move(records)); });
+  }
+  Status merge_containers(std::string_view db, std::vector<ContainerRecord> records) override {
+    return write([&] { return inner_->merge_containers(db, std::move(records)); });
+  }
+  Result<int64_t> reclaim(std::string_view db, const std::string& age) override {
+    Result<int64_t> out = int64_t{0};
+    Status s = write([&] {
+      out = inner_->reclaim(db, age);
+      return out.ok() ? Status() : out.status();
+    });
+    if (!s.ok()) return s;
+    return out;
+  }
+  Result<std::vector<ObjectEntry>> list_objects(std::string_view db,
+                                                const ListingQuery& q) override {
+    if (closed_.load(std::memory_order_acquire)) (void)maybe_reopen();
+    std::shared_lock lock(mutex_);
+    if (!inner_) return closed();
+    return inner_->list_objects(db, q);
+  }
+  Result<std::vector<ContainerEntry>> list_containers(std::string_view db,
+                                                      const ListingQuery& q) override {
+    if (closed_.load(std::memory_order_acquire)) (void)maybe_reopen();
+    std::shared_lock lock(mutex_);
+    if (!inner_) return closed();
+    return inner_->list_containers(db, q);
+  }
+
+ private:
+  Status closed() const {
+    return Status::insufficient_storage("listing store " + path_ + " closed after a disk error");
+  }
+
+  template <class F>
+  Status write(F&& fn) {
+    if (failed_.load(std::memory_order_acquire)) {
+      Status reopened = maybe_reopen();
+      if (!reopened.ok()) return reopened;
+    }
+    std::shared_lock lock(mutex_);
+    if (!inner_) return closed();
+    Status s = fn();
+    if (inner_->write_failed()) failed_.store(true, std::memory_order_release);
+    return s;
+  }
+
+  // Reopens the store if a second has passed since the last try; InsufficientStorage when it
+  // did not (or could not) reopen.
+  Status maybe_reopen() {
+    const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            std::chrono::steady_clock::now().time_since_epoch())
+                            .count();
+    int64_t due = next_reopen_ns_.load(std::memory_order_relaxed);
+    if (now < due || !next_reopen_ns_.compare_exchange_strong(due, now + kReopenIntervalNs)) {
+      return Status::insufficient_storage("listing store " + path_ + ": writes failed, " +
+                                          "reopening");
+    }
+    std::unique_lock lock(mutex_);
+    if (!failed_.load(std::memory_order_acquire)) return Status();  // reopened meanwhile
+    inner_.reset();  // closes RocksDB: its lock file must be free for the new open
+    closed_.store(true, std::memory_order_release);
+    auto opened = open_rocks(path_, options_);
+    if (!opened.ok()) {
+      APUS_LOG_ERROR("listing store " + path_ + ": reopen failed: " +
+                     opened.status().to_string());
+      return Status::insufficient_storage("listing store " + path_ + ": reopen failed");
+    }
+    inner_ = std::move(*opened);
+    closed_.store(false, std::memory_order_release);
+    failed_.store(false, std::memory_order_release);
+    APUS_LOG_INFO("listing store " + path_ + " reopened after a write error");
+    return Status();
+  }
+
+  // A reopen costs a RocksDB close and open (WAL replay): at most one a second under a burst
+  // of writes to a full disk.
+  static constexpr int64_t kReopenIntervalNs = 1'000'000'000;
+
+  const std::string path_;
+  std::shared_mutex mutex_;
+  std::unique_ptr<RocksListingStore> inner_;  // GUARDED_BY(mutex_); null after a failed reopen
+  std::atomic<bool> failed_{false};           // a write failed: reopen before the next
+  std::atomic<bool> closed_{false};           // a reopen failed: inner_ is null
+  std::atomic<int64_t> next_reopen_ns_{0};    // steady clock; no reopen before it
+};
+
+}  // namespace
+
+Result<std::unique_ptr<ListingStore>> ListingStore::open(const std::string& path,
+                                                         StoreOptions options) {
+  auto rocks = open_rocks(path, options);
+  if (!rocks.ok()) return rocks.status();
+  return std::unique_ptr<ListingStore>(new ReopeningStore(path, options, std::move(*rocks)));
 }
 
 }  // namespace apus::container

@@ -140,8 +140,17 @@ struct ContainerEntry {
 struct StoreOptions {
   DbType type = DbType::kContainer;
   bool sync_writes = true;  // fsync the WAL on every write (db_sync_writes)
+  // Bytes of free space compactions leave on the device (the server's fallocate_reserve, as
+  // bytes): a compaction that would eat into it waits rather than filling the disk.
+  uint64_t reserve_bytes = 0;
 };
 
+// A full disk: a write that meets ENOSPC (or another I/O error) in RocksDB answers
+// InsufficientStorage (so 507, as Swift answers for a full device) and leaves RocksDB refusing
+// writes. The store then reopens RocksDB at the first write a second later (writes before that
+// answer InsufficientStorage at once), so it takes writes again as soon as space returns,
+// without a restart. Reads go on throughout. RocksDB's own log goes to the server's log, never
+// to a file on the device.
 class ListingStore {
  public:
   // Opens (creating if needed) the store at `path`. IOError when RocksDB cannot open it.

@@ -8,6 +8,7 @@
 #include "common/crypto/md5.h"
 #include "common/io/fs.h"
 #include "common/log/log.h"
+#include "ring/ring_reloader.h"
 
 namespace apus::ring {
 
@@ -246,7 +247,12 @@ Result<std::unique_ptr<Ring>> Ring::open(std::string path, common::HashPathConfi
   std::unique_ptr<Ring> ring(new Ring(std::move(path), std::move(hash), std::move(options)));
   Result<bool> loaded = ring->check_reload(/*force=*/true);
   if (!loaded.ok()) return loaded.status();
+  if (ring->options_.reloader) ring->options_.reloader->add(ring.get());
   return ring;
+}
+
+Ring::~Ring() {
+  if (options_.reloader) options_.reloader->remove(this);
 }
 
 Result<std::unique_ptr<Ring>> Ring::from_data(RingData data, common::HashPathConfig hash) {
@@ -287,7 +293,7 @@ void Ring::publish(std::shared_ptr<const RingState> state) const {
 }
 
 void Ring::maybe_reload() const {
-  if (!options_.reload_on_lookup || path_.empty()) return;
+  if (!options_.reload_on_lookup || options_.reloader || path_.empty()) return;
   const int64_t now = now_ns();
   if (now < next_check_ns_.load(std::memory_order_relaxed)) return;
   // Whoever gets the lock checks; everyone else carries on with the current state.

@@ -13,10 +13,11 @@
 // state. NodeList and HandoffIterator hold a shared_ptr to it for that reason.
 //
 // Thread-safety: RingState is immutable, so any thread may use it. Ring is thread-safe. With
-// `reload_on_lookup` (Swift's behaviour, the default), the lookup that finds the check due
-// performs the reload (stat, and on a change read and parse the file) on its own thread while
-// other threads go on with the old state; servers whose lookups run on network threads turn it
-// off and call check_reload() from a disk pool thread instead.
+// `reload_on_lookup` (Swift's behaviour, the default for tools), the lookup that finds the check
+// due performs the reload (stat, and on a change read and parse the file) on its own thread
+// while other threads go on with the old state. Servers, whose lookups run on network threads,
+// open their rings with a RingReloader (ring_reloader.h) instead: its thread does the checks
+// and lookups never touch the file.
 #pragma once
 
 #include <array>
@@ -39,6 +40,8 @@ class Fs;
 }
 
 namespace apus::ring {
+
+class RingReloader;
 
 // One device in a lookup result.
 struct Node {
@@ -181,7 +184,11 @@ struct RingOptions {
   // How often at most the file is checked for a change (Swift's reload_time, default 15 s).
   std::chrono::nanoseconds reload_time = std::chrono::seconds(15);
   // Check (and reload) inside lookups, as Swift does. When false only check_reload() reloads.
+  // Ignored when `reloader` is set.
   bool reload_on_lookup = true;
+  // When set, open() registers the ring with this reloader, whose thread keeps it current at
+  // the reloader's own interval (reload_time is then unused), and lookups never reload.
+  std::shared_ptr<RingReloader> reloader;
   // Filesystem for stat and read; nullptr means common::io::default_fs().
   common::io::Fs* fs = nullptr;
   // Time source for the reload cadence; empty means std::chrono::steady_clock::now.
@@ -202,6 +209,8 @@ class Ring {
 
   Ring(const Ring&) = delete;
   Ring& operator=(const Ring&) = delete;
+  // Unregisters from its reloader (waiting for a check in progress).
+  ~Ring();
 
   // The current state, after a reload check if one is due (see RingOptions). Never null.
   std::shared_ptr<const RingState> state() const;

@@ -6,6 +6,11 @@
 2. Updater: an account server whose device is gone (507) when a container is created and
    filled gets the container's counts once the device is back, from the container server's own
    updater sweep. (The account server runs throughout, so no other process can take its port.)
+3. Random device names (issue 12): requests naming devices that do not exist get 507 and make
+   no threads (a pool per name once made thousands).
+4. A full disk (issue 12; needs root for a tmpfs): a container write that meets ENOSPC in
+   RocksDB's WAL gets 507, and writes work again once space returns (RocksDB had stayed
+   read-only until a restart).
 
 usage: listing_faults_test.py <build-dir>
 """
@@ -180,6 +185,130 @@ def updater_catches_up(root, ps):
     ps.stop(account)
 
 
+def thread_count(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("Threads:"):
+                return int(line.split()[1])
+    return -1
+
+
+def random_devices(root, ps):
+    rng = random.Random(12)
+    for name, server, path in (("rnd-container", "container-server", "/1/AUTH_rnd/c"),
+                               ("rnd-account", "account-server", "/1/AUTH_rnd")):
+        port = procs.free_port()
+        conf = write_conf(root, name, server, port)
+        log = os.path.join(root, name + ".out")
+        proc = ps.start([os.path.join(BIN, "apus-" + server), conf], log)
+        procs.wait_for_port(port, proc=proc, log_path=log)
+        # A real device first, so that its own pool exists before the count.
+        status, _, _ = procs.request(port, "PUT", "/sda1" + path, {"X-Timestamp": "1700000000"})
+        check(status == 201, "%s: PUT on a real device: %d" % (server, status))
+        before = thread_count(proc.pid)
+        statuses = set()
+        for i in range(400):
+            device = "nodev%08x" % rng.getrandbits(32)
+            method = ("GET", "HEAD", "PUT", "POST", "DELETE")[i % 5]
+            status, _, _ = procs.request(port, method, "/" + device + path,
+                                         {"X-Timestamp": "1700000001"})
+            statuses.add(status)
+        after = thread_count(proc.pid)
+        print("%s: %d threads before 400 requests for random devices, %d after, answers %r"
+              % (server, before, after, sorted(statuses)))
+        check(statuses == {507}, "%s: random devices answered %r" % (server, sorted(statuses)))
+        check(after <= before + 2, "%s: threads grew from %d to %d" % (server, before, after))
+        status, _, _ = procs.request(port, "HEAD", "/sda1" + path)
+        check(status == 204, "%s: the real device still answers: %d" % (server, status))
+        ps.stop(proc)
+
+
+def full_disk(root, ps):
+    mnt = os.path.join(root, "small")
+    os.makedirs(mnt)
+    # Bigger than RocksDB's write buffer (64 MiB): it resumes once that much is free.
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=200m", "tmpfs", mnt],
+                      stderr=subprocess.DEVNULL).returncode != 0:
+        print("SKIP full disk: cannot mount a tmpfs here")
+        return
+    server = None
+    try:
+        os.makedirs(os.path.join(mnt, "sda1"))
+        port = procs.free_port()
+        conf = write_conf(root, "full-container", "container-server", port, devices="small")
+        log = os.path.join(root, "full-container.out")
+        server = ps.start([os.path.join(BIN, "apus-container-server"), conf], log)
+        procs.wait_for_port(port, proc=server, log_path=log)
+        path = "/sda1/1/AUTH_full/c"
+        # Opens the store while there is room but writes nothing: RocksDB preallocates its WAL
+        # (70 MiB) at the first write, which would leave room for every later write here.
+        status, _, _ = procs.request(port, "HEAD", path)
+        check(status == 404, "HEAD before the container exists: %d" % status)
+        filler = os.path.join(mnt, "filler")
+        # The disk stays full: whatever RocksDB frees (a reopen drops its old WAL) is taken
+        # again at once.
+        stop_hog = threading.Event()
+
+        def hog():
+            with open(filler, "ab", buffering=0) as f:
+                st = os.statvfs(mnt)
+                try:
+                    os.posix_fallocate(f.fileno(), 0, max(0, st.f_bavail * st.f_frsize - (1 << 20)))
+                except OSError:
+                    pass  # the loop below fills it anyway
+                while not stop_hog.is_set():
+                    try:
+                        f.write(b"x" * 4096)
+                    except OSError:
+                        time.sleep(0.0005)
+
+        hog_thread = threading.Thread(target=hog)
+        hog_thread.start()
+        statuses = []
+        try:
+            time.sleep(0.5)
+            # Rows with long names, so that the WAL needs new pages soon whatever it had left.
+            for i in range(20):
+                status, _, _ = procs.request(port, "PUT", path,
+                                             {"X-Timestamp": "1700000000.00000"})
+                statuses.append(status)
+                status, _, _ = procs.request(port, "PUT", "%s/full%02d-%s" % (path, i, "n" * 900), {
+                    "X-Timestamp": "1700000001.00000", "X-Size": "1", "X-Content-Type": "a/b",
+                    "X-Etag": "e"})
+                statuses.append(status)
+                time.sleep(0.1)
+        finally:
+            stop_hog.set()
+            hog_thread.join()
+        print("container and row PUTs on a full disk:", statuses)
+        check(507 in statuses and set(statuses) <= {201, 202, 404, 507},
+              "writes on a full disk answer 507 (or land): %r" % statuses)
+        os.unlink(filler)
+        deadline = time.monotonic() + 30
+        status = None
+        while time.monotonic() < deadline:
+            status, _, _ = procs.request(port, "PUT", path, {"X-Timestamp": "1700000000.00000"})
+            if status in (201, 202):
+                break
+            time.sleep(0.5)
+        print("container PUT %.1f s before the deadline once space is back: %s"
+              % (deadline - time.monotonic(), status))
+        check(status in (201, 202), "the store takes writes again once space is back: %s"
+              % status)
+        status, _, _ = procs.request(port, "PUT", path + "/o", {
+            "X-Timestamp": "1700000001.00000", "X-Size": "5", "X-Content-Type": "a/b",
+            "X-Etag": "e"})
+        check(status == 201, "an object row after recovery: %d" % status)
+        stats = container_stats(port, path)
+        rows = full_listing(port, path)
+        check(stats is not None and stats[0] == len(rows) and any(r["name"] == "o" for r in rows),
+              "counts after recovery %r match the %d rows listed" % (stats, len(rows)))
+    finally:
+        if server is not None:
+            ps.stop(server)
+        subprocess.run(["umount", mnt], check=False)
+
+
 def main():
     with procs.TempDir("apus-listing-faults-") as root, procs.Processes() as ps:
         if os.environ.get("APUS_KEEP_LOGS"):
@@ -187,6 +316,8 @@ def main():
         os.makedirs(os.path.join(root, "etc"))
         os.makedirs(os.path.join(root, "dev", "sda1"))
         write_swift_conf(root)
+        random_devices(root, ps)
+        full_disk(root, ps)
         crash_during_burst(root, ps)
         updater_catches_up(root, ps)
     print("listing faults:", "%d failures" % len(failures) if failures else "ok")

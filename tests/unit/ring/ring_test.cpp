@@ -15,6 +15,7 @@
 #include "common/crypto/md5.h"
 #include "common/hash_path.h"
 #include "common/io/fs.h"
+#include "ring/ring_reloader.h"
 #include "tests/unit/ring/ring_test_support.h"
 
 namespace apus::ring {
@@ -436,6 +437,74 @@ TEST_CASE("readers keep going while reloads swap the ring") {
   stop = true;
   for (auto& t : readers) t.join();
   CHECK(lookups.load() > 0);
+}
+
+// --- RingReloader (issue 12): servers reload from a thread of their own, never in lookups.
+
+TEST_CASE("with a reloader, lookups never stat or reload the file") {
+  TempDir dir;
+  const std::string path = dir.path("object.ring.gz");
+  write_ring(path, small_ring(), 1000);
+  common::io::FaultInjectingFs fs(common::io::default_fs());
+  auto reloader = std::make_shared<RingReloader>(1h);  // never due during the test
+  RingOptions options;
+  options.fs = &fs;
+  options.reload_time = 0s;  // a lookup that could reload would do so every time
+  options.reloader = reloader;
+  auto ring = Ring::open(path, kHash, options);
+  REQUIRE(ring.ok());
+  const uint64_t stats = fs.count(common::io::FaultInjectingFs::Op::kStat);
+  const uint64_t opens = fs.count(common::io::FaultInjectingFs::Op::kOpen);
+  write_ring(path, ring_b(), 2000);
+  for (int i = 0; i < 100; ++i) {
+    CHECK(ids_of((*ring)->get_part_nodes(0).nodes) == std::vector<int>{0, 1, 3});
+  }
+  CHECK(fs.count(common::io::FaultInjectingFs::Op::kStat) == stats);
+  CHECK(fs.count(common::io::FaultInjectingFs::Op::kOpen) == opens);
+}
+
+TEST_CASE("a ring file replaced on disk is picked up by the reloader within its interval") {
+  TempDir dir;
+  const std::string path = dir.path("object.ring.gz");
+  write_ring(path, small_ring(), 1000);
+  auto reloader = std::make_shared<RingReloader>(20ms);
+  RingOptions options;
+  options.reloader = reloader;
+  auto ring = Ring::open(path, kHash, options);
+  REQUIRE(ring.ok());
+  write_ring(path, ring_b(), 2000);
+  const auto start = std::chrono::steady_clock::now();
+  bool swapped = false;
+  while (!swapped && std::chrono::steady_clock::now() - start < 5s) {
+    swapped = ids_of((*ring)->get_part_nodes(0).nodes) == std::vector<int>{3, 0};
+    if (!swapped) std::this_thread::sleep_for(5ms);
+  }
+  CHECK(swapped);
+  // Within a few intervals even on a loaded 2-core machine.
+  CHECK(std::chrono::steady_clock::now() - start < 2s);
+
+  SUBCASE("a bad file keeps the loaded ring") {
+    testing::spit(path, "garbage");
+    set_mtime(path, 3000);
+    const uint64_t passes = reloader->passes();
+    while (reloader->passes() < passes + 2) std::this_thread::sleep_for(5ms);
+    CHECK(ids_of((*ring)->get_part_nodes(0).nodes) == std::vector<int>{3, 0});
+  }
+  SUBCASE("a ring may die before its reloader, which then leaves it alone") {
+    ring->reset();
+    const uint64_t passes = reloader->passes();
+    while (reloader->passes() < passes + 2) std::this_thread::sleep_for(5ms);
+  }
+}
+
+TEST_CASE("the shared reloader lives while some ring holds it") {
+  std::shared_ptr<RingReloader> a = RingReloader::shared();
+  CHECK(a == RingReloader::shared());
+  CHECK(a->interval() == RingReloader::kDefaultInterval);
+  std::weak_ptr<RingReloader> weak = a;
+  a.reset();
+  CHECK(weak.expired());  // its thread joined
+  CHECK(RingReloader::shared() != nullptr);
 }
 
 }  // namespace
