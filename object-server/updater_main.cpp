@@ -9,6 +9,7 @@
 #include "common/io/fs.h"
 #include "common/log/log.h"
 #include "object-server/updater.h"
+#include "ring/ring_reloader.h"
 
 int main(int argc, char** argv) {
   if (argc < 2) {
@@ -31,9 +32,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", logging.message().c_str());
     return 1;
   }
+  // Kept current by the reloader's thread, so the updater's lookups never reload.
+  apus::ring::RingOptions ring_options;
+  ring_options.reloader = apus::ring::RingReloader::shared();
   auto ring = apus::ring::Ring::open(
       config->swift_dir + "/container.ring.gz",
-      {config->swift.hash_path_prefix, config->swift.hash_path_suffix});
+      {config->swift.hash_path_prefix, config->swift.hash_path_suffix}, std::move(ring_options));
   if (!ring.ok()) {
     std::fprintf(stderr, "cannot load the container ring: %s\n",
                  ring.status().to_string().c_str());
