@@ -7,6 +7,7 @@
 #include "common/http/headers.h"
 #include "common/log/log.h"
 #include "common/pickle.h"
+#include "object-server/delete_at.h"
 
 namespace apus::object {
 
@@ -264,6 +265,24 @@ std::string DiskFileManager::policy_dir(std::string_view base, int policy) {
   return out;
 }
 
+std::string DiskFileManager::tmp_dir(const std::string& device, int policy) const {
+  return join(join(options_.devices, device), policy_dir("tmp", policy));
+}
+
+std::string DiskFileManager::async_pending_path(const std::string& device, int policy,
+                                                const std::string& hash,
+                                                const std::string& timestamp) const {
+  return join(join(join(join(options_.devices, device), policy_dir("async_pending", policy)),
+                   hash.substr(hash.size() - 3)),
+              hash + "-" + timestamp);
+}
+
+bool DiskFileManager::is_expired(const DiskObject& obj, const Timestamp& now) {
+  if (obj.state != DiskObject::State::kExists) return false;
+  int64_t delete_at = delete_at_of(obj.metadata);
+  return delete_at != 0 && static_cast<double>(delete_at) <= now.seconds();
+}
+
 Status DiskFileManager::check_device(const std::string& device) {
   return common::io::check_device(fs_, options_.devices, device, options_.mount_check);
 }
@@ -493,7 +512,7 @@ void DiskFileManager::drop_cache(const DiskObject& obj, uint64_t offset, uint64_
 }
 
 Result<File> DiskFileManager::create_temp(const Location& loc) {
-  std::string tmp = join(join(options_.devices, loc.device), policy_dir("tmp", loc.policy));
+  std::string tmp = tmp_dir(loc.device, loc.policy);
   auto file = fs_.create_temp(tmp);
   if (!file.ok() && file.status().is_not_found()) {
     auto made = fs_.mkdirs(tmp);

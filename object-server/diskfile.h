@@ -212,6 +212,15 @@ class DiskFileManager {
   std::string partition_dir(const Location& loc) const;
   // "objects" or "objects-N" (likewise "tmp", "async_pending").
   static std::string policy_dir(std::string_view base, int policy);
+  // <devices>/<device>/tmp[-N]: where temp files of the policy are made.
+  std::string tmp_dir(const std::string& device, int policy) const;
+  // <devices>/<device>/async_pending[-N]/<suffix>/<hash>-<timestamp>: the async pending of the
+  // row whose name hashes to `hash` (32 hex), saved at `timestamp` (FORMAT.md).
+  std::string async_pending_path(const std::string& device, int policy, const std::string& hash,
+                                 const std::string& timestamp) const;
+  // True when `obj` exists and its X-Delete-At has come at `now`: Swift then answers 404 (to
+  // all but replication and X-Backend-Open-Expired requests) and a DELETE still removes it.
+  static bool is_expired(const DiskObject& obj, const common::Timestamp& now);
 
   // Opens the object's current state. A hash directory whose files are corrupt (unreadable
   // metadata, bad checksum, size mismatch) is quarantined and the object reported missing.

@@ -7,14 +7,11 @@
 #include <thread>
 
 #include <boost/asio/as_tuple.hpp>
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
-#include <unistd.h>
 
 #include "common/crypto/md5.h"
 #include "common/http/client.h"
@@ -26,7 +23,6 @@
 #include "common/http/url.h"
 #include "common/log/log.h"
 #include "common/pickle.h"
-#include "object-server/async_pending.h"
 #include "object-server/delete_at.h"
 
 namespace apus::object {
@@ -82,15 +78,6 @@ Response disk_error(const Status& s, const std::string& device) {
   if (s.code() == Status::Code::kConflict) return swob_response(403);  // name collision
   APUS_LOG_ERROR("disk error on " + device + ": " + s.to_string());
   return swob_response(500);
-}
-
-// "host:port" of an X-Container-Host item; nullopt when the port is not 1..65535.
-std::optional<std::pair<std::string, uint16_t>> split_host_port(const std::string& host) {
-  auto colon = host.rfind(':');
-  if (colon == std::string::npos) return std::nullopt;
-  std::optional<int64_t> port = common::parse_python_int(std::string_view(host).substr(colon + 1));
-  if (!port || *port < 1 || *port > 65535) return std::nullopt;
-  return std::make_pair(host.substr(0, colon), static_cast<uint16_t>(*port));
 }
 
 double now_seconds() {
@@ -319,18 +306,6 @@ struct ObjectServer::Parsed {
   Timestamp timestamp;  // X-Timestamp (now for GET/HEAD without one)
 };
 
-// One container update: where it goes and what it says.
-struct ObjectServer::UpdatePlan {
-  std::string op;
-  std::string device;  // the object's device: async pendings go there
-  int policy = 0;
-  std::string account, container, object;
-  std::string container_partition;
-  std::vector<std::pair<std::string, std::string>> targets;  // ("ip:port", container device)
-  HeaderMap headers;
-  std::string timestamp;  // names the async pending
-};
-
 // ---- configuration ---------------------------------------------------------------------------
 
 Result<ObjectServerConfig> ObjectServerConfig::from_config(const common::Config& conf) {
@@ -426,7 +401,13 @@ ObjectServer::ObjectServer(ObjectServerConfig config, common::io::Fs& fs,
       disk_(fs, config_.disk,
             common::HashPathConfig{config_.swift.hash_path_prefix,
                                    config_.swift.hash_path_suffix}),
-      metrics_(metrics) {
+      metrics_(metrics),
+      updates_({.conn_timeout = config_.conn_timeout,
+                .node_timeout = config_.node_timeout,
+                .async_mode = config_.container_update_async},
+               disk_, [this](const std::string& device) -> common::io::BlockingPool& {
+                 return pool_for(device);
+               }) {
   if (metrics_) {
     auto phase = [&](const char* name) {
       return metrics_->histogram("apus_object_phase_seconds",
@@ -652,265 +633,257 @@ net::awaitable<void> ObjectServer::handle_replicate(Exchange& ex, const std::str
 
 // ---- PUT ------------------------------------------------------------------------------------
 
+// Everything one PUT carries from step to step.
+struct ObjectServer::PutState {
+  PutState(Exchange& exchange, Parsed& parsed)
+      : ex(exchange), req(exchange.request()), p(parsed), body(exchange) {}
+
+  Exchange& ex;
+  const Request& req;
+  Parsed& p;
+  common::io::BlockingPool* pool = nullptr;  // the device's, once it was found
+  std::optional<uint64_t> fsize;             // the object's size, when announced
+  DeleteAtRequest delete_at;
+  Metadata orig_metadata;                // the object it replaces, if any
+  std::unique_ptr<ObjectWriter> writer;  // until committed or discarded
+  PutBody body;
+  bool footer = false;  // a MIME body with a metadata footer document
+  HeaderMap footers;
+  uint64_t received = 0;
+  std::string etag;  // MD5 of the bytes received
+  Metadata md;       // what is stored
+};
+
 net::awaitable<void> ObjectServer::handle_put(Exchange& ex, Parsed& p) {
-  const Request& req = ex.request();
+  PutState put(ex, p);
+  std::optional<Response> refusal = check_put(put);
+  if (!refusal) refusal = co_await open_for_put(put);
+  if (!refusal) refusal = co_await start_put_body(put);
+  if (!refusal) refusal = co_await receive_put_body(put);
+  if (!refusal) refusal = co_await finish_put_body(put);
+  if (refusal) {
+    // Every answer but 201 leaves nothing behind: the writer's temp file goes first.
+    if (put.writer) co_await put.pool->call([&] { put.writer.reset(); });
+    (void)co_await ex.respond(std::move(*refusal));
+    co_return;
+  }
+  put.md = put_metadata(put);
+  if (auto failed = co_await commit_put(put)) {
+    (void)co_await ex.respond(std::move(*failed));
+    co_return;
+  }
+  co_await after_put(put);
+  Response r = swob_response(201);
+  r.headers.set("Etag", "\"" + put.etag + "\"");
+  (void)co_await ex.respond(std::move(r));
+}
+
+std::optional<Response> ObjectServer::check_put(PutState& put) const {
+  const Request& req = put.req;
   // Under eventlet a PUT without Content-Type reaches Swift's check as an empty one.
   common::CheckResult check;
   if (req.headers.contains("Content-Type")) {
-    check = common::check_object_creation(config_.swift.constraints, req.headers, p.loc.object);
+    check = common::check_object_creation(config_.swift.constraints, req.headers, put.p.loc.object);
   } else {
     HeaderMap with_empty = req.headers;
     with_empty.set("Content-Type", "");
-    check = common::check_object_creation(config_.swift.constraints, with_empty, p.loc.object);
+    check = common::check_object_creation(config_.swift.constraints, with_empty, put.p.loc.object);
   }
-  if (!check.ok()) {
-    (void)co_await ex.respond(text_response(check.status, check.body));
-    co_return;
-  }
-  DeleteAtRequest delete_at = check_delete_headers(req.headers, p.timestamp);
-  if (!delete_at.refusal.empty()) {
-    (void)co_await ex.respond(text_response(400, delete_at.refusal));
-    co_return;
-  }
-  std::optional<uint64_t> fsize = req.content_length;
-  if (!fsize) {
+  if (!check.ok()) return text_response(check.status, check.body);
+  put.delete_at = check_delete_headers(req.headers, put.p.timestamp);
+  if (!put.delete_at.refusal.empty()) return text_response(400, put.delete_at.refusal);
+  put.fsize = req.content_length;
+  if (!put.fsize) {
     if (auto v = req.headers.get("X-Backend-Obj-Content-Length")) {
       std::optional<int64_t> n = common::parse_python_int(*v);
-      if (n && *n >= 0) fsize = static_cast<uint64_t>(*n);
-      if (!fsize) {
-        (void)co_await ex.respond(text_response(
-            400, "invalid literal for int() with base 10: '" + std::string(*v) + "'"));
-        co_return;
+      if (!n || *n < 0) {
+        return text_response(400,
+                             "invalid literal for int() with base 10: '" + std::string(*v) + "'");
       }
+      put.fsize = static_cast<uint64_t>(*n);
     }
   }
+  return std::nullopt;
+}
 
-  common::io::BlockingPool* pool_ptr = co_await checked_pool(p.loc.device);
-  if (!pool_ptr) {
-    (void)co_await ex.respond(device_unavailable(req, p.loc.device));
-    co_return;
-  }
-  common::io::BlockingPool& pool = *pool_ptr;
+net::awaitable<std::optional<Response>> ObjectServer::open_for_put(PutState& put) {
+  put.pool = co_await checked_pool(put.p.loc.device);
+  if (!put.pool) co_return device_unavailable(put.req, put.p.loc.device);
   // Before the body (and before "100 Continue"): device, existing state, preconditions.
-  struct Prepared {
-    Response refusal;  // status 0 when the upload may proceed
-    Metadata orig_metadata;
-    std::unique_ptr<ObjectWriter> writer;
-  };
-  Prepared prep = co_await pool.call([&]() -> Prepared {
-    Prepared out;
-    auto obj = open_checked(p.loc);
-    if (!obj.ok()) {
-      out.refusal = disk_error(obj.status(), p.loc.device);
-      return out;
-    }
+  co_return co_await put.pool->call([&]() -> std::optional<Response> {
+    const Location& loc = put.p.loc;
+    auto obj = open_checked(loc);
+    if (!obj.ok()) return disk_error(obj.status(), loc.device);
     Timestamp orig = obj->state == DiskObject::State::kMissing ? Timestamp() : obj->data_timestamp;
     if (obj->state == DiskObject::State::kExists) {
-      out.orig_metadata = obj->metadata;
-      if (auto inm = req.headers.get("If-None-Match")) {
+      put.orig_metadata = obj->metadata;
+      if (auto inm = put.req.headers.get("If-None-Match")) {
         const std::string* etag = find_meta(obj->metadata, "ETag");
         for (const auto& tag : common::list_from_csv(*inm)) {
           if (tag == "*" || (etag && common::http::normalize_etag(tag) == *etag)) {
-            out.refusal = swob_response(412);
-            return out;
+            return swob_response(412);
           }
         }
       }
     }
-    if (orig >= p.timestamp && obj->state != DiskObject::State::kMissing) {
-      out.refusal = with_header(swob_response(409), "X-Backend-Timestamp", orig.internal());
-      return out;
+    if (orig >= put.p.timestamp && obj->state != DiskObject::State::kMissing) {
+      return with_header(swob_response(409), "X-Backend-Timestamp", orig.internal());
     }
-    auto writer = disk_.create_writer(p.loc, fsize);
-    if (!writer.ok()) {
-      out.refusal = disk_error(writer.status(), p.loc.device);
-      return out;
-    }
-    out.writer = std::move(*writer);
-    return out;
+    auto writer = disk_.create_writer(loc, put.fsize);
+    if (!writer.ok()) return disk_error(writer.status(), loc.device);
+    put.writer = std::move(*writer);
+    return std::nullopt;
   });
-  if (prep.refusal.status != 200) {
-    (void)co_await ex.respond(std::move(prep.refusal));
-    co_return;
-  }
-  // Every answer but 201 leaves nothing behind: the writer's temp file goes first.
-  auto discard = [&]() -> net::awaitable<void> {
-    co_await pool.call([&] { prep.writer.reset(); });
-  };
+}
 
+net::awaitable<std::optional<Response>> ObjectServer::start_put_body(PutState& put) {
   // A MIME body comes with footers (Swift's proxy sends them when encryption is on) or for a
   // multiphase commit, which Swift uses for EC only. Apus stores replicated policies only, so
   // it does not offer multiphase commit in its 100 Continue: Swift's proxy then gives up on the
   // node rather than expect EC's durable-commit semantics.
-  PutBody body(ex);
-  const bool footer =
-      common::config_true_value(req.headers.get_or("X-Backend-Obj-Metadata-Footer", ""));
+  const HeaderMap& h = put.req.headers;
+  put.footer = common::config_true_value(h.get_or("X-Backend-Obj-Metadata-Footer", ""));
   const bool multiphase =
-      common::config_true_value(req.headers.get_or("X-Backend-Obj-Multiphase-Commit", ""));
-  if (footer || multiphase) {
-    std::string boundary(req.headers.get_or("X-Backend-Obj-Multipart-Mime-Boundary", ""));
-    if (boundary.empty()) {
-      co_await discard();
-      (void)co_await ex.respond(swob_response_with_body(400, "no MIME boundary"));
-      co_return;
-    }
-    // The proxy sends footers only when the 100 Continue says we read them.
-    if (footer) {
-      HeaderMap can;
-      can.set("X-Obj-Metadata-Footer", "yes");
-      ex.set_continue_headers(std::move(can));
-    }
-    Status started = co_await body.start_mime(std::move(boundary), config_.network_chunk_size);
-    if (!started.ok()) {
-      co_await discard();
-      (void)co_await ex.respond(body_failure(body, started));
-      co_return;
-    }
+      common::config_true_value(h.get_or("X-Backend-Obj-Multiphase-Commit", ""));
+  if (!put.footer && !multiphase) co_return std::nullopt;
+  std::string boundary(h.get_or("X-Backend-Obj-Multipart-Mime-Boundary", ""));
+  if (boundary.empty()) co_return swob_response_with_body(400, "no MIME boundary");
+  // The proxy sends footers only when the 100 Continue says we read them.
+  if (put.footer) {
+    HeaderMap can;
+    can.set("X-Obj-Metadata-Footer", "yes");
+    put.ex.set_continue_headers(std::move(can));
   }
+  Status started = co_await put.body.start_mime(std::move(boundary), config_.network_chunk_size);
+  if (!started.ok()) co_return body_failure(put.body, started);
+  co_return std::nullopt;
+}
 
+net::awaitable<std::optional<Response>> ObjectServer::receive_put_body(PutState& put) {
   // The body: read in network_chunk_size pieces and hashed on this worker, written on the
   // disk pool a batch of up to kWriteBatch bytes at a time (a trip to the pool per 64 KiB
   // cost more in thread switches than the writes themselves).
   constexpr size_t kWriteBatch = 1 << 20;
+  const uint64_t max_size = static_cast<uint64_t>(config_.swift.constraints.max_file_size);
   common::crypto::Md5 md5;
-  std::string batch(static_cast<size_t>(std::min<uint64_t>(fsize.value_or(kWriteBatch),
-                                                           kWriteBatch)) +
-                        config_.network_chunk_size,
-                    '\0');
+  std::string batch(
+      static_cast<size_t>(std::min<uint64_t>(put.fsize.value_or(kWriteBatch), kWriteBatch)) +
+          config_.network_chunk_size,
+      '\0');
   size_t batched = 0;
-  uint64_t received = 0;
   double deadline = now_seconds() + config_.max_upload_time;
   double body_seconds = 0, write_seconds = 0;
   for (bool done = false; !done;) {
     auto t0 = std::chrono::steady_clock::now();
-    auto n = co_await body.read(std::span(
+    auto n = co_await put.body.read(std::span(
         batch.data() + batched, std::min(config_.network_chunk_size, batch.size() - batched)));
     auto t1 = std::chrono::steady_clock::now();
     body_seconds += std::chrono::duration<double>(t1 - t0).count();
-    if (!n.ok()) {
-      co_await discard();
-      (void)co_await ex.respond(body_failure(body, n.status()));
-      co_return;
-    }
+    if (!n.ok()) co_return body_failure(put.body, n.status());
     done = *n == 0;
-    if (!done && now_seconds() > deadline) {
-      co_await discard();
-      (void)co_await ex.respond(swob_response(408));
-      co_return;
-    }
+    if (!done && now_seconds() > deadline) co_return swob_response(408);
     md5.update(std::string_view(batch.data() + batched, *n));
     batched += *n;
-    received += *n;
-    if (received > static_cast<uint64_t>(config_.swift.constraints.max_file_size)) {
-      // A chunked body (or a MIME document) has no length to refuse up front: stop at the limit.
-      co_await discard();
-      (void)co_await ex.respond(text_response(413, "Your request is too large."));
-      co_return;
-    }
+    put.received += *n;
+    // A chunked body (or a MIME document) has no length to refuse up front: stop at the limit.
+    if (put.received > max_size) co_return text_response(413, "Your request is too large.");
     if (batched == 0 || (!done && batch.size() - batched >= config_.network_chunk_size &&
                          batched < kWriteBatch)) {
       continue;
     }
     std::string_view chunk(batch.data(), batched);
-    Status w = co_await pool.call([&] { return prep.writer->write(chunk); });
+    Status w = co_await put.pool->call([&] { return put.writer->write(chunk); });
     batched = 0;
     write_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
-    if (!w.ok()) {
-      co_await discard();
-      (void)co_await ex.respond(disk_error(w, p.loc.device));
-      co_return;
-    }
+    if (!w.ok()) co_return disk_error(w, put.p.loc.device);
   }
   phase_body_.observe(body_seconds);
   phase_write_.observe(write_seconds);
-  if (fsize && *fsize != received) {
-    co_await discard();
-    (void)co_await ex.respond(swob_response(499));
-    co_return;
-  }
-  HeaderMap footers;
-  if (footer) {
-    if (auto refusal = co_await read_footers(body, footers)) {
-      co_await discard();
-      (void)co_await ex.respond(std::move(*refusal));
-      co_return;
-    }
-  }
-  std::string etag = md5.hex_digest();
-  // The footer's ETag (encryption's, of the bytes as stored) wins over the request's.
-  std::string client_etag(req.headers.get_or("Etag", ""));
-  if (auto f = footers.get("Etag"); f && !f->empty()) client_etag = common::http::to_lower(*f);
-  footers.erase("Etag");
-  if (std::string want(common::http::normalize_etag(client_etag));
-      !want.empty() && common::http::to_lower(want) != etag) {
-    co_await discard();
-    (void)co_await ex.respond(swob_response(422));
-    co_return;
-  }
+  if (put.fsize && *put.fsize != put.received) co_return swob_response(499);
+  put.etag = md5.hex_digest();
+  co_return std::nullopt;
+}
 
-  Metadata md = {{"X-Timestamp", p.timestamp.internal()},
+net::awaitable<std::optional<Response>> ObjectServer::finish_put_body(PutState& put) {
+  if (put.footer) {
+    if (auto refusal = co_await read_footers(put.body, put.footers)) co_return refusal;
+  }
+  // The footer's ETag (encryption's, of the bytes as stored) wins over the request's.
+  std::string client_etag(put.req.headers.get_or("Etag", ""));
+  if (auto f = put.footers.get("Etag"); f && !f->empty()) {
+    client_etag = common::http::to_lower(*f);
+  }
+  put.footers.erase("Etag");
+  if (std::string want(common::http::normalize_etag(client_etag));
+      !want.empty() && common::http::to_lower(want) != put.etag) {
+    co_return swob_response(422);
+  }
+  co_return std::nullopt;
+}
+
+Metadata ObjectServer::put_metadata(const PutState& put) const {
+  const Request& req = put.req;
+  Metadata md = {{"X-Timestamp", put.p.timestamp.internal()},
                  {"Content-Type", std::string(req.headers.get_or("Content-Type", ""))},
-                 {"Content-Length", std::to_string(received)},
-                 {"ETag", etag}};
-  for (const HeaderMap* source : {&req.headers, static_cast<const HeaderMap*>(&footers)}) {
+                 {"Content-Length", std::to_string(put.received)},
+                 {"ETag", put.etag}};
+  for (const HeaderMap* source : {&req.headers, &put.footers}) {
     for (const auto& [k, v] : *source) {
       if (is_user_or_sys_meta(k) || is_transient_sysmeta(k)) set_meta(md, title_case(k), v);
     }
   }
   copy_allowed_headers(req, md);
-  if (delete_at.value && req.headers.contains("X-Delete-After") &&
+  if (put.delete_at.value && req.headers.contains("X-Delete-After") &&
       config_.allowed_headers.count("x-delete-at")) {
-    set_meta(md, "X-Delete-At", *delete_at.value);  // what X-Delete-After became
+    set_meta(md, "X-Delete-At", *put.delete_at.value);  // what X-Delete-After became
   }
-  set_meta(md, "name", p.loc.name());
+  set_meta(md, "name", put.p.loc.name());
+  return md;
+}
 
+net::awaitable<std::optional<Response>> ObjectServer::commit_put(PutState& put) {
   auto t_commit = std::chrono::steady_clock::now();
-  Status committed = co_await pool.call([&] {
-    Status s = prep.writer->commit(md, p.timestamp);
-    prep.writer.reset();
+  Status committed = co_await put.pool->call([&] {
+    Status s = put.writer->commit(put.md, put.p.timestamp);
+    put.writer.reset();
     return s;
   });
   phase_commit_.observe(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t_commit).count());
-  if (!committed.ok()) {
-    (void)co_await ex.respond(disk_error(committed, p.loc.device));
-    co_return;
-  }
-  if (body.is_mime()) {
+  if (!committed.ok()) co_return disk_error(committed, put.p.loc.device);
+  if (put.body.is_mime()) {
     // Anything after the footer is read and dropped, as Swift does, before the answer.
-    if (Status drained = co_await body.drain(); !drained.ok()) {
-      (void)co_await ex.respond(body_failure(body, drained));
-      co_return;
+    if (Status drained = co_await put.body.drain(); !drained.ok()) {
+      co_return body_failure(put.body, drained);
     }
   }
+  co_return std::nullopt;
+}
 
-  int64_t orig_delete_at = delete_at_of(prep.orig_metadata);
-  int64_t new_delete_at = delete_at.delete_at;
+net::awaitable<void> ObjectServer::after_put(PutState& put) {
+  int64_t orig_delete_at = delete_at_of(put.orig_metadata);
+  int64_t new_delete_at = put.delete_at.delete_at;
   if (orig_delete_at != new_delete_at) {
-    if (new_delete_at) co_await delete_at_update(p, "PUT", new_delete_at);
-    if (orig_delete_at) co_await delete_at_update(p, "DELETE", orig_delete_at);
+    if (new_delete_at) co_await delete_at_update(put.p, "PUT", new_delete_at);
+    if (orig_delete_at) co_await delete_at_update(put.p, "DELETE", orig_delete_at);
   }
-
   HeaderMap update;
-  update.set("X-Size", std::to_string(received));
-  update.set("X-Content-Type", *find_meta(md, "Content-Type"));
-  update.set("X-Timestamp", p.timestamp.internal());
-  update.set("X-Etag", etag);
+  update.set("X-Size", std::to_string(put.received));
+  update.set("X-Content-Type", *find_meta(put.md, "Content-Type"));
+  update.set("X-Timestamp", put.p.timestamp.internal());
+  update.set("X-Etag", put.etag);
   // Overrides: the x-backend- form first, so the sysmeta form (the one middlewares use) wins.
   // Footers come after the request's headers within each form.
   for (std::string_view prefix :
        {"x-backend-container-update-override-", "x-object-sysmeta-container-update-override-"}) {
-    for (const HeaderMap* source : {&req.headers, static_cast<const HeaderMap*>(&footers)}) {
+    for (const HeaderMap* source :
+         {&put.req.headers, static_cast<const HeaderMap*>(&put.footers)}) {
       for (const auto& [k, v] : *source) {
         if (istarts_with(k, prefix)) update.set("X-" + title_case(k.substr(prefix.size())), v);
       }
     }
   }
-  co_await container_update(p, "PUT", std::move(update));
-
-  Response r = swob_response(201);
-  r.headers.set("Etag", "\"" + etag + "\"");
-  (void)co_await ex.respond(std::move(r));
+  co_await container_update(put.p, "PUT", std::move(update));
 }
 
 // ---- GET / HEAD -----------------------------------------------------------------------------
@@ -947,9 +920,7 @@ net::awaitable<void> ObjectServer::handle_get_head(Exchange& ex, Parsed& p) {
     co_return;
   }
   DiskObject& obj = opened.obj;
-  bool expired = obj.state == DiskObject::State::kExists && !open_expired &&
-                 delete_at_of(obj.metadata) != 0 &&
-                 static_cast<double>(delete_at_of(obj.metadata)) <= p.timestamp.seconds();
+  bool expired = !open_expired && DiskFileManager::is_expired(obj, p.timestamp);
   if (obj.state != DiskObject::State::kExists || expired) {
     Response r = swob_response(404);
     if (obj.state == DiskObject::State::kDeleted || expired) {
@@ -1174,9 +1145,7 @@ net::awaitable<void> ObjectServer::handle_post(Exchange& ex, Parsed& p) {
       return out;
     }
     bool replication = common::config_true_value(req.headers.get_or("X-Backend-Replication", ""));
-    bool expired = obj->state == DiskObject::State::kExists && !replication &&
-                   delete_at_of(obj->metadata) != 0 &&
-                   static_cast<double>(delete_at_of(obj->metadata)) <= p.timestamp.seconds();
+    bool expired = !replication && DiskFileManager::is_expired(*obj, p.timestamp);
     if (obj->state != DiskObject::State::kExists || expired) {
       out.response = swob_response(404);
       return out;
@@ -1308,8 +1277,7 @@ net::awaitable<void> ObjectServer::handle_delete(Exchange& ex, Parsed& p) {
     Timestamp orig_ts;  // zero when nothing is there
     Metadata orig_md;
     int status = 404;
-    bool expired = obj->state == DiskObject::State::kExists && delete_at_of(obj->metadata) != 0 &&
-                   static_cast<double>(delete_at_of(obj->metadata)) <= p.timestamp.seconds();
+    bool expired = DiskFileManager::is_expired(*obj, p.timestamp);
     if (obj->state == DiskObject::State::kDeleted) {
       orig_ts = obj->timestamp;
     } else if (expired) {
@@ -1363,185 +1331,28 @@ net::awaitable<void> ObjectServer::handle_delete(Exchange& ex, Parsed& p) {
 
 // ---- container updates ----------------------------------------------------------------------
 
-std::shared_ptr<ObjectServer::UpdatePlan> ObjectServer::make_plan(const Parsed& p, std::string op,
-                                                                 HeaderMap headers) const {
-  const Request& req = *p.req;
-  auto plan = std::make_shared<UpdatePlan>();
-  plan->op = std::move(op);
-  plan->device = p.loc.device;
-  plan->policy = p.loc.policy;
-  plan->headers = std::move(headers);
-  plan->headers.set("X-Trans-Id", req.headers.get_or("X-Trans-Id", "-"));
-  plan->headers.set("Referer", common::http::as_referer(req));
-  plan->headers.set("User-Agent", "object-server " + std::to_string(::getpid()));
-  return plan;
-}
-
 net::awaitable<void> ObjectServer::container_update(const Parsed& p, std::string op,
                                                     HeaderMap update_headers) {
-  const Request& req = *p.req;
-  auto hosts = common::list_from_csv(req.headers.get_or("X-Container-Host", ""));
-  auto devices = common::list_from_csv(req.headers.get_or("X-Container-Device", ""));
-  std::string partition(req.headers.get_or("X-Container-Partition", ""));
-  if (hosts.size() != devices.size()) {
-    APUS_LOG_ERROR("container update failed: different numbers of hosts and devices in request: \"" +
-                   std::string(req.headers.get_or("X-Container-Host", "")) + "\" vs \"" +
-                   std::string(req.headers.get_or("X-Container-Device", "")) + "\"");
-    co_return;
-  }
-  if (partition.empty() || hosts.empty()) co_return;  // nobody to tell, as in Swift
-
-  update_headers.set("X-Backend-Storage-Policy-Index", std::to_string(p.loc.policy));
-  auto plan = make_plan(p, std::move(op), std::move(update_headers));
-  plan->account = p.loc.account;
-  plan->container = p.loc.container;
-  plan->object = p.loc.object;
-  plan->container_partition = partition;
-  for (size_t i = 0; i < hosts.size(); ++i) plan->targets.emplace_back(hosts[i], devices[i]);
+  auto update = container_update_for(*p.req, p.loc, std::move(op), std::move(update_headers));
+  if (!update) co_return;
   auto start = std::chrono::steady_clock::now();
-  co_await send_updates(plan, config_.container_update_timeout);
+  co_await updates_.send(std::make_shared<const ContainerUpdate>(std::move(*update)),
+                         config_.container_update_timeout);
   phase_update_.observe(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 }
 
 net::awaitable<void> ObjectServer::delete_at_update(const Parsed& p, std::string op,
                                                     int64_t delete_at) {
-  const Request& req = *p.req;
-  if (common::config_true_value(req.headers.get_or("X-Backend-Replication", ""))) co_return;
-  delete_at = clamp_delete_at(delete_at);  // as Swift, before the queue container is derived
-  std::string when = common::normalize_delete_at(delete_at);
-  std::string queue_container;
-  HeaderMap headers;
-  headers.set("X-Backend-Storage-Policy-Index", "0");  // system accounts are policy 0
-  headers.set("X-Timestamp", p.timestamp.internal());
-  std::vector<std::pair<std::string, std::string>> targets;
-  std::string partition;
-  if (op != "DELETE") {
-    auto hosts = req.headers.get("X-Delete-At-Host");
-    if (!hosts) co_return;  // other object servers carry this update
-    queue_container = std::string(req.headers.get_or("X-Delete-At-Container", ""));
-    if (!queue_container.empty() && !parse_queue_container(queue_container)) {
-      // Swift fails the request here with a 500 after storing the object; the best guess (what
-      // it does for a proxy that sends no container) keeps the object queued instead.
-      APUS_LOG_WARNING("invalid X-Delete-At-Container \"" + queue_container +
-                       "\"; making a best guess at the queue container");
-      queue_container.clear();
-    }
-    partition = std::string(req.headers.get_or("X-Delete-At-Partition", ""));
-    auto host_list = common::list_from_csv(*hosts);
-    auto device_list = common::list_from_csv(req.headers.get_or("X-Delete-At-Device", ""));
-    for (size_t i = 0; i < host_list.size() && i < device_list.size(); ++i) {
-      if (!host_list[i].empty() && !device_list[i].empty() && !partition.empty()) {
-        targets.emplace_back(host_list[i], device_list[i]);
-      }
-    }
-    headers.set("X-Size", "0");
-    headers.set("X-Content-Type", "text/plain");
-    headers.set("X-Etag", "d41d8cd98f00b204e9800998ecf8427e");
-  } else if (!common::config_true_value(
-                 req.headers.get_or("X-Backend-Clean-Expiring-Object-Queue", "t"))) {
-    co_return;
-  }
-  if (queue_container.empty()) {
-    // Swift's best guess of the queue container (what a DELETE of an old entry must use).
-    auto hash = disk_.object_hash(p.loc);
-    if (!hash.ok()) co_return;
-    // int(hash, 16) % 100, digit by digit: the 128-bit value does not fit an integer.
-    int64_t shard = 0;
-    for (char c : *hash) shard = (shard * 16 + (c <= '9' ? c - '0' : c - 'a' + 10)) % 100;
-    const int64_t divisor = config_.expiring_objects_container_divisor;
-    queue_container = std::to_string(delete_at / divisor * divisor - shard);
-  }
-  std::optional<int64_t> queue = parse_queue_container(queue_container);
-  if (!queue) co_return;  // checked above; unreachable
-  auto plan = make_plan(p, std::move(op), std::move(headers));
-  plan->account = config_.expiring_objects_account;
-  plan->container = common::normalize_delete_at(*queue);
-  plan->object = when + "-" + p.loc.account + "/" + p.loc.container + "/" + p.loc.object;
-  plan->container_partition = partition;
-  plan->targets = std::move(targets);
+  auto hash = disk_.object_hash(p.loc);
+  if (!hash.ok()) co_return;
+  auto update = delete_at_update_for(
+      *p.req, p.loc, p.timestamp, std::move(op), delete_at, *hash,
+      {config_.expiring_objects_account, config_.expiring_objects_container_divisor});
+  if (!update) co_return;
   // Swift sends these one by one and waits for each (conn_timeout + node_timeout at most).
-  co_await send_updates(plan, config_.conn_timeout + config_.node_timeout);
-}
-
-net::awaitable<void> ObjectServer::send_updates(std::shared_ptr<UpdatePlan> plan,
-                                                double wait_seconds) {
-  plan->timestamp = std::string(
-      plan->headers.get_or("X-Meta-Timestamp", plan->headers.get_or("X-Timestamp", "")));
-  if (config_.container_update_async || plan->targets.empty()) {
-    Status s =
-        co_await pool_for(plan->device).call([this, plan] { return save_async_pending(*plan); });
-    if (!s.ok()) APUS_LOG_ERROR("cannot save async pending: " + s.to_string());
-    co_return;
-  }
-  // Deliveries carry on after the wait ends; they own a copy of everything they need.
-  auto executor = co_await net::this_coro::executor;
-  auto done = std::make_shared<net::steady_timer>(
-      executor, std::chrono::duration_cast<net::steady_timer::duration>(
-                    std::chrono::duration<double>(wait_seconds)));
-  auto remaining = std::make_shared<size_t>(plan->targets.size());
-  for (size_t i = 0; i < plan->targets.size(); ++i) {
-    net::co_spawn(
-        executor,
-        [this, plan, i, done, remaining]() -> net::awaitable<void> {
-          co_await deliver_update(plan, i);
-          if (--*remaining == 0) done->cancel();
-        },
-        net::detached);
-  }
-  co_await done->async_wait(net::as_tuple(net::use_awaitable));
-}
-
-net::awaitable<void> ObjectServer::deliver_update(std::shared_ptr<UpdatePlan> plan,
-                                                  size_t target) {
-  const auto& [host, device] = plan->targets[target];
-  auto host_port = split_host_port(host);
-  bool delivered = false;
-  if (host_port) {
-    common::http::ClientRequest request;
-    request.method = plan->op;
-    request.target = "/" + common::http::quote(device) + "/" + plan->container_partition + "/" +
-                     common::http::quote(plan->account + "/" + plan->container + "/" +
-                                         plan->object);
-    request.headers = plan->headers;
-    auto& pool = common::http::ConnectionPool::for_this_thread();
-    common::http::ClientOptions timeouts{.conn_timeout = config_.conn_timeout,
-                                         .node_timeout = config_.node_timeout};
-    auto response = co_await common::http::simple_request(pool, timeouts, host_port->first,
-                                                          host_port->second, std::move(request));
-    if (response.ok() && response->head.status >= 200 && response->head.status < 300) {
-      delivered = true;
-    } else {
-      APUS_LOG_ERROR("container update failed with " + host + "/" + device +
-                     " (saving for async update later): " +
-                     (response.ok() ? std::to_string(response->head.status) + " response"
-                                    : response.status().to_string()));
-    }
-  }
-  if (!delivered) {
-    Status s = co_await pool_for(plan->device).call([this, plan] { return save_async_pending(*plan); });
-    if (!s.ok()) APUS_LOG_ERROR("cannot save async pending: " + s.to_string());
-  }
-}
-
-Status ObjectServer::save_async_pending(const UpdatePlan& plan) {
-  AsyncUpdate update;
-  update.op = plan.op;
-  update.account = plan.account;
-  update.container = plan.container;
-  update.obj = plan.object;
-  for (const auto& [k, v] : plan.headers) update.headers.emplace_back(title_case(k), v);
-  auto hash = common::hash_path_hex(
-      {config_.swift.hash_path_prefix, config_.swift.hash_path_suffix}, plan.account,
-      plan.container, plan.object);
-  if (!hash.ok()) return hash.status();
-  std::string device_dir = config_.disk.devices + "/" + plan.device;
-  std::string path = device_dir + "/" + DiskFileManager::policy_dir("async_pending", plan.policy) +
-                     "/" + hash->substr(hash->size() - 3) + "/" + *hash + "-" + plan.timestamp;
-  std::string tmp_dir = device_dir + "/" + DiskFileManager::policy_dir("tmp", plan.policy);
-  auto made = disk_.fs().mkdirs(tmp_dir);
-  if (!made.ok()) return made.status();
-  return disk_.fs().write_file_atomic(path, encode_async_pending(update), tmp_dir);
+  co_await updates_.send(std::make_shared<const ContainerUpdate>(std::move(*update)),
+                         config_.conn_timeout + config_.node_timeout);
 }
 
 }  // namespace apus::object

@@ -6,7 +6,8 @@
 // own requests; handlers await it and never block their worker. After a PUT, POST or DELETE the
 // container replicas named in X-Container-Host/-Device/-Partition are told: `sync` mode waits up
 // to container_update_timeout and saves an async pending for any that failed; `async` mode saves
-// the async pending at once and answers (apus-object-updater delivers it later).
+// the async pending at once and answers (apus-object-updater delivers it later); the updates
+// themselves are built and sent by container_update.h.
 //
 // A device gets its pool only after check_device() found it (Swift's 507 otherwise), on a small
 // shared probe pool, so device names chosen by clients cannot create threads; at most
@@ -18,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -30,6 +32,7 @@
 #include "common/http/server.h"
 #include "common/io/blocking_pool.h"
 #include "common/metrics/metrics.h"
+#include "object-server/container_update.h"
 #include "object-server/diskfile.h"
 
 namespace apus::object {
@@ -74,8 +77,25 @@ class ObjectServer {
 
  private:
   struct Parsed;
-  struct UpdatePlan;
   boost::asio::awaitable<void> handle_put(common::http::Exchange& ex, Parsed& p);
+  // The steps of a PUT, in order; each returns the answer that ends it early, if any.
+  struct PutState;
+  // Constraints, delete-at headers and the announced size.
+  std::optional<common::http::Response> check_put(PutState& put) const;
+  // The device, the object it replaces (If-None-Match, 409) and a writer (pool).
+  boost::asio::awaitable<std::optional<common::http::Response>> open_for_put(PutState& put);
+  // A MIME body (metadata footers) up to the object's bytes.
+  boost::asio::awaitable<std::optional<common::http::Response>> start_put_body(PutState& put);
+  // The object's bytes: hashed, written in batches, max_file_size enforced as they come.
+  boost::asio::awaitable<std::optional<common::http::Response>> receive_put_body(PutState& put);
+  // The footer document and the ETag check.
+  boost::asio::awaitable<std::optional<common::http::Response>> finish_put_body(PutState& put);
+  // The metadata to store.
+  Metadata put_metadata(const PutState& put) const;
+  // The .data file into place (pool), then the rest of a MIME body.
+  boost::asio::awaitable<std::optional<common::http::Response>> commit_put(PutState& put);
+  // The expiring-objects queue and the container listing.
+  boost::asio::awaitable<void> after_put(PutState& put);
   boost::asio::awaitable<void> handle_replicate(common::http::Exchange& ex,
                                                 const std::string& path);
   boost::asio::awaitable<void> handle_get_head(common::http::Exchange& ex, Parsed& p);
@@ -88,17 +108,10 @@ class ObjectServer {
                                                 common::http::HeaderMap update_headers);
   // Adds or removes the object's row in the expiring-objects queue (X-Delete-At).
   boost::asio::awaitable<void> delete_at_update(const Parsed& p, std::string op, int64_t delete_at);
-  std::shared_ptr<UpdatePlan> make_plan(const Parsed& p, std::string op,
-                                        common::http::HeaderMap headers) const;
-  // Sends (sync mode: waiting up to `wait_seconds`) or saves (async mode, or no target) a plan.
-  boost::asio::awaitable<void> send_updates(std::shared_ptr<UpdatePlan> plan, double wait_seconds);
-  boost::asio::awaitable<void> deliver_update(std::shared_ptr<UpdatePlan> plan, size_t target);
   // Stores allowed_headers and X-Backend-Replication-Headers from the request into `md`.
   void copy_allowed_headers(const common::http::Request& req, Metadata& md) const;
   // The object's state, or InsufficientStorage when its device is unavailable (pool thread).
   common::Result<DiskObject> open_checked(const Location& loc);
-  // Saves an update for the object updater (pool thread).
-  common::Status save_async_pending(const UpdatePlan& plan);
   // The disk pool of `device`, or nullptr when the device is unavailable (answer 507). A
   // device without a pool yet is checked first on probe_pool_.
   boost::asio::awaitable<common::io::BlockingPool*> checked_pool(const std::string& device);
@@ -118,6 +131,7 @@ class ObjectServer {
   std::map<std::string, std::unique_ptr<common::io::BlockingPool>> pools_;  // GUARDED_BY(pools_mutex_)
   // Shared by the devices beyond kMaxDevicePools; GUARDED_BY(pools_mutex_)
   std::unique_ptr<common::io::BlockingPool> overflow_pool_;
+  UpdateSender updates_;  // after the pools: its deliveries use them
   common::HistogramHandle phase_body_, phase_write_, phase_commit_, phase_update_;
 };
 

@@ -17,6 +17,7 @@
 #include "common/io/blocking_pool.h"
 #include "common/log/log.h"
 #include "object-server/async_pending.h"
+#include "object-server/container_update.h"
 #include "object-server/diskfile.h"
 
 namespace apus::object {
@@ -90,8 +91,9 @@ std::vector<PendingFile> ObjectUpdater::Impl::gather() {
       if (dir == "async_pending") {
         policy = 0;
       } else if (dir.rfind("async_pending-", 0) == 0) {
-        policy = std::atoi(dir.c_str() + 14);
-        if (!config.swift.policies.by_index(policy)) {
+        std::optional<int64_t> index = common::parse_python_int(std::string_view(dir).substr(14));
+        policy = index && *index >= 0 && *index <= 1 << 30 ? static_cast<int>(*index) : -1;
+        if (policy < 0 || !config.swift.policies.by_index(policy)) {
           APUS_LOG_WARNING("directory " + dir + " does not map to a valid policy");
           continue;
         }
@@ -156,23 +158,21 @@ net::awaitable<void> ObjectUpdater::Impl::process(const PendingFile& file,
     ++stats.errors;
     co_return;
   }
-  common::http::ClientRequest request;
-  request.method = update.op;
-  request.target = "/" + std::to_string(nodes->partition);  // device prefixed per node below
-  std::string object_path =
-      common::http::quote("/" + account + "/" + container + "/" + update.obj);
+  std::string partition = std::to_string(nodes->partition);
+  std::string object_path = "/" + account + "/" + container + "/" + update.obj;  // for logs
+  common::http::HeaderMap headers;
   bool has_policy = false, has_redirect = false, has_quoted = false;
   for (const auto& [k, v] : update.headers) {
     if (common::http::iequals(k, "User-Agent")) continue;
     has_policy |= common::http::iequals(k, "X-Backend-Storage-Policy-Index");
     has_redirect |= common::http::iequals(k, "X-Backend-Accept-Redirect");
     has_quoted |= common::http::iequals(k, "X-Backend-Accept-Quoted-Location");
-    request.headers.add(k, v);
+    headers.add(k, v);
   }
-  request.headers.set("User-Agent", "object-updater " + std::to_string(::getpid()));
-  if (!has_policy) request.headers.set("X-Backend-Storage-Policy-Index", std::to_string(file.policy));
-  if (!has_redirect) request.headers.set("X-Backend-Accept-Redirect", "true");
-  if (!has_quoted) request.headers.set("X-Backend-Accept-Quoted-Location", "true");
+  headers.set("User-Agent", "object-updater " + std::to_string(::getpid()));
+  if (!has_policy) headers.set("X-Backend-Storage-Policy-Index", std::to_string(file.policy));
+  if (!has_redirect) headers.set("X-Backend-Accept-Redirect", "true");
+  if (!has_quoted) headers.set("X-Backend-Accept-Quoted-Location", "true");
 
   bool all_ok = true, new_successes = false;
   for (const auto& node : nodes->nodes) {
@@ -182,10 +182,10 @@ net::awaitable<void> ObjectUpdater::Impl::process(const PendingFile& file,
       continue;
     }
     const ring::Device& dev = *node.device;
-    common::http::ClientRequest r = request;
-    r.target = "/" + common::http::quote(dev.device) + request.target + object_path;
     auto resp = co_await common::http::simple_request(
-        pool, dev.replication_ip, static_cast<uint16_t>(dev.replication_port), std::move(r));
+        pool, dev.replication_ip, static_cast<uint16_t>(dev.replication_port),
+        make_update_request(update.op, dev.device, partition, account, container, update.obj,
+                            headers));
     if (resp.ok() && resp->head.status >= 200 && resp->head.status < 300) {
       update.successes.push_back(id);
       new_successes = true;
