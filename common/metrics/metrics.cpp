@@ -83,21 +83,21 @@ Labels with_server(const Labels& labels, const std::string& server) {
 
 CounterHandle Metrics::counter(const std::string& name, const std::string& help,
                                const Labels& labels) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   return CounterHandle(&prometheus::BuildCounter().Name(name).Help(help).Register(*registry_)
                             .Add(with_server(labels, server_)));
 }
 
 GaugeHandle Metrics::gauge(const std::string& name, const std::string& help,
                            const Labels& labels) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   return GaugeHandle(&prometheus::BuildGauge().Name(name).Help(help).Register(*registry_)
                           .Add(with_server(labels, server_)));
 }
 
 HistogramHandle Metrics::histogram(const std::string& name, const std::string& help,
                                    const Labels& labels, const std::vector<double>& buckets) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   return HistogramHandle(&prometheus::BuildHistogram().Name(name).Help(help).Register(*registry_)
                               .Add(with_server(labels, server_), buckets));
 }
@@ -106,7 +106,7 @@ Metrics::RequestSeries& Metrics::series(int method, int status) {
   if (status < 0 || status >= kStatuses) status = 0;
   RequestSeries& s = series_[method * kStatuses + status];
   if (s.count.load(std::memory_order_acquire) != nullptr) return s;
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   if (s.count.load(std::memory_order_relaxed) != nullptr) return s;
   Labels labels = with_server(
       {{"method", std::string(kMethodNames[method])}, {"status", std::to_string(status)}}, server_);
@@ -141,14 +141,14 @@ void Metrics::connection_opened() { connections_.inc(); }
 void Metrics::connection_closed() { connections_.dec(); }
 
 void Metrics::add_collect_hook(std::function<void()> hook) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   hooks_.push_back(std::move(hook));
 }
 
 std::string Metrics::serialize() {
   std::vector<std::function<void()>> hooks;
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(&mutex_);
     hooks = hooks_;
   }
   for (auto& hook : hooks) hook();

@@ -15,10 +15,11 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "common/thread_annotations.h"
 
 namespace prometheus {
 class Counter;
@@ -116,8 +117,8 @@ class Metrics {
 
   std::string server_;
   std::shared_ptr<prometheus::Registry> registry_;
-  std::mutex mutex_;  // guards family creation, hooks_ and the slow path of series()
-  std::vector<std::function<void()>> hooks_;
+  Mutex mutex_;  // guards family creation, hooks_ and the slow path of series()
+  std::vector<std::function<void()>> hooks_ APUS_GUARDED_BY(mutex_);
   std::unique_ptr<RequestSeries[]> series_;  // kMethods * kStatuses, created lazily
   GaugeHandle in_flight_, connections_;
   CounterHandle bytes_in_, bytes_out_;

@@ -3,12 +3,12 @@
 #include <doctest/doctest.h>
 
 #include <array>
-#include <mutex>
 #include <chrono>
 #include <string>
 #include <thread>
 
 #include "common/http/server.h"
+#include "common/thread_annotations.h"
 #include "tests/support/test_server.h"
 
 namespace net = boost::asio;
@@ -25,10 +25,11 @@ namespace {
 // Reads the whole body and answers 201, or the status matching the read error; records the
 // last error seen.
 struct BodyReader {
-  std::mutex mutex;
-  std::string error_seen;  // GUARDED_BY(mutex): written by the worker, read by the test
+  apus::common::Mutex mutex;
+  // Written by the worker, read by the test.
+  std::string error_seen APUS_GUARDED_BY(mutex);
   std::string last_error() {
-    std::lock_guard lock(mutex);
+    apus::common::MutexLock lock(&mutex);
     return error_seen;
   }
   apus::common::http::Handler handler() {
@@ -38,7 +39,7 @@ struct BodyReader {
         auto n = co_await ex.read_body(buf);
         if (!n.ok()) {
           {
-            std::lock_guard lock(mutex);
+            apus::common::MutexLock lock(&mutex);
             error_seen = n.status().to_string();
           }
           Response r;

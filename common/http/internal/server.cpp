@@ -1,5 +1,6 @@
-// The server runtime: acceptor thread, lock-free hand-off queue, workers with one io_context
-// each, and the per-connection HTTP session (Beast parser, our own response writer).
+// The server runtime: acceptor thread (public and admin listeners, max_clients, EMFILE
+// back-off), lock-free hand-off queue, workers with one io_context each, and the per-connection
+// HTTP session (Beast parser, our own response writer, which refuses CR/LF/NUL in a head).
 #include "common/http/server.h"
 
 #include <arpa/inet.h>
