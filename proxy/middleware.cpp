@@ -220,8 +220,13 @@ void strip_internal(HeaderMap& h) {
   for (const auto& name : drop) h.erase(name);
 }
 
+// Options: allow_reserved_names_header (Swift's; default off) lets a client's
+// X-Allow-Reserved-Names through as X-Backend-Allow-Reserved-Names. Swift's
+// shunt_inbound_x_timestamp is always on here: no client chooses a write's timestamp.
 class Gatekeeper final : public Middleware {
  public:
+  explicit Gatekeeper(bool allow_reserved_names_header)
+      : allow_reserved_names_header_(allow_reserved_names_header) {}
   net::awaitable<void> call(Exchange& ex, ProxyEnv& env, const Next& next) override {
     HeaderEditor out(ex, [](int, HeaderMap& h) { strip_internal(h); });
     HeaderMap& h = out.mutable_request().headers;
@@ -235,8 +240,16 @@ class Gatekeeper final : public Middleware {
       h.erase("X-Timestamp");
     }
     if (inbound) h.set("X-Backend-Inbound-X-Timestamp", *inbound);
+    if (auto allow = h.get("X-Allow-Reserved-Names"); allow && allow_reserved_names_header_) {
+      std::string value(*allow);
+      h.erase("X-Allow-Reserved-Names");
+      h.set("X-Backend-Allow-Reserved-Names", value);
+    }
     co_await next(out, env);
   }
+
+ private:
+  const bool allow_reserved_names_header_;
 };
 
 // ---- healthcheck -----------------------------------------------------------------------------
@@ -831,7 +844,11 @@ Result<std::unique_ptr<Middleware>> make_middleware(std::string_view name,
     return std::unique_ptr<Middleware>(
         std::make_unique<CatchErrors>(section.get_string("trans_id_suffix", "")));
   }
-  if (name == "gatekeeper") return std::unique_ptr<Middleware>(std::make_unique<Gatekeeper>());
+  if (name == "gatekeeper") {
+    bool allow_reserved = false;
+    APUS_ASSIGN_OR_RETURN(allow_reserved, section.get_bool("allow_reserved_names_header", false));
+    return std::unique_ptr<Middleware>(std::make_unique<Gatekeeper>(allow_reserved));
+  }
   if (name == "healthcheck") {
     return std::unique_ptr<Middleware>(
         std::make_unique<Healthcheck>(section.get_string("disable_path", "")));

@@ -11,6 +11,7 @@
 2. Owners cannot delete system metadata: X-Remove-Account-Sysmeta-*, X-Remove-Container-Sysmeta-*
    (and their '_' spellings) leave the sysmeta the storage servers hold, while
    X-Remove-<Type>-Meta-* and X-Remove-Container-Read still remove.
+3. gatekeeper's allow_reserved_names_header: X-Allow-Reserved-Names is honoured only with it.
 
 usage: gatekeeper_test.py <build-dir>
 """
@@ -171,10 +172,32 @@ def remove_sysmeta(cluster):
         check("x-container-read" not in h, "X-Remove-Container-Read removes: %r" % h)
 
 
+def reserved_names(cluster):
+    """Swift's allow_reserved_names_header: only with it does a client's X-Allow-Reserved-Names
+    reach the app (as X-Backend-Allow-Reserved-Names); X-Backend-Allow-Reserved-Names itself
+    never does."""
+    port = cluster.start_proxy(
+        "proxy-reserved",
+        pipeline="catch_errors gk-reserved proxy-logging cache tempauth proxy-server",
+        filters="[filter:gk-reserved]\nuse = egg:swift#gatekeeper\n"
+                "allow_reserved_names_header = true\n")
+    auth = {"X-Auth-Token": token(cluster, port)}
+    s, _, _ = request(port, "PUT", "/v1/AUTH_test/%00reserved",
+                      dict(auth, **{"X-Allow-Reserved-Names": "true"}))
+    check(s in (201, 202), "reserved container name with allow_reserved_names_header: %d" % s)
+    s, _, _ = request(port, "HEAD", "/v1/AUTH_test/%00reserved",
+                      dict(auth, **{"X-Backend-Allow-Reserved-Names": "true"}))
+    check(s == 412, "X-Backend-Allow-Reserved-Names from a client counts: %d" % s)
+    main_auth = {"X-Auth-Token": token(cluster, cluster.proxy_port)}
+    s, _, _ = request(cluster.proxy_port, "HEAD", "/v1/AUTH_test/%00reserved",
+                      dict(main_auth, **{"X-Allow-Reserved-Names": "true"}))
+    check(s == 412, "X-Allow-Reserved-Names counts without allow_reserved_names_header: %d" % s)
+
+
 def main():
     with procs.TempDir("apus-gatekeeper-") as root, procs.Processes() as ps:
         cluster = Cluster(BIN, root, ps)
-        for step in (no_gatekeeper, remove_sysmeta):
+        for step in (no_gatekeeper, remove_sysmeta, reserved_names):
             print("---", step.__name__)
             try:
                 step(cluster)
