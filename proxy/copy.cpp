@@ -187,6 +187,20 @@ class Copy final : public Middleware {
     const Request& req = ex.request();
     auto segs = common::http::split_path(common::http::percent_decode(req.path()), 4, 4, true);
     bool object = segs.ok();
+    if (object && req.method == "OPTIONS") {
+      // Swift's copy adds COPY to a successful object OPTIONS answer.
+      HeaderEditor with_copy(ex, [](int status, HeaderMap& h) {
+        if (status < 200 || status >= 300) return;
+        for (const char* name : {"Allow", "Access-Control-Allow-Methods"}) {
+          auto v = h.get(name);
+          if (v && v->find("COPY") == std::string_view::npos) {
+            h.set(name, std::string(*v) + ", COPY");
+          }
+        }
+      });
+      co_await next(with_copy, env);
+      co_return;
+    }
     if (!object || !((req.method == "PUT" && !req.headers.get_or("X-Copy-From", "").empty()) ||
                      req.method == "COPY")) {
       co_await next(ex, env);

@@ -172,6 +172,8 @@ def not_allowed(pair):
     pair.compare("405 account PUT", "PUT", "/v1/AUTH_test", expect=405)
     pair.compare("405 account DELETE", "DELETE", "/v1/AUTH_test", expect=405)
     pair.compare("405 /info", "POST", "/info", auth=False, expect=405)
+    for path in ("/v1/AUTH_test", "/v1/AUTH_test/shared", "/v1/AUTH_test/shared/o"):
+        pair.compare("OPTIONS", "OPTIONS", path, compare_body=False, expect=200)
 
 
 def error_answers(pair):
@@ -193,6 +195,11 @@ def error_answers(pair):
                  {"X-Account-Meta-" + "n" * 129: "v"}, expect=400)
     pair.compare("object meta value", "PUT", "/v1/AUTH_test/shared/{side}-big",
                  {"x-object-meta-big": big, "Content-Type": "text/plain"}, b"x", expect=400)
+    pair.compare("container meta value, underscores", "POST", "/v1/AUTH_test/shared",
+                 {"X-Container-Meta-Big_under_Score": big}, expect=400)
+    pair.compare("container listing, limit not a number", "GET",
+                 "/v1/AUTH_test/shared?limit=abc&format=json")
+    pair.compare("missing container HEAD", "HEAD", "/v1/AUTH_test/nope", expect=404)
     pair.compare("header too long", "PUT", "/v1/AUTH_test/shared/{side}-big",
                  {"x-some-header": "v" * 8193, "Content-Type": "text/plain"}, b"x", expect=400)
 

@@ -78,8 +78,9 @@ TEST_CASE("required filters: presence is by entry point, not by section name") {
 
 TEST_CASE("internal headers: Swift's gatekeeper list") {
   for (const char* name :
-       {"X-Backend-Storage-Policy-Index", "x-backend-anything", "X-Account-Sysmeta-Core-Access-Control",
-        "X-Container-Sysmeta-Foo", "X-Object-Sysmeta-Container-Update-Override-Etag",
+       {"X-Backend-Storage-Policy-Index", "x-backend-anything",
+        "X-Account-Sysmeta-Core-Access-Control", "X-Container-Sysmeta-Foo",
+        "X-Object-Sysmeta-Container-Update-Override-Etag",
         "X-Object-Transient-Sysmeta-Crypto-Meta", "X-Account-Host", "X-Container-Partition",
         "X-Container-Root-Db-State", "X-Delete-At-Container", "X-Delete-At-Device"}) {
     CHECK_MESSAGE(is_internal_header(name), name);
