@@ -424,7 +424,7 @@ ObjectServer::ObjectServer(ObjectServerConfig config, common::io::Fs& fs,
 ObjectServer::~ObjectServer() = default;
 
 common::io::BlockingPool& ObjectServer::pool_for(const std::string& device) {
-  std::lock_guard lock(pools_mutex_);
+  common::MutexLock lock(&pools_mutex_);
   if (auto it = pools_.find(device); it != pools_.end()) return *it->second;
   if (pools_.size() >= kMaxDevicePools) {
     if (!overflow_pool_) {
@@ -442,11 +442,14 @@ common::io::BlockingPool& ObjectServer::pool_for(const std::string& device) {
   return *pool;
 }
 
+common::io::BlockingPool* ObjectServer::find_pool(const std::string& device) {
+  common::MutexLock lock(&pools_mutex_);
+  auto it = pools_.find(device);
+  return it == pools_.end() ? nullptr : it->second.get();
+}
+
 net::awaitable<common::io::BlockingPool*> ObjectServer::checked_pool(const std::string& device) {
-  {
-    std::lock_guard lock(pools_mutex_);
-    if (auto it = pools_.find(device); it != pools_.end()) co_return it->second.get();
-  }
+  if (common::io::BlockingPool* pool = find_pool(device)) co_return pool;
   // Handlers check the device again on its pool (open_checked): this check only keeps names
   // of devices that do not exist from ever getting a pool.
   Status s = co_await probe_pool_.call([this, &device] { return disk_.check_device(device); });

@@ -13,12 +13,12 @@
 // shared probe pool, so device names chosen by clients cannot create threads; at most
 // kMaxDevicePools pools exist (devices beyond that share one).
 //
-// Thread-safe: handle() runs on any worker; the per-device pool map is guarded by a mutex.
+// Thread-safe: handle() runs on any worker; the per-device pool map is guarded by
+// pools_mutex_.
 #pragma once
 
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -32,6 +32,7 @@
 #include "common/http/server.h"
 #include "common/io/blocking_pool.h"
 #include "common/metrics/metrics.h"
+#include "common/thread_annotations.h"
 #include "object-server/container_update.h"
 #include "object-server/diskfile.h"
 
@@ -114,9 +115,12 @@ class ObjectServer {
   common::Result<DiskObject> open_checked(const Location& loc);
   // The disk pool of `device`, or nullptr when the device is unavailable (answer 507). A
   // device without a pool yet is checked first on probe_pool_.
-  boost::asio::awaitable<common::io::BlockingPool*> checked_pool(const std::string& device);
+  boost::asio::awaitable<common::io::BlockingPool*> checked_pool(const std::string& device)
+      APUS_EXCLUDES(pools_mutex_);
+  // The pool `device` has already, or nullptr.
+  common::io::BlockingPool* find_pool(const std::string& device) APUS_EXCLUDES(pools_mutex_);
   // The pool of a device that passed check_device() (made on first use, bounded).
-  common::io::BlockingPool& pool_for(const std::string& device);
+  common::io::BlockingPool& pool_for(const std::string& device) APUS_EXCLUDES(pools_mutex_);
 
   // A real server has tens of devices; this bounds the threads (threads_per_disk each) even if
   // many directories appear under `devices`.
@@ -127,10 +131,12 @@ class ObjectServer {
   common::Metrics* metrics_;
   // Device checks of devices without a pool: a stat (or mount check) each, rare after start-up.
   common::io::BlockingPool probe_pool_{"disk-probe", 1};
-  std::mutex pools_mutex_;
-  std::map<std::string, std::unique_ptr<common::io::BlockingPool>> pools_;  // GUARDED_BY(pools_mutex_)
-  // Shared by the devices beyond kMaxDevicePools; GUARDED_BY(pools_mutex_)
-  std::unique_ptr<common::io::BlockingPool> overflow_pool_;
+  common::Mutex pools_mutex_;
+  // Pools are never removed, so a pool found under the lock stays valid after it.
+  std::map<std::string, std::unique_ptr<common::io::BlockingPool>> pools_
+      APUS_GUARDED_BY(pools_mutex_);
+  // Shared by the devices beyond kMaxDevicePools.
+  std::unique_ptr<common::io::BlockingPool> overflow_pool_ APUS_GUARDED_BY(pools_mutex_);
   UpdateSender updates_;  // after the pools: its deliveries use them
   common::HistogramHandle phase_body_, phase_write_, phase_commit_, phase_update_;
 };
