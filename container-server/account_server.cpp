@@ -143,6 +143,11 @@ net::awaitable<void> AccountServer::handle(Exchange& ex) {
       format = params.format;
     } else {
       format = common::http::query_param(req.query(), "format");
+      // Swift decodes the format parameter for HEAD too (get_listing_content_type).
+      if (format && !format->empty() && !common::check_utf8(*format, /*internal=*/true)) {
+        (void)co_await respond(plain_error(400, "\"format\" parameter not valid UTF-8"));
+        co_return;
+      }
     }
     ContentTypeOrError ctype = listing_content_type(req, format);
     if (ctype.error) {

@@ -449,7 +449,10 @@ class Generator:
 
     # -- bad requests --------------------------------------------------------------------------
     def bad(self):
-        rng = self.rng
+        return self.rng.choice(self.bad_cases())()
+
+    def bad_cases(self):
+        """Requests either server refuses, each as a function that makes it."""
         a, c = self.account(), self.container()
         ts = {"X-Timestamp": self.format_ts(self.tick())}
         cases = [
@@ -522,8 +525,29 @@ class Generator:
             lambda: Request("container", "PUT", self.cpath(a, c), dict(
                 ts, **{"X-Account-Host": ACCOUNT_HOST, "X-Account-Device": "sda1,sdb1",
                        "X-Account-Partition": str(part_of(a))})),
+            # issue 12 exactness: 405s (and their Allow, if any), text/plain error bodies,
+            # Accept-Ranges on listings and HEADs, bad UTF-8 in every listing parameter
+            lambda: Request("container", "PATCH", self.cpath(a, c), ts),
+            lambda: Request("container", "COPY", self.cpath(a, c, "o"), ts),
+            lambda: Request("account", "UPDATE", self.apath(a), ts),
+            lambda: Request("account", "OPTIONS", "/sda1/0/AUTH_a/c1/o"),
+            lambda: Request("container", "GET", self.cpath(a, c) + "?format=%FF"),
+            lambda: Request("container", "HEAD", self.cpath(a, c) + "?format=%FF"),
+            lambda: Request("account", "HEAD", self.apath(a) + "?format=%FF"),
+            lambda: Request("container", "GET", self.cpath(a, c) + "?path=%FF"),
+            lambda: Request("container", "GET", self.cpath(a, c) + "?end_marker=%FF&limit=x"),
+            lambda: Request("account", "GET", self.apath(a) + "?delimiter=%FF&format=xml"),
+            lambda: Request("container", "GET", self.cpath("AUTH_a", "c1") + "?format=json",
+                            {"Range": "bytes=0-1"}),
+            lambda: Request("account", "HEAD", self.apath("AUTH_a"), {"Range": "bytes=0-1"}),
+            lambda: Request("container", "PUT", self.cpath(a, c), dict(
+                ts, **{"X-Backend-Storage-Policy-Index": "1.5"})),
+            lambda: Request("container", "POST", self.cpath(a, c), dict(
+                ts, **{"X-Container-Meta-" + "k" * 129: "v"})),
+            lambda: Request("account", "POST", self.apath(a), dict(
+                ts, **{"X-Account-Meta-Big": "v" * 257})),
         ]
-        return rng.choice(cases)()
+        return cases
 
     # -- the sequence --------------------------------------------------------------------------
     def setup(self):
@@ -550,6 +574,9 @@ class Generator:
         """Yields (op number, Request)."""
         for req in self.setup():
             yield 0, req
+        # Every refusal once, whatever the random part picks later.
+        for make in self.bad_cases():
+            yield 0, make()
         names = [n for w, n in self.MUTATIONS for _ in range(w)]
         n = 0
         next_listing = self.rng.randint(1, 5)
