@@ -8,6 +8,7 @@
 #include "common/log/log.h"
 #include "proxy/internal/app.h"
 #include "proxy/middleware.h"
+#include "ring/ring_reloader.h"
 
 namespace apus::proxy {
 
@@ -117,8 +118,11 @@ Result<std::unique_ptr<ProxyServer>> ProxyServer::create(const common::Config& c
   auto config = ProxyConfig::from_config(conf);
   if (!config.ok()) return config.status();
   common::HashPathConfig hash{config->swift.hash_path_prefix, config->swift.hash_path_suffix};
+  // Rings reload on the shared RingReloader's thread, never in lookups on the event loops.
+  ring::RingOptions ring_options;
+  ring_options.reloader = ring::RingReloader::shared();
   auto open_ring = [&](const std::string& name) {
-    return ring::Ring::open(config->swift_dir + "/" + name + ".ring.gz", hash);
+    return ring::Ring::open(config->swift_dir + "/" + name + ".ring.gz", hash, ring_options);
   };
   auto account = open_ring("account");
   if (!account.ok()) return account.status();
