@@ -677,7 +677,9 @@ TEST_CASE("issue 12: /metrics is served on the admin listener only, bound to loo
   auto m = raw_request(admin, "GET /metrics HTTP/1.1\r\n\r\n");
   REQUIRE(m);
   CHECK(m->status == 200);
-  CHECK(m->body.find("# TYPE apus_http_requests_total") != std::string::npos);
+  // (A series that exists from start(): the public request above is recorded only after its
+  // answer is written, so its own series may not be there yet.)
+  CHECK(m->body.find("# TYPE apus_accept_queue_depth gauge") != std::string::npos);
   // The admin listener serves nothing else but /healthcheck.
   auto other = raw_request(admin, "GET /v1/AUTH_a HTTP/1.1\r\n\r\n");
   REQUIRE(other);
