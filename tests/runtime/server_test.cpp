@@ -15,12 +15,16 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
-#include <chrono>
 #include <thread>
 #include <vector>
 
+#include <boost/asio/io_context.hpp>
+
+#include "common/async.h"
 #include "common/config/config.h"
 #include "common/http/server_config.h"
 #include "common/io/blocking_pool.h"
@@ -60,6 +64,9 @@ net::awaitable<void> echo_handler(Exchange& ex) {
   r.body = ex.request().method + " " + std::string(ex.request().path());
   (void)co_await ex.respond(std::move(r));
 }
+
+// Always true, but not known to be at compile time (keeps a throwing coroutine well formed).
+bool true_at_run_time() { return std::getenv("APUS_NEVER_SET_THIS") == nullptr; }
 
 // Sends logs to a file for the life of the object, then back to stderr.
 class LogCapture {
@@ -738,4 +745,23 @@ TEST_CASE("issue 12: request header names reach the handler as Swift's WSGI laye
   CHECK(r->body ==
         "X-Object-Meta-Under-Score=v1\nX-Object-Meta-Mixed-Case=v2\nX-Object-Meta-Dup=a,b\n"
         "Content-Length=0\n");
+}
+
+TEST_CASE("issue 12: spawn_logged logs an escaped exception with its context and cleans up") {
+  LogCapture log;
+  net::io_context ioc;
+  int cleanups = 0;
+  auto thrower = []() -> net::awaitable<int> {
+    if (true_at_run_time()) throw std::runtime_error("lost reply");
+    co_return 1;
+  };
+  auto fine = []() -> net::awaitable<void> { co_return; };
+  apus::common::spawn_logged(ioc.get_executor(), thrower(), "fan-out to 3 nodes",
+                             [&] { ++cleanups; });
+  apus::common::spawn_logged(ioc.get_executor(), fine(), "quiet task", [&] { ++cleanups; });
+  ioc.run();
+  CHECK(cleanups == 1);
+  std::string text = log.text();
+  CHECK(text.find("fan-out to 3 nodes: uncaught exception: lost reply") != std::string::npos);
+  CHECK(text.find("quiet task") == std::string::npos);
 }
