@@ -99,13 +99,13 @@ DbDevices::DbDevices(const DbServerConfig& config, common::io::Fs& fs, common::M
 DbDevices::~DbDevices() {
   // Pools first: their queued jobs may still use a store.
   probe_pool_.reset();
-  std::lock_guard lock(mutex_);
+  common::MutexLock lock(&mutex_);
   pools_.clear();
   stores_.clear();
 }
 
 common::io::BlockingPool* DbDevices::existing_pool(const std::string& device) {
-  std::lock_guard lock(mutex_);
+  common::MutexLock lock(&mutex_);
   auto it = pools_.find(device);
   return it == pools_.end() ? nullptr : it->second.get();
 }
@@ -118,7 +118,7 @@ boost::asio::awaitable<common::io::BlockingPool*> DbDevices::pool_for(const std:
 }
 
 common::io::BlockingPool& DbDevices::pool(const std::string& device) {
-  std::lock_guard lock(mutex_);
+  common::MutexLock lock(&mutex_);
   auto& pool = pools_[device];
   if (!pool) {
     pool = std::make_unique<common::io::BlockingPool>("db-" + device, config_.threads_per_disk);
@@ -128,7 +128,7 @@ common::io::BlockingPool& DbDevices::pool(const std::string& device) {
 }
 
 size_t DbDevices::pool_count_for_test() {
-  std::lock_guard lock(mutex_);
+  common::MutexLock lock(&mutex_);
   return pools_.size();
 }
 
@@ -218,7 +218,7 @@ uint64_t DbDevices::reserve_bytes(const std::string& device) {
 }
 
 DbDevices::StoreSlot& DbDevices::slot(const std::string& device) {
-  std::lock_guard lock(mutex_);
+  common::MutexLock lock(&mutex_);
   auto& slot = stores_[device];
   if (!slot) slot = std::make_unique<StoreSlot>();
   return *slot;  // slots live as long as this object
@@ -228,7 +228,7 @@ Result<ListingStore*> DbDevices::store(const std::string& device) {
   StoreSlot& s = slot(device);
   if (ListingStore* ready = s.ready.load(std::memory_order_acquire)) return ready;
   // Callers for the same device wait here for one open; other devices are not held up.
-  std::lock_guard lock(s.open_mutex);
+  common::MutexLock lock(&s.open_mutex);
   if (!s.store) {
     StoreOptions options;
     options.type = config_.type;

@@ -27,6 +27,7 @@
 #include "common/io/device.h"
 #include "common/io/fs.h"
 #include "common/metrics/metrics.h"
+#include "common/thread_annotations.h"
 #include "common/timestamp.h"
 #include "container-server/listing_db.h"
 
@@ -97,8 +98,8 @@ class DbDevices {
   // slot's own mutex, so a slow open on one device (a RocksDB recovery, a sick disk) holds up
   // only the requests for that device.
   struct StoreSlot {
-    std::mutex open_mutex;                 // held across the open of this device's store
-    std::unique_ptr<ListingStore> store;   // GUARDED_BY(open_mutex); set once, never reset
+    common::Mutex open_mutex;  // held across the open of this device's store
+    std::unique_ptr<ListingStore> store APUS_GUARDED_BY(open_mutex);  // set once, never reset
     std::atomic<ListingStore*> ready{nullptr};  // store.get() once open: the lock-free path
   };
   std::string store_dir(const std::string& device) const;
@@ -114,9 +115,10 @@ class DbDevices {
   StoreOpener opener_;
   // Runs the device checks of names that have no pool yet (see pool_for()).
   std::unique_ptr<common::io::BlockingPool> probe_pool_;
-  std::mutex mutex_;
-  std::map<std::string, std::unique_ptr<common::io::BlockingPool>> pools_;  // GUARDED_BY(mutex_)
-  std::map<std::string, std::unique_ptr<StoreSlot>> stores_;                // GUARDED_BY(mutex_)
+  common::Mutex mutex_;
+  std::map<std::string, std::unique_ptr<common::io::BlockingPool>> pools_
+      APUS_GUARDED_BY(mutex_);
+  std::map<std::string, std::unique_ptr<StoreSlot>> stores_ APUS_GUARDED_BY(mutex_);
 };
 
 // Reclaim: the part of Swift's container/account replicator that forgets. Every `interval`

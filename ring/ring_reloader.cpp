@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <mutex>
 #include <string>
 
 #include "common/log/log.h"
@@ -14,10 +15,10 @@ RingReloader::RingReloader(std::chrono::nanoseconds interval)
 
 RingReloader::~RingReloader() {
   {
-    std::lock_guard lock(mutex_);
+    common::MutexLock lock(&mutex_);
     stopping_ = true;
   }
-  wake_.notify_all();
+  wake_.signal_all();
   thread_.join();
 }
 
@@ -34,17 +35,17 @@ std::shared_ptr<RingReloader> RingReloader::shared() {
 }
 
 void RingReloader::add(Ring* ring) {
-  std::lock_guard lock(rings_mutex_);
+  common::MutexLock lock(&rings_mutex_);
   rings_.push_back(ring);
 }
 
 void RingReloader::remove(Ring* ring) {
-  std::lock_guard lock(rings_mutex_);
+  common::MutexLock lock(&rings_mutex_);
   rings_.erase(std::remove(rings_.begin(), rings_.end(), ring), rings_.end());
 }
 
 uint64_t RingReloader::passes() const {
-  std::lock_guard lock(mutex_);
+  common::MutexLock lock(&mutex_);
   return passes_;
 }
 
@@ -52,28 +53,38 @@ void RingReloader::run() {
   // A stray exception would otherwise end the process without a word (house rule for threads
   // of our own).
   try {
-    std::unique_lock lock(mutex_);
-    while (!wake_.wait_for(lock, interval_, [this] { return stopping_; })) {
-      lock.unlock();
+    for (;;) {
       {
-        std::lock_guard rings(rings_mutex_);
-        for (Ring* ring : rings_) {
-          // Forced: this thread's interval is the cadence, not the ring's own reload_time.
-          common::Result<bool> r = ring->check_reload(/*force=*/true);
-          if (!r.ok()) {
-            APUS_LOG_WARNING("ring " + ring->path() + ": reload failed, keeping the loaded ring: " +
-                             r.status().to_string());
-          } else if (*r) {
-            APUS_LOG_INFO("ring " + ring->path() + " reloaded");
-          }
+        common::MutexLock lock(&mutex_);
+        const auto deadline = std::chrono::steady_clock::now() + interval_;
+        if (wake_.wait_until(&mutex_, deadline, [this] {
+              mutex_.assert_held();
+              return stopping_;
+            })) {
+          return;
         }
       }
-      lock.lock();
+      check_rings();
+      common::MutexLock lock(&mutex_);
       ++passes_;
     }
   } catch (const std::exception& e) {
     APUS_LOG_ERROR(std::string("ring reloader: ") + e.what());
     std::terminate();
+  }
+}
+
+void RingReloader::check_rings() {
+  common::MutexLock lock(&rings_mutex_);
+  for (Ring* ring : rings_) {
+    // Forced: this thread's interval is the cadence, not the ring's own reload_time.
+    common::Result<bool> r = ring->check_reload(/*force=*/true);
+    if (!r.ok()) {
+      APUS_LOG_WARNING("ring " + ring->path() + ": reload failed, keeping the loaded ring: " +
+                       r.status().to_string());
+    } else if (*r) {
+      APUS_LOG_INFO("ring " + ring->path() + " reloaded");
+    }
   }
 }
 

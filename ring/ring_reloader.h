@@ -22,12 +22,12 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <vector>
+
+#include "common/thread_annotations.h"
 
 namespace apus::ring {
 
@@ -51,25 +51,27 @@ class RingReloader {
 
   // Registers `ring` (Ring::open does this when RingOptions::reloader is set). `ring` must call
   // remove() before it dies.
-  void add(Ring* ring);
+  void add(Ring* ring) APUS_EXCLUDES(rings_mutex_);
   // Unregisters `ring`, waiting for a check of it in progress.
-  void remove(Ring* ring);
+  void remove(Ring* ring) APUS_EXCLUDES(rings_mutex_);
 
   // Completed passes over the registered rings (tests wait on it).
-  uint64_t passes() const;
+  uint64_t passes() const APUS_EXCLUDES(mutex_);
   std::chrono::nanoseconds interval() const { return interval_; }
 
  private:
-  void run();
+  void run() APUS_EXCLUDES(mutex_, rings_mutex_);
+  // One pass: checks every registered ring.
+  void check_rings() APUS_EXCLUDES(rings_mutex_);
 
   const std::chrono::nanoseconds interval_;
   // Held while a pass checks the rings, so remove() cannot return during a check of its ring.
-  std::mutex rings_mutex_;
-  std::vector<Ring*> rings_;  // GUARDED_BY(rings_mutex_)
-  mutable std::mutex mutex_;
-  std::condition_variable wake_;
-  bool stopping_ = false;  // GUARDED_BY(mutex_)
-  uint64_t passes_ = 0;    // GUARDED_BY(mutex_)
+  common::Mutex rings_mutex_;
+  std::vector<Ring*> rings_ APUS_GUARDED_BY(rings_mutex_);
+  mutable common::Mutex mutex_;
+  common::CondVar wake_;
+  bool stopping_ APUS_GUARDED_BY(mutex_) = false;
+  uint64_t passes_ APUS_GUARDED_BY(mutex_) = 0;
   std::thread thread_;     // last: started once the members above exist
 };
 
