@@ -14,6 +14,7 @@
 // coroutine's code; it must not throw.
 #pragma once
 
+#include <concepts>
 #include <exception>
 #include <string>
 #include <utility>
@@ -41,18 +42,35 @@ struct NoCleanup {
   void operator()() const noexcept {}
 };
 
+// co_spawn's completion handler for spawn_logged(): logs an escaped exception, then cleans up.
+template <class OnFailure>
+auto logged_completion(std::string what, OnFailure on_failure) {
+  return [what = std::move(what), on_failure = std::move(on_failure)](std::exception_ptr e,
+                                                                       auto&&...) mutable {
+    if (!e) return;
+    APUS_LOG_ERROR(what + ": uncaught exception: " + describe_exception(e));
+    on_failure();
+  };
+}
+
 // Starts `task` on `executor`. If an exception escapes it, logs "<what>: uncaught exception:
 // <text>" and calls on_failure(). A value the task returns is dropped.
 template <class Executor, class T, class OnFailure = NoCleanup>
 void spawn_logged(const Executor& executor, boost::asio::awaitable<T> task, std::string what,
                   OnFailure on_failure = {}) {
-  auto done = [what = std::move(what), on_failure = std::move(on_failure)](
-                  std::exception_ptr e, auto&&...) mutable {
-    if (!e) return;
-    APUS_LOG_ERROR(what + ": uncaught exception: " + describe_exception(e));
-    on_failure();
-  };
-  boost::asio::co_spawn(executor, std::move(task), std::move(done));
+  boost::asio::co_spawn(executor, std::move(task),
+                        logged_completion(std::move(what), std::move(on_failure)));
+}
+
+// The same for a coroutine function (a lambda returning an awaitable): co_spawn keeps the
+// function object alive in the coroutine's own frame, so its captures outlive the call (an
+// immediately invoked lambda coroutine would leave them dangling).
+template <class Executor, class F, class OnFailure = NoCleanup>
+  requires std::invocable<F&>
+void spawn_logged(const Executor& executor, F&& function, std::string what,
+                  OnFailure on_failure = {}) {
+  boost::asio::co_spawn(executor, std::forward<F>(function),
+                        logged_completion(std::move(what), std::move(on_failure)));
 }
 
 }  // namespace apus::common

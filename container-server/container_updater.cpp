@@ -4,7 +4,6 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -13,6 +12,7 @@
 #include <map>
 #include <random>
 
+#include "common/async.h"
 #include "common/http/client.h"
 #include "common/http/url.h"
 #include "common/log/log.h"
@@ -170,7 +170,7 @@ net::awaitable<void> ContainerUpdater::Impl::sweep_device(const std::string& dev
     net::steady_timer all_done(executor, net::steady_timer::time_point::max());
     for (int w = 0; w < config.concurrency && next < todo.size(); ++w) {
       ++running;
-      net::co_spawn(
+      common::spawn_logged(
           executor,
           [&]() -> net::awaitable<void> {
             net::steady_timer pace(executor);
@@ -186,7 +186,9 @@ net::awaitable<void> ContainerUpdater::Impl::sweep_device(const std::string& dev
             }
             if (--running == 0) all_done.cancel();
           },
-          net::detached);
+          "container updater worker", [&] {
+            if (--running == 0) all_done.cancel();
+          });
     }
     if (running > 0) {
       auto [ec] = co_await all_done.async_wait(net::as_tuple(net::use_awaitable));
@@ -213,12 +215,12 @@ ContainerUpdaterStats ContainerUpdater::run_once() {
     return impl.stats;
   }
   net::io_context ioc(1);
-  net::co_spawn(
-      ioc,
+  common::spawn_logged(
+      ioc.get_executor(),
       [&]() -> net::awaitable<void> {
         for (const auto& device : *listed) co_await impl.sweep_device(device);
       },
-      net::detached);
+      "container update sweep");
   ioc.run();
   double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   APUS_LOG_INFO("Container update sweep completed: " + std::to_string(seconds) + "s, " +

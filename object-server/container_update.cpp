@@ -6,11 +6,11 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "common/async.h"
 #include "common/config/config.h"
 #include "common/http/swob.h"
 #include "common/http/url.h"
@@ -199,13 +199,15 @@ net::awaitable<void> UpdateSender::send(std::shared_ptr<const ContainerUpdate> u
                     std::chrono::duration<double>(wait_seconds)));
   auto remaining = std::make_shared<size_t>(update->targets.size());
   for (size_t i = 0; i < update->targets.size(); ++i) {
-    net::co_spawn(
+    common::spawn_logged(
         executor,
         [this, update, i, done, remaining]() -> net::awaitable<void> {
           co_await deliver(update, i);
           if (--*remaining == 0) done->cancel();
         },
-        net::detached);
+        "container update delivery", [done, remaining] {
+          if (--*remaining == 0) done->cancel();
+        });
   }
   co_await done->async_wait(net::as_tuple(net::use_awaitable));
 }

@@ -5,13 +5,13 @@
 #include <algorithm>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <chrono>
 #include <thread>
 
+#include "common/async.h"
 #include "common/http/client.h"
 #include "common/http/url.h"
 #include "common/io/blocking_pool.h"
@@ -228,8 +228,8 @@ UpdaterStats ObjectUpdater::run_once() {
   auto start = std::chrono::steady_clock::now();
   net::io_context ioc(1);
   std::vector<PendingFile> files;
-  net::co_spawn(
-      ioc,
+  common::spawn_logged(
+      ioc.get_executor(),
       [&]() -> net::awaitable<void> {
         files = co_await impl.disk.call([&] { return impl.gather(); });
         common::http::ConnectionPool pool(
@@ -244,7 +244,7 @@ UpdaterStats ObjectUpdater::run_once() {
         auto pass_start = std::chrono::steady_clock::now();
         for (int w = 0; w < impl.config.concurrency; ++w) {
           ++running;
-          net::co_spawn(
+          common::spawn_logged(
               executor,
               [&]() -> net::awaitable<void> {
                 net::steady_timer pace(executor);
@@ -260,14 +260,16 @@ UpdaterStats ObjectUpdater::run_once() {
                 }
                 if (--running == 0) all_done.cancel();
               },
-              net::detached);
+              "object updater worker", [&] {
+                if (--running == 0) all_done.cancel();
+              });
         }
         if (running > 0) {
           auto [ec] = co_await all_done.async_wait(net::as_tuple(net::use_awaitable));
           (void)ec;
         }
       },
-      net::detached);
+      "object updater pass");
   ioc.run();
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   APUS_LOG_INFO("Object update sweep completed: " + std::to_string(seconds) + "s, " +

@@ -7,13 +7,13 @@
 #include <cmath>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <numeric>
 #include <random>
 
+#include "common/async.h"
 #include "common/config/config.h"
 #include "common/http/swob.h"
 #include "common/http/url.h"
@@ -406,7 +406,7 @@ net::awaitable<std::vector<BackendResponse>> make_requests(
   for (size_t i = 0; i < n; ++i) {
     ++state->running;
     HeaderMap headers = headers_for(i);
-    net::co_spawn(
+    common::spawn_logged(
         ex,
         [state, &options, &health, method, path, headers, body]() -> net::awaitable<void> {
           BackendResponse answer;
@@ -426,7 +426,11 @@ net::awaitable<std::vector<BackendResponse>> make_requests(
           --state->running;
           state->done.cancel();  // wake make_requests() to look again
         },
-        net::detached);
+        "backend " + method + " " + path,
+        [state] {
+          --state->running;
+          state->done.cancel();
+        });
   }
   // Wait for every answer, or for post_quorum_timeout once a quorum agrees. Only this
   // coroutine sets the timer; the requests merely cancel it to wake it up. (The options and

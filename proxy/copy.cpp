@@ -5,12 +5,12 @@
 // until the PUT has read what they hand over.
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <cstring>
 
+#include "common/async.h"
 #include "common/constraints.h"
 #include "common/http/swob.h"
 #include "common/http/url.h"
@@ -282,19 +282,23 @@ class Copy final : public Middleware {
     bool finished = false;
     SourceExchange source_ex(std::move(get), pipe, head_ready);
     ProxyEnv source_env = sub_env(env);
-    net::co_spawn(
+    // Ends the source side: a head (500 when the source never answered) and the end of the body.
+    auto end_source = [&] {
+      if (source_ex.status == 0) {
+        source_ex.status = 500;
+        head_ready.cancel();
+      }
+      pipe.close();
+      finished = true;
+      source_done.cancel();
+    };
+    common::spawn_logged(
         executor,
         [&]() -> net::awaitable<void> {
           co_await next(source_ex, source_env);
-          if (source_ex.status == 0) {
-            source_ex.status = 500;
-            head_ready.cancel();
-          }
-          pipe.close();
-          finished = true;
-          source_done.cancel();
+          end_source();
         },
-        net::detached);
+        "copy source GET", end_source);
     if (source_ex.status == 0) {
       auto [ec] = co_await head_ready.async_wait(kTuple);
       (void)ec;

@@ -4,7 +4,6 @@
 #include <array>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -14,6 +13,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "common/async.h"
 #include "common/config/config.h"
 #include "common/constraints.h"
 #include "common/crypto/md5.h"
@@ -131,7 +131,14 @@ class PutFanout {
 
   static void start(const std::shared_ptr<PutFanout>& self) {
     for (size_t i = 0; i < self->lanes_.size(); ++i) {
-      net::co_spawn(self->room_.get_executor(), write_lane(self, i), net::detached);
+      common::spawn_logged(self->room_.get_executor(), write_lane(self, i), "PUT replica writer",
+                           [self, i] {
+                             Lane& l = *self->lanes_[i];
+                             l.alive = false;
+                             l.running = false;
+                             l.queue.clear();
+                             self->room_.cancel();
+                           });
     }
   }
 
@@ -454,8 +461,11 @@ net::awaitable<std::vector<PutSlot>> connect_put_nodes(NodeIter it, size_t n,
     common::http::ClientRequest mine = request;
     headers_for(i, mine.headers);
     ++state->running;
-    net::co_spawn(ex, connect_put_slot(state, i, options, health, std::move(mine), path),
-                  net::detached);
+    common::spawn_logged(ex, connect_put_slot(state, i, options, health, std::move(mine), path),
+                         "PUT connect " + path, [state] {
+                           --state->running;
+                           state->done.cancel();
+                         });
   }
   while (state->running > 0) {
     co_await wait_until(state->done, std::chrono::steady_clock::time_point::max());
@@ -514,7 +524,11 @@ net::awaitable<std::vector<BackendResponse>> read_put_answers(std::vector<PutLan
   auto state = std::make_shared<PutAnswers>(ex);
   for (PutLane& lane : lanes) {
     ++state->running;
-    net::co_spawn(ex, read_put_answer(state, std::move(lane), health), net::detached);
+    common::spawn_logged(ex, read_put_answer(state, std::move(lane), health), "PUT answer",
+                         [state] {
+                           --state->running;
+                           state->done.cancel();
+                         });
   }
   auto deadline = Clock::time_point::max();
   while (state->running > 0) {
