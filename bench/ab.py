@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """A/B benchmark: Apus against stock Swift (Debian's swift-* packages) on this machine, as
-../shared/docs/benchmarking.md asks.
+docs/benchmarking.md asks.
 
 Both sides run on the same layout, made once by scripts/saio: the same rings, four nodes of
 object, container and account servers on the same device directories (wiped before each
