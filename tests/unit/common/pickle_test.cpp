@@ -935,3 +935,19 @@ TEST_CASE("pickle vectors: object metadata written by Swift") {
 
 }  // namespace
 }  // namespace apus::common::pickle
+
+TEST_CASE("issue 12: dict keys of deeply nested tuples are ordered in linear time") {
+  // {(T, 'a'): None, (T, 'b'): None} where T is ('x',) nested 64 levels: ordering the keys
+  // compares the two equal Ts once per level; asking both a<b and b<a at every level (the old
+  // order) was 2^64 steps, a hang the pickle fuzzer found
+  // (tests/fuzz/corpus/pickle/nested_tuple_keys_timeout).
+  auto key = [](char last) {
+    std::string k = std::string("X\x01\x00\x00\x00x", 6) + std::string(64, '\x85');  // TUPLE1
+    k += std::string("X\x01\x00\x00\x00", 5) + last + "\x86";                         // TUPLE2
+    return k + "N";  // the value: None
+  };
+  std::string data = std::string("\x80\x02}(", 4) + key('a') + key('b') + "u.";
+  auto v = apus::common::pickle::loads(data);
+  REQUIRE(v.ok());
+  CHECK(v->as_dict().size() == 2);
+}
