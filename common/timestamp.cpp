@@ -1,5 +1,6 @@
 #include "common/timestamp.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 
@@ -356,9 +357,21 @@ Result<DecodedTimestamps> decode_timestamps(std::string_view encoded, bool expli
   return out;
 }
 
+namespace {
+constexpr int64_t kMaxDeleteAt = 9999999999;  // ten digits, so queue names sort as numbers
+}  // namespace
+
+int64_t clamp_delete_at(int64_t epoch_seconds) {
+  return epoch_seconds < 0 ? 0 : (epoch_seconds > kMaxDeleteAt ? kMaxDeleteAt : epoch_seconds);
+}
+
+int64_t clamp_delete_at(double epoch_seconds) {
+  if (!(epoch_seconds > 0)) return 0;  // NaN too
+  return static_cast<int64_t>(std::min(epoch_seconds, static_cast<double>(kMaxDeleteAt)));
+}
+
 std::string normalize_delete_at(int64_t epoch_seconds) {
-  constexpr int64_t kMaxDeleteAt = 9999999999;
-  int64_t v = epoch_seconds < 0 ? 0 : (epoch_seconds > kMaxDeleteAt ? kMaxDeleteAt : epoch_seconds);
+  int64_t v = clamp_delete_at(epoch_seconds);
   char buf[16];
   for (int i = 9; i >= 0; --i) {
     buf[i] = static_cast<char>('0' + v % 10);

@@ -117,6 +117,11 @@ Result<DecodedTimestamps> decode_timestamps(std::string_view encoded, bool expli
 
 // An X-Delete-At value as Swift stores it: "%010d" of the value clamped to 0..9999999999.
 std::string normalize_delete_at(int64_t epoch_seconds);
+// A delete-at bounded as normalize_delete_at() bounds it: 0..9999999999. The double form takes
+// any value (Swift adds X-Delete-After in floating point; NaN and infinities too) without an
+// overflowing conversion.
+int64_t clamp_delete_at(int64_t epoch_seconds);
+int64_t clamp_delete_at(double epoch_seconds);
 
 // A stored or received timestamp string as a Timestamp; 0 for "0", "" or anything unparsable
 // (Swift compares such values as the zero time).

@@ -121,7 +121,7 @@ std::optional<ContainerUpdate> delete_at_update_for(const Request& req, const Lo
   if (common::config_true_value(req.headers.get_or("X-Backend-Replication", ""))) {
     return std::nullopt;
   }
-  delete_at = clamp_delete_at(delete_at);  // as Swift, before the queue container is derived
+  delete_at = common::clamp_delete_at(delete_at);  // as Swift, before the queue container is derived
   HeaderMap headers;
   headers.set("X-Backend-Storage-Policy-Index", "0");  // system accounts are policy 0
   headers.set("X-Timestamp", timestamp.internal());

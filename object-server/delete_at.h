@@ -21,15 +21,8 @@
 
 namespace apus::object {
 
-// Python's int() of a header or metadata value (surrounding whitespace, one sign, decimal
-// digits), saturating at the int64 limits where Python's integers would keep growing. nullopt
-// for anything int() refuses.
-std::optional<int64_t> parse_int_saturating(std::string_view text);
-
-// A delete-at bounded as Swift's normalize_delete_at_timestamp() bounds it: 0..9999999999.
-// The double form takes any value (NaN and infinities too) without an overflowing conversion.
-int64_t clamp_delete_at(int64_t seconds);
-int64_t clamp_delete_at(double seconds);
+// Integers parse with common::parse_python_int_saturating() and bound with
+// common::clamp_delete_at() (the proxy reads the same headers the same way).
 
 // The X-Delete-At stored in `md`; 0 when absent or unreadable (such an object never expires,
 // and no queue row can name it).

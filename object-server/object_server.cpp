@@ -1112,7 +1112,7 @@ net::awaitable<void> ObjectServer::handle_post(Exchange& ex, Parsed& p) {
   int64_t new_delete_at = 0;
   if (auto v = req.headers.get("X-Delete-At"); v && !v->empty()) {
     // Swift's int() raises here and answers 500; a 400 as its PUT gives is the honest answer.
-    std::optional<int64_t> parsed = parse_int_saturating(*v);
+    std::optional<int64_t> parsed = common::parse_python_int_saturating(*v);
     if (!parsed) {
       (void)co_await ex.respond(text_response(400, "Non-integer X-Delete-At"));
       co_return;

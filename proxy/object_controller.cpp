@@ -251,53 +251,15 @@ void add_container_update(HeaderMap& h, const ring::NodeList& container_nodes, s
   h.set("X-Container-Device", devices);
 }
 
-// Beyond this, every X-Delete-After or X-Delete-At is capped to the same time (Swift's
-// normalize_delete_at_timestamp() caps at 9999999999), so parsing saturates here: the sum with
-// the request time then stays far from the int64 range.
-constexpr int64_t kDeleteTimeSaturation = int64_t{1} << 40;
-
-// Python's int() of a header value as Swift's check_delete_headers() reads it: surrounding
-// whitespace, a sign and single underscores between digits; nullopt for anything else. Values
-// beyond kDeleteTimeSaturation saturate (Swift caps them; where Python's float() overflows on
-// 309 digits and more, Swift answers 500, Apus caps those too).
-std::optional<int64_t> parse_delete_int(std::string_view text) {
-  size_t b = text.find_first_not_of(" \t\n\r\v\f");
-  if (b == std::string_view::npos) return std::nullopt;
-  text = text.substr(b, text.find_last_not_of(" \t\n\r\v\f") - b + 1);
-  bool negative = false;
-  if (text.front() == '+' || text.front() == '-') {
-    negative = text.front() == '-';
-    text.remove_prefix(1);
-  }
-  if (text.empty() || text.front() == '_' || text.back() == '_') return std::nullopt;
-  int64_t v = 0;
-  bool after_underscore = false;
-  for (char ch : text) {
-    if (ch == '_') {
-      if (after_underscore) return std::nullopt;
-      after_underscore = true;
-      continue;
-    }
-    if (ch < '0' || ch > '9') return std::nullopt;
-    after_underscore = false;
-    v = std::min(kDeleteTimeSaturation, v * 10 + (ch - '0'));
-  }
-  return negative ? -v : v;
-}
-
-// Swift's normalize_delete_at_timestamp() for whole seconds: clamped to [0, 9999999999].
-int64_t clamp_delete_at(int64_t at) { return std::clamp<int64_t>(at, 0, 9999999999); }
-
 // Swift's check_delete_headers(): X-Delete-After becomes X-Delete-At; both must be in the
 // future. A 400 text response when not.
 std::optional<Response> fix_delete_headers(HeaderMap& h, const Timestamp& now) {
   const double now_seconds = now.seconds();
   if (auto after = h.get("X-Delete-After")) {
-    std::optional<int64_t> v = parse_delete_int(*after);
+    std::optional<int64_t> v = common::parse_python_int_saturating(*after);
     if (!v) return common::http::text_response(400, "Non-integer X-Delete-After");
     // Swift adds in floating point and truncates after clamping.
-    double sum = now_seconds + static_cast<double>(*v);
-    int64_t at = sum <= 0 ? 0 : clamp_delete_at(static_cast<int64_t>(std::min(sum, 1e11)));
+    const int64_t at = common::clamp_delete_at(now_seconds + static_cast<double>(*v));
     if (static_cast<double>(at) <= now_seconds) {
       return common::http::text_response(400, "X-Delete-After in past");
     }
@@ -305,9 +267,9 @@ std::optional<Response> fix_delete_headers(HeaderMap& h, const Timestamp& now) {
     h.set("X-Delete-At", common::normalize_delete_at(at));
   }
   if (auto at = h.get("X-Delete-At")) {
-    std::optional<int64_t> v = parse_delete_int(*at);
+    std::optional<int64_t> v = common::parse_python_int_saturating(*at);
     if (!v) return common::http::text_response(400, "Non-integer X-Delete-At");
-    const int64_t clamped = clamp_delete_at(*v);
+    const int64_t clamped = common::clamp_delete_at(*v);
     if (static_cast<double>(clamped) <= now_seconds) {
       return common::http::text_response(400, "X-Delete-At in past");
     }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <limits>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -86,6 +87,33 @@ std::optional<int64_t> parse_python_int(std::string_view s) {
   int64_t v = 0;
   auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
+  return negative ? -v : v;
+}
+
+std::optional<int64_t> parse_python_int_saturating(std::string_view s) {
+  size_t b = s.find_first_not_of(" \t\n\r\v\f");
+  if (b == std::string_view::npos) return std::nullopt;
+  s = s.substr(b, s.find_last_not_of(" \t\n\r\v\f") - b + 1);
+  bool negative = false;
+  if (s[0] == '+' || s[0] == '-') {
+    negative = s[0] == '-';
+    s.remove_prefix(1);
+  }
+  if (s.empty() || s.front() == '_' || s.back() == '_') return std::nullopt;
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  int64_t v = 0;
+  bool after_underscore = false;
+  for (char c : s) {
+    if (c == '_') {
+      if (after_underscore) return std::nullopt;
+      after_underscore = true;
+      continue;
+    }
+    if (c < '0' || c > '9') return std::nullopt;
+    after_underscore = false;
+    const int digit = c - '0';
+    v = v > (kMax - digit) / 10 ? kMax : v * 10 + digit;
+  }
   return negative ? -v : v;
 }
 

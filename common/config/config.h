@@ -35,6 +35,10 @@ namespace apus::common {
 // Python's int() of a decimal string (config values, header values Swift reads with int()):
 // surrounding whitespace and a sign allowed; nullopt for anything else or out of range.
 std::optional<int64_t> parse_python_int(std::string_view s);
+// The same for values a client or peer sends where Swift only compares or bounds the number
+// (X-Delete-At, X-Delete-After): single underscores between digits as Python 3 allows, and
+// values beyond int64 saturate at its limits instead of being refused.
+std::optional<int64_t> parse_python_int_saturating(std::string_view s);
 
 // Swift's config_true_value(): true only for (case-insensitive) true, 1, yes, on, t, y.
 // Anything else, including garbage, is false.

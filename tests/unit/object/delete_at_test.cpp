@@ -4,12 +4,15 @@
 
 #include <limits>
 
+#include "common/config/config.h"
+#include "common/timestamp.h"
+
 using apus::common::Timestamp;
 using apus::common::http::HeaderMap;
 using apus::object::check_delete_headers;
-using apus::object::clamp_delete_at;
+using apus::common::clamp_delete_at;
 using apus::object::delete_at_of;
-using apus::object::parse_int_saturating;
+
 using apus::object::parse_queue_container;
 
 namespace {
@@ -25,13 +28,13 @@ const Timestamp kNow = *Timestamp::parse("1700000000.00000");
 }  // namespace
 
 TEST_CASE("delete_at: header integers parse as Python's int() without throwing or overflowing") {
-  CHECK(parse_int_saturating("42") == 42);
-  CHECK(parse_int_saturating(" -7\t") == -7);
-  CHECK(parse_int_saturating("+5") == 5);
-  CHECK(parse_int_saturating("99999999999999999999") == std::numeric_limits<int64_t>::max());
-  CHECK(parse_int_saturating("-99999999999999999999") == -std::numeric_limits<int64_t>::max());
+  CHECK(apus::common::parse_python_int_saturating("42") == 42);
+  CHECK(apus::common::parse_python_int_saturating(" -7\t") == -7);
+  CHECK(apus::common::parse_python_int_saturating("+5") == 5);
+  CHECK(apus::common::parse_python_int_saturating("99999999999999999999") == std::numeric_limits<int64_t>::max());
+  CHECK(apus::common::parse_python_int_saturating("-99999999999999999999") == -std::numeric_limits<int64_t>::max());
   for (const char* junk : {"", " ", "abc", "1.5", "1e5", "--1", "+", "0x10", "1 2"}) {
-    CHECK_MESSAGE(!parse_int_saturating(junk), junk);
+    CHECK_MESSAGE(!apus::common::parse_python_int_saturating(junk), junk);
   }
   CHECK(delete_at_of({{"X-Delete-At", "abc"}}) == 0);
   CHECK(delete_at_of({{"X-Delete-At", "1700000100"}}) == 1700000100);
