@@ -1,5 +1,6 @@
 #include "common/log/log.h"
 
+#include <algorithm>
 #include <fcntl.h>
 #include <syslog.h>
 #include <unistd.h>
@@ -110,7 +111,36 @@ bool enabled(Level level) {
   return static_cast<int>(level) >= g_level.load(std::memory_order_relaxed);
 }
 
+namespace {
+
+// Appends `message` with control bytes (CR, LF, NUL and the rest below 0x20 but tab, and DEL)
+// written as \xNN: names and headers from clients reach log messages from many places, and
+// none of them may start a forged line of its own.
+void append_one_line(std::string& out, std::string_view message) {
+  for (unsigned char c : message) {
+    if ((c < 0x20 && c != '\t') || c == 0x7f) {
+      static constexpr char kHex[] = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 0xf];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+}
+
+}  // namespace
+
 void write(Level level, std::string_view message) {
+  std::string safe;
+  const bool clean = std::none_of(message.begin(), message.end(), [](char ch) {
+    const auto c = static_cast<unsigned char>(ch);
+    return (c < 0x20 && c != '\t') || c == 0x7f;
+  });
+  if (!clean) {
+    append_one_line(safe, message);
+    message = safe;
+  }
   MutexLock lock(&g_mutex);
   if (g_fd < 0) {
     ::syslog(syslog_priority(level), "%.*s", static_cast<int>(message.size()), message.data());

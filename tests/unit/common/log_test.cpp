@@ -68,3 +68,19 @@ TEST_CASE("log: storage access line in Swift's default format") {
   f.policy_index = "";
   CHECK(log::format_storage_access_line(f).ends_with(" 201 - \"-\" \"tx0123456789abcdef01234-0065f00000\" \"proxy-server 4242\" 0.0123 \"-\" 99 -"));
 }
+
+TEST_CASE("log: a message holding CR, LF or NUL stays one line") {
+  // Names and headers from clients reach log messages from many places; a CR LF in one must
+  // not forge a line of its own (issue 12).
+  auto dir = std::filesystem::temp_directory_path() / ("apus-log-crlf-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  auto file = dir / "server.log";
+  log::configure({.name = "proxy-server", .level = log::Level::kInfo, .file = file.string()});
+  APUS_LOG_WARNING(std::string("bad name a\r\nproxy-server ERROR: forged\0z\tend", 44));
+  std::string text = slurp(file);
+  log::configure({.name = "swift", .level = log::Level::kInfo, .file = "-"});
+  std::filesystem::remove_all(dir);
+  CHECK(text == text.substr(0, text.find('\n') + 1));  // exactly one line
+  CHECK(text.find("bad name a\\x0d\\x0aproxy-server ERROR: forged\\x00z\tend\n") !=
+        std::string::npos);
+}
