@@ -91,46 +91,24 @@ DbDevices::DbDevices(const DbServerConfig& config, common::io::Fs& fs, common::M
       fs_(fs),
       metrics_(metrics),
       opener_(&ListingStore::open),
-      // One thread: a probe is a stat or two, and only names without a pool take it.
-      probe_pool_(std::make_unique<common::io::BlockingPool>("db-probe", 1)) {
-  if (metrics_) probe_pool_->export_metrics(*metrics_);
-}
+      pools_(std::make_unique<common::io::DevicePools>(
+          "db", config_.threads_per_disk,
+          [this](const std::string& device) { return check_device(device); }, metrics_)) {}
 
 DbDevices::~DbDevices() {
   // Pools first: their queued jobs may still use a store.
-  probe_pool_.reset();
+  pools_.reset();
   common::MutexLock lock(&mutex_);
-  pools_.clear();
   stores_.clear();
 }
 
-common::io::BlockingPool* DbDevices::existing_pool(const std::string& device) {
-  common::MutexLock lock(&mutex_);
-  auto it = pools_.find(device);
-  return it == pools_.end() ? nullptr : it->second.get();
-}
-
 boost::asio::awaitable<common::io::BlockingPool*> DbDevices::pool_for(const std::string& device) {
-  if (auto* known = existing_pool(device)) co_return known;
-  bool found = co_await probe_pool_->call([this, &device] { return check_device(device).ok(); });
-  if (!found) co_return nullptr;
-  co_return &pool(device);
+  return pools_->checked(device);
 }
 
-common::io::BlockingPool& DbDevices::pool(const std::string& device) {
-  common::MutexLock lock(&mutex_);
-  auto& pool = pools_[device];
-  if (!pool) {
-    pool = std::make_unique<common::io::BlockingPool>("db-" + device, config_.threads_per_disk);
-    if (metrics_) pool->export_metrics(*metrics_);
-  }
-  return *pool;
-}
+common::io::BlockingPool& DbDevices::pool(const std::string& device) { return pools_->get(device); }
 
-size_t DbDevices::pool_count_for_test() {
-  common::MutexLock lock(&mutex_);
-  return pools_.size();
-}
+size_t DbDevices::pool_count_for_test() { return pools_->size(); }
 
 Status DbDevices::check_device(const std::string& device) {
   return common::io::check_device(fs_, config_.devices, device, config_.mount_check);

@@ -24,6 +24,7 @@
 #include "common/config/swift_conf.h"
 #include "common/http/server.h"
 #include "common/io/blocking_pool.h"
+#include "common/io/device_pools.h"
 #include "common/io/device.h"
 #include "common/io/fs.h"
 #include "common/metrics/metrics.h"
@@ -105,19 +106,16 @@ class DbDevices {
   std::string store_dir(const std::string& device) const;
   // fallocate_reserve in bytes on `device` (0 when unknown).
   uint64_t reserve_bytes(const std::string& device);
-  // The pool of `device` if it has one already, else nullptr.
-  common::io::BlockingPool* existing_pool(const std::string& device);
   StoreSlot& slot(const std::string& device);
 
   const DbServerConfig& config_;
   common::io::Fs& fs_;
   common::Metrics* metrics_;
   StoreOpener opener_;
-  // Runs the device checks of names that have no pool yet (see pool_for()).
-  std::unique_ptr<common::io::BlockingPool> probe_pool_;
+  // The disk pools, made only for devices that exist (see pool_for()). A pointer, so the
+  // destructor can end them before the stores their jobs use.
+  std::unique_ptr<common::io::DevicePools> pools_;
   common::Mutex mutex_;
-  std::map<std::string, std::unique_ptr<common::io::BlockingPool>> pools_
-      APUS_GUARDED_BY(mutex_);
   std::map<std::string, std::unique_ptr<StoreSlot>> stores_ APUS_GUARDED_BY(mutex_);
 };
 

@@ -402,11 +402,13 @@ ObjectServer::ObjectServer(ObjectServerConfig config, common::io::Fs& fs,
             common::HashPathConfig{config_.swift.hash_path_prefix,
                                    config_.swift.hash_path_suffix}),
       metrics_(metrics),
+      pools_("disk", config_.threads_per_disk,
+             [this](const std::string& device) { return disk_.check_device(device); }, metrics),
       updates_({.conn_timeout = config_.conn_timeout,
                 .node_timeout = config_.node_timeout,
                 .async_mode = config_.container_update_async},
                disk_, [this](const std::string& device) -> common::io::BlockingPool& {
-                 return pool_for(device);
+                 return pools_.get(device);
                }) {
   if (metrics_) {
     auto phase = [&](const char* name) {
@@ -422,40 +424,6 @@ ObjectServer::ObjectServer(ObjectServerConfig config, common::io::Fs& fs,
 }
 
 ObjectServer::~ObjectServer() = default;
-
-common::io::BlockingPool& ObjectServer::pool_for(const std::string& device) {
-  common::MutexLock lock(&pools_mutex_);
-  if (auto it = pools_.find(device); it != pools_.end()) return *it->second;
-  if (pools_.size() >= kMaxDevicePools) {
-    if (!overflow_pool_) {
-      APUS_LOG_WARNING("more than " + std::to_string(kMaxDevicePools) +
-                       " devices: the others share one disk pool");
-      overflow_pool_ =
-          std::make_unique<common::io::BlockingPool>("disk-overflow", config_.threads_per_disk);
-      if (metrics_) overflow_pool_->export_metrics(*metrics_);
-    }
-    return *overflow_pool_;
-  }
-  auto& pool = pools_[device];
-  pool = std::make_unique<common::io::BlockingPool>("disk-" + device, config_.threads_per_disk);
-  if (metrics_) pool->export_metrics(*metrics_);
-  return *pool;
-}
-
-common::io::BlockingPool* ObjectServer::find_pool(const std::string& device) {
-  common::MutexLock lock(&pools_mutex_);
-  auto it = pools_.find(device);
-  return it == pools_.end() ? nullptr : it->second.get();
-}
-
-net::awaitable<common::io::BlockingPool*> ObjectServer::checked_pool(const std::string& device) {
-  if (common::io::BlockingPool* pool = find_pool(device)) co_return pool;
-  // Handlers check the device again on its pool (open_checked): this check only keeps names
-  // of devices that do not exist from ever getting a pool.
-  Status s = co_await probe_pool_.call([this, &device] { return disk_.check_device(device); });
-  if (!s.ok()) co_return nullptr;
-  co_return &pool_for(device);
-}
 
 net::awaitable<void> ObjectServer::handle(Exchange& ex) {
   const auto started = std::chrono::steady_clock::now();
@@ -600,7 +568,7 @@ net::awaitable<void> ObjectServer::handle_replicate(Exchange& ex, const std::str
       start = dash + 1;
     }
   }
-  common::io::BlockingPool* pool = co_await checked_pool(loc.device);
+  common::io::BlockingPool* pool = co_await pools_.checked(loc.device);
   if (!pool) {
     (void)co_await ex.respond(device_unavailable(req, loc.device));
     co_return;
@@ -710,7 +678,7 @@ std::optional<Response> ObjectServer::check_put(PutState& put) const {
 }
 
 net::awaitable<std::optional<Response>> ObjectServer::open_for_put(PutState& put) {
-  put.pool = co_await checked_pool(put.p.loc.device);
+  put.pool = co_await pools_.checked(put.p.loc.device);
   if (!put.pool) co_return device_unavailable(put.req, put.p.loc.device);
   // Before the body (and before "100 Continue"): device, existing state, preconditions.
   co_return co_await put.pool->call([&]() -> std::optional<Response> {
@@ -895,7 +863,7 @@ net::awaitable<void> ObjectServer::handle_get_head(Exchange& ex, Parsed& p) {
   const Request& req = ex.request();
   bool open_expired = common::config_true_value(req.headers.get_or("X-Backend-Replication", "")) ||
                       common::config_true_value(req.headers.get_or("X-Backend-Open-Expired", ""));
-  common::io::BlockingPool* pool_ptr = co_await checked_pool(p.loc.device);
+  common::io::BlockingPool* pool_ptr = co_await pools_.checked(p.loc.device);
   if (!pool_ptr) {
     (void)co_await ex.respond(device_unavailable(req, p.loc.device));
     co_return;
@@ -1008,7 +976,7 @@ net::awaitable<void> ObjectServer::send_object(Exchange& ex, Parsed& p, DiskObje
     co_return;
   }
 
-  common::io::BlockingPool& pool = pool_for(p.loc.device);
+  common::io::BlockingPool& pool = pools_.get(p.loc.device);
   // Swift's keep_cache: what a GET reads stays in the page cache only for small objects
   // (keep_cache_size) read without a token (or any, with keep_cache_private); otherwise each
   // read MiB is dropped, so big and private reads do not push out what public reads share.
@@ -1128,7 +1096,7 @@ net::awaitable<void> ObjectServer::handle_post(Exchange& ex, Parsed& p) {
     auto t = Timestamp::parse(req.headers.get_or("Content-Type-Timestamp", p.timestamp.internal()));
     req_ctype_ts = t.ok() ? *t : p.timestamp;
   }
-  common::io::BlockingPool* pool_ptr = co_await checked_pool(p.loc.device);
+  common::io::BlockingPool* pool_ptr = co_await pools_.checked(p.loc.device);
   if (!pool_ptr) {
     (void)co_await ex.respond(device_unavailable(req, p.loc.device));
     co_return;
@@ -1259,7 +1227,7 @@ net::awaitable<void> ObjectServer::handle_delete(Exchange& ex, Parsed& p) {
     }
     if_delete_at = *t;
   }
-  common::io::BlockingPool* pool_ptr = co_await checked_pool(p.loc.device);
+  common::io::BlockingPool* pool_ptr = co_await pools_.checked(p.loc.device);
   if (!pool_ptr) {
     (void)co_await ex.respond(device_unavailable(req, p.loc.device));
     co_return;

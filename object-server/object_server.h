@@ -9,12 +9,10 @@
 // the async pending at once and answers (apus-object-updater delivers it later); the updates
 // themselves are built and sent by container_update.h.
 //
-// A device gets its pool only after check_device() found it (Swift's 507 otherwise), on a small
-// shared probe pool, so device names chosen by clients cannot create threads; at most
-// kMaxDevicePools pools exist (devices beyond that share one).
+// A device gets its pool only after check_device() found it (Swift's 507 otherwise): see
+// common/io/device_pools.h, which the container and account servers share.
 //
-// Thread-safe: handle() runs on any worker; the per-device pool map is guarded by
-// pools_mutex_.
+// Thread-safe: handle() runs on any worker; the pools are thread-safe.
 #pragma once
 
 #include <map>
@@ -31,6 +29,7 @@
 #include "common/constraints.h"
 #include "common/http/server.h"
 #include "common/io/blocking_pool.h"
+#include "common/io/device_pools.h"
 #include "common/metrics/metrics.h"
 #include "common/thread_annotations.h"
 #include "object-server/container_update.h"
@@ -113,30 +112,10 @@ class ObjectServer {
   void copy_allowed_headers(const common::http::Request& req, Metadata& md) const;
   // The object's state, or InsufficientStorage when its device is unavailable (pool thread).
   common::Result<DiskObject> open_checked(const Location& loc);
-  // The disk pool of `device`, or nullptr when the device is unavailable (answer 507). A
-  // device without a pool yet is checked first on probe_pool_.
-  boost::asio::awaitable<common::io::BlockingPool*> checked_pool(const std::string& device)
-      APUS_EXCLUDES(pools_mutex_);
-  // The pool `device` has already, or nullptr.
-  common::io::BlockingPool* find_pool(const std::string& device) APUS_EXCLUDES(pools_mutex_);
-  // The pool of a device that passed check_device() (made on first use, bounded).
-  common::io::BlockingPool& pool_for(const std::string& device) APUS_EXCLUDES(pools_mutex_);
-
-  // A real server has tens of devices; this bounds the threads (threads_per_disk each) even if
-  // many directories appear under `devices`.
-  static constexpr size_t kMaxDevicePools = 256;
-
   ObjectServerConfig config_;
   DiskFileManager disk_;
   common::Metrics* metrics_;
-  // Device checks of devices without a pool: a stat (or mount check) each, rare after start-up.
-  common::io::BlockingPool probe_pool_{"disk-probe", 1};
-  common::Mutex pools_mutex_;
-  // Pools are never removed, so a pool found under the lock stays valid after it.
-  std::map<std::string, std::unique_ptr<common::io::BlockingPool>> pools_
-      APUS_GUARDED_BY(pools_mutex_);
-  // Shared by the devices beyond kMaxDevicePools.
-  std::unique_ptr<common::io::BlockingPool> overflow_pool_ APUS_GUARDED_BY(pools_mutex_);
+  common::io::DevicePools pools_;  // the disk pools, made only for devices that exist
   UpdateSender updates_;  // after the pools: its deliveries use them
   common::HistogramHandle phase_body_, phase_write_, phase_commit_, phase_update_;
 };
