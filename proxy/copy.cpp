@@ -14,7 +14,6 @@
 #include "common/constraints.h"
 #include "common/http/swob.h"
 #include "common/http/url.h"
-#include "proxy/internal/app.h"
 #include "proxy/middleware.h"
 
 namespace apus::proxy {
@@ -181,7 +180,7 @@ std::optional<std::string> account_format_error(std::string_view account) {
 
 class Copy final : public Middleware {
  public:
-  explicit Copy(ProxyApp& app) : app_(app) {}
+  explicit Copy(const common::Constraints& constraints) : constraints_(constraints) {}
 
   net::awaitable<void> call(Exchange& ex, ProxyEnv& env, const Next& next) override {
     const Request& req = ex.request();
@@ -330,7 +329,7 @@ class Copy final : public Middleware {
       co_return;
     }
     if (!source_ex.length ||
-        static_cast<int64_t>(*source_ex.length) > app_.config().swift.constraints.max_file_size) {
+        static_cast<int64_t>(*source_ex.length) > constraints_.max_file_size) {
       co_await wait_source();
       (void)co_await ex.respond(swob_response(413));
       co_return;
@@ -398,13 +397,13 @@ class Copy final : public Middleware {
     return sub;
   }
 
-  ProxyApp& app_;
+  const common::Constraints& constraints_;
 };
 
 }  // namespace
 
-Result<std::unique_ptr<Middleware>> make_copy(ProxyApp& app) {
-  return std::unique_ptr<Middleware>(std::make_unique<Copy>(app));
+Result<std::unique_ptr<Middleware>> make_copy(const MiddlewareContext& context) {
+  return std::unique_ptr<Middleware>(std::make_unique<Copy>(context.swift.constraints));
 }
 
 }  // namespace apus::proxy

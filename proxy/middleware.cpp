@@ -24,7 +24,6 @@
 #include "common/log/log.h"
 #include "common/pickle.h"
 #include "common/timestamp.h"
-#include "proxy/internal/app.h"
 #include "proxy/memcache.h"
 
 namespace apus::proxy {
@@ -639,7 +638,8 @@ class RateLimit final : public Middleware {
     Limits container_limits, listing_limits;
   };
 
-  RateLimit(Options o, ProxyApp& app) : o_(std::move(o)), app_(app) {}
+  RateLimit(Options o, const MiddlewareContext& context)
+      : o_(std::move(o)), constraints_(context.swift.constraints), info_(context.info) {}
 
   static Result<Options> parse(const common::Section& s) {
     Options o;
@@ -715,8 +715,7 @@ class RateLimit final : public Middleware {
       co_return;
     }
     if (auto refused = co_await limit(ex.request(), env)) {
-      (void)co_await ex.respond(std::move(*refused));
-      co_return;
+      co_return co_await ex.reply(std::move(*refused));
     }
     co_await next(ex, env);
   }
@@ -729,7 +728,7 @@ class RateLimit final : public Middleware {
   // Waits as the limits say; a response when the request is refused instead.
   net::awaitable<std::optional<Response>> limit(const Request& req, ProxyEnv& env) {
     auto segs = common::http::split_path(common::http::percent_decode(req.path()), 1, 4, true);
-    if (!segs.ok() || !common::valid_api_version(app_.config().swift.constraints,
+    if (!segs.ok() || !common::valid_api_version(constraints_,
                                                  (*segs)[0].value_or(""))) {
       co_return std::nullopt;
     }
@@ -737,7 +736,7 @@ class RateLimit final : public Middleware {
     const std::string container = (*segs)[2].value_or("");
     const std::string object = (*segs)[3].value_or("");
     if (account.empty()) co_return std::nullopt;
-    CachedInfo account_info = co_await app_.account_info(account, req, env);
+    CachedInfo account_info = co_await info_.account_info(account, req, env);
     std::string global(account_info.headers.get_or("X-Account-Sysmeta-Global-Write-Ratelimit", ""));
     if (global == "WHITELIST" ||
         std::find(o_.whitelist.begin(), o_.whitelist.end(), account) != o_.whitelist.end()) {
@@ -759,7 +758,7 @@ class RateLimit final : public Middleware {
     const bool object_write = !object.empty() && is_write(req.method);
     const bool listing = !container.empty() && object.empty() && req.method == "GET";
     if (object_write || listing) {
-      CachedInfo info = co_await app_.container_info(account, container, req, env);
+      CachedInfo info = co_await info_.container_info(account, container, req, env);
       int64_t size = std::atoll(std::string(info.headers.get_or("X-Container-Object-Count", "0")).c_str());
       auto rate = max_rate(object_write ? o_.container_limits : o_.listing_limits, size);
       if (rate && *rate > 0) {
@@ -825,7 +824,8 @@ class RateLimit final : public Middleware {
   }
 
   Options o_;
-  ProxyApp& app_;
+  const common::Constraints& constraints_;
+  InfoLookup& info_;
 };
 
 }  // namespace
@@ -839,7 +839,7 @@ bool has_middleware(std::string_view name) {
 
 Result<std::unique_ptr<Middleware>> make_middleware(std::string_view name,
                                                     const common::Section& section,
-                                                    ProxyApp& app) {
+                                                    const MiddlewareContext& context) {
   if (name == "catch_errors") {
     return std::unique_ptr<Middleware>(
         std::make_unique<CatchErrors>(section.get_string("trans_id_suffix", "")));
@@ -858,7 +858,7 @@ Result<std::unique_ptr<Middleware>> make_middleware(std::string_view name,
     // memcache_servers from the filter, else from memcache.conf in swift_dir, as Swift reads it.
     std::string servers = section.get_string("memcache_servers", "");
     if (servers.empty()) {
-      auto mc_conf = common::Config::load(app.config().swift_dir + "/memcache.conf");
+      auto mc_conf = common::Config::load(context.swift_dir + "/memcache.conf");
       if (mc_conf.ok()) servers = mc_conf->section("memcache").get_string("memcache_servers", "");
     }
     auto parsed = Memcache::parse_servers(common::list_from_csv(servers));
@@ -867,19 +867,19 @@ Result<std::unique_ptr<Middleware>> make_middleware(std::string_view name,
   }
   if (name == "listing_formats") {
     return std::unique_ptr<Middleware>(
-        std::make_unique<ListingFormats>(app.config().swift.constraints));
+        std::make_unique<ListingFormats>(context.swift.constraints));
   }
   if (name == "crossdomain") {
     return std::unique_ptr<Middleware>(std::make_unique<Crossdomain>(section.get_string(
         "cross_domain_policy", "<allow-access-from domain=\"*\" secure=\"false\" />")));
   }
-  if (name == "tempauth") return make_tempauth(section, app);
+  if (name == "tempauth") return make_tempauth(section, context);
   if (name == "ratelimit") {
     auto options = RateLimit::parse(section);
     if (!options.ok()) return options.status();
-    return std::unique_ptr<Middleware>(std::make_unique<RateLimit>(std::move(*options), app));
+    return std::unique_ptr<Middleware>(std::make_unique<RateLimit>(std::move(*options), context));
   }
-  if (name == "copy") return make_copy(app);
+  if (name == "copy") return make_copy(context);
   return Status::invalid_argument("unknown middleware egg:swift#" + std::string(name) +
                                   " in [" + section.name() + "]");
 }

@@ -14,24 +14,22 @@
 
 namespace apus::proxy {
 
-class ProxyApp;
-
 // The middleware for entry point `name` ("catch_errors", "tempauth"...), configured from
 // `section`. InvalidArgument naming the middleware when Apus has no such middleware, or an
 // option is bad.
 common::Result<std::unique_ptr<Middleware>> make_middleware(std::string_view name,
                                                             const common::Section& section,
-                                                            ProxyApp& app);
+                                                            const MiddlewareContext& context);
 
 // Whether Apus has the middleware of entry point `name`.
 bool has_middleware(std::string_view name);
 
 // copy (copy.cpp).
-common::Result<std::unique_ptr<Middleware>> make_copy(ProxyApp& app);
+common::Result<std::unique_ptr<Middleware>> make_copy(const MiddlewareContext& context);
 
 // tempauth (tempauth.cpp).
 common::Result<std::unique_ptr<Middleware>> make_tempauth(const common::Section& section,
-                                                          ProxyApp& app);
+                                                          const MiddlewareContext& context);
 
 // Whether a client may never send the header `name` to the proxy, nor see it in an answer:
 // Swift's gatekeeper list (account, container and object sysmeta, object transient sysmeta,

@@ -12,6 +12,7 @@
 // thread-safe (most keep only their config).
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -22,6 +23,7 @@
 #include <boost/asio/awaitable.hpp>
 
 #include "common/config/config.h"
+#include "common/config/swift_conf.h"
 #include "common/http/server.h"
 #include "common/status.h"
 
@@ -56,6 +58,41 @@ struct ProxyEnv {
   // on as X-Backend-Inbound-X-Timestamp, as Swift's shunt_inbound_x_timestamp does).
   std::optional<std::string> inbound_x_timestamp;
   Memcache* memcache = nullptr;        // swift.cache
+};
+
+// What a cached HEAD of an account or container said (Swift's *_info dicts).
+struct CachedInfo {
+  int status = 0;  // 2xx when it exists; 404, or 0 when unknown (backend trouble)
+  common::http::HeaderMap headers;
+  std::chrono::steady_clock::time_point expires;
+};
+
+// Account and container existence and metadata as a middleware asks for them (Swift's
+// get_account_info() and get_container_info()): a HEAD to the backends, cached for
+// recheck_*_existence (in memcached when env has it, shared by every proxy). The proxy app
+// implements it; a middleware sees this and nothing else of the app.
+class InfoLookup {
+ public:
+  virtual ~InfoLookup() = default;
+  virtual boost::asio::awaitable<CachedInfo> account_info(const std::string& account,
+                                                          const common::http::Request& req,
+                                                          const ProxyEnv& env) = 0;
+  virtual boost::asio::awaitable<CachedInfo> container_info(const std::string& account,
+                                                            const std::string& container,
+                                                            const common::http::Request& req,
+                                                            const ProxyEnv& env) = 0;
+  // Drops the cached info of an account, or of a container when `container` is not empty
+  // (Swift's clear_info_cache()).
+  virtual boost::asio::awaitable<void> forget_info(std::string account, std::string container,
+                                                   const ProxyEnv& env) = 0;
+};
+
+// What a middleware is built with besides its own [filter:...] section: the cluster's
+// swift.conf (constraints, policies), the directory of the config files, and info lookups.
+struct MiddlewareContext {
+  const common::SwiftConf& swift;
+  const std::string& swift_dir;
+  InfoLookup& info;
 };
 
 using Next = std::function<boost::asio::awaitable<void>(common::http::Exchange&, ProxyEnv&)>;

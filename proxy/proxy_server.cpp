@@ -146,6 +146,7 @@ Result<std::unique_ptr<ProxyServer>> ProxyServer::create(const common::Config& c
   }
   std::vector<std::unique_ptr<Middleware>> filters;
   std::vector<std::pair<std::string, std::string>> info;
+  const MiddlewareContext context = server->app_->middleware_context();
   const std::vector<PipelineEntry> pipeline = with_required_filters(std::move(entries));
   if (pipeline.size() + 1 != names->size()) {
     std::string shown;
@@ -163,7 +164,7 @@ Result<std::unique_ptr<ProxyServer>> ProxyServer::create(const common::Config& c
     // An inserted filter has no section of its own: Swift builds it from [DEFAULT] alone.
     auto mw = make_middleware(e.entry_point,
                               conf.section(e.inserted ? "DEFAULT" : "filter:" + e.name),
-                              *server->app_);
+                              context);
     if (!mw.ok()) return mw.status();
     if (auto section = (*mw)->info()) info.push_back(*section);
     filters.push_back(std::move(*mw));

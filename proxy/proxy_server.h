@@ -61,13 +61,6 @@ struct ProxyConfig {
   const NodeOrder& order_for(std::optional<int> policy) const;
 };
 
-// What a cached HEAD of an account or container said (Swift's *_info dicts).
-struct CachedInfo {
-  int status = 0;  // 2xx when it exists; 404, or 0 when unknown (backend trouble)
-  common::http::HeaderMap headers;
-  std::chrono::steady_clock::time_point expires;
-};
-
 class ProxyApp;
 
 class ProxyServer {

@@ -26,7 +26,6 @@
 #include "common/pickle.h"
 #include "proxy/memcache.h"
 #include "common/log/log.h"
-#include "proxy/internal/app.h"
 #include "proxy/middleware.h"
 
 namespace apus::proxy {
@@ -115,7 +114,7 @@ bool referrer_allowed(std::string_view referer, const std::vector<std::string>& 
 
 class TempAuth final : public Middleware {
  public:
-  TempAuth(ProxyApp& app) : app_(app) {}
+  explicit TempAuth(InfoLookup& info) : info_(info) {}
 
   Status configure(const common::Section& s) {
     // Swift's config_read_reseller_options(): "AUTH, SERVICE" -> AUTH_, SERVICE_ ('' is the
@@ -453,7 +452,7 @@ class TempAuth final : public Middleware {
       }
     }
     // Account ACLs from the account's sysmeta.
-    CachedInfo info = co_await app_.account_info(account, req, env);
+    CachedInfo info = co_await info_.account_info(account, req, env);
     if (auto acl = info.headers.get("X-Account-Sysmeta-Core-Access-Control")) {
       boost::system::error_code ec;
       auto v = boost::json::parse(*acl, ec);
@@ -618,7 +617,7 @@ class TempAuth final : public Middleware {
     return r;
   }
 
-  ProxyApp& app_;
+  InfoLookup& info_;
   std::vector<std::string> prefixes_;                  // reseller prefixes, "AUTH_" first
   std::map<std::string, std::string> require_group_;  // prefix -> group its owners need, or ""
   std::string auth_prefix_;
@@ -632,8 +631,9 @@ class TempAuth final : public Middleware {
 
 }  // namespace
 
-Result<std::unique_ptr<Middleware>> make_tempauth(const common::Section& section, ProxyApp& app) {
-  auto mw = std::make_unique<TempAuth>(app);
+Result<std::unique_ptr<Middleware>> make_tempauth(const common::Section& section,
+                                                   const MiddlewareContext& context) {
+  auto mw = std::make_unique<TempAuth>(context.info);
   APUS_RETURN_IF_ERROR(mw->configure(section));
   return std::unique_ptr<Middleware>(std::move(mw));
 }

@@ -44,6 +44,7 @@
 // coroutine.
 #pragma once
 
+#include <cassert>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -51,6 +52,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <variant>
 
 #include <boost/asio/awaitable.hpp>
 
@@ -91,6 +93,40 @@ struct Response {
 // Swift's reason phrase for a status code ("Not Found"), or "Unknown".
 std::string_view reason_phrase(int status);
 
+// A value, or the answer refusing the request that asked for it: what a check of request
+// input returns when it has a value to give (a check with none returns
+// std::optional<Response>, nullopt meaning "go on"). The refusal is a ready response, sent as
+// it is:
+//   OrRefusal<Timestamp> ts = request_timestamp(req);
+//   if (!ts) co_return co_await ex.reply(std::move(ts).refusal());
+// Failures below the request layer (disk, peers, parsers) stay Status and Result<T>, and
+// become an answer through one mapping per server.
+template <class T>
+class [[nodiscard]] OrRefusal {
+ public:
+  OrRefusal(T value) : v_(std::in_place_index<0>, std::move(value)) {}            // NOLINT
+  OrRefusal(Response refusal) : v_(std::in_place_index<1>, std::move(refusal)) {}  // NOLINT
+
+  bool ok() const { return v_.index() == 0; }
+  explicit operator bool() const { return ok(); }
+
+  // REQUIRES: ok().
+  T& value() & { assert(ok()); return std::get<0>(v_); }
+  const T& value() const& { assert(ok()); return std::get<0>(v_); }
+  T&& value() && { assert(ok()); return std::get<0>(std::move(v_)); }
+  T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+
+  // REQUIRES: !ok().
+  const Response& refusal() const& { assert(!ok()); return std::get<1>(v_); }
+  Response&& refusal() && { assert(!ok()); return std::get<1>(std::move(v_)); }
+
+ private:
+  std::variant<T, Response> v_;
+};
+
 // One request and its response on a connection. Every call returns a failed Status once the
 // client is gone or too slow (client_timeout); the handler then just returns.
 class Exchange {
@@ -114,6 +150,12 @@ class Exchange {
     return do_respond(std::move(response));
   }
 
+  // respond() as a handler's last act, in one statement: `co_return co_await ex.reply(r);`.
+  // A failed send means the client is gone, which leaves the handler nothing to do.
+  boost::asio::awaitable<void> reply(Response response) {
+    return respond_and_drop_status(std::move(response));
+  }
+
   // Streams a response: the head (with Content-Length when known, else chunked), then any
   // number of body chunks, then finish.
   boost::asio::awaitable<Status> start_response(int status, HeaderMap headers,
@@ -134,6 +176,9 @@ class Exchange {
   // functions that move them into the coroutine, which is safe. Keep this pattern for every
   // coroutine API with class-type parameters taken by value.
   virtual boost::asio::awaitable<Status> do_respond(Response response) = 0;
+  boost::asio::awaitable<void> respond_and_drop_status(Response response) {
+    (void)co_await do_respond(std::move(response));
+  }
   virtual boost::asio::awaitable<Status> do_start_response(int status, HeaderMap headers,
                                                            std::optional<uint64_t> length) = 0;
 };

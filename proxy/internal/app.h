@@ -49,7 +49,7 @@ struct ByteSpan {
   uint64_t last = 0;
 };
 
-class ProxyApp {
+class ProxyApp final : public InfoLookup {
  public:
   ProxyApp(ProxyConfig config, std::unique_ptr<ring::Ring> account_ring,
            std::unique_ptr<ring::Ring> container_ring,
@@ -65,19 +65,21 @@ class ProxyApp {
     middleware_info_ = std::move(sections);
   }
 
-  // Account and container existence and metadata, as Swift's get_account_info() and
-  // get_container_info() give them: a HEAD to the backends, cached for recheck_*_existence
-  // (in memcached when env has it, shared by every proxy).
+  // The app's settings as middlewares are built with them.
+  MiddlewareContext middleware_context() {
+    return MiddlewareContext{config_.swift, config_.swift_dir, *this};
+  }
+
+  // InfoLookup.
   boost::asio::awaitable<CachedInfo> account_info(const std::string& account,
                                                   const common::http::Request& req,
-                                                  const ProxyEnv& env);
+                                                  const ProxyEnv& env) override;
   boost::asio::awaitable<CachedInfo> container_info(const std::string& account,
                                                     const std::string& container,
                                                     const common::http::Request& req,
-                                                    const ProxyEnv& env);
-  // Drops the cached info of an account, or of a container (Swift's clear_info_cache()).
+                                                    const ProxyEnv& env) override;
   boost::asio::awaitable<void> forget_info(std::string account, std::string container,
-                                           const ProxyEnv& env);
+                                           const ProxyEnv& env) override;
 
  private:
   boost::asio::awaitable<void> account_request(common::http::Exchange& ex, ProxyEnv& env,

@@ -35,6 +35,7 @@
 namespace net = boost::asio;
 using apus::common::Status;
 using apus::common::http::Exchange;
+using apus::common::http::OrRefusal;
 using apus::common::http::HeaderMap;
 using apus::common::http::Response;
 using apus::common::http::ServerOptions;
@@ -778,4 +779,37 @@ TEST_CASE("issue 12: spawn_logged logs an escaped exception with its context and
   std::string text = log.text();
   CHECK(text.find("fan-out to 3 nodes: uncaught exception: lost reply") != std::string::npos);
   CHECK(text.find("quiet task") == std::string::npos);
+}
+
+TEST_CASE("issue 12: reply() answers and ends the handler in one statement") {
+  bool after_reply = false;
+  TestServer server([&](Exchange& ex) -> net::awaitable<void> {
+    if (ex.request().path() == "/refused") {
+      co_return co_await ex.reply(Response{403, "", {}, "no"});
+    }
+    after_reply = true;
+    co_return co_await ex.reply(Response{200, "", {}, "yes"});
+  });
+  RawClient c(server.port());
+  REQUIRE(c.send("GET /refused HTTP/1.1\r\nHost: x\r\n\r\n"));
+  auto r = c.read_response();
+  REQUIRE(r);
+  CHECK(r->status == 403);
+  CHECK(r->body == "no");
+  CHECK_FALSE(after_reply);
+}
+
+TEST_CASE("issue 12: OrRefusal holds a value or the response refusing the request") {
+  auto parse = [](std::string_view s) -> OrRefusal<int> {
+    if (s.empty()) return Response{400, "", {}, "Missing number"};
+    return static_cast<int>(s.size());
+  };
+  OrRefusal<int> good = parse("abc");
+  REQUIRE(good.ok());
+  CHECK(*good == 3);
+  OrRefusal<int> bad = parse("");
+  REQUIRE_FALSE(bad);
+  CHECK(bad.refusal().status == 400);
+  Response moved = std::move(bad).refusal();
+  CHECK(moved.body == "Missing number");
 }

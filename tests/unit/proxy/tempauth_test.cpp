@@ -13,7 +13,7 @@
 
 #include "common/config/config.h"
 #include "common/crypto/random.h"
-#include "proxy/internal/app.h"
+#include "proxy/pipeline.h"
 
 namespace apus::proxy {
 namespace {
@@ -65,8 +65,26 @@ class RecordingExchange final : public common::http::Exchange {
   Request req_;
 };
 
+// Info lookups that find every account with no metadata.
+class NoInfo final : public InfoLookup {
+ public:
+  net::awaitable<CachedInfo> account_info(const std::string&, const Request&,
+                                          const ProxyEnv&) override {
+    co_return CachedInfo{200, {}, {}};
+  }
+  net::awaitable<CachedInfo> container_info(const std::string&, const std::string&,
+                                            const Request&, const ProxyEnv&) override {
+    co_return CachedInfo{200, {}, {}};
+  }
+  net::awaitable<void> forget_info(std::string, std::string, const ProxyEnv&) override {
+    co_return;
+  }
+};
+
 struct Fixture {
-  ProxyApp app{ProxyConfig{}, nullptr, nullptr, {}};
+  common::SwiftConf swift;
+  std::string swift_dir = "/nonexistent";
+  NoInfo info;
   std::unique_ptr<Middleware> tempauth;
   bool passed_on = false;
 
@@ -76,7 +94,8 @@ struct Fixture {
         "SERVICE_require_group = service\nuser_test_tester = testing .admin\n"
         "user_test5_tester5 = testing5 service\n");
     REQUIRE(conf.ok());
-    auto mw = make_tempauth(conf->section("filter:tempauth"), app);
+    auto mw = make_tempauth(conf->section("filter:tempauth"),
+                            MiddlewareContext{swift, swift_dir, info});
     REQUIRE(mw.ok());
     tempauth = std::move(*mw);
   }
