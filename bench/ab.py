@@ -58,6 +58,12 @@ def scenarios(quick):
             out.append(("%s %s c4" % (size, op.upper()),
                         ["--workload", op, "--size", size, "--concurrency", "4",
                          "--duration", d(15), "--objects", "8", "--verify", "headers"]))
+    # Large objects: one 1 GiB object per client, plain and as an SLO of 100 MiB segments
+    # (issue 13: segment prefetch should keep the SLO within 10% of the plain object).
+    for label, extra in (("1GiB GET c2", []),
+                         ("1GiB SLO GET (100MiB segments) c2", ["--slo-segment", "100MiB"])):
+        out.append((label, ["--workload", "get", "--size", "1GiB", "--concurrency", "2",
+                            "--duration", d(20), "--objects", "2", "--verify", "headers"] + extra))
     out.append(("80/20 GET/PUT 4KiB c32 (90 s)",
                 ["--workload", "mixed", "--size", "4KiB", "--concurrency", "32",
                  "--duration", d(90), "--threads", "2", "--objects", "1024"]))

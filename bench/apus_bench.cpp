@@ -6,7 +6,7 @@
 //              [--size 4KiB | --sizes 4KiB:90,1MiB:10] [--concurrency 32] [--threads 2]
 //              [--duration 10 | --count N] [--warmup 2] [--containers 4] [--objects N]
 //              [--endpoints 127.0.0.1:8081,127.0.0.1:8082] [--prefix bench] [--json FILE]
-//              [--verify full|headers] [--label TEXT]
+//              [--verify full|headers] [--label TEXT] [--slo-segment 100MiB]
 //
 // Each of `concurrency` clients keeps one keep-alive connection (to one of --endpoints,
 // round robin: the "direct" topology; by default the storage URL's host: one ingress, the "HA
@@ -17,6 +17,10 @@
 // the status, the length, and for GETs the ETag header and (--verify full, the default) the
 // MD5 of the body received, so a wrong answer counts as an error, never as a fast one.
 // PUT bodies are generated (no file I/O) and their ETag answer checked against our own MD5.
+// With --slo-segment every object is a static large object: its segments (<name>_seg/<n>, in
+// the object's container) are PUT first, then the manifest (?multipart-manifest=put); reads
+// then exercise the proxy's segment streaming, and a GET's ETag is checked against the one the
+// manifest PUT answered (the MD5 of the segment ETags, not of the body).
 //
 // Prints a table and writes JSON (--json FILE, or "-" for stdout): operations, ops/s, MiB/s,
 // latency percentiles and errors by cause, per operation and in all; a per-second timeline;
@@ -89,6 +93,7 @@ struct Options {
   std::string json_path;
   bool verify_body = true;
   std::string label;
+  uint64_t slo_segment = 0;  // bytes per SLO segment; 0: plain objects
 };
 
 // ---- parsing ---------------------------------------------------------------------------------
@@ -210,6 +215,10 @@ std::string parse_args(int argc, char** argv, Options& o) {
       o.verify_body = v == "full";
     } else if (a == "--label") {
       o.label = v;
+    } else if (a == "--slo-segment") {
+      auto size = parse_size(v);
+      if (!size || *size == 0) return "bad --slo-segment: " + v;
+      o.slo_segment = *size;
     } else {
       return "unknown option " + a;
     }
@@ -226,6 +235,9 @@ std::string parse_args(int argc, char** argv, Options& o) {
     }
   }
   if (o.warmup < 0) o.warmup = o.count ? 0 : 2;
+  // An SLO's body is its segments' bodies one after another, each from its own variant: the
+  // client checks the manifest's ETag and the length, not an MD5 of the whole.
+  if (o.slo_segment && o.verify_body) return "--slo-segment needs --verify headers";
   return {};
 }
 
@@ -295,7 +307,8 @@ class Connection {
   net::awaitable<Answer> exchange(const std::string& method, const std::string& target,
                                   const std::string& headers, const BodySource* body,
                                   uint64_t seed, uint64_t length, std::string* md5_out,
-                                  bool hash_answer, bool keep_answer) {
+                                  bool hash_answer, bool keep_answer,
+                                  std::string_view text_body = {}) {
     Answer a;
     for (int attempt = 0; attempt < 2; ++attempt) {
       bool fresh = !sock_;
@@ -312,7 +325,7 @@ class Connection {
         sock_->set_option(tcp::no_delay(true));
       }
       a = co_await once(method, target, headers, body, seed, length, md5_out, hash_answer,
-                        keep_answer);
+                        keep_answer, text_body);
       // A kept-alive connection the server closed meanwhile: once more on a new one.
       if (a.error.empty() || fresh || a.status != 0) break;
       sock_.reset();
@@ -325,11 +338,15 @@ class Connection {
   net::awaitable<Answer> once(const std::string& method, const std::string& target,
                               const std::string& headers, const BodySource* body, uint64_t seed,
                               uint64_t length, std::string* md5_out, bool hash_answer,
-                              bool keep_answer) {
+                              bool keep_answer, std::string_view text_body) {
     Answer a;
     std::string head = method + " " + target + " HTTP/1.1\r\nHost: " + ep_.host + "\r\n" + headers;
     if (body) head += "Content-Length: " + std::to_string(length) + "\r\n";
+    if (!body && !text_body.empty()) {
+      head += "Content-Length: " + std::to_string(text_body.size()) + "\r\n";
+    }
     head += "\r\n";
+    if (!body) head += text_body;
     auto [ec, n] = co_await net::async_write(*sock_, net::buffer(head), kTuple);
     if (ec) {
       a.error = "write";
@@ -475,38 +492,87 @@ std::string object_path(const Plan& p, uint64_t i) {
   return p.account_path + "/" + container_name(p.opt, i) + "/o" + std::to_string(i);
 }
 
+// The MD5 of body variant `seed` cut to `size` bytes (computed once per client).
+const std::string& variant_md5(const Plan& p, Client& c, uint64_t seed, uint64_t size) {
+  auto [it, fresh] = c.variant_md5.try_emplace({seed, size});
+  if (fresh) {
+    apus::common::crypto::Md5 h;
+    std::vector<char> chunk(kChunk);
+    for (uint64_t pos = 0; pos < size; pos += kChunk) {
+      size_t take = static_cast<size_t>(std::min<uint64_t>(kChunk, size - pos));
+      p.bodies.fill(seed, pos, take, chunk.data());
+      h.update(std::string_view(chunk.data(), take));
+    }
+    it->second = h.hex_digest();
+  }
+  return it->second;
+}
+
+std::string unquoted_etag(Answer& a) {
+  std::string etag = a.headers["etag"];
+  etag.erase(std::remove(etag.begin(), etag.end(), '"'), etag.end());
+  return etag;
+}
+
+// PUTs `size` bytes of body `seed` to `path` and checks the ETag answered against the MD5
+// (`md5` when already known, else computed while sending, and returned there).
+net::awaitable<std::string> put_body(Plan& p, Connection& conn, const std::string& path,
+                                     uint64_t seed, uint64_t size, std::string& md5) {
+  const bool known = !md5.empty();
+  Answer a = co_await conn.exchange(
+      "PUT", path, "X-Auth-Token: " + p.token + "\r\nContent-Type: application/octet-stream\r\n",
+      &p.bodies, seed, size, known ? nullptr : &md5, false, false);
+  if (!a.error.empty() || a.status != 201) {
+    co_return a.error.empty() ? std::to_string(a.status) : a.error;
+  }
+  if (unquoted_etag(a) != md5) co_return "etag mismatch";
+  co_return "";
+}
+
+// The SLO form of put_object(): segments of --slo-segment bytes, then the manifest. The
+// manifest's ETag (what a GET must answer) is what its PUT answered.
+net::awaitable<std::string> put_slo(Plan& p, Client& c, Connection& conn, size_t k,
+                                    uint64_t version, uint64_t size) {
+  const uint64_t id = c.first_object + k;
+  const std::string name = container_name(p.opt, id) + "/o" + std::to_string(id);
+  std::string manifest = "[";
+  uint64_t n = 0;
+  for (uint64_t pos = 0; pos < size || n == 0; pos += p.opt.slo_segment, ++n) {
+    const uint64_t len = std::min(p.opt.slo_segment, size - pos);
+    const uint64_t seed = (version * 131 + n) % kVariants;
+    std::string md5 = variant_md5(p, c, seed, len);
+    const std::string segment = name + "_seg/" + std::to_string(n);
+    std::string error =
+        co_await put_body(p, conn, p.account_path + "/" + segment, seed, len, md5);
+    if (!error.empty()) co_return "segment " + error;
+    manifest += std::string(n ? "," : "") + "{\"path\": \"/" + segment + "\", \"etag\": \"" +
+                md5 + "\", \"size_bytes\": " + std::to_string(len) + "}";
+  }
+  manifest += "]";
+  Answer a = co_await conn.exchange("PUT", object_path(p, id) + "?multipart-manifest=put",
+                                    "X-Auth-Token: " + p.token + "\r\n", nullptr, 0, 0, nullptr,
+                                    false, false, manifest);
+  if (!a.error.empty() || a.status != 201) {
+    co_return "manifest " + (a.error.empty() ? std::to_string(a.status) : a.error);
+  }
+  c.objects[k] = Client::Object{size, version, unquoted_etag(a), true};
+  co_return "";
+}
+
 // PUTs version `version` of the client's object k with `size` bytes and checks the ETag the
 // server answers; records the object on success. The error cause, or "".
 net::awaitable<std::string> put_object(Plan& p, Client& c, Connection& conn, size_t k,
                                        uint64_t version, uint64_t size) {
+  if (p.opt.slo_segment) co_return co_await put_slo(p, c, conn, k, version, size);
   const uint64_t id = c.first_object + k;
   uint64_t seed = id * 1000003 + version;
   std::string md5;
   if (!p.opt.verify_body) {
     seed = version % kVariants;
-    auto [it, fresh] = c.variant_md5.try_emplace({seed, size});
-    if (fresh) {
-      apus::common::crypto::Md5 h;
-      std::vector<char> chunk(kChunk);
-      for (uint64_t pos = 0; pos < size; pos += kChunk) {
-        size_t take = static_cast<size_t>(std::min<uint64_t>(kChunk, size - pos));
-        p.bodies.fill(seed, pos, take, chunk.data());
-        h.update(std::string_view(chunk.data(), take));
-      }
-      it->second = h.hex_digest();
-    }
-    md5 = it->second;
+    md5 = variant_md5(p, c, seed, size);
   }
-  Answer a = co_await conn.exchange(
-      "PUT", object_path(p, id),
-      "X-Auth-Token: " + p.token + "\r\nContent-Type: application/octet-stream\r\n", &p.bodies,
-      seed, size, p.opt.verify_body ? &md5 : nullptr, false, false);
-  if (!a.error.empty() || a.status != 201) {
-    co_return a.error.empty() ? std::to_string(a.status) : a.error;
-  }
-  std::string etag = a.headers["etag"];
-  etag.erase(std::remove(etag.begin(), etag.end(), '"'), etag.end());
-  if (etag != md5) co_return "etag mismatch";
+  std::string error = co_await put_body(p, conn, object_path(p, id), seed, size, md5);
+  if (!error.empty()) co_return error;
   c.objects[k] = Client::Object{size, version, md5, true};
   co_return "";
 }
