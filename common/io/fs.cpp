@@ -545,13 +545,13 @@ Fs& default_fs() {
 // --- FaultInjectingFs
 
 void FaultInjectingFs::fail_next(Op op, int err, int count) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   fail_errno_[index_of(op)] = err;
   fail_remaining_[index_of(op)] = count;
 }
 
 void FaultInjectingFs::fail_writes_after_bytes(std::uint64_t n, int err) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   write_limited_ = true;
   write_budget_ = n;
   write_errno_ = err;
@@ -562,7 +562,7 @@ void FaultInjectingFs::set_fsync_delay(std::chrono::milliseconds delay) {
 }
 
 void FaultInjectingFs::clear_faults() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   fail_errno_.fill(0);
   fail_remaining_.fill(0);
   write_limited_ = false;
@@ -588,7 +588,7 @@ Status FaultInjectingFs::enter(Op op, std::string_view subject) {
   }
   int err = 0;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (fail_remaining_[i] > 0) {
       --fail_remaining_[i];
       err = fail_errno_[i];
@@ -600,7 +600,7 @@ Status FaultInjectingFs::enter(Op op, std::string_view subject) {
 }
 
 std::size_t FaultInjectingFs::reserve_write(std::size_t want, int* err) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (!write_limited_) return want;
   const std::size_t allowed =
       static_cast<std::size_t>(std::min<std::uint64_t>(want, write_budget_));

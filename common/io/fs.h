@@ -26,7 +26,6 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -34,6 +33,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "common/thread_annotations.h"
 
 namespace apus::common::io {
 
@@ -226,14 +226,14 @@ class FaultInjectingFs final : public Fs {
 
   // The next `count` calls of op fail with err (e.g. EIO), then calls pass again. Replaces any
   // earlier fail_next for op.
-  void fail_next(Op op, int err, int count = 1);
+  void fail_next(Op op, int err, int count = 1) APUS_EXCLUDES(mu_);
   // After n more bytes in total have been written (write + pwrite, all files), writes fail with
   // err. The write that crosses the limit writes its first bytes up to it, then fails.
-  void fail_writes_after_bytes(std::uint64_t n, int err = ENOSPC);
+  void fail_writes_after_bytes(std::uint64_t n, int err = ENOSPC) APUS_EXCLUDES(mu_);
   // fsync, fdatasync and fsync_dir sleep this long before doing anything (0: no delay).
   void set_fsync_delay(std::chrono::milliseconds delay);
   // Drops every pending fail_next, the write limit and the fsync delay.
-  void clear_faults();
+  void clear_faults() APUS_EXCLUDES(mu_);
 
   // Calls of op since construction or reset_counts().
   std::uint64_t count(Op op) const;
@@ -272,22 +272,21 @@ class FaultInjectingFs final : public Fs {
  private:
   // Counts the call, applies the fsync delay to sync ops, and returns the armed failure for op
   // (its message naming `subject`), or OK.
-  Status enter(Op op, std::string_view subject);
+  Status enter(Op op, std::string_view subject) APUS_EXCLUDES(mu_);
   // Takes up to `want` bytes from the write budget; sets *err when the budget is short.
-  std::size_t reserve_write(std::size_t want, int* err);
+  std::size_t reserve_write(std::size_t want, int* err) APUS_EXCLUDES(mu_);
   // Shared by write and pwrite: applies the budget around `do_write(prefix)`.
   template <class WriteFn>
   Status limited_write(File& f, std::string_view data, WriteFn do_write);
 
   Fs& base_;
 
-  mutable std::mutex mu_;
-  // State below is guarded by mu_.
-  std::array<int, kNumOps> fail_errno_{};      // errno to inject per op
-  std::array<int, kNumOps> fail_remaining_{};  // how many more calls fail per op
-  bool write_limited_ = false;
-  std::uint64_t write_budget_ = 0;  // bytes still allowed when write_limited_
-  int write_errno_ = ENOSPC;
+  Mutex mu_;
+  std::array<int, kNumOps> fail_errno_ APUS_GUARDED_BY(mu_) = {};      // errno to inject per op
+  std::array<int, kNumOps> fail_remaining_ APUS_GUARDED_BY(mu_) = {};  // calls left to fail, per op
+  bool write_limited_ APUS_GUARDED_BY(mu_) = false;
+  std::uint64_t write_budget_ APUS_GUARDED_BY(mu_) = 0;  // bytes still allowed when write_limited_
+  int write_errno_ APUS_GUARDED_BY(mu_) = ENOSPC;
 
   // Lock-free.
   std::array<std::atomic<std::uint64_t>, kNumOps> counts_{};
