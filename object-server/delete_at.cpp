@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "common/config/config.h"
+#include "common/http/swob.h"
 
 namespace apus::object {
 
@@ -32,24 +33,25 @@ int64_t delete_at_of(const Metadata& md) {
   return common::parse_python_int_saturating(*v).value_or(0);
 }
 
-DeleteAtRequest check_delete_headers(const common::http::HeaderMap& headers,
-                                     const common::Timestamp& now) {
+common::http::OrRefusal<DeleteAtRequest> check_delete_headers(
+    const common::http::HeaderMap& headers, const common::Timestamp& now) {
+  auto refuse = [](std::string why) { return common::http::text_response(400, std::move(why)); };
   DeleteAtRequest out;
   const double now_seconds = now.seconds();
   if (auto v = headers.get("X-Delete-At")) out.value = std::string(*v);
   if (auto after_text = headers.get("X-Delete-After")) {
     std::optional<int64_t> after = common::parse_python_int_saturating(*after_text);
-    if (!after) return {.refusal = "Non-integer X-Delete-After"};
+    if (!after) return refuse("Non-integer X-Delete-After");
     int64_t when = common::clamp_delete_at(now_seconds + static_cast<double>(*after));
-    if (static_cast<double>(when) <= now_seconds) return {.refusal = "X-Delete-After in past"};
+    if (static_cast<double>(when) <= now_seconds) return refuse("X-Delete-After in past");
     out.value = common::normalize_delete_at(when);
   }
   if (!out.value) return out;
   std::optional<int64_t> at = common::parse_python_int_saturating(*out.value);
-  if (!at) return {.refusal = "Non-integer X-Delete-At"};
+  if (!at) return refuse("Non-integer X-Delete-At");
   bool replication = common::config_true_value(headers.get_or("X-Backend-Replication", "f"));
   if (static_cast<double>(common::clamp_delete_at(*at)) <= now_seconds && !replication) {
-    return {.refusal = "X-Delete-At in past"};
+    return refuse("X-Delete-At in past");
   }
   out.delete_at = *at;
   return out;

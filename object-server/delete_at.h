@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "common/http/headers.h"
+#include "common/http/server.h"
 #include "common/timestamp.h"
 #include "object-server/diskfile.h"
 
@@ -28,18 +29,19 @@ namespace apus::object {
 // and no queue row can name it).
 int64_t delete_at_of(const Metadata& md);
 
-// Swift's check_delete_headers() on an object PUT.
+// What an object PUT asks of the expiring-objects queue.
 struct DeleteAtRequest {
-  std::string refusal;               // non-empty: the 400 body Swift answers
   std::optional<std::string> value;  // the X-Delete-At to store, when the request sets one
   int64_t delete_at = 0;             // its value (unclamped), 0 when none
 };
 
-// X-Delete-After (it wins over X-Delete-At) becomes an X-Delete-At of `now` + after, clamped,
-// computed in doubles as Swift does (no overflow for any value); both must be integers and lie
-// after `now`, except that X-Backend-Replication lets an X-Delete-At in the past through.
-DeleteAtRequest check_delete_headers(const common::http::HeaderMap& headers,
-                                     const common::Timestamp& now);
+// Swift's check_delete_headers() on an object PUT: the request's delete-at, or Swift's 400
+// (text/plain, its message as the body). X-Delete-After (it wins over X-Delete-At) becomes an
+// X-Delete-At of `now` + after, clamped, computed in doubles as Swift does (no overflow for any
+// value); both must be integers and lie after `now`, except that X-Backend-Replication lets an
+// X-Delete-At in the past through.
+common::http::OrRefusal<DeleteAtRequest> check_delete_headers(
+    const common::http::HeaderMap& headers, const common::Timestamp& now);
 
 // X-Delete-At-Container as Swift reads it (float(), then bounded as a delete-at); nullopt when it
 // is not a number.

@@ -440,7 +440,9 @@ Result<DiskObject> DiskFileManager::open(const Location& loc) {
     return obj;
   }
   if (*stored_name != loc.name()) {
-    return Status::conflict("client path does not match path stored in object metadata");
+    APUS_LOG_ERROR("hash collision: " + loc.name() + " finds the data of " + *stored_name);
+    obj.state = DiskObject::State::kCollision;
+    return obj;
   }
   auto st = fs_.fstat(*data);
   const std::string* length = find_meta(*data_md, "Content-Length");

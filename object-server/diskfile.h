@@ -86,7 +86,10 @@ ChosenFiles choose_files(const std::vector<std::string>& names, const common::Ti
 
 // An object as found on disk.
 struct DiskObject {
-  enum class State { kMissing, kDeleted, kExists };
+  // kCollision: the hash directory holds the data of another name, which hashes the same
+  // (Swift's DiskFileCollision). Nothing of that object is given out, and nothing may be
+  // written over it: Swift refuses the request (403).
+  enum class State { kMissing, kDeleted, kExists, kCollision };
   State state = State::kMissing;
   // kExists: the .data timestamp; kDeleted: the tombstone's.
   common::Timestamp data_timestamp;
@@ -223,8 +226,8 @@ class DiskFileManager {
   static bool is_expired(const DiskObject& obj, const common::Timestamp& now);
 
   // Opens the object's current state. A hash directory whose files are corrupt (unreadable
-  // metadata, bad checksum, size mismatch) is quarantined and the object reported missing.
-  // Conflict when the stored name differs from loc.name() (a hash collision).
+  // metadata, bad checksum, size mismatch) is quarantined and the object reported missing; one
+  // whose data names another object is State::kCollision. A failed Status is a disk failure.
   common::Result<DiskObject> open(const Location& loc);
 
   // Reads up to buf.size() bytes of an opened object's data at `offset`.

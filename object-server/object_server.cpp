@@ -36,6 +36,7 @@ using common::http::HeaderMap;
 using common::http::iequals;
 using common::http::istarts_with;
 using common::http::MimeSplitter;
+using common::http::OrRefusal;
 using common::http::Request;
 using common::http::Response;
 using common::http::swob_response;
@@ -72,12 +73,35 @@ Response device_unavailable(const Request& req, const std::string& device) {
   return r;
 }
 
-// Maps a disk Status to the answer Swift gives for it.
+// The one translation from a failed disk operation to the answer, as Swift's object server
+// gives it: a full or missing device is 507 naming it (DiskFileNoSpace,
+// DiskFileDeviceUnavailable); anything else is this server's own failure, 500 (Swift's OSErrors
+// end in its catch-all). The codes keep their filesystem meaning here (NotFound: a path raced
+// away; Conflict: something in the way, EEXIST or a file where a directory should be), which
+// says nothing about the object the client named: no 404 or 409 comes from a disk failure.
+// What the client's request meets on disk (a missing, deleted or colliding object) is not a
+// failure but a DiskObject::State, answered by the handlers (and open_checked()).
 Response disk_error(const Status& s, const std::string& device) {
   if (s.code() == Status::Code::kInsufficientStorage) return swob_response(507, device);
-  if (s.code() == Status::Code::kConflict) return swob_response(403);  // name collision
   APUS_LOG_ERROR("disk error on " + device + ": " + s.to_string());
   return swob_response(500);
+}
+
+// The device and partition of a split path (Swift's validate_device_partition), or the 400.
+std::optional<Response> check_device_partition(
+    const Result<std::vector<std::optional<std::string>>>& segs) {
+  Status valid = segs.ok() ? common::http::validate_device_partition(*(*segs)[0], *(*segs)[1])
+                           : segs.status();
+  if (!valid.ok()) return text_response(400, valid.message());
+  return std::nullopt;
+}
+
+// The storage policy X-Backend-Storage-Policy-Index names ("" is 0), or Swift's 503.
+OrRefusal<int> policy_index(const common::StoragePolicies& policies, const Request& req) {
+  std::string_view header = req.headers.get_or("X-Backend-Storage-Policy-Index", "");
+  const common::StoragePolicy* policy = policies.by_index_string(header);
+  if (!policy) return text_response(503, "No policy with index " + std::string(header));
+  return static_cast<int>(policy->index);
 }
 
 double now_seconds() {
@@ -435,69 +459,22 @@ net::awaitable<void> ObjectServer::handle(Exchange& ex) {
     Response r;
     r.headers.set("Allow", "DELETE, GET, HEAD, OPTIONS, POST, PUT, REPLICATE");
     r.headers.set("Server", "object-server/" APUS_SWIFT_VERSION);
-    (void)co_await ex.respond(std::move(r));
-    co_return;
+    co_return co_await ex.reply(std::move(r));
   }
   if (std::find(kPublic.begin(), kPublic.end(), method) == kPublic.end()) {
-    (void)co_await ex.respond(swob_response(405));
-    co_return;
+    co_return co_await ex.reply(swob_response(405));
   }
 
   std::string path = common::http::percent_decode(req.path());
   if (!common::check_utf8(path, /*internal=*/true)) {
     Response r = swob_response(412);
     r.body = "Invalid UTF8 or contains NULL";
-    (void)co_await ex.respond(std::move(r));
-    co_return;
+    co_return co_await ex.reply(std::move(r));
   }
-  if (method == "REPLICATE") {
-    co_await handle_replicate(ex, path);
-    co_return;
-  }
-  auto segs = common::http::split_path(path, 5, 5, true);
-  Status valid = segs.ok() ? common::http::validate_device_partition(*(*segs)[0], *(*segs)[1])
-                           : segs.status();
-  if (!valid.ok()) {
-    (void)co_await ex.respond(text_response(400, valid.message()));
-    co_return;
-  }
-  Parsed p;
-  p.req = &req;
-  p.loc.device = *(*segs)[0];
-  p.loc.partition = *(*segs)[1];
-  p.loc.account = *(*segs)[2];
-  p.loc.container = *(*segs)[3];
-  p.loc.object = *(*segs)[4];
-  std::string_view policy_header = req.headers.get_or("X-Backend-Storage-Policy-Index", "");
-  const common::StoragePolicy* policy = config_.swift.policies.by_index_string(policy_header);
-  if (!policy) {
-    (void)co_await ex.respond(text_response(503, "No policy with index " + std::string(policy_header)));
-    co_return;
-  }
-  p.loc.policy = static_cast<int>(policy->index);
-  if (auto power = req.headers.get("X-Backend-Next-Part-Power"); power && !power->empty()) {
-    int64_t n = common::parse_python_int(*power).value_or(0);
-    if (n < 1 || n > 32) {
-      (void)co_await ex.respond(text_response(400, "Invalid X-Backend-Next-Part-Power"));
-      co_return;
-    }
-    p.loc.next_part_power = static_cast<int>(n);
-  }
-
-  auto ts_header = req.headers.get("X-Timestamp");
-  if (!ts_header && (method == "GET" || method == "HEAD")) {
-    p.timestamp = Timestamp::now();
-  } else if (!ts_header) {
-    (void)co_await ex.respond(text_response(400, "Missing X-Timestamp header"));
-    co_return;
-  } else {
-    auto ts = Timestamp::parse(*ts_header);
-    if (!ts.ok()) {
-      (void)co_await ex.respond(text_response(400, "Invalid X-Timestamp header"));
-      co_return;
-    }
-    p.timestamp = *ts;
-  }
+  if (method == "REPLICATE") co_return co_await handle_replicate(ex, path);
+  OrRefusal<Parsed> parsed = parse_object_request(req, path);
+  if (!parsed) co_return co_await ex.reply(std::move(parsed).refusal());
+  Parsed& p = *parsed;
 
   if (method == "GET" || method == "HEAD") {
     co_await handle_get_head(ex, p);
@@ -512,6 +489,38 @@ net::awaitable<void> ObjectServer::handle(Exchange& ex) {
   }
 }
 
+OrRefusal<ObjectServer::Parsed> ObjectServer::parse_object_request(const Request& req,
+                                                                  const std::string& path) const {
+  auto segs = common::http::split_path(path, 5, 5, true);
+  if (auto refusal = check_device_partition(segs)) return std::move(*refusal);
+  Parsed p;
+  p.req = &req;
+  p.loc.device = *(*segs)[0];
+  p.loc.partition = *(*segs)[1];
+  p.loc.account = *(*segs)[2];
+  p.loc.container = *(*segs)[3];
+  p.loc.object = *(*segs)[4];
+  OrRefusal<int> policy = policy_index(config_.swift.policies, req);
+  if (!policy) return std::move(policy).refusal();
+  p.loc.policy = *policy;
+  if (auto power = req.headers.get("X-Backend-Next-Part-Power"); power && !power->empty()) {
+    int64_t n = common::parse_python_int(*power).value_or(0);
+    if (n < 1 || n > 32) return text_response(400, "Invalid X-Backend-Next-Part-Power");
+    p.loc.next_part_power = static_cast<int>(n);
+  }
+  auto ts_header = req.headers.get("X-Timestamp");
+  if (!ts_header && (req.method == "GET" || req.method == "HEAD")) {
+    p.timestamp = Timestamp::now();
+  } else if (!ts_header) {
+    return text_response(400, "Missing X-Timestamp header");
+  } else {
+    auto ts = Timestamp::parse(*ts_header);
+    if (!ts.ok()) return text_response(400, "Invalid X-Timestamp header");
+    p.timestamp = *ts;
+  }
+  return p;
+}
+
 void ObjectServer::copy_allowed_headers(const Request& req, Metadata& md) const {
   // allowed_headers and any the replicator names, stored under Swift's title-cased names.
   for (const auto& h :
@@ -523,40 +532,30 @@ void ObjectServer::copy_allowed_headers(const Request& req, Metadata& md) const 
   }
 }
 
-Result<DiskObject> ObjectServer::open_checked(const Location& loc) {
-  if (!disk_.check_device(loc.device).ok()) {
-    return Status::insufficient_storage(loc.device);
-  }
-  return disk_.open(loc);
+OrRefusal<DiskObject> ObjectServer::open_checked(const Location& loc) {
+  if (!disk_.check_device(loc.device).ok()) return swob_response(507, loc.device);
+  auto obj = disk_.open(loc);
+  if (!obj.ok()) return disk_error(obj.status(), loc.device);
+  // Another name's data under this hash: Swift refuses every method with 403 (its
+  // DiskFileCollision, caught above the handlers).
+  if (obj->state == DiskObject::State::kCollision) return swob_response(403);
+  return std::move(*obj);
 }
 
 // ---- REPLICATE ------------------------------------------------------------------------------
 
 net::awaitable<void> ObjectServer::handle_replicate(Exchange& ex, const std::string& path) {
   const Request& req = ex.request();
-  if (!config_.replication_server) {
-    (void)co_await ex.respond(swob_response(405));
-    co_return;
-  }
+  if (!config_.replication_server) co_return co_await ex.reply(swob_response(405));
   // /<device>/<partition>[/<suffix>-<suffix>...]
   auto segs = common::http::split_path(path, 2, 3, true);
-  Status valid = segs.ok() ? common::http::validate_device_partition(*(*segs)[0], *(*segs)[1])
-                           : segs.status();
-  if (!valid.ok()) {
-    (void)co_await ex.respond(text_response(400, valid.message()));
-    co_return;
-  }
-  std::string_view policy_header = req.headers.get_or("X-Backend-Storage-Policy-Index", "");
-  const common::StoragePolicy* policy = config_.swift.policies.by_index_string(policy_header);
-  if (!policy) {
-    (void)co_await ex.respond(
-        text_response(503, "No policy with index " + std::string(policy_header)));
-    co_return;
-  }
+  if (auto refusal = check_device_partition(segs)) co_return co_await ex.reply(std::move(*refusal));
+  OrRefusal<int> policy = policy_index(config_.swift.policies, req);
+  if (!policy) co_return co_await ex.reply(std::move(policy).refusal());
   Location loc;
   loc.device = *(*segs)[0];
   loc.partition = *(*segs)[1];
-  loc.policy = static_cast<int>(policy->index);
+  loc.policy = *policy;
   std::vector<std::string> recalculate;
   if ((*segs)[2] && !(*segs)[2]->empty()) {
     std::string_view rest = *(*segs)[2];
@@ -569,10 +568,7 @@ net::awaitable<void> ObjectServer::handle_replicate(Exchange& ex, const std::str
     }
   }
   common::io::BlockingPool* pool = co_await pools_.checked(loc.device);
-  if (!pool) {
-    (void)co_await ex.respond(device_unavailable(req, loc.device));
-    co_return;
-  }
+  if (!pool) co_return co_await ex.reply(device_unavailable(req, loc.device));
   Response r = co_await pool->call([&]() -> Response {
     if (!disk_.check_device(loc.device).ok()) return swob_response(507, loc.device);
     if (!recalculate.empty()) {
@@ -599,7 +595,7 @@ net::awaitable<void> ObjectServer::handle_replicate(Exchange& ex, const std::str
     ok.body = common::pickle::dumps(dict, 2);
     return ok;
   });
-  (void)co_await ex.respond(std::move(r));
+  co_return co_await ex.reply(std::move(r));
 }
 
 // ---- PUT ------------------------------------------------------------------------------------
@@ -635,18 +631,14 @@ net::awaitable<void> ObjectServer::handle_put(Exchange& ex, Parsed& p) {
   if (refusal) {
     // Every answer but 201 leaves nothing behind: the writer's temp file goes first.
     if (put.writer) co_await put.pool->call([&] { put.writer.reset(); });
-    (void)co_await ex.respond(std::move(*refusal));
-    co_return;
+    co_return co_await ex.reply(std::move(*refusal));
   }
   put.md = put_metadata(put);
-  if (auto failed = co_await commit_put(put)) {
-    (void)co_await ex.respond(std::move(*failed));
-    co_return;
-  }
+  if (auto failed = co_await commit_put(put)) co_return co_await ex.reply(std::move(*failed));
   co_await after_put(put);
   Response r = swob_response(201);
   r.headers.set("Etag", "\"" + put.etag + "\"");
-  (void)co_await ex.respond(std::move(r));
+  co_return co_await ex.reply(std::move(r));
 }
 
 std::optional<Response> ObjectServer::check_put(PutState& put) const {
@@ -661,8 +653,9 @@ std::optional<Response> ObjectServer::check_put(PutState& put) const {
     check = common::check_object_creation(config_.swift.constraints, with_empty, put.p.loc.object);
   }
   if (!check.ok()) return text_response(check.status, check.body);
-  put.delete_at = check_delete_headers(req.headers, put.p.timestamp);
-  if (!put.delete_at.refusal.empty()) return text_response(400, put.delete_at.refusal);
+  OrRefusal<DeleteAtRequest> delete_at = check_delete_headers(req.headers, put.p.timestamp);
+  if (!delete_at) return std::move(delete_at).refusal();
+  put.delete_at = std::move(*delete_at);
   put.fsize = req.content_length;
   if (!put.fsize) {
     if (auto v = req.headers.get("X-Backend-Obj-Content-Length")) {
@@ -683,8 +676,8 @@ net::awaitable<std::optional<Response>> ObjectServer::open_for_put(PutState& put
   // Before the body (and before "100 Continue"): device, existing state, preconditions.
   co_return co_await put.pool->call([&]() -> std::optional<Response> {
     const Location& loc = put.p.loc;
-    auto obj = open_checked(loc);
-    if (!obj.ok()) return disk_error(obj.status(), loc.device);
+    OrRefusal<DiskObject> obj = open_checked(loc);
+    if (!obj) return std::move(obj).refusal();
     Timestamp orig = obj->state == DiskObject::State::kMissing ? Timestamp() : obj->data_timestamp;
     if (obj->state == DiskObject::State::kExists) {
       put.orig_metadata = obj->metadata;
@@ -864,33 +857,17 @@ net::awaitable<void> ObjectServer::handle_get_head(Exchange& ex, Parsed& p) {
   bool open_expired = common::config_true_value(req.headers.get_or("X-Backend-Replication", "")) ||
                       common::config_true_value(req.headers.get_or("X-Backend-Open-Expired", ""));
   common::io::BlockingPool* pool_ptr = co_await pools_.checked(p.loc.device);
-  if (!pool_ptr) {
-    (void)co_await ex.respond(device_unavailable(req, p.loc.device));
-    co_return;
-  }
+  if (!pool_ptr) co_return co_await ex.reply(device_unavailable(req, p.loc.device));
   common::io::BlockingPool& pool = *pool_ptr;
-  struct Opened {
-    Response refusal;
-    DiskObject obj;
-  };
-  Opened opened = co_await pool.call([&]() -> Opened {
-    Opened out;
-    auto obj = open_checked(p.loc);
-    if (!obj.ok()) {
-      out.refusal = disk_error(obj.status(), p.loc.device);
-      return out;
-    }
-    out.obj = std::move(*obj);
-    return out;
-  });
+  OrRefusal<DiskObject> opened = co_await pool.call([&] { return open_checked(p.loc); });
   // swob writes its explanation pages for GET only: a HEAD answer has no body and length 0.
   bool head = req.method == "HEAD";
-  if (opened.refusal.status != 200) {
-    if (head) opened.refusal.body.clear();
-    (void)co_await ex.respond(std::move(opened.refusal));
-    co_return;
+  if (!opened) {
+    Response refusal = std::move(opened).refusal();
+    if (head) refusal.body.clear();
+    co_return co_await ex.reply(std::move(refusal));
   }
-  DiskObject& obj = opened.obj;
+  DiskObject& obj = *opened;
   bool expired = !open_expired && DiskFileManager::is_expired(obj, p.timestamp);
   if (obj.state != DiskObject::State::kExists || expired) {
     Response r = swob_response(404);
@@ -903,8 +880,7 @@ net::awaitable<void> ObjectServer::handle_get_head(Exchange& ex, Parsed& p) {
       r = swob_response(412);
     }
     if (head) r.body.clear();
-    (void)co_await ex.respond(std::move(r));
-    co_return;
+    co_return co_await ex.reply(std::move(r));
   }
   co_await send_object(ex, p, obj);
 }
@@ -954,16 +930,14 @@ net::awaitable<void> ObjectServer::send_object(Exchange& ex, Parsed& p, DiskObje
     r.status = outcome == common::http::ConditionalOutcome::kNotModified ? 304 : 412;
     r.headers = std::move(h);
     r.headers.set("Content-Length", "0");
-    (void)co_await ex.respond(std::move(r));
-    co_return;
+    co_return co_await ex.reply(std::move(r));
   }
   bool head = req.method == "HEAD";
   if (head) {
     Response r;
     r.headers = std::move(h);
     r.headers.set("Content-Length", std::to_string(obj.size));
-    (void)co_await ex.respond(std::move(r));
-    co_return;
+    co_return co_await ex.reply(std::move(r));
   }
 
   auto range = common::http::evaluate_range(req.headers.get("Range"), obj.size);
@@ -972,8 +946,7 @@ net::awaitable<void> ObjectServer::send_object(Exchange& ex, Parsed& p, DiskObje
     Response r = swob_response(416);
     for (const auto& [k, v] : h) r.headers.set(k, v);
     r.headers.set("Content-Range", common::http::unsatisfied_content_range(obj.size));
-    (void)co_await ex.respond(std::move(r));
-    co_return;
+    co_return co_await ex.reply(std::move(r));
   }
 
   common::io::BlockingPool& pool = pools_.get(p.loc.device);
@@ -1081,15 +1054,11 @@ net::awaitable<void> ObjectServer::handle_post(Exchange& ex, Parsed& p) {
   if (auto v = req.headers.get("X-Delete-At"); v && !v->empty()) {
     // Swift's int() raises here and answers 500; a 400 as its PUT gives is the honest answer.
     std::optional<int64_t> parsed = common::parse_python_int_saturating(*v);
-    if (!parsed) {
-      (void)co_await ex.respond(text_response(400, "Non-integer X-Delete-At"));
-      co_return;
-    }
+    if (!parsed) co_return co_await ex.reply(text_response(400, "Non-integer X-Delete-At"));
     new_delete_at = *parsed;
   }
   if (new_delete_at && static_cast<double>(new_delete_at) < p.timestamp.seconds()) {
-    (void)co_await ex.respond(text_response(400, "X-Delete-At in past"));
-    co_return;
+    co_return co_await ex.reply(text_response(400, "X-Delete-At in past"));
   }
   Timestamp req_ctype_ts;
   if (req.headers.contains("Content-Type") && !req.headers.get_or("Content-Type", "").empty()) {
@@ -1097,38 +1066,28 @@ net::awaitable<void> ObjectServer::handle_post(Exchange& ex, Parsed& p) {
     req_ctype_ts = t.ok() ? *t : p.timestamp;
   }
   common::io::BlockingPool* pool_ptr = co_await pools_.checked(p.loc.device);
-  if (!pool_ptr) {
-    (void)co_await ex.respond(device_unavailable(req, p.loc.device));
-    co_return;
-  }
+  if (!pool_ptr) co_return co_await ex.reply(device_unavailable(req, p.loc.device));
   common::io::BlockingPool& pool = *pool_ptr;
   struct Posted {
-    Response response;
+    Response accepted;  // the 202
     HeaderMap update;
     int64_t old_delete_at = 0;  // set when the POST changes X-Delete-At
     int64_t new_delete_at = 0;
   };
-  Posted posted = co_await pool.call([&]() -> Posted {
-    Posted out;
-    auto obj = open_checked(p.loc);
-    if (!obj.ok()) {
-      out.response = disk_error(obj.status(), p.loc.device);
-      return out;
-    }
+  OrRefusal<Posted> posted = co_await pool.call([&]() -> OrRefusal<Posted> {
+    OrRefusal<DiskObject> obj = open_checked(p.loc);
+    if (!obj) return std::move(obj).refusal();
     bool replication = common::config_true_value(req.headers.get_or("X-Backend-Replication", ""));
     bool expired = !replication && DiskFileManager::is_expired(*obj, p.timestamp);
-    if (obj->state != DiskObject::State::kExists || expired) {
-      out.response = swob_response(404);
-      return out;
-    }
+    if (obj->state != DiskObject::State::kExists || expired) return swob_response(404);
+    Posted out;
     const Metadata& orig = obj->metadata;
     Timestamp orig_ts = obj->timestamp;
     if (const auto* v = find_meta(orig, "X-Timestamp")) {
       if (auto t = Timestamp::parse(*v); t.ok()) orig_ts = *t;
     }
     if (orig_ts >= p.timestamp && obj->ctype_timestamp >= req_ctype_ts) {
-      out.response = with_header(swob_response(409), "X-Backend-Timestamp", orig_ts.internal());
-      return out;
+      return with_header(swob_response(409), "X-Backend-Timestamp", orig_ts.internal());
     }
     Metadata md;
     if (p.timestamp > orig_ts) {
@@ -1173,10 +1132,7 @@ net::awaitable<void> ObjectServer::handle_post(Exchange& ex, Parsed& p) {
     set_meta(md, "name", p.loc.name());
     Timestamp meta_ts = *Timestamp::parse(*find_meta(md, "X-Timestamp"));
     Status s = disk_.write_meta(p.loc, md, meta_ts, new_ctype_ts);
-    if (!s.ok()) {
-      out.response = disk_error(s, p.loc.device);
-      return out;
-    }
+    if (!s.ok()) return disk_error(s, p.loc.device);
     std::string update_ctype = ctype;
     if (ctype_ts != obj->data_timestamp) {
       // SLO's swift_bytes on the data's content type must reach the container listing still.
@@ -1197,19 +1153,18 @@ net::awaitable<void> ObjectServer::handle_post(Exchange& ex, Parsed& p) {
         if (istarts_with(k, prefix)) out.update.set("X-" + title_case(k.substr(prefix.size())), v);
       }
     }
-    out.response = swob_response(202);
-    out.response.headers.set("X-Backend-Content-Type", ctype);
+    out.accepted = swob_response(202);
+    out.accepted.headers.set("X-Backend-Content-Type", ctype);
     for (const auto& [k, v] : orig) {
-      if (is_sys_meta(k)) out.response.headers.set(title_case(k), v);
+      if (is_sys_meta(k)) out.accepted.headers.set(title_case(k), v);
     }
     return out;
   });
-  if (posted.response.status == 202) {
-    if (posted.new_delete_at) co_await delete_at_update(p, "PUT", posted.new_delete_at);
-    if (posted.old_delete_at) co_await delete_at_update(p, "DELETE", posted.old_delete_at);
-    co_await container_update(p, "PUT", std::move(posted.update));
-  }
-  (void)co_await ex.respond(std::move(posted.response));
+  if (!posted) co_return co_await ex.reply(std::move(posted).refusal());
+  if (posted->new_delete_at) co_await delete_at_update(p, "PUT", posted->new_delete_at);
+  if (posted->old_delete_at) co_await delete_at_update(p, "DELETE", posted->old_delete_at);
+  co_await container_update(p, "PUT", std::move(posted->update));
+  co_return co_await ex.reply(std::move(posted->accepted));
 }
 
 // ---- DELETE ---------------------------------------------------------------------------------
@@ -1220,31 +1175,23 @@ net::awaitable<void> ObjectServer::handle_delete(Exchange& ex, Parsed& p) {
   if (auto v = req.headers.get("X-If-Delete-At")) {
     auto t = Timestamp::parse(*v);
     if (!t.ok()) {
-      Response r = swob_response(400);
-      r.body = "Bad X-If-Delete-At header value";
-      (void)co_await ex.respond(std::move(r));
-      co_return;
+      co_return co_await ex.reply(swob_response_with_body(400, "Bad X-If-Delete-At header value"));
     }
     if_delete_at = *t;
   }
   common::io::BlockingPool* pool_ptr = co_await pools_.checked(p.loc.device);
-  if (!pool_ptr) {
-    (void)co_await ex.respond(device_unavailable(req, p.loc.device));
-    co_return;
-  }
+  if (!pool_ptr) co_return co_await ex.reply(device_unavailable(req, p.loc.device));
   common::io::BlockingPool& pool = *pool_ptr;
+  // What a DELETE that went ahead did, and its answer (which may be a failed tombstone write:
+  // as in Swift, the queue row is removed all the same). A refusal did nothing.
   struct Deleted {
     Response response;
     bool update = false;
     int64_t orig_delete_at = 0;  // the queue row to remove
   };
-  Deleted result = co_await pool.call([&]() -> Deleted {
-    Deleted out;
-    auto obj = open_checked(p.loc);
-    if (!obj.ok()) {
-      out.response = disk_error(obj.status(), p.loc.device);
-      return out;
-    }
+  OrRefusal<Deleted> result = co_await pool.call([&]() -> OrRefusal<Deleted> {
+    OrRefusal<DiskObject> obj = open_checked(p.loc);
+    if (!obj) return std::move(obj).refusal();
     Timestamp orig_ts;  // zero when nothing is there
     Metadata orig_md;
     int status = 404;
@@ -1260,22 +1207,16 @@ net::awaitable<void> ObjectServer::handle_delete(Exchange& ex, Parsed& p) {
       status = orig_ts < p.timestamp ? 204 : 409;
     }
     if (if_delete_at) {
-      if (orig_ts.is_zero()) {
-        out.response = swob_response(404);
-        return out;
-      }
-      if (orig_ts >= p.timestamp) {
-        out.response = swob_response(409);
-        return out;
-      }
+      // No tombstone unless the X-Delete-At it names is the stored one.
+      if (orig_ts.is_zero()) return swob_response(404);
+      if (orig_ts >= p.timestamp) return swob_response(409);
       auto stored = Timestamp::from_seconds(static_cast<double>(delete_at_of(orig_md)));
       if (!stored.ok() || *stored != *if_delete_at) {
-        out.response = swob_response(412);
-        out.response.body = "X-If-Delete-At and X-Delete-At do not match";
-        return out;
+        return swob_response_with_body(412, "X-If-Delete-At and X-Delete-At do not match");
       }
       status = 204;
     }
+    Deleted out;
     out.orig_delete_at = delete_at_of(orig_md);
     if (orig_ts < p.timestamp) {
       Status s = disk_.write_tombstone(p.loc, p.timestamp);
@@ -1291,13 +1232,14 @@ net::awaitable<void> ObjectServer::handle_delete(Exchange& ex, Parsed& p) {
     out.response.headers.set("X-Backend-Content-Type", ct ? *ct : "");
     return out;
   });
-  if (result.orig_delete_at) co_await delete_at_update(p, "DELETE", result.orig_delete_at);
-  if (result.update) {
+  if (!result) co_return co_await ex.reply(std::move(result).refusal());
+  if (result->orig_delete_at) co_await delete_at_update(p, "DELETE", result->orig_delete_at);
+  if (result->update) {
     HeaderMap update;
     update.set("X-Timestamp", p.timestamp.internal());
     co_await container_update(p, "DELETE", std::move(update));
   }
-  (void)co_await ex.respond(std::move(result.response));
+  co_return co_await ex.reply(std::move(result->response));
 }
 
 // ---- container updates ----------------------------------------------------------------------

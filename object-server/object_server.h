@@ -77,6 +77,10 @@ class ObjectServer {
 
  private:
   struct Parsed;
+  // The object path and the headers every object method reads (policy, X-Timestamp...), or
+  // Swift's answer refusing them.
+  common::http::OrRefusal<Parsed> parse_object_request(const common::http::Request& req,
+                                                       const std::string& path) const;
   boost::asio::awaitable<void> handle_put(common::http::Exchange& ex, Parsed& p);
   // The steps of a PUT, in order; each returns the answer that ends it early, if any.
   struct PutState;
@@ -110,8 +114,10 @@ class ObjectServer {
   boost::asio::awaitable<void> delete_at_update(const Parsed& p, std::string op, int64_t delete_at);
   // Stores allowed_headers and X-Backend-Replication-Headers from the request into `md`.
   void copy_allowed_headers(const common::http::Request& req, Metadata& md) const;
-  // The object's state, or InsufficientStorage when its device is unavailable (pool thread).
-  common::Result<DiskObject> open_checked(const Location& loc);
+  // The object's state, or the answer refusing the request: 507 when its device is unavailable
+  // or a disk failure says so, 403 for a name collision, 500 for other disk failures. Pool
+  // thread.
+  common::http::OrRefusal<DiskObject> open_checked(const Location& loc);
   ObjectServerConfig config_;
   DiskFileManager disk_;
   common::Metrics* metrics_;

@@ -56,7 +56,14 @@ TEST_CASE("delete_at: X-Delete-At-Container reads as Python's float()") {
 }
 
 TEST_CASE("delete_at: check_delete_headers answers as Swift's") {
-  auto refusal = [](HeaderMap h) { return check_delete_headers(h, kNow).refusal; };
+  // The 400 body Swift answers, or "" when the request goes on.
+  auto refusal = [](HeaderMap h) -> std::string {
+    auto checked = check_delete_headers(h, kNow);
+    if (checked.ok()) return "";
+    CHECK(checked.refusal().status == 400);
+    CHECK(checked.refusal().headers.get_or("Content-Type", "") == "text/plain");
+    return checked.refusal().body;
+  };
   CHECK(refusal(headers({{"X-Delete-At", "abc"}})) == "Non-integer X-Delete-At");
   CHECK(refusal(headers({{"X-Delete-At", ""}})) == "Non-integer X-Delete-At");
   CHECK(refusal(headers({{"X-Delete-After", "abc"}})) == "Non-integer X-Delete-After");
@@ -69,18 +76,19 @@ TEST_CASE("delete_at: check_delete_headers answers as Swift's") {
 
   // X-Delete-After wins and becomes a ten-digit X-Delete-At.
   auto r = check_delete_headers(headers({{"X-Delete-After", "100"}, {"X-Delete-At", "abc"}}), kNow);
-  CHECK(r.refusal.empty());
-  CHECK(r.value == "1700000100");
-  CHECK(r.delete_at == 1700000100);
+  REQUIRE(r.ok());
+  CHECK(r->value == "1700000100");
+  CHECK(r->delete_at == 1700000100);
   // now + a huge X-Delete-After: clamped as Swift's normalize_delete_at_timestamp (a double
   // to int64 conversion of it was undefined behaviour).
   r = check_delete_headers(headers({{"X-Delete-After", "99999999999999999999"}}), kNow);
-  CHECK(r.refusal.empty());
-  CHECK(r.value == "9999999999");
+  REQUIRE(r.ok());
+  CHECK(r->value == "9999999999");
   r = check_delete_headers(headers({{"X-Delete-After", "9223372036854775807"}}), kNow);
-  CHECK(r.value == "9999999999");
+  REQUIRE(r.ok());
+  CHECK(r->value == "9999999999");
   // A huge X-Delete-At is stored as sent, as Swift does.
   r = check_delete_headers(headers({{"X-Delete-At", "99999999999999999999"}}), kNow);
-  CHECK(r.refusal.empty());
-  CHECK(r.value == "99999999999999999999");
+  REQUIRE(r.ok());
+  CHECK(r->value == "99999999999999999999");
 }

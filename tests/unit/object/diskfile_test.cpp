@@ -184,6 +184,37 @@ TEST_CASE("diskfile: write, open, meta, tombstone round trip") {
   CHECK(left == std::vector<std::string>{t3.internal() + ".ts"});
 }
 
+TEST_CASE("diskfile: data stored under another name is a collision, not a disk failure") {
+  TempDevices dev;
+  DiskFileManager mgr(apus::common::io::default_fs(), dev.options(), {"prefix", "suffix"});
+  Location l = loc("o");
+  auto writer = mgr.create_writer(l, 1);
+  REQUIRE(writer.ok());
+  REQUIRE((*writer)->write("x").ok());
+  Timestamp t1 = recent(30);
+  REQUIRE((*writer)->commit({{"X-Timestamp", t1.internal()}, {"Content-Length", "1"},
+                             {"ETag", "9dd4e461268c8034f5c8564e155c67a6"}, {"name", l.name()}},
+                            t1)
+              .ok());
+  writer->reset();
+  // o2's hash directory gets o's data, as two names hashing the same would leave it.
+  Location other = loc("o2");
+  auto hash = mgr.object_hash(l);
+  auto other_hash = mgr.object_hash(other);
+  REQUIRE(hash.ok());
+  REQUIRE(other_hash.ok());
+  fs::path other_dir = mgr.hash_dir(other, *other_hash);
+  fs::create_directories(other_dir.parent_path());
+  fs::rename(mgr.hash_dir(l, *hash), other_dir);
+
+  auto obj = mgr.open(other);
+  REQUIRE(obj.ok());  // the disk is fine: what it holds is another object's
+  CHECK(obj->state == DiskObject::State::kCollision);
+  CHECK(obj->metadata.empty());
+  CHECK(!obj->data_file.is_open());
+  CHECK(fs::exists(other_dir / (t1.internal() + ".data")));  // left alone, not quarantined
+}
+
 TEST_CASE("diskfile: a failed upload leaves nothing behind, disk full is 507-worthy") {
   TempDevices dev;
   apus::common::io::FaultInjectingFs faulty(apus::common::io::default_fs());
