@@ -24,6 +24,7 @@
 #include "common/log/log.h"
 #include "common/pickle.h"
 #include "common/timestamp.h"
+#include "proxy/dlo.h"
 #include "proxy/memcache.h"
 
 namespace apus::proxy {
@@ -833,7 +834,7 @@ class RateLimit final : public Middleware {
 bool has_middleware(std::string_view name) {
   static constexpr std::string_view kNames[] = {
       "catch_errors", "gatekeeper", "healthcheck", "proxy_logging", "memcache",
-      "listing_formats", "crossdomain", "tempauth", "ratelimit", "copy"};
+      "listing_formats", "crossdomain", "tempauth", "ratelimit", "copy", "dlo"};
   return std::find(std::begin(kNames), std::end(kNames), name) != std::end(kNames);
 }
 
@@ -880,6 +881,7 @@ Result<std::unique_ptr<Middleware>> make_middleware(std::string_view name,
     return std::unique_ptr<Middleware>(std::make_unique<RateLimit>(std::move(*options), context));
   }
   if (name == "copy") return make_copy(context);
+  if (name == "dlo") return make_dlo(section, context);
   return Status::invalid_argument("unknown middleware egg:swift#" + std::string(name) +
                                   " in [" + section.name() + "]");
 }
