@@ -19,12 +19,17 @@
 // Code the analysis cannot follow (locks handed between functions) is marked
 // APUS_NO_THREAD_SAFETY_ANALYSIS, with a comment saying why it is safe.
 //
-// Other compilers see empty macros. Mutex, MutexLock and CondVar are thread-safe, as a mutex is.
+// A lock that readers share: common::SharedMutex, held through a ReaderMutexLock (shared) or a
+// WriterMutexLock (exclusive).
+//
+// Other compilers see empty macros. The mutexes, their locks and CondVar are thread-safe, as a
+// mutex is.
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <shared_mutex>
 
 #if defined(__clang__)
 #define APUS_THREAD_ANNOTATION(x) __attribute__((x))
@@ -43,6 +48,13 @@
 // On a function: it takes / releases the capabilities (no arguments: `this`).
 #define APUS_ACQUIRE(...) APUS_THREAD_ANNOTATION(acquire_capability(__VA_ARGS__))
 #define APUS_RELEASE(...) APUS_THREAD_ANNOTATION(release_capability(__VA_ARGS__))
+// The same for shared (reader) holds of a SharedMutex, and a release of either kind.
+#define APUS_ACQUIRE_SHARED(...) APUS_THREAD_ANNOTATION(acquire_shared_capability(__VA_ARGS__))
+#define APUS_RELEASE_SHARED(...) APUS_THREAD_ANNOTATION(release_shared_capability(__VA_ARGS__))
+#define APUS_RELEASE_GENERIC(...) \
+  APUS_THREAD_ANNOTATION(release_generic_capability(__VA_ARGS__))
+// On a function: callers must hold the capabilities, shared at least.
+#define APUS_REQUIRES_SHARED(...) APUS_THREAD_ANNOTATION(requires_shared_capability(__VA_ARGS__))
 // On a function returning bool: it takes the capability when it returns `result`.
 #define APUS_TRY_ACQUIRE(...) APUS_THREAD_ANNOTATION(try_acquire_capability(__VA_ARGS__))
 // On a function: asserts (at run time) that the capability is held; the analysis believes it.
@@ -120,6 +132,50 @@ class CondVar {
 
  private:
   std::condition_variable cv_;
+};
+
+// std::shared_mutex with the capability attributes: many readers or one writer. A member
+// marked APUS_GUARDED_BY(mu_) may be read under a ReaderMutexLock and written only under a
+// WriterMutexLock. Not recursive.
+class APUS_CAPABILITY("shared_mutex") SharedMutex {
+ public:
+  SharedMutex() = default;
+  SharedMutex(const SharedMutex&) = delete;
+  SharedMutex& operator=(const SharedMutex&) = delete;
+
+  void lock() APUS_ACQUIRE() { mu_.lock(); }
+  void unlock() APUS_RELEASE() { mu_.unlock(); }
+  void lock_shared() APUS_ACQUIRE_SHARED() { mu_.lock_shared(); }
+  void unlock_shared() APUS_RELEASE_SHARED() { mu_.unlock_shared(); }
+
+ private:
+  std::shared_mutex mu_;
+};
+
+// Holds a SharedMutex exclusively for the scope: `common::WriterMutexLock lock(&mu_);`.
+class APUS_SCOPED_CAPABILITY WriterMutexLock {
+ public:
+  explicit WriterMutexLock(SharedMutex* mu) APUS_ACQUIRE(mu) : mu_(mu) { mu_->lock(); }
+  ~WriterMutexLock() APUS_RELEASE() { mu_->unlock(); }
+  WriterMutexLock(const WriterMutexLock&) = delete;
+  WriterMutexLock& operator=(const WriterMutexLock&) = delete;
+
+ private:
+  SharedMutex* const mu_;
+};
+
+// Holds a SharedMutex shared for the scope: `common::ReaderMutexLock lock(&mu_);`.
+class APUS_SCOPED_CAPABILITY ReaderMutexLock {
+ public:
+  explicit ReaderMutexLock(SharedMutex* mu) APUS_ACQUIRE_SHARED(mu) : mu_(mu) {
+    mu_->lock_shared();
+  }
+  ~ReaderMutexLock() APUS_RELEASE_GENERIC() { mu_->unlock_shared(); }
+  ReaderMutexLock(const ReaderMutexLock&) = delete;
+  ReaderMutexLock& operator=(const ReaderMutexLock&) = delete;
+
+ private:
+  SharedMutex* const mu_;
 };
 
 }  // namespace apus::common

@@ -13,6 +13,7 @@ using common::Result;
 using common::Status;
 using common::Timestamp;
 using common::http::Exchange;
+using common::http::OrRefusal;
 using common::http::Request;
 using common::http::Response;
 using common::http::swob_response;
@@ -81,86 +82,68 @@ net::awaitable<void> AccountServer::handle(Exchange& ex) {
   const Request& req = ex.request();
   const std::string& method = req.method;
   // Every answer to HEAD goes out as swob makes it (no body, its length declared).
-  auto respond = [&](Response r) {
-    return ex.respond(method == "HEAD" ? no_body(std::move(r)) : std::move(r));
+  auto reply = [&](Response r) {
+    return ex.reply(method == "HEAD" ? no_body(std::move(r)) : std::move(r));
   };
   if (method == "OPTIONS") {
     Response r;
     r.headers.set("Content-Type", "text/html; charset=UTF-8");
     r.headers.set("Allow", "DELETE, GET, HEAD, OPTIONS, POST, PUT");
     r.headers.set("Server", "account-server/" APUS_SWIFT_VERSION);
-    (void)co_await respond(std::move(r));
-    co_return;
+    co_return co_await reply(std::move(r));
   }
   bool known = method == "PUT" || method == "GET" || method == "HEAD" || method == "POST" ||
                method == "DELETE";
-  if (!known) {
-    (void)co_await respond(swob_response(405));
-    co_return;
-  }
+  if (!known) co_return co_await reply(swob_response(405));
   std::string path = common::http::percent_decode(req.path());
   if (!common::check_utf8(path, /*internal=*/true)) {
     Response r = swob_response(412);
     r.body = "Invalid UTF8";
-    (void)co_await respond(std::move(r));
-    co_return;
+    co_return co_await reply(std::move(r));
   }
-  PathOrError split = split_storage_path(path, 3, method == "PUT" ? 4 : 3, false);
-  if (split.error) {
-    (void)co_await respond(std::move(*split.error));
-    co_return;
-  }
+  OrRefusal<PathSegments> split = split_storage_path(path, 3, method == "PUT" ? 4 : 3, false);
+  if (!split) co_return co_await reply(std::move(split).refusal());
+  const PathSegments& segments = *split;
   Target t;
-  t.device = *split.segments[0];
-  t.partition = *split.segments[1];
-  t.account = *split.segments[2];
-  if (split.segments.size() > 3) t.container = split.segments[3];
+  t.device = *segments[0];
+  t.partition = *segments[1];
+  t.account = *segments[2];
+  if (segments.size() > 3) t.container = segments[3];
   auto db = common::hash_path_hex(
       common::HashPathConfig{config_.swift.hash_path_prefix, config_.swift.hash_path_suffix},
       t.account);
-  if (!db.ok()) {
-    (void)co_await respond(plain_error(400, db.status().message()));
-    co_return;
-  }
+  if (!db.ok()) co_return co_await reply(plain_error(400, db.status().message()));
   t.db = t.partition + "/" + *db;  // Swift finds a database under its path's partition
 
   // Checks Swift makes before it touches the device, in its order.
   if (method == "POST") {
-    if (TimestampOrError ts = request_timestamp(req); ts.error) {
-      (void)co_await respond(std::move(*ts.error));
-      co_return;
+    if (OrRefusal<Timestamp> ts = request_timestamp(req); !ts) {
+      co_return co_await reply(std::move(ts).refusal());
     }
   }
-  std::optional<std::string> format;
+  Listing listing;
   if (method == "GET" || method == "HEAD") {
+    ListingParams& params = listing.params;
     if (method == "GET") {
-      ListingParams params =
+      OrRefusal<ListingParams> checked =
           listing_params(req, config_.swift.constraints.account_listing_limit, false);
-      if (params.error) {
-        (void)co_await respond(std::move(*params.error));
-        co_return;
-      }
-      format = params.format;
+      if (!checked) co_return co_await reply(std::move(checked).refusal());
+      params = std::move(*checked);
     } else {
-      format = common::http::query_param(req.query(), "format");
+      params.format = common::http::query_param(req.query(), "format");
       // Swift decodes the format parameter for HEAD too (get_listing_content_type).
+      const std::optional<std::string>& format = params.format;
       if (format && !format->empty() && !common::check_utf8(*format, /*internal=*/true)) {
-        (void)co_await respond(plain_error(400, "\"format\" parameter not valid UTF-8"));
-        co_return;
+        co_return co_await reply(plain_error(400, "\"format\" parameter not valid UTF-8"));
       }
     }
-    ContentTypeOrError ctype = listing_content_type(req, format);
-    if (ctype.error) {
-      (void)co_await respond(std::move(*ctype.error));
-      co_return;
-    }
+    OrRefusal<std::string> ctype = listing_content_type(req, params.format);
+    if (!ctype) co_return co_await reply(std::move(ctype).refusal());
+    listing.content_type = std::move(*ctype);
   }
 
   common::io::BlockingPool* pool = co_await devices_.pool_for(t.device);
-  if (!pool) {
-    (void)co_await respond(insufficient_storage(t.device));
-    co_return;
-  }
+  if (!pool) co_return co_await reply(insufficient_storage(t.device));
   Response r = co_await pool->call([&]() -> Response {
     if (!devices_.check_device(t.device).ok()) return insufficient_storage(t.device);
     if ((method == "PUT" || method == "POST") && !devices_.check_free_space(t.device).ok()) {
@@ -169,17 +152,17 @@ net::awaitable<void> AccountServer::handle(Exchange& ex) {
     if (method == "PUT") return t.container ? put_container_row(req, t) : put_account(req, t);
     if (method == "DELETE") return delete_account(req, t);
     if (method == "POST") return post_account(req, t);
-    return head_or_get(req, t);
+    return head_or_get(req, t, listing);
   });
-  (void)co_await respond(std::move(r));
+  co_return co_await reply(std::move(r));
 }
 
 Response AccountServer::put_container_row(const Request& req, const Target& t) {
   Timestamp ts = Timestamp::now();
   if (req.headers.contains("X-Timestamp")) {
-    TimestampOrError parsed = request_timestamp(req);
-    if (parsed.error) return std::move(*parsed.error);
-    ts = parsed.timestamp;
+    OrRefusal<Timestamp> parsed = request_timestamp(req);
+    if (!parsed) return std::move(parsed).refusal();
+    ts = *parsed;
   }
   auto store = devices_.store(t.device);
   if (!store.ok()) return swob_response(500);
@@ -189,7 +172,7 @@ Response AccountServer::put_container_row(const Request& req, const Target& t) {
       info = new_account_info(t.account, t.partition, t.device, ts.internal());
       return true;
     });
-    if (!s.ok()) return swob_response(to_http_status(s));
+    if (!s.ok()) return store_failure(s);
   }
   auto info = (*store)->get_info(t.db);
   if (!info.ok()) return swob_response(500);
@@ -219,18 +202,17 @@ Response AccountServer::put_container_row(const Request& req, const Target& t) {
   std::vector<ContainerRecord> records;
   records.push_back(std::move(rec));
   Status s = (*store)->merge_containers(t.db, std::move(records));
-  if (s.is_not_found()) return swob_response(404);
-  if (!s.ok()) return swob_response(to_http_status(s));
+  if (!s.ok()) return store_failure(s);
   // Swift compares the two header values as strings here.
   return swob_response(std::string_view(*del) > std::string_view(*put) ? 204 : 201);
 }
 
 Response AccountServer::put_account(const Request& req, const Target& t) {
-  TimestampOrError ts = request_timestamp(req);
-  if (ts.error) return std::move(*ts.error);
+  OrRefusal<Timestamp> ts = request_timestamp(req);
+  if (!ts) return std::move(ts).refusal();
   auto store = devices_.store(t.device);
   if (!store.ok()) return swob_response(500);
-  std::string stamp = ts.timestamp.internal();
+  std::string stamp = ts->internal();
   std::optional<Response> answer;
   bool created = false;
   Status s = (*store)->update_info(t.db, [&](std::optional<DbInfo>& info) -> Result<bool> {
@@ -252,26 +234,29 @@ Response AccountServer::put_account(const Request& req, const Target& t) {
     if (info->is_deleted(kType)) answer = swob_response(409);
     return changed;
   });
-  if (!s.ok()) return swob_response(to_http_status(s));
+  if (!s.ok()) return store_failure(s);
   if (answer) return std::move(*answer);
-  DbMetadata md = request_metadata(req, kType, false, ts.timestamp);
+  DbMetadata md = request_metadata(req, kType, false, *ts);
   s = (*store)->update_info(t.db, [&](std::optional<DbInfo>& info) -> Result<bool> {
     if (!info) return false;
-    MetadataMerge m = merge_metadata(*info, md, true, config_.swift.constraints);
-    if (m.invalid) answer = common::http::swob_response_with_body(400, *m.invalid);
-    return m.changed && !m.invalid;
+    OrRefusal<bool> merged = merge_metadata(*info, md, true, config_.swift.constraints);
+    if (!merged) {
+      answer = std::move(merged).refusal();
+      return false;
+    }
+    return *merged;
   });
-  if (!s.ok()) return swob_response(to_http_status(s));
+  if (!s.ok()) return store_failure(s);
   if (answer) return std::move(*answer);
   return swob_response(created ? 201 : 202);
 }
 
 Response AccountServer::delete_account(const Request& req, const Target& t) {
-  TimestampOrError ts = request_timestamp(req);
-  if (ts.error) return std::move(*ts.error);
+  OrRefusal<Timestamp> ts = request_timestamp(req);
+  if (!ts) return std::move(ts).refusal();
   auto store = devices_.store(t.device);
   if (!store.ok()) return swob_response(500);
-  std::string stamp = ts.timestamp.internal();
+  std::string stamp = ts->internal();
   std::optional<Response> answer;
   Status s = (*store)->update_info(t.db, [&](std::optional<DbInfo>& info) -> Result<bool> {
     if (!info || info->is_deleted(kType)) {
@@ -289,46 +274,42 @@ Response AccountServer::delete_account(const Request& req, const Target& t) {
     answer = deleted_response(204, info);
     return true;
   });
-  if (!s.ok()) return swob_response(to_http_status(s));
+  if (!s.ok()) return store_failure(s);
   return std::move(*answer);
 }
 
 Response AccountServer::post_account(const Request& req, const Target& t) {
-  TimestampOrError ts = request_timestamp(req);
-  if (ts.error) return std::move(*ts.error);
+  OrRefusal<Timestamp> ts = request_timestamp(req);
+  if (!ts) return std::move(ts).refusal();
   auto store = devices_.store(t.device);
   if (!store.ok()) return swob_response(500);
-  DbMetadata md = request_metadata(req, kType, false, ts.timestamp);
+  DbMetadata md = request_metadata(req, kType, false, *ts);
   std::optional<Response> answer;
   Status s = (*store)->update_info(t.db, [&](std::optional<DbInfo>& info) -> Result<bool> {
     if (!info || info->is_deleted(kType)) {
       answer = deleted_response(404, info);
       return false;
     }
-    MetadataMerge m = merge_metadata(*info, md, true, config_.swift.constraints);
-    if (m.invalid) answer = common::http::swob_response_with_body(400, *m.invalid);
-    return m.changed && !m.invalid;
+    OrRefusal<bool> merged = merge_metadata(*info, md, true, config_.swift.constraints);
+    if (!merged) {
+      answer = std::move(merged).refusal();
+      return false;
+    }
+    return *merged;
   });
-  if (!s.ok()) return swob_response(to_http_status(s));
+  if (!s.ok()) return store_failure(s);
   return answer ? std::move(*answer) : swob_response(204);
 }
 
-Response AccountServer::head_or_get(const Request& req, const Target& t) {
+Response AccountServer::head_or_get(const Request& req, const Target& t,
+                                    const Listing& listing) {
   auto store = devices_.store(t.device);
   if (!store.ok()) return swob_response(500);
   auto info = (*store)->get_info(t.db);
   if (!info.ok()) return swob_response(500);
   if (!*info || (*info)->is_deleted(kType)) return deleted_response(404, *info);
   const DbInfo& i = **info;
-
-  // Both were checked before the pool job; these cannot fail now.
-  ListingParams params = listing_params(req, config_.swift.constraints.account_listing_limit,
-                                        false);
-  std::optional<std::string> format = params.format;
-  if (req.method == "HEAD") {
-    format = common::http::query_param(req.query(), "format");
-  }
-  std::string type = listing_content_type(req, format).content_type;
+  const std::string& type = listing.content_type;
   Response r;
   account_headers(r, i, config_.swift.policies);
   r.headers.set("Content-Type", type + "; charset=utf-8");
@@ -336,7 +317,7 @@ Response AccountServer::head_or_get(const Request& req, const Target& t) {
     r.status = 204;
     return r;
   }
-  auto entries = (*store)->list_containers(t.db, params.query);
+  auto entries = (*store)->list_containers(t.db, listing.params.query);
   if (!entries.ok()) return swob_response(500);
   std::vector<common::listing::ContainerItem> items;
   items.reserve(entries->size());

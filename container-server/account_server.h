@@ -24,12 +24,18 @@ class AccountServer final : public DbServer {
 
  private:
   struct Target;
+  // What a GET lists and the content type of a GET or HEAD, checked before the pool job.
+  struct Listing {
+    ListingParams params;  // HEAD: only the format
+    std::string content_type;
+  };
   // Each runs on the device's pool thread and returns the whole answer.
   common::http::Response put_account(const common::http::Request& req, const Target& t);
   common::http::Response put_container_row(const common::http::Request& req, const Target& t);
   common::http::Response delete_account(const common::http::Request& req, const Target& t);
   common::http::Response post_account(const common::http::Request& req, const Target& t);
-  common::http::Response head_or_get(const common::http::Request& req, const Target& t);
+  common::http::Response head_or_get(const common::http::Request& req, const Target& t,
+                                     const Listing& listing);
 
   const DbServerConfig& config_;
   DbDevices& devices_;

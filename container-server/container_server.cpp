@@ -22,6 +22,7 @@ using common::Status;
 using common::Timestamp;
 using common::http::Exchange;
 using common::http::HeaderMap;
+using common::http::OrRefusal;
 using common::http::Request;
 using common::http::Response;
 using common::http::swob_response;
@@ -176,8 +177,8 @@ net::awaitable<void> ContainerServer::handle(Exchange& ex) {
   const Request& req = ex.request();
   const std::string& method = req.method;
   // Every answer to HEAD goes out as swob makes it (no body, its length declared).
-  auto respond = [&](Response r) {
-    return ex.respond(method == "HEAD" ? no_body(std::move(r)) : std::move(r));
+  auto reply = [&](Response r) {
+    return ex.reply(method == "HEAD" ? no_body(std::move(r)) : std::move(r));
   };
   static constexpr std::string_view kAllowed = "DELETE, GET, HEAD, OPTIONS, POST, PUT, UPDATE";
   if (method == "OPTIONS") {
@@ -185,42 +186,33 @@ net::awaitable<void> ContainerServer::handle(Exchange& ex) {
     r.headers.set("Content-Type", "text/html; charset=UTF-8");
     r.headers.set("Allow", kAllowed);
     r.headers.set("Server", "container-server/" APUS_SWIFT_VERSION);
-    (void)co_await respond(std::move(r));
-    co_return;
+    co_return co_await reply(std::move(r));
   }
   bool known = method == "PUT" || method == "GET" || method == "HEAD" || method == "POST" ||
                method == "DELETE" || method == "UPDATE";
-  if (!known) {
-    (void)co_await respond(swob_response(405));
-    co_return;
-  }
+  if (!known) co_return co_await reply(swob_response(405));
   std::string path = common::http::percent_decode(req.path());
   if (!common::check_utf8(path, /*internal=*/true)) {
     Response r = swob_response(412);
     r.body = "Invalid UTF8 or contains NULL";
-    (void)co_await respond(std::move(r));
-    co_return;
+    co_return co_await reply(std::move(r));
   }
   // POST and UPDATE name a container only; the others may name an object row.
   bool container_only = method == "POST" || method == "UPDATE";
-  PathOrError split = split_storage_path(path, 4, container_only ? 4 : 5, !container_only);
-  if (split.error) {
-    (void)co_await respond(std::move(*split.error));
-    co_return;
-  }
+  OrRefusal<PathSegments> split =
+      split_storage_path(path, 4, container_only ? 4 : 5, !container_only);
+  if (!split) co_return co_await reply(std::move(split).refusal());
+  const PathSegments& segments = *split;
   Target t;
-  t.device = *split.segments[0];
-  t.partition = *split.segments[1];
-  t.account = *split.segments[2];
-  t.container = *split.segments[3];
-  if (split.segments.size() > 4) t.object = split.segments[4];
+  t.device = *segments[0];
+  t.partition = *segments[1];
+  t.account = *segments[2];
+  t.container = *segments[3];
+  if (segments.size() > 4) t.object = segments[4];
   auto db = common::hash_path_hex(
       common::HashPathConfig{config_.swift.hash_path_prefix, config_.swift.hash_path_suffix},
       t.account, t.container);
-  if (!db.ok()) {
-    (void)co_await respond(plain_error(400, db.status().message()));
-    co_return;
-  }
+  if (!db.ok()) co_return co_await reply(plain_error(400, db.status().message()));
   t.db = t.partition + "/" + *db;  // Swift finds a database under its path's partition
 
   if (method == "PUT") {
@@ -256,18 +248,13 @@ bool should_autocreate(const Request& req, const std::string& account, const std
 
 net::awaitable<void> ContainerServer::handle_put(Exchange& ex, const Target& t) {
   const Request& req = ex.request();
-  TimestampOrError ts = request_timestamp(req);
-  if (ts.error) {
-    (void)co_await ex.respond(std::move(*ts.error));
-    co_return;
-  }
-  if (auto bad = bad_sync_to(req)) {
-    (void)co_await ex.respond(std::move(*bad));
-    co_return;
-  }
-  PolicyOrError policy = request_policy_index(req, config_.swift.policies);
-  common::io::BlockingPool* pool = co_await device_pool(ex, t);
-  if (!pool) co_return;
+  OrRefusal<Timestamp> ts = request_timestamp(req);
+  if (!ts) co_return co_await ex.reply(std::move(ts).refusal());
+  if (auto bad = bad_sync_to(req)) co_return co_await ex.reply(std::move(*bad));
+  PolicyIndex policy = request_policy_index(req, config_.swift.policies);
+  OrRefusal<common::io::BlockingPool*> found = co_await device_pool(req, t);
+  if (!found) co_return co_await ex.reply(std::move(found).refusal());
+  common::io::BlockingPool* pool = *found;
   if (t.object) {  // an object row from an object server or updater: one trip to the pool
     std::optional<ObjectRecord> rec;
     auto size = parse_int(req.headers.get_or("X-Size", ""));
@@ -276,11 +263,11 @@ net::awaitable<void> ContainerServer::handle_put(Exchange& ex, const Target& t) 
     if (size && ctype && etag) {
       rec.emplace();
       rec->name = *t.object;
-      rec->created_at = ts.timestamp.internal();
+      rec->created_at = ts->internal();
       rec->size = *size;
       rec->content_type.assign(*ctype);
       rec->etag.assign(*etag);
-      rec->storage_policy_index = policy.index.value_or(0);
+      rec->storage_policy_index = policy ? policy->value_or(0) : 0;
       rec->ctype_timestamp.assign(req.headers.get_or("X-Content-Type-Timestamp", ""));
       rec->meta_timestamp.assign(req.headers.get_or("X-Meta-Timestamp", ""));
     }
@@ -289,44 +276,39 @@ net::awaitable<void> ContainerServer::handle_put(Exchange& ex, const Target& t) 
       if (!devices_.check_device(t.device).ok() || !devices_.check_free_space(t.device).ok()) {
         return insufficient_storage(t.device);
       }
-      if (policy.error) return std::move(*policy.error);
+      if (!policy) return std::move(policy).refusal();
       if (!rec) {
         return plain_error(400, "Missing or invalid X-Size, X-Content-Type or X-Etag header");
       }
-      return put_row(req, t, ts.timestamp, std::move(*rec));
+      return put_row(req, t, *ts, std::move(*rec));
     });
-    (void)co_await ex.respond(std::move(r));
-    co_return;
+    co_return co_await ex.reply(std::move(r));
   }
   if (auto refused = co_await refusal(t, policy, true)) {
-    (void)co_await ex.respond(std::move(*refused));
-    co_return;
+    co_return co_await ex.reply(std::move(*refused));
   }
 
   int new_policy = config_.swift.policies.default_policy().index;
-  if (policy.index) {
-    new_policy = *policy.index;
+  if (*policy) {
+    new_policy = **policy;
   } else if (auto d = parse_int(req.headers.get_or("X-Backend-Storage-Policy-Default", ""))) {
     new_policy = static_cast<int>(*d);
   }
-  struct Outcome {
-    std::optional<Response> response;
+  struct Put {
     bool created = false;
     DbInfo info;
   };
-  Outcome out = co_await pool->call([&]() -> Outcome {
-    Outcome o;
+  OrRefusal<Put> out = co_await pool->call([&]() -> OrRefusal<Put> {
     auto store = devices_.store(t.device);
-    if (!store.ok()) {
-      o.response = swob_response(500);
-      return o;
-    }
-    std::string stamp = ts.timestamp.internal();
+    if (!store.ok()) return swob_response(500);
+    Put done;
+    std::optional<Response> refused;
+    std::string stamp = ts->internal();
     Status s = (*store)->update_info(t.db, [&](std::optional<DbInfo>& info) -> Result<bool> {
       if (!info) {
         info = new_container_info(t.account, t.container, t.partition, t.device, stamp,
                                   new_policy);
-        o.created = true;
+        done.created = true;
         return true;
       }
       bool recreated = info->is_deleted(kType);
@@ -336,52 +318,46 @@ net::awaitable<void> ContainerServer::handle_put(Exchange& ex, const Target& t) 
           info->storage_policy_index = new_policy;
           info->status_changed_at = std::max(info->status_changed_at, stamp);
         }
-      } else if (policy.index && *policy.index != info->storage_policy_index) {
-        o.response = with_header(swob_response(409), "X-Backend-Storage-Policy-Index",
-                                 std::to_string(info->storage_policy_index));
+      } else if (*policy && **policy != info->storage_policy_index) {
+        refused = with_header(swob_response(409), "X-Backend-Storage-Policy-Index",
+                              std::to_string(info->storage_policy_index));
         return false;
       }
       if (info->put_timestamp < stamp) info->put_timestamp = stamp;
       if (info->is_deleted(kType)) {
-        o.response = swob_response(409);
+        refused = swob_response(409);
         return true;
       }
       if (recreated && info->status_changed_at < stamp) info->status_changed_at = stamp;
-      o.created = recreated;
+      done.created = recreated;
       return true;
     });
-    if (!s.ok()) {
-      o.response = swob_response(to_http_status(s));
-      return o;
-    }
-    if (o.response) return o;
-    DbMetadata md = request_metadata(req, kType, config_.allow_versions, ts.timestamp);
+    if (!s.ok()) return store_failure(s);
+    if (refused) return std::move(*refused);
+    DbMetadata md = request_metadata(req, kType, config_.allow_versions, *ts);
     s = (*store)->update_info(t.db, [&](std::optional<DbInfo>& info) -> Result<bool> {
       if (!info) return false;
       bool new_sync_to = sync_to_changes(*info, md);
-      MetadataMerge m = merge_metadata(*info, md, true, config_.swift.constraints);
-      if (m.invalid) {
-        o.response = common::http::swob_response_with_body(400, *m.invalid);
+      OrRefusal<bool> merged = merge_metadata(*info, md, true, config_.swift.constraints);
+      if (!merged) {
+        refused = std::move(merged).refusal();
         return false;
       }
       if (new_sync_to) reset_sync_points(*info);
-      o.info = *info;
-      return m.changed || new_sync_to;
+      done.info = *info;
+      return *merged || new_sync_to;
     });
-    if (!s.ok()) o.response = swob_response(to_http_status(s));
-    return o;
+    if (!s.ok()) return store_failure(s);
+    if (refused) return std::move(*refused);
+    return done;
   });
-  if (out.response) {
-    (void)co_await ex.respond(std::move(*out.response));
-    co_return;
+  if (!out) co_return co_await ex.reply(std::move(out).refusal());
+  if (auto failed = co_await account_update(req, t, out->info)) {
+    co_return co_await ex.reply(std::move(*failed));
   }
-  if (auto failed = co_await account_update(req, t, out.info)) {
-    (void)co_await ex.respond(std::move(*failed));
-    co_return;
-  }
-  Response r = swob_response(out.created ? 201 : 202);
-  r.headers.set("X-Backend-Storage-Policy-Index", std::to_string(out.info.storage_policy_index));
-  (void)co_await ex.respond(std::move(r));
+  Response r = swob_response(out->created ? 201 : 202);
+  r.headers.set("X-Backend-Storage-Policy-Index", std::to_string(out->info.storage_policy_index));
+  co_return co_await ex.reply(std::move(r));
 }
 
 // ---- object rows -----------------------------------------------------------------------------
@@ -397,14 +373,13 @@ Response ContainerServer::put_row(const Request& req, const Target& t, const Tim
                                 rec.storage_policy_index);
       return true;
     });
-    if (!s.ok()) return swob_response(to_http_status(s));
+    if (!s.ok()) return store_failure(s);
   }
   bool deleting = rec.deleted;
   std::vector<ObjectRecord> records;
   records.push_back(std::move(rec));
   Status s = (*store)->merge_objects(t.db, std::move(records));
-  if (s.is_not_found()) return swob_response(404);
-  if (!s.ok()) return swob_response(to_http_status(s));
+  if (!s.ok()) return store_failure(s);
   return swob_response(deleting ? 204 : 201);
 }
 
@@ -412,14 +387,12 @@ Response ContainerServer::put_row(const Request& req, const Target& t, const Tim
 
 net::awaitable<void> ContainerServer::handle_delete(Exchange& ex, const Target& t) {
   const Request& req = ex.request();
-  TimestampOrError ts = request_timestamp(req);
-  if (ts.error) {
-    (void)co_await ex.respond(std::move(*ts.error));
-    co_return;
-  }
-  common::io::BlockingPool* pool = co_await device_pool(ex, t);
-  if (!pool) co_return;
-  PolicyOrError policy = request_policy_index(req, config_.swift.policies);
+  OrRefusal<Timestamp> ts = request_timestamp(req);
+  if (!ts) co_return co_await ex.reply(std::move(ts).refusal());
+  OrRefusal<common::io::BlockingPool*> found = co_await device_pool(req, t);
+  if (!found) co_return co_await ex.reply(std::move(found).refusal());
+  common::io::BlockingPool* pool = *found;
+  PolicyIndex policy = request_policy_index(req, config_.swift.policies);
   if (t.object) {  // one trip to the pool: device check, then the row
     ObjectRecord rec;
     rec.name = *t.object;
@@ -427,43 +400,38 @@ net::awaitable<void> ContainerServer::handle_delete(Exchange& ex, const Target& 
     rec.content_type = "application/deleted";
     rec.etag = "noetag";
     rec.deleted = true;
-    rec.storage_policy_index = policy.index.value_or(0);
+    rec.storage_policy_index = policy ? policy->value_or(0) : 0;
     Response r = co_await pool->call([&]() -> Response {
       if (!devices_.check_device(t.device).ok()) return insufficient_storage(t.device);
-      if (policy.error) return std::move(*policy.error);
-      return put_row(req, t, ts.timestamp, std::move(rec));
+      if (!policy) return std::move(policy).refusal();
+      return put_row(req, t, *ts, std::move(rec));
     });
-    (void)co_await ex.respond(std::move(r));
-    co_return;
+    co_return co_await ex.reply(std::move(r));
   }
   if (auto refused = co_await refusal(t, policy, false)) {
-    (void)co_await ex.respond(std::move(*refused));
-    co_return;
+    co_return co_await ex.reply(std::move(*refused));
   }
 
-  struct Outcome {
-    std::optional<Response> response;
+  struct Deleted {
     bool existed = false;
     DbInfo info;
   };
-  Outcome out = co_await pool->call([&]() -> Outcome {
-    Outcome o;
+  OrRefusal<Deleted> out = co_await pool->call([&]() -> OrRefusal<Deleted> {
     auto store = devices_.store(t.device);
-    if (!store.ok()) {
-      o.response = swob_response(500);
-      return o;
-    }
-    std::string stamp = ts.timestamp.internal();
+    if (!store.ok()) return swob_response(500);
+    Deleted done;
+    std::optional<Response> refused;
+    std::string stamp = ts->internal();
     Status s = (*store)->update_info(t.db, [&](std::optional<DbInfo>& info) -> Result<bool> {
       if (!info) {
-        o.response = swob_response(404);
+        refused = swob_response(404);
         return false;
       }
       if (!info->empty(kType)) {
-        o.response = swob_response(409);
+        refused = swob_response(409);
         return false;
       }
-      o.existed = !timestamp_or_zero(info->put_timestamp).is_zero() && !info->is_deleted(kType);
+      done.existed = !timestamp_or_zero(info->put_timestamp).is_zero() && !info->is_deleted(kType);
       // Swift's delete_db(): clear the metadata, then mark the database deleted.
       DbMetadata cleared;
       for (const auto& [key, item] : info->metadata) {
@@ -477,47 +445,39 @@ net::awaitable<void> ContainerServer::handle_delete(Exchange& ex, const Target& 
         info->status = "DELETED";
         info->status_changed_at = stamp;
       }
-      if (!info->is_deleted(kType)) o.response = swob_response(409);
-      o.info = *info;
+      if (!info->is_deleted(kType)) refused = swob_response(409);  // written all the same
+      done.info = *info;
       return true;
     });
-    if (!s.ok()) o.response = swob_response(to_http_status(s));
-    return o;
+    if (!s.ok()) return store_failure(s);
+    if (refused) return std::move(*refused);
+    return done;
   });
-  if (out.response) {
-    (void)co_await ex.respond(std::move(*out.response));
-    co_return;
+  if (!out) co_return co_await ex.reply(std::move(out).refusal());
+  if (auto failed = co_await account_update(req, t, out->info)) {
+    co_return co_await ex.reply(std::move(*failed));
   }
-  if (auto failed = co_await account_update(req, t, out.info)) {
-    (void)co_await ex.respond(std::move(*failed));
-    co_return;
-  }
-  (void)co_await ex.respond(swob_response(out.existed ? 204 : 404));
+  co_return co_await ex.reply(swob_response(out->existed ? 204 : 404));
 }
 
 // ---- POST ------------------------------------------------------------------------------------
 
 net::awaitable<void> ContainerServer::handle_post(Exchange& ex, const Target& t) {
   const Request& req = ex.request();
-  TimestampOrError ts = request_timestamp(req);
-  if (ts.error) {
-    (void)co_await ex.respond(std::move(*ts.error));
-    co_return;
-  }
-  if (auto bad = bad_sync_to(req)) {
-    (void)co_await ex.respond(std::move(*bad));
-    co_return;
-  }
-  common::io::BlockingPool* pool = co_await device_pool(ex, t);
-  if (!pool) co_return;
+  OrRefusal<Timestamp> ts = request_timestamp(req);
+  if (!ts) co_return co_await ex.reply(std::move(ts).refusal());
+  if (auto bad = bad_sync_to(req)) co_return co_await ex.reply(std::move(*bad));
+  OrRefusal<common::io::BlockingPool*> found = co_await device_pool(req, t);
+  if (!found) co_return co_await ex.reply(std::move(found).refusal());
+  common::io::BlockingPool* pool = *found;
   Response r = co_await pool->call([&]() -> Response {
     if (!devices_.check_device(t.device).ok() || !devices_.check_free_space(t.device).ok()) {
       return insufficient_storage(t.device);
     }
     auto store = devices_.store(t.device);
     if (!store.ok()) return swob_response(500);
-    std::string stamp = ts.timestamp.internal();
-    DbMetadata md = request_metadata(req, kType, config_.allow_versions, ts.timestamp);
+    std::string stamp = ts->internal();
+    DbMetadata md = request_metadata(req, kType, config_.allow_versions, *ts);
     std::optional<Response> answer;
     Status s = (*store)->update_info(t.db, [&](std::optional<DbInfo>& info) -> Result<bool> {
       if (!info || info->is_deleted(kType)) {
@@ -530,18 +490,18 @@ net::awaitable<void> ContainerServer::handle_post(Exchange& ex, const Target& t)
         changed = true;
       }
       bool new_sync_to = sync_to_changes(*info, md);
-      MetadataMerge m = merge_metadata(*info, md, true, config_.swift.constraints);
-      if (m.invalid) {
-        answer = common::http::swob_response_with_body(400, *m.invalid);
+      OrRefusal<bool> merged = merge_metadata(*info, md, true, config_.swift.constraints);
+      if (!merged) {
+        answer = std::move(merged).refusal();
         return changed;  // Swift has already saved the new put_timestamp
       }
       if (new_sync_to) reset_sync_points(*info);
-      return changed || m.changed || new_sync_to;
+      return changed || *merged || new_sync_to;
     });
-    if (!s.ok()) return swob_response(to_http_status(s));
+    if (!s.ok()) return store_failure(s);
     return answer ? std::move(*answer) : swob_response(204);
   });
-  (void)co_await ex.respond(std::move(r));
+  co_return co_await ex.reply(std::move(r));
 }
 
 // ---- HEAD and GET ----------------------------------------------------------------------------
@@ -550,16 +510,13 @@ net::awaitable<void> ContainerServer::handle_head(Exchange& ex, const Target& t)
   const Request& req = ex.request();
   std::optional<std::string> format = common::http::query_param(req.query(), "format");
   if (format && !format->empty() && !common::check_utf8(*format, true)) {
-    (void)co_await ex.respond(no_body(plain_error(400, "\"format\" parameter not valid UTF-8")));
-    co_return;
+    co_return co_await ex.reply(no_body(plain_error(400, "\"format\" parameter not valid UTF-8")));
   }
-  ContentTypeOrError ctype = listing_content_type(req, format);
-  if (ctype.error) {
-    (void)co_await ex.respond(no_body(std::move(*ctype.error)));
-    co_return;
-  }
-  common::io::BlockingPool* pool = co_await device_pool(ex, t);
-  if (!pool) co_return;
+  OrRefusal<std::string> ctype = listing_content_type(req, format);
+  if (!ctype) co_return co_await ex.reply(no_body(std::move(ctype).refusal()));
+  OrRefusal<common::io::BlockingPool*> found = co_await device_pool(req, t);
+  if (!found) co_return co_await ex.reply(std::move(found).refusal());
+  common::io::BlockingPool* pool = *found;
   Response r = co_await pool->call([&]() -> Response {
     if (!devices_.check_device(t.device).ok()) return insufficient_storage(t.device);
     auto store = devices_.store(t.device);
@@ -571,12 +528,12 @@ net::awaitable<void> ContainerServer::handle_head(Exchange& ex, const Target& t)
     for (const auto& [k, v] : container_headers(*info, deleted)) resp.headers.set(k, v);
     if (deleted) return resp;
     add_metadata_headers(resp.headers, **info, config_.allow_versions);
-    resp.headers.set("Content-Type", ctype.content_type + "; charset=utf-8");
+    resp.headers.set("Content-Type", *ctype + "; charset=utf-8");
     resp.headers.set("Last-Modified", common::http::format_http_date(
                                           timestamp_or_zero((*info)->put_timestamp).ceil()));
     return resp;
   });
-  (void)co_await ex.respond(no_body(std::move(r)));
+  co_return co_await ex.reply(no_body(std::move(r)));
 }
 
 namespace {
@@ -605,27 +562,22 @@ common::listing::ObjectItem listing_item(const ObjectEntry& e) {
 
 net::awaitable<void> ContainerServer::handle_get(Exchange& ex, const Target& t) {
   const Request& req = ex.request();
-  ListingParams params =
+  OrRefusal<ListingParams> params =
       listing_params(req, config_.swift.constraints.container_listing_limit, true);
-  if (params.error) {
-    (void)co_await ex.respond(std::move(*params.error));
-    co_return;
-  }
-  ContentTypeOrError ctype = listing_content_type(req, params.format);
-  if (ctype.error) {
-    (void)co_await ex.respond(std::move(*ctype.error));
-    co_return;
-  }
-  common::io::BlockingPool* pool = co_await device_pool(ex, t);
-  if (!pool) co_return;
+  if (!params) co_return co_await ex.reply(std::move(params).refusal());
+  OrRefusal<std::string> ctype = listing_content_type(req, params->format);
+  if (!ctype) co_return co_await ex.reply(std::move(ctype).refusal());
+  OrRefusal<common::io::BlockingPool*> found = co_await device_pool(req, t);
+  if (!found) co_return co_await ex.reply(std::move(found).refusal());
+  common::io::BlockingPool* pool = *found;
   Response r = co_await pool->call([&]() -> Response {
     if (!devices_.check_device(t.device).ok()) return insufficient_storage(t.device);
     auto store = devices_.store(t.device);
     if (!store.ok()) return swob_response(500);
     auto info = (*store)->get_info(t.db);
     if (!info.ok()) return swob_response(500);
-    PolicyOrError policy = request_policy_index(req, config_.swift.policies);
-    if (policy.error) return std::move(*policy.error);
+    PolicyIndex policy = request_policy_index(req, config_.swift.policies);
+    if (!policy) return std::move(policy).refusal();
     bool deleted = !*info || (*info)->is_deleted(kType);
     if (deleted) {
       Response resp = swob_response(404);
@@ -633,8 +585,8 @@ net::awaitable<void> ContainerServer::handle_get(Exchange& ex, const Target& t) 
       return resp;
     }
     const DbInfo& i = **info;
-    ListingQuery q = params.query;
-    q.storage_policy_index = policy.index.value_or(i.storage_policy_index);
+    ListingQuery q = params->query;
+    q.storage_policy_index = policy->value_or(i.storage_policy_index);
     auto entries = (*store)->list_objects(t.db, q);
     if (!entries.ok()) return swob_response(500);
     std::vector<common::listing::ObjectItem> items;
@@ -647,7 +599,7 @@ net::awaitable<void> ContainerServer::handle_get(Exchange& ex, const Target& t) 
     resp.headers.set("X-Backend-Record-Storage-Policy-Index",
                      std::to_string(q.storage_policy_index));
     add_metadata_headers(resp.headers, i, config_.allow_versions);
-    const std::string& type = ctype.content_type;
+    const std::string& type = *ctype;
     if (type.ends_with("/xml")) {
       resp.body = common::listing::to_xml(items, t.container);
     } else if (type.ends_with("/json")) {
@@ -664,7 +616,7 @@ net::awaitable<void> ContainerServer::handle_get(Exchange& ex, const Target& t) 
     }
     return resp;
   });
-  (void)co_await ex.respond(std::move(r));
+  co_return co_await ex.reply(std::move(r));
 }
 
 // ---- UPDATE ----------------------------------------------------------------------------------
@@ -712,17 +664,14 @@ std::optional<ObjectRecord> record_from_json(const boost::json::value& v) {
 
 net::awaitable<void> ContainerServer::handle_update(Exchange& ex, const Target& t) {
   const Request& req = ex.request();
-  TimestampOrError ts = request_timestamp(req);
-  if (ts.error) {
-    (void)co_await ex.respond(std::move(*ts.error));
-    co_return;
-  }
-  common::io::BlockingPool* pool = co_await device_pool(ex, t);
-  if (!pool) co_return;
-  PolicyOrError policy = request_policy_index(req, config_.swift.policies);
+  OrRefusal<Timestamp> ts = request_timestamp(req);
+  if (!ts) co_return co_await ex.reply(std::move(ts).refusal());
+  OrRefusal<common::io::BlockingPool*> found = co_await device_pool(req, t);
+  if (!found) co_return co_await ex.reply(std::move(found).refusal());
+  common::io::BlockingPool* pool = *found;
+  PolicyIndex policy = request_policy_index(req, config_.swift.policies);
   if (auto refused = co_await refusal(t, policy, true)) {
-    (void)co_await ex.respond(std::move(*refused));
-    co_return;
+    co_return co_await ex.reply(std::move(*refused));
   }
   // UPDATE bodies are rows for one container: a few MiB at most.
   constexpr size_t kMaxBody = 16 << 20;
@@ -733,10 +682,7 @@ net::awaitable<void> ContainerServer::handle_update(Exchange& ex, const Target& 
     if (!n.ok()) co_return;
     if (*n == 0) break;
     body.append(buf.data(), *n);
-    if (body.size() > kMaxBody) {
-      (void)co_await ex.respond(swob_response(413));
-      co_return;
-    }
+    if (body.size() > kMaxBody) co_return co_await ex.reply(swob_response(413));
   }
   boost::system::error_code ec;
   boost::json::value parsed = boost::json::parse(body, ec);
@@ -752,45 +698,43 @@ net::awaitable<void> ContainerServer::handle_update(Exchange& ex, const Target& 
     }
   }
   if (ec || !parsed.is_array()) {
-    (void)co_await ex.respond(plain_error(400, "Invalid UPDATE body"));
-    co_return;
+    co_return co_await ex.reply(plain_error(400, "Invalid UPDATE body"));
   }
   Response r = co_await pool->call([&]() -> Response {
     auto store = devices_.store(t.device);
     if (!store.ok()) return swob_response(500);
     if (should_autocreate(req, t.account, config_.auto_create_account_prefix)) {
-      if (!policy.index) return common::http::swob_response_with_body(400, "X-Backend-Storage-Policy-Index header is required");
+      if (!*policy) {
+        return common::http::swob_response_with_body(
+            400, "X-Backend-Storage-Policy-Index header is required");
+      }
       Status s = (*store)->update_info(t.db, [&](std::optional<DbInfo>& info) -> Result<bool> {
         if (info) return false;
         info = new_container_info(t.account, t.container, t.partition, t.device,
-                                  ts.timestamp.internal(), *policy.index);
+                                  ts->internal(), **policy);
         return true;
       });
-      if (!s.ok()) return swob_response(to_http_status(s));
+      if (!s.ok()) return store_failure(s);
     }
     Status s = (*store)->merge_objects(t.db, std::move(records));
-    if (s.is_not_found()) return swob_response(404);
-    if (!s.ok()) return swob_response(to_http_status(s));
+    if (!s.ok()) return store_failure(s);
     return swob_response(202);
   });
-  (void)co_await ex.respond(std::move(r));
+  co_return co_await ex.reply(std::move(r));
 }
 
 // ---- refusals and account updates ------------------------------------------------------------
 
-net::awaitable<common::io::BlockingPool*> ContainerServer::device_pool(Exchange& ex,
-                                                                       const Target& t) {
+net::awaitable<OrRefusal<common::io::BlockingPool*>> ContainerServer::device_pool(
+    const Request& req, const Target& t) {
   common::io::BlockingPool* pool = co_await devices_.pool_for(t.device);
-  if (!pool) {
-    Response r = insufficient_storage(t.device);
-    (void)co_await ex.respond(ex.request().method == "HEAD" ? no_body(std::move(r))
-                                                            : std::move(r));
-  }
-  co_return pool;
+  if (pool) co_return pool;
+  Response r = insufficient_storage(t.device);
+  co_return req.method == "HEAD" ? no_body(std::move(r)) : std::move(r);
 }
 
 net::awaitable<std::optional<Response>> ContainerServer::refusal(const Target& t,
-                                                                 const PolicyOrError& policy,
+                                                                 const PolicyIndex& policy,
                                                                  bool needs_space) {
   common::io::BlockingPool* pool = co_await devices_.pool_for(t.device);
   if (!pool) co_return insufficient_storage(t.device);
@@ -799,7 +743,7 @@ net::awaitable<std::optional<Response>> ContainerServer::refusal(const Target& t
            (!needs_space || devices_.check_free_space(t.device).ok());
   });
   if (!device_ok) co_return insufficient_storage(t.device);
-  if (policy.error) co_return *policy.error;
+  if (!policy) co_return policy.refusal();
   co_return std::nullopt;
 }
 

@@ -43,13 +43,14 @@ class ContainerServer final : public DbServer {
   // Pool thread.
   common::http::Response put_row(const common::http::Request& req, const Target& t,
                                  const common::Timestamp& ts, ObjectRecord rec);
-  // The disk pool of t.device, or nullptr after answering 507 when there is no such device.
-  boost::asio::awaitable<common::io::BlockingPool*> device_pool(common::http::Exchange& ex,
-                                                                const Target& t);
+  // The disk pool of t.device, or Swift's 507 (as HEAD answers it for HEAD) when there is no
+  // such device.
+  boost::asio::awaitable<common::http::OrRefusal<common::io::BlockingPool*>> device_pool(
+      const common::http::Request& req, const Target& t);
   // What Swift refuses before touching a database: 507 for a missing device (or, when the
   // write adds data, one short of space), then the request's policy error. Nullopt: go on.
   boost::asio::awaitable<std::optional<common::http::Response>> refusal(
-      const Target& t, const PolicyOrError& policy, bool needs_space);
+      const Target& t, const PolicyIndex& policy, bool needs_space);
   // Sends the container's counts to its account replicas; a response (400, 404) when Swift
   // would answer with one instead of the container's own.
   boost::asio::awaitable<std::optional<common::http::Response>> account_update(

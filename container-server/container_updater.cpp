@@ -237,16 +237,20 @@ void ContainerUpdater::start() {
     double first = std::uniform_real_distribution<double>(0, impl_->config.interval)(rng);
     auto next = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                    std::chrono::duration<double>(first));
-    std::unique_lock lock(mutex_);
     for (;;) {
-      // Sleeping on the condition variable costs nothing between passes.
-      if (wake_.wait_until(lock, next, [this] { return stopping_; })) return;
-      lock.unlock();
+      {
+        // Sleeping on the condition variable costs nothing between passes.
+        common::MutexLock lock(&mutex_);
+        auto stopping = [this] {
+          mutex_.assert_held();  // wait_until runs the predicate with mutex_ held
+          return stopping_;
+        };
+        if (wake_.wait_until(&mutex_, next, stopping)) return;
+      }
       auto began = Clock::now();
       (void)run_once();
       next = began + std::chrono::duration_cast<Clock::duration>(
                          std::chrono::duration<double>(impl_->config.interval));
-      lock.lock();
     }
   });
 }
@@ -254,10 +258,10 @@ void ContainerUpdater::start() {
 void ContainerUpdater::stop() {
   impl_->cancelled = true;
   {
-    std::lock_guard lock(mutex_);
+    common::MutexLock lock(&mutex_);
     stopping_ = true;
   }
-  wake_.notify_all();
+  wake_.signal_all();
   if (thread_.joinable()) thread_.join();
 }
 

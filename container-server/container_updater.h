@@ -15,13 +15,12 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <thread>
 
 #include "common/config/config.h"
+#include "common/thread_annotations.h"
 #include "container-server/db_server.h"
 #include "ring/ring.h"
 
@@ -65,9 +64,9 @@ class ContainerUpdater {
   struct Impl;
   std::unique_ptr<Impl> impl_;
   std::thread thread_;
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  bool stopping_ = false;  // GUARDED_BY(mutex_)
+  common::Mutex mutex_;
+  common::CondVar wake_;  // signalled by stop()
+  bool stopping_ APUS_GUARDED_BY(mutex_) = false;
 };
 
 }  // namespace apus::container

@@ -19,6 +19,7 @@ namespace apus::container {
 using common::Result;
 using common::Status;
 using common::Timestamp;
+using common::http::OrRefusal;
 using common::http::Request;
 using common::http::Response;
 
@@ -266,7 +267,7 @@ int64_t Reclaimer::run_once() {
         auto n = (*store)->reclaim(db, age);
         if (n.ok()) removed += *n;
       }
-      std::lock_guard lock(mutex_);
+      common::MutexLock lock(&mutex_);
       if (stopping_) return removed;
     }
   }
@@ -277,25 +278,29 @@ int64_t Reclaimer::run_once() {
 void Reclaimer::start() {
   if (thread_.joinable()) return;
   thread_ = std::thread([this] {
-    std::unique_lock lock(mutex_);
     for (;;) {
       auto next = std::chrono::steady_clock::now() +
                   std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                       std::chrono::duration<double>(interval_));
-      if (wake_.wait_until(lock, next, [this] { return stopping_; })) return;
-      lock.unlock();
+      {
+        common::MutexLock lock(&mutex_);
+        auto stopping = [this] {
+          mutex_.assert_held();  // wait_until runs the predicate with mutex_ held
+          return stopping_;
+        };
+        if (wake_.wait_until(&mutex_, next, stopping)) return;
+      }
       (void)run_once();
-      lock.lock();
     }
   });
 }
 
 void Reclaimer::stop() {
   {
-    std::lock_guard lock(mutex_);
+    common::MutexLock lock(&mutex_);
     stopping_ = true;
   }
-  wake_.notify_all();
+  wake_.signal_all();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -329,37 +334,30 @@ Response no_body(Response r) {
   return r;
 }
 
-TimestampOrError request_timestamp(const Request& req) {
-  TimestampOrError out;
-  auto header = req.headers.get("X-Timestamp");
-  if (!header) {
-    out.error = plain_error(400, "Missing X-Timestamp header");
-    return out;
-  }
-  auto ts = Timestamp::parse(*header);
-  if (!ts.ok()) {
-    out.error = plain_error(400, "Invalid X-Timestamp header");
-    return out;
-  }
-  out.timestamp = *ts;
-  return out;
+Response store_failure(const Status& s) {
+  return common::http::swob_response(common::to_http_status(s));
 }
 
-PolicyOrError request_policy_index(const Request& req, const common::StoragePolicies& policies) {
-  PolicyOrError out;
+OrRefusal<Timestamp> request_timestamp(const Request& req) {
+  auto header = req.headers.get("X-Timestamp");
+  if (!header) return plain_error(400, "Missing X-Timestamp header");
+  auto ts = Timestamp::parse(*header);
+  if (!ts.ok()) return plain_error(400, "Invalid X-Timestamp header");
+  return *ts;
+}
+
+PolicyIndex request_policy_index(const Request& req, const common::StoragePolicies& policies) {
   auto header = req.headers.get("X-Backend-Storage-Policy-Index");
-  if (!header) return out;
+  if (!header) return std::optional<int>();
   std::string text(*header);
   std::optional<int64_t> v = parse_int(text);  // Python's int(): spaces and a sign are fine
   const common::StoragePolicy* policy = v ? policies.by_index(*v) : nullptr;
   if (!policy) {
     // Swift formats the header with %r: quoted while still a string, bare once an int.
     std::string shown = v ? std::to_string(*v) : "'" + text + "'";
-    out.error = plain_error(400, "Invalid X-Backend-Storage-Policy-Index " + shown);
-    return out;
+    return plain_error(400, "Invalid X-Backend-Storage-Policy-Index " + shown);
   }
-  out.index = policy->index;
-  return out;
+  return std::optional<int>(policy->index);
 }
 
 namespace {
@@ -411,26 +409,28 @@ DbMetadata request_metadata(const Request& req, DbType type, bool allow_versions
   return md;
 }
 
-MetadataMerge merge_metadata(DbInfo& info, const DbMetadata& updates, bool validate,
-                             const common::Constraints& constraints) {
-  MetadataMerge out;
-  if (updates.empty()) return out;
+OrRefusal<bool> merge_metadata(DbInfo& info, const DbMetadata& updates, bool validate,
+                               const common::Constraints& constraints) {
+  if (updates.empty()) return false;
   DbMetadata merged = info.metadata;
+  bool changed = false;
   for (const auto& [key, item] : updates) {
     auto it = merged.find(key);
     if (it == merged.end() || item.timestamp > it->second.timestamp) {
       merged[key] = item;
-      out.changed = true;
+      changed = true;
     }
   }
-  if (!out.changed) return out;
+  if (!changed) return false;
   if (validate) {
+    auto invalid = [](std::string body) {
+      return common::http::swob_response_with_body(400, std::move(body));
+    };
     int64_t count = 0, size = 0;
     for (const auto& [key, item] : merged) {
       if ((!key.empty() && !common::check_utf8(key)) ||
           (!item.value.empty() && !common::check_utf8(item.value))) {
-        out.invalid = "Metadata must be valid UTF-8";
-        return out;
+        return invalid("Metadata must be valid UTF-8");
       }
       for (std::string_view prefix : {"x-account-meta-", "x-container-meta-"}) {
         if (!item.value.empty() && common::http::istarts_with(key, prefix)) {
@@ -440,20 +440,19 @@ MetadataMerge merge_metadata(DbInfo& info, const DbMetadata& updates, bool valid
       }
     }
     if (count > constraints.max_meta_count) {
-      out.invalid = "Too many metadata items; max " + std::to_string(constraints.max_meta_count);
-      return out;
+      return invalid("Too many metadata items; max " +
+                     std::to_string(constraints.max_meta_count));
     }
     if (size > constraints.max_meta_overall_size) {
-      out.invalid =
-          "Total metadata too large; max " + std::to_string(constraints.max_meta_overall_size);
-      return out;
+      return invalid("Total metadata too large; max " +
+                     std::to_string(constraints.max_meta_overall_size));
     }
   }
   info.metadata = std::move(merged);
-  return out;
+  return true;
 }
 
-ListingParams listing_params(const Request& req, int64_t max_limit, bool container) {
+OrRefusal<ListingParams> listing_params(const Request& req, int64_t max_limit, bool container) {
   ListingParams out;
   std::map<std::string, std::string> params;
   for (auto& [k, v] : common::http::parse_query(req.query())) params[k] = std::move(v);
@@ -474,14 +473,12 @@ ListingParams listing_params(const Request& req, int64_t max_limit, bool contain
     if (it == params.end() || it->second.empty()) continue;
     const std::string& value = it->second;
     if (!common::check_utf8(value, /*internal=*/true)) {
-      out.error = plain_error(400, "\"" + std::string(name) + "\" parameter not valid UTF-8");
-      return out;
+      return plain_error(400, "\"" + std::string(name) + "\" parameter not valid UTF-8");
     }
     if (name != "limit" || !std::all_of(value.begin(), value.end(), ::isdigit)) continue;
     if (value.size() > 18 || std::stoll(value) > max_limit) {
-      out.error = common::http::swob_response(412);
-      out.error->body = "Maximum limit is " + std::to_string(max_limit);
-      return out;
+      return common::http::swob_response_with_body(
+          412, "Maximum limit is " + std::to_string(max_limit));
     }
     q.limit = std::stoll(value);
   }
@@ -502,20 +499,14 @@ ListingParams listing_params(const Request& req, int64_t max_limit, bool contain
   return out;
 }
 
-ContentTypeOrError listing_content_type(const Request& req,
-                                        const std::optional<std::string>& format) {
-  ContentTypeOrError out;
+OrRefusal<std::string> listing_content_type(const Request& req,
+                                            const std::optional<std::string>& format) {
   std::optional<std::string_view> fmt;
   if (format) fmt = *format;
   auto n = common::listing::negotiate(fmt, req.headers.get("Accept"));
-  if (n.status == 400) {
-    out.error = common::http::swob_response(400);
-    out.error->body = n.error_body;
-  } else if (n.status != 0) {
-    out.error = common::http::swob_response(n.status);
-  }
-  out.content_type = n.content_type;
-  return out;
+  if (n.status == 0) return std::move(n.content_type);
+  if (n.status == 400) return common::http::swob_response_with_body(400, n.error_body);
+  return common::http::swob_response(n.status);
 }
 
 namespace {
@@ -623,48 +614,40 @@ std::string new_db_id(std::string_view device) {
   return std::string(buf) + "-" + std::string(device);
 }
 
-PathOrError split_storage_path(std::string_view decoded_path, int min_segments,
-                               int max_segments, bool rest_with_last) {
-  PathOrError out;
+OrRefusal<PathSegments> split_storage_path(std::string_view decoded_path, int min_segments,
+                                           int max_segments, bool rest_with_last) {
   auto segs = common::http::split_path(decoded_path, min_segments, max_segments, rest_with_last);
   Status valid = segs.ok() ? common::http::validate_device_partition(*(*segs)[0], *(*segs)[1])
                            : segs.status();
-  if (!valid.ok()) {
-    out.error = plain_error(400, valid.message());
-    return out;
-  }
-  out.segments = std::move(*segs);
+  if (!valid.ok()) return plain_error(400, valid.message());
+  PathSegments segments = std::move(*segs);
+  auto bad_request = [](std::string body) {
+    return common::http::swob_response_with_body(400, std::move(body));
+  };
   // Reserved names ("\x00" inside a name) must start with it: validate_internal_*.
   static constexpr std::string_view kKinds[] = {"account", "container", "object"};
-  for (size_t i = 2; i < out.segments.size() && i < 5; ++i) {
-    const auto& name = out.segments[i];
+  for (size_t i = 2; i < segments.size() && i < 5; ++i) {
+    const auto& name = segments[i];
     if (!name || name->empty()) continue;
     if (i == 4) {
-      const std::string& account = *out.segments[2];
+      const std::string& account = *segments[2];
       if (account.rfind(".", 0) == 0 || account == ".misplaced_objects") continue;
     }
     if (name->find('\0') != std::string::npos && (*name)[0] != '\0') {
-      out.error =
-          common::http::swob_response(400);
-      out.error->body = "Invalid reserved-namespace " + std::string(kKinds[i - 2]);
-      return out;
+      return bad_request("Invalid reserved-namespace " + std::string(kKinds[i - 2]));
     }
     if (i == 4) {
-      bool reserved_container = (*out.segments[3])[0] == '\0';
+      bool reserved_container = (*segments[3])[0] == '\0';
       bool reserved_object = (*name)[0] == '\0';
       if (reserved_container && !reserved_object) {
-        out.error = common::http::swob_response(400);
-        out.error->body = "Invalid user-namespace object in reserved-namespace container";
-        return out;
+        return bad_request("Invalid user-namespace object in reserved-namespace container");
       }
       if (reserved_object && !reserved_container) {
-        out.error = common::http::swob_response(400);
-        out.error->body = "Invalid reserved-namespace object in user-namespace container";
-        return out;
+        return bad_request("Invalid reserved-namespace object in user-namespace container");
       }
     }
   }
-  return out;
+  return segments;
 }
 
 // ---- main ------------------------------------------------------------------------------------

@@ -7,15 +7,13 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <functional>
-#include <thread>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include <boost/asio/awaitable.hpp>
@@ -146,9 +144,9 @@ class Reclaimer {
   double interval_;
   double reclaim_age_;
   std::thread thread_;
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  bool stopping_ = false;  // GUARDED_BY(mutex_)
+  common::Mutex mutex_;
+  common::CondVar wake_;  // signalled by stop()
+  bool stopping_ APUS_GUARDED_BY(mutex_) = false;
 };
 
 // ---- request rules ---------------------------------------------------------------------------
@@ -159,22 +157,16 @@ std::optional<int64_t> parse_int(std::string_view s);
 // A response with a text/plain body (Swift's validation errors).
 common::http::Response plain_error(int status, std::string body);
 
-// X-Timestamp as Swift's valid_timestamp(): 400 "Missing X-Timestamp header" / "Invalid
-// X-Timestamp header" as a ready response when absent or bad.
-struct TimestampOrError {
-  common::Timestamp timestamp;
-  std::optional<common::http::Response> error;
-};
-TimestampOrError request_timestamp(const common::http::Request& req);
+// X-Timestamp as Swift's valid_timestamp(), or 400 "Missing X-Timestamp header" / "Invalid
+// X-Timestamp header" when absent or bad.
+common::http::OrRefusal<common::Timestamp> request_timestamp(const common::http::Request& req);
 
 // X-Backend-Storage-Policy-Index checked against the policies: nullopt when absent, the index,
-// or a 400 response ("Invalid X-Backend-Storage-Policy-Index ...", as Swift words it).
-struct PolicyOrError {
-  std::optional<int> index;
-  std::optional<common::http::Response> error;
-};
-PolicyOrError request_policy_index(const common::http::Request& req,
-                                   const common::StoragePolicies& policies);
+// or 400 "Invalid X-Backend-Storage-Policy-Index ..." (as Swift words it). Callers that must
+// check the device first keep the refusal for later (ContainerServer::refusal()).
+using PolicyIndex = common::http::OrRefusal<std::optional<int>>;
+PolicyIndex request_policy_index(const common::http::Request& req,
+                                 const common::StoragePolicies& policies);
 
 // The metadata a request sets, each item stamped with `ts`: X-<Type>-Meta-* and
 // X-<Type>-Sysmeta-* headers, plus the container headers Swift saves (ACLs, sync, versions),
@@ -183,37 +175,31 @@ DbMetadata request_metadata(const common::http::Request& req, DbType type, bool 
                             const common::Timestamp& ts);
 
 // Swift's update_metadata(): folds `updates` into `info.metadata`, an item replacing the stored
-// one only when its timestamp is newer. Returns false when nothing changes. With `validate`, a
-// result over the metadata limits gives the 400 body Swift sends ("Too many metadata items;
-// max 90", "Total metadata too large; max 4096", "Metadata must be valid UTF-8").
-struct MetadataMerge {
-  bool changed = false;
-  std::optional<std::string> invalid;  // the 400 body
-};
-MetadataMerge merge_metadata(DbInfo& info, const DbMetadata& updates, bool validate,
-                             const common::Constraints& constraints);
+// one only when its timestamp is newer. Returns whether anything changed. With `validate`, a
+// result over the metadata limits is refused with Swift's 400 ("Too many metadata items; max
+// 90", "Total metadata too large; max 4096", "Metadata must be valid UTF-8") and
+// `info.metadata` is left as it was; without it, nothing is refused.
+common::http::OrRefusal<bool> merge_metadata(DbInfo& info, const DbMetadata& updates,
+                                             bool validate,
+                                             const common::Constraints& constraints);
 
 // Whether a stored metadata item is returned in container responses (containers return only
 // user/sys metadata and the saved headers; accounts all of it).
 bool returned_metadata(std::string_view key, DbType type, bool allow_versions);
 
 // The query parameters of a listing request, decoded and checked as Swift's get_param() and
-// constrain_req_limit() do: 400 '"<name>" parameter not valid UTF-8', 412 "Maximum limit is N".
+// constrain_req_limit() do: refused with 400 '"<name>" parameter not valid UTF-8' or 412
+// "Maximum limit is N".
 struct ListingParams {
   ListingQuery query;
   std::optional<std::string> format;
-  std::optional<common::http::Response> error;
 };
-ListingParams listing_params(const common::http::Request& req, int64_t max_limit,
-                             bool container);
+common::http::OrRefusal<ListingParams> listing_params(const common::http::Request& req,
+                                                      int64_t max_limit, bool container);
 
-// The negotiated listing content type (format param or Accept), or Swift's 400/406 response.
-struct ContentTypeOrError {
-  std::string content_type;
-  std::optional<common::http::Response> error;
-};
-ContentTypeOrError listing_content_type(const common::http::Request& req,
-                                        const std::optional<std::string>& format);
+// The negotiated listing content type (format param or Accept), or Swift's 400/406.
+common::http::OrRefusal<std::string> listing_content_type(
+    const common::http::Request& req, const std::optional<std::string>& format);
 
 // Swift's validate_sync_to() for an X-Container-Sync-To value: the 400 body when it is not
 // allowed. Realm forms ("//realm/cluster/account/container") need container-sync-realms.conf,
@@ -224,19 +210,23 @@ std::optional<std::string> sync_to_error(std::string_view value,
 // Swift's HTTPInsufficientStorage for `device`.
 common::http::Response insufficient_storage(const std::string& device);
 
+// The answer to a failed write to a listing store: the one mapping, common::to_http_status()
+// (507 for a full disk, 404 for a database that is gone, 500 for I/O errors). A failed read or
+// store open answers 500 whatever the cause, as Swift's catch-all does for a database it
+// cannot read.
+common::http::Response store_failure(const common::Status& s);
+
 // A new database id: "<uuid4>-<device>".
 std::string new_db_id(std::string_view device);
 
 // Validates a storage-server path: "/<device>/<partition>/<account>[/...]" split as Swift's
 // split_and_validate_path() (400 with its message) plus the reserved-name rules of
-// validate_internal_*. `segments` has min..max entries, the last taking the rest when
+// validate_internal_*. The segments: min..max entries, the last taking the rest when
 // `rest_with_last`.
-struct PathOrError {
-  std::vector<std::optional<std::string>> segments;
-  std::optional<common::http::Response> error;
-};
-PathOrError split_storage_path(std::string_view decoded_path, int min_segments, int max_segments,
-                               bool rest_with_last);
+using PathSegments = std::vector<std::optional<std::string>>;
+common::http::OrRefusal<PathSegments> split_storage_path(std::string_view decoded_path,
+                                                         int min_segments, int max_segments,
+                                                         bool rest_with_last);
 
 // A response to HEAD as swob makes it: no body; Content-Length the length of an explicit body
 // (a text error), or 0 in place of swob's own explanation page.

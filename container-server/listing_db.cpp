@@ -6,8 +6,6 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
-#include <mutex>
-#include <shared_mutex>
 #include <unordered_map>
 
 #include <rocksdb/db.h>
@@ -19,6 +17,7 @@
 #include "common/crypto/md5.h"
 #include "common/http/headers.h"
 #include "common/log/log.h"
+#include "common/thread_annotations.h"
 #include "common/timestamp.h"
 
 namespace apus::container {
@@ -275,7 +274,7 @@ class RocksListingStore final : public ListingStore {
   }
 
   Status update_info(std::string_view db, const InfoUpdate& fn) override {
-    std::lock_guard lock(lock_for(db));
+    common::MutexLock lock(&lock_for(db));
     auto info = read_info(db, nullptr);
     if (!info.ok()) return info.status();
     auto write = fn(*info);
@@ -287,7 +286,7 @@ class RocksListingStore final : public ListingStore {
   }
 
   Status merge_objects(std::string_view db, std::vector<ObjectRecord> records) override {
-    std::lock_guard lock(lock_for(db));
+    common::MutexLock lock(&lock_for(db));
     auto loaded = read_info(db, nullptr);
     if (!loaded.ok()) return loaded.status();
     if (!loaded->has_value()) return Status::not_found("no such container");
@@ -324,7 +323,7 @@ class RocksListingStore final : public ListingStore {
   }
 
   Status merge_containers(std::string_view db, std::vector<ContainerRecord> records) override {
-    std::lock_guard lock(lock_for(db));
+    common::MutexLock lock(&lock_for(db));
     auto loaded = read_info(db, nullptr);
     if (!loaded.ok()) return loaded.status();
     if (!loaded->has_value()) return Status::not_found("no such account");
@@ -392,7 +391,7 @@ class RocksListingStore final : public ListingStore {
     constexpr size_t kBatch = 1000;  // rows per write batch (and per hold of the lock)
     int64_t removed = 0;
     for (size_t start = 0;; start += kBatch) {
-      std::lock_guard lock(lock_for(db));
+      common::MutexLock lock(&lock_for(db));
       auto loaded = read_info(db, nullptr);
       if (!loaded.ok()) return loaded.status();
       if (!loaded->has_value()) return Status::not_found();
@@ -445,7 +444,7 @@ class RocksListingStore final : public ListingStore {
 
  private:
 
-  std::mutex& lock_for(std::string_view db) {
+  common::Mutex& lock_for(std::string_view db) {
     return locks_[std::hash<std::string_view>()(db) % locks_.size()];
   }
 
@@ -723,7 +722,8 @@ class RocksListingStore final : public ListingStore {
 
   std::unique_ptr<rocksdb::DB> db_;
   rocksdb::WriteOptions write_options_;
-  std::array<std::mutex, 128> locks_;  // striped by database name
+  // Striped by database name: one database's read-modify-write of its info and rows at a time.
+  std::array<common::Mutex, 128> locks_;
   std::atomic<bool> write_failed_{false};  // a write failed with an I/O error: reopen
 
  public:
@@ -935,8 +935,8 @@ Result<std::unique_ptr<RocksListingStore>> open_rocks(const std::string& path,
 // After a failure, writes answer InsufficientStorage without touching RocksDB, except one a
 // second that reopens it; reads go on meanwhile. A reopen that fails (the disk still full)
 // leaves the store closed: every call answers InsufficientStorage, and one a second (a read as
-// well) tries again. Thread-safe: calls share mutex_;
-// a reopen holds it alone, after the calls in flight finish.
+// well) tries again. Thread-safe: calls share mutex_; a reopen holds it alone, after the calls
+// in flight finish.
 class ReopeningStore final : public ListingStore {
  public:
   ReopeningStore(std::string path, StoreOptions options,
@@ -945,30 +945,32 @@ class ReopeningStore final : public ListingStore {
 
   Result<std::optional<DbInfo>> get_info(std::string_view db) override {
     if (closed_.load(std::memory_order_acquire)) (void)maybe_reopen();
-    std::shared_lock lock(mutex_);
+    common::ReaderMutexLock lock(&mutex_);
     if (!inner_) return closed();
     return inner_->get_info(db);
   }
   Result<std::vector<std::pair<std::string, DbInfo>>> list_infos(std::string_view after,
                                                                  size_t limit) override {
     if (closed_.load(std::memory_order_acquire)) (void)maybe_reopen();
-    std::shared_lock lock(mutex_);
+    common::ReaderMutexLock lock(&mutex_);
     if (!inner_) return closed();
     return inner_->list_infos(after, limit);
   }
   Status update_info(std::string_view db, const InfoUpdate& fn) override {
-    return write([&] { return inner_->update_info(db, fn); });
+    return write([&](RocksListingStore& inner) { return inner.update_info(db, fn); });
   }
   Status merge_objects(std::string_view db, std::vector<ObjectRecord> records) override {
-    return write([&] { return inner_->merge_objects(db, std::move(records)); });
+    return write(
+        [&](RocksListingStore& inner) { return inner.merge_objects(db, std::move(records)); });
   }
   Status merge_containers(std::string_view db, std::vector<ContainerRecord> records) override {
-    return write([&] { return inner_->merge_containers(db, std::move(records)); });
+    return write(
+        [&](RocksListingStore& inner) { return inner.merge_containers(db, std::move(records)); });
   }
   Result<int64_t> reclaim(std::string_view db, const std::string& age) override {
     Result<int64_t> out = int64_t{0};
-    Status s = write([&] {
-      out = inner_->reclaim(db, age);
+    Status s = write([&](RocksListingStore& inner) {
+      out = inner.reclaim(db, age);
       return out.ok() ? Status() : out.status();
     });
     if (!s.ok()) return s;
@@ -977,14 +979,14 @@ class ReopeningStore final : public ListingStore {
   Result<std::vector<ObjectEntry>> list_objects(std::string_view db,
                                                 const ListingQuery& q) override {
     if (closed_.load(std::memory_order_acquire)) (void)maybe_reopen();
-    std::shared_lock lock(mutex_);
+    common::ReaderMutexLock lock(&mutex_);
     if (!inner_) return closed();
     return inner_->list_objects(db, q);
   }
   Result<std::vector<ContainerEntry>> list_containers(std::string_view db,
                                                       const ListingQuery& q) override {
     if (closed_.load(std::memory_order_acquire)) (void)maybe_reopen();
-    std::shared_lock lock(mutex_);
+    common::ReaderMutexLock lock(&mutex_);
     if (!inner_) return closed();
     return inner_->list_containers(db, q);
   }
@@ -994,22 +996,23 @@ class ReopeningStore final : public ListingStore {
     return Status::insufficient_storage("listing store " + path_ + " closed after a disk error");
   }
 
+  // Runs fn(store) under a shared hold of mutex_, reopening the store first if a write failed.
   template <class F>
-  Status write(F&& fn) {
+  Status write(F&& fn) APUS_EXCLUDES(mutex_) {
     if (failed_.load(std::memory_order_acquire)) {
       Status reopened = maybe_reopen();
       if (!reopened.ok()) return reopened;
     }
-    std::shared_lock lock(mutex_);
+    common::ReaderMutexLock lock(&mutex_);
     if (!inner_) return closed();
-    Status s = fn();
+    Status s = fn(*inner_);
     if (inner_->write_failed()) failed_.store(true, std::memory_order_release);
     return s;
   }
 
   // Reopens the store if a second has passed since the last try; InsufficientStorage when it
   // did not (or could not) reopen.
-  Status maybe_reopen() {
+  Status maybe_reopen() APUS_EXCLUDES(mutex_) {
     const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
                             std::chrono::steady_clock::now().time_since_epoch())
                             .count();
@@ -1018,7 +1021,7 @@ class ReopeningStore final : public ListingStore {
       return Status::insufficient_storage("listing store " + path_ + ": writes failed, " +
                                           "reopening");
     }
-    std::unique_lock lock(mutex_);
+    common::WriterMutexLock lock(&mutex_);
     if (!failed_.load(std::memory_order_acquire)) return Status();  // reopened meanwhile
     inner_.reset();  // closes RocksDB: its lock file must be free for the new open
     closed_.store(true, std::memory_order_release);
@@ -1040,8 +1043,10 @@ class ReopeningStore final : public ListingStore {
   static constexpr int64_t kReopenIntervalNs = 1'000'000'000;
 
   const std::string path_;
-  std::shared_mutex mutex_;
-  std::unique_ptr<RocksListingStore> inner_;  // GUARDED_BY(mutex_); null after a failed reopen
+  // Shared by every call; held alone by a reopen, after the calls in flight finish.
+  common::SharedMutex mutex_;
+  // Null after a failed reopen.
+  std::unique_ptr<RocksListingStore> inner_ APUS_GUARDED_BY(mutex_);
   std::atomic<bool> failed_{false};           // a write failed: reopen before the next
   std::atomic<bool> closed_{false};           // a reopen failed: inner_ is null
   std::atomic<int64_t> next_reopen_ns_{0};    // steady clock; no reopen before it

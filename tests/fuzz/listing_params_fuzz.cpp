@@ -145,19 +145,20 @@ void check_listing(const std::vector<Entry>& entries, const container::ListingQu
 }
 
 void list(const Request& req, bool container) {
-  container::ListingParams params = container::listing_params(req, 10000, container);
-  if (params.error) return;
-  auto type = container::listing_content_type(req, params.format);
-  if (type.error) return;
+  auto params = container::listing_params(req, 10000, container);
+  if (!params) return;
+  auto type = container::listing_content_type(req, params->format);
+  if (!type) return;
+  const container::ListingQuery& q = params->query;
   Stores& s = stores();
   if (container) {
-    auto listed = s.objects->list_objects(kDb, params.query);
+    auto listed = s.objects->list_objects(kDb, q);
     if (!listed.ok()) die("list_objects failed: " + listed.status().to_string());
-    check_listing(*listed, params.query);
+    check_listing(*listed, q);
   } else {
-    auto listed = s.containers->list_containers(kDb, params.query);
+    auto listed = s.containers->list_containers(kDb, q);
     if (!listed.ok()) die("list_containers failed: " + listed.status().to_string());
-    check_listing(*listed, params.query);
+    check_listing(*listed, q);
   }
 }
 
