@@ -940,7 +940,18 @@ net::awaitable<void> ObjectServer::send_object(Exchange& ex, Parsed& p, DiskObje
     co_return co_await ex.reply(std::move(r));
   }
 
-  auto range = common::http::evaluate_range(req.headers.get("Range"), obj.size);
+  // X-Backend-Ignore-Range-If-Metadata-Present (sent by dlo and slo): an object holding any of
+  // the listed metadata is answered whole whatever the Range, as Swift's object server does, so
+  // a large object's manifest keeps its own headers.
+  std::optional<std::string_view> range_header = req.headers.get("Range");
+  if (auto ignore = req.headers.get("X-Backend-Ignore-Range-If-Metadata-Present")) {
+    for (const auto& key : common::list_from_csv(*ignore)) {
+      for (const auto& [k, v] : md) {
+        if (iequals(k, key)) range_header.reset();
+      }
+    }
+  }
+  auto range = common::http::evaluate_range(range_header, obj.size);
   if (range.outcome == common::http::RangeOutcome::kUnsatisfiable) {
     // The object's headers stay (its Content-Type too), with Swift's 416 page as the body.
     Response r = swob_response(416);

@@ -9,7 +9,8 @@ get Swift's required dlo filter:
    HEAD, X-Object-Manifest kept, one range across segment boundaries (206), several ranges
    (the whole object, 200), a range past the end (416 with bytes */length), If-None-Match and
    If-Match against the large object's etag, ?multipart-manifest=get, COPY (the concatenated
-   data), a PUT with a bad X-Object-Manifest (400).
+   data), a PUT with a bad X-Object-Manifest (400). The object servers honour
+   X-Backend-Ignore-Range-If-Metadata-Present.
 3. A segment that disappears (deleted on the object servers behind the listing's back): the GET
    ends short of its Content-Length and the proxy log says why; no other bytes are served.
 
@@ -126,18 +127,37 @@ def answers(cluster, auth):
     return whole
 
 
-def vanished_segment(cluster, auth, whole):
-    """Deletes segment 02 on its object servers only: the listing still names it."""
+def object_server_ignores_range(cluster, whole):
+    """Swift's X-Backend-Ignore-Range-If-Metadata-Present, which dlo sends: an object server
+    answers a manifest whole (200, its own Content-Type) whatever the Range, so that a
+    multi-range GET of a DLO does not come back as multipart/byteranges."""
+    for port, device, part in nodes(cluster, "AUTH_test", "d", "man"):
+        path = "/%s/%d/AUTH_test/d/man" % (device, part)
+        hdrs = {"Range": "bytes=0-1,3-4",
+                "X-Backend-Ignore-Range-If-Metadata-Present": "X-Static-Large-Object, "
+                                                              "x-object-manifest"}
+        s, h, b = request(port, "GET", path, hdrs)
+        check(s == 200 and b == b"manifest" and "multipart" not in h.get("content-type", ""),
+              "object server with Ignore-Range: %d %r %r" % (s, h, b))
+        s, h, _ = request(port, "GET", path, {"Range": "bytes=0-1,3-4"})
+        check(s == 206, "object server without it: %d" % s)
+
+
+def nodes(cluster, *names):
     from swift.common import utils
     from swift.common.ring import Ring
-    from urllib.parse import quote
     utils.set_swift_dir(cluster.etc)
-    part, devs = Ring(os.path.join(cluster.etc, "object.ring.gz")).get_nodes(
-        "AUTH_test", "d", "seg/02")
+    part, devs = Ring(os.path.join(cluster.etc, "object.ring.gz")).get_nodes(*names)
+    return [(d["port"], d["device"], part) for d in devs]
+
+
+def vanished_segment(cluster, auth, whole):
+    """Deletes segment 02 on its object servers only: the listing still names it."""
+    from urllib.parse import quote
     ts = "%.5f" % time.time()
-    for d in devs:
-        s, _, _ = request(d["port"], "DELETE", "/%s/%d/AUTH_test/d/%s" % (
-            d["device"], part, quote("seg/02")), {"X-Timestamp": ts})
+    for port, device, part in nodes(cluster, "AUTH_test", "d", "seg/02"):
+        s, _, _ = request(port, "DELETE", "/%s/%d/AUTH_test/d/%s" % (
+            device, part, quote("seg/02")), {"X-Timestamp": ts})
         check(s in (204, 404), "direct DELETE: %d" % s)
     s, h, b = request(cluster.proxy_port, "GET", "/v1/AUTH_test/d/man", auth)
     check(s == 200 and h.get("content-length") == "50", "GET still announces 50 bytes: %d %r"
@@ -164,6 +184,7 @@ def main():
         os.makedirs(work)
         client_round_trip(cluster, work)
         whole = answers(cluster, auth)
+        object_server_ignores_range(cluster, whole)
         vanished_segment(cluster, auth, whole)
     if failures:
         print("%d failure(s)" % len(failures))
