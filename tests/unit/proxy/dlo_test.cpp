@@ -9,6 +9,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_future.hpp>
+#include <chrono>
 #include <map>
 #include <string>
 
@@ -508,6 +509,26 @@ TEST_CASE_FIXTURE(Fixture, "dlo: big segments are prefetched late, with bounded 
   size_t had = store.client_had["c/big_2"];
   CHECK(had < kSeg);
   CHECK(had + (2 << 20) + (256 << 10) >= kSeg);
+}
+
+TEST_CASE_FIXTURE(Fixture, "dlo: max_get_time cuts the body off") {
+  options = "max_get_time = 0\n";
+  auto ex = run("GET", "/v1/AUTH_a/c/man");
+  CHECK(ex.status == 200);
+  CHECK(ex.length == 50);
+  CHECK(ex.body.size() < 50);
+  CHECK(ex.body == kAll.substr(0, ex.body.size()));
+  CHECK_FALSE(ex.finished);
+}
+
+TEST_CASE_FIXTURE(Fixture, "dlo: segments after rate_limit_after_segment are rate limited") {
+  options = "rate_limit_after_segment = 1\nrate_limit_segments_per_sec = 20\n";
+  auto start = std::chrono::steady_clock::now();
+  auto ex = run("GET", "/v1/AUTH_a/c/man");
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CHECK(ex.body == kAll);
+  // Segments 2 to 5 go at 20 a second: the 2nd at once, the 5th 0.15 s after it.
+  CHECK(took >= 0.14);
 }
 
 }  // namespace
