@@ -633,9 +633,17 @@ class Dlo final : public Middleware {
     }
     if (req.method == "HEAD") {
       if (auto refused = conditional(req, headers)) co_return co_await ex.reply(std::move(*refused));
+      if (!length) {
+        // More segments than a page: the length is unknown, so none is announced (a whole
+        // answer would say 0).
+        if ((co_await ex.start_response(200, std::move(headers), std::nullopt)).ok()) {
+          (void)co_await ex.finish_response();
+        }
+        co_return;
+      }
       Response r;
       r.headers = std::move(headers);
-      if (length) r.headers.set("Content-Length", std::to_string(*length));
+      r.headers.set("Content-Length", std::to_string(*length));
       co_return co_await ex.reply(std::move(r));
     }
     SegmentStream stream(c, std::move(page.segments), *cursor, co_await net::this_coro::executor);

@@ -466,6 +466,11 @@ TEST_CASE_FIXTURE(Fixture, "dlo: listings are paged with a marker") {
   int listings = 0;
   for (const auto& r : store.requests) listings += r.find("format=json") != std::string::npos;
   CHECK(listings == 3);
+  // A HEAD announces no length rather than 0.
+  auto head = run("HEAD", "/v1/AUTH_a/c/man");
+  CHECK(head.status == 200);
+  CHECK_FALSE(head.length);
+  CHECK_FALSE(head.headers.contains("Content-Length"));
 }
 
 TEST_CASE_FIXTURE(Fixture, "dlo: a manifest whose container holds no segments is an empty object") {
