@@ -26,6 +26,7 @@
 #include "common/timestamp.h"
 #include "proxy/dlo.h"
 #include "proxy/memcache.h"
+#include "proxy/slo.h"
 
 namespace apus::proxy {
 
@@ -834,7 +835,7 @@ class RateLimit final : public Middleware {
 bool has_middleware(std::string_view name) {
   static constexpr std::string_view kNames[] = {
       "catch_errors", "gatekeeper", "healthcheck", "proxy_logging", "memcache",
-      "listing_formats", "crossdomain", "tempauth", "ratelimit", "copy", "dlo"};
+      "listing_formats", "crossdomain", "tempauth", "ratelimit", "copy", "slo", "dlo"};
   return std::find(std::begin(kNames), std::end(kNames), name) != std::end(kNames);
 }
 
@@ -881,6 +882,7 @@ Result<std::unique_ptr<Middleware>> make_middleware(std::string_view name,
     return std::unique_ptr<Middleware>(std::make_unique<RateLimit>(std::move(*options), context));
   }
   if (name == "copy") return make_copy(context);
+  if (name == "slo") return make_slo(section, context);
   if (name == "dlo") return make_dlo(section, context);
   return Status::invalid_argument("unknown middleware egg:swift#" + std::string(name) +
                                   " in [" + section.name() + "]");

@@ -780,7 +780,7 @@ net::awaitable<void> ProxyApp::object_put(Exchange& ex, ProxyEnv& env, const Api
     co_return;
   }
   auto check = common::check_object_creation(c, client, p.object);
-  if (check.ok()) check = common::check_content_type(client);
+  if (check.ok() && !env.content_type_overridden) check = common::check_content_type(client);
   if (!check.ok()) {
     (void)co_await ex.respond(common::http::text_response(check.status, check.body));
     co_return;

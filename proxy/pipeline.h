@@ -58,6 +58,9 @@ struct ProxyEnv {
   // on as X-Backend-Inbound-X-Timestamp, as Swift's shunt_inbound_x_timestamp does).
   std::optional<std::string> inbound_x_timestamp;
   Memcache* memcache = nullptr;        // swift.cache
+  // swift.content_type_overridden: a middleware set the PUT's Content-Type itself (SLO's
+  // ";swift_bytes="), so the app neither guesses it nor refuses its swift_* parameters.
+  bool content_type_overridden = false;
 };
 
 // What a cached HEAD of an account or container said (Swift's *_info dicts).
