@@ -35,7 +35,7 @@ std::string NodeHealth::key(const ring::Device& dev) {
 }
 
 bool NodeHealth::is_limited(const ring::Device& dev) {
-  std::lock_guard lock(mutex_);
+  common::MutexLock lock(&mutex_);
   auto it = nodes_.find(key(dev));
   if (it == nodes_.end()) return false;
   auto age = std::chrono::duration<double>(Clock::now() - it->second.last).count();
@@ -47,14 +47,14 @@ bool NodeHealth::is_limited(const ring::Device& dev) {
 }
 
 void NodeHealth::record_error(const ring::Device& dev) {
-  std::lock_guard lock(mutex_);
+  common::MutexLock lock(&mutex_);
   Entry& e = nodes_[key(dev)];
   ++e.errors;
   e.last = Clock::now();
 }
 
 void NodeHealth::limit_now(const ring::Device& dev) {
-  std::lock_guard lock(mutex_);
+  common::MutexLock lock(&mutex_);
   Entry& e = nodes_[key(dev)];
   e.errors = limit_ + 1;
   e.last = Clock::now();
@@ -64,12 +64,12 @@ void NodeHealth::record_timing(const ring::Device& dev, double seconds) {
   if (!keep_timings_) return;
   auto expires = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                     std::chrono::duration<double>(timing_expiry_));
-  std::lock_guard lock(mutex_);
+  common::MutexLock lock(&mutex_);
   timings_[dev.ip] = Timing{std::round(seconds * 1000) / 1000, expires};
 }
 
 double NodeHealth::timing(const ring::Device& dev) {
-  std::lock_guard lock(mutex_);
+  common::MutexLock lock(&mutex_);
   auto it = timings_.find(dev.ip);
   if (it == timings_.end() || it->second.expires <= Clock::now()) return -1;
   return it->second.seconds;

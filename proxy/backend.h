@@ -10,7 +10,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -23,6 +22,7 @@
 #include "common/http/client.h"
 #include "common/http/headers.h"
 #include "common/http/server.h"
+#include "common/thread_annotations.h"
 #include "common/timestamp.h"
 #include "ring/ring.h"
 
@@ -43,14 +43,14 @@ class NodeHealth {
         interval_(interval_seconds),
         timing_expiry_(timing_expiry_seconds),
         keep_timings_(keep_timings) {}
-  bool is_limited(const ring::Device& dev);
-  void record_error(const ring::Device& dev);
-  void limit_now(const ring::Device& dev);
+  bool is_limited(const ring::Device& dev) APUS_EXCLUDES(mutex_);
+  void record_error(const ring::Device& dev) APUS_EXCLUDES(mutex_);
+  void limit_now(const ring::Device& dev) APUS_EXCLUDES(mutex_);
   // Remembers how long reaching `dev` took (rounded to the millisecond, as Swift sorts
   // them); a no-op unless timings are kept.
-  void record_timing(const ring::Device& dev, double seconds);
+  void record_timing(const ring::Device& dev, double seconds) APUS_EXCLUDES(mutex_);
   // The timing of dev's IP, or -1 when there is none or it expired (Swift tries those first).
-  double timing(const ring::Device& dev);
+  double timing(const ring::Device& dev) APUS_EXCLUDES(mutex_);
 
  private:
   struct Entry {
@@ -66,9 +66,9 @@ class NodeHealth {
   double interval_;
   double timing_expiry_;
   bool keep_timings_;
-  std::mutex mutex_;
-  std::map<std::string, Entry> nodes_;     // GUARDED_BY(mutex_)
-  std::map<std::string, Timing> timings_;  // by IP; GUARDED_BY(mutex_)
+  common::Mutex mutex_;
+  std::map<std::string, Entry> nodes_ APUS_GUARDED_BY(mutex_);
+  std::map<std::string, Timing> timings_ APUS_GUARDED_BY(mutex_);  // by IP
 };
 
 // One piece of Swift's affinity settings: region N, or region N zone M, with a priority

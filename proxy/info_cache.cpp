@@ -184,7 +184,7 @@ std::optional<CachedInfo> info_from_json(std::string_view text, InfoKind kind,
 }
 
 std::optional<CachedInfo> InfoCache::local_get(const std::string& key) {
-  std::lock_guard lock(mutex_);
+  common::MutexLock lock(&mutex_);
   auto it = local_.find(key);
   if (it == local_.end()) return std::nullopt;
   if (it->second->second.expires <= std::chrono::steady_clock::now()) {
@@ -197,7 +197,7 @@ std::optional<CachedInfo> InfoCache::local_get(const std::string& key) {
 }
 
 void InfoCache::local_set(std::string key, CachedInfo info) {
-  std::lock_guard lock(mutex_);
+  common::MutexLock lock(&mutex_);
   if (auto it = local_.find(key); it != local_.end()) {
     it->second->second = std::move(info);
     lru_.splice(lru_.begin(), lru_, it->second);
@@ -212,7 +212,7 @@ void InfoCache::local_set(std::string key, CachedInfo info) {
 }
 
 void InfoCache::local_forget(const std::string& key) {
-  std::lock_guard lock(mutex_);
+  common::MutexLock lock(&mutex_);
   auto it = local_.find(key);
   if (it == local_.end()) return;
   lru_.erase(it->second);
@@ -220,7 +220,7 @@ void InfoCache::local_forget(const std::string& key) {
 }
 
 size_t InfoCache::local_size() {
-  std::lock_guard lock(mutex_);
+  common::MutexLock lock(&mutex_);
   return local_.size();
 }
 

@@ -12,7 +12,6 @@
 
 #include <algorithm>
 #include <list>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -21,6 +20,7 @@
 #include <boost/asio/awaitable.hpp>
 
 #include "common/config/swift_conf.h"
+#include "common/thread_annotations.h"
 #include "proxy/proxy_server.h"
 
 namespace apus::proxy {
@@ -60,20 +60,20 @@ class InfoCache {
   boost::asio::awaitable<void> forget(std::string key, Memcache* mc);
 
   // The in-process entries now (expired ones not yet looked up included).
-  size_t local_size();
+  size_t local_size() APUS_EXCLUDES(mutex_);
 
  private:
   using Lru = std::list<std::pair<std::string, CachedInfo>>;  // most recently used first
 
-  std::optional<CachedInfo> local_get(const std::string& key);
-  void local_set(std::string key, CachedInfo info);
-  void local_forget(const std::string& key);
+  std::optional<CachedInfo> local_get(const std::string& key) APUS_EXCLUDES(mutex_);
+  void local_set(std::string key, CachedInfo info) APUS_EXCLUDES(mutex_);
+  void local_forget(const std::string& key) APUS_EXCLUDES(mutex_);
 
   const common::StoragePolicies& policies_;
   const size_t max_entries_;
-  std::mutex mutex_;
-  Lru lru_;                                                  // GUARDED_BY(mutex_)
-  std::unordered_map<std::string, Lru::iterator> local_;  // into lru_; GUARDED_BY(mutex_)
+  common::Mutex mutex_;
+  Lru lru_ APUS_GUARDED_BY(mutex_);
+  std::unordered_map<std::string, Lru::iterator> local_ APUS_GUARDED_BY(mutex_);  // into lru_
 };
 
 }  // namespace apus::proxy

@@ -21,6 +21,7 @@
 
 #include "common/crypto/md5.h"
 #include "common/log/log.h"
+#include "common/thread_annotations.h"
 
 namespace apus::proxy {
 
@@ -50,21 +51,21 @@ struct Memcache::Impl {
   std::map<std::string, tcp::endpoint> endpoints;  // by name
   std::map<std::string, std::string> ring;  // md5("<server>-<i>") -> server
   std::chrono::nanoseconds connect_timeout, io_timeout;
-  std::mutex mutex;
-  std::map<std::string, Clock::time_point> limited;  // server -> until; GUARDED_BY(mutex)
+  common::Mutex mutex;
+  std::map<std::string, Clock::time_point> limited APUS_GUARDED_BY(mutex);  // server -> until
 
   // Idle connections of this worker thread, by client and server. A request takes one (or
   // opens one) for its exchange, so concurrent requests never share a socket.
   static thread_local std::map<const Impl*, std::map<std::string, std::vector<std::unique_ptr<Conn>>>>
       idle;
 
-  bool is_limited(const std::string& server) {
-    std::lock_guard lock(mutex);
+  bool is_limited(const std::string& server) APUS_EXCLUDES(mutex) {
+    common::MutexLock lock(&mutex);
     auto it = limited.find(server);
     return it != limited.end() && it->second > Clock::now();
   }
-  void limit(const std::string& server) {
-    std::lock_guard lock(mutex);
+  void limit(const std::string& server) APUS_EXCLUDES(mutex) {
+    common::MutexLock lock(&mutex);
     limited[server] = Clock::now() + std::chrono::seconds(60);
   }
 
