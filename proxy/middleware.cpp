@@ -24,6 +24,7 @@
 #include "common/log/log.h"
 #include "common/pickle.h"
 #include "common/timestamp.h"
+#include "proxy/bulk.h"
 #include "proxy/dlo.h"
 #include "proxy/memcache.h"
 #include "proxy/slo.h"
@@ -835,7 +836,8 @@ class RateLimit final : public Middleware {
 bool has_middleware(std::string_view name) {
   static constexpr std::string_view kNames[] = {
       "catch_errors", "gatekeeper", "healthcheck", "proxy_logging", "memcache",
-      "listing_formats", "crossdomain", "tempauth", "ratelimit", "copy", "slo", "dlo"};
+      "listing_formats", "crossdomain", "tempauth", "ratelimit", "copy", "slo", "dlo",
+      "bulk"};
   return std::find(std::begin(kNames), std::end(kNames), name) != std::end(kNames);
 }
 
@@ -884,6 +886,7 @@ Result<std::unique_ptr<Middleware>> make_middleware(std::string_view name,
   if (name == "copy") return make_copy(context);
   if (name == "slo") return make_slo(section, context);
   if (name == "dlo") return make_dlo(section, context);
+  if (name == "bulk") return make_bulk(section, context);
   return Status::invalid_argument("unknown middleware egg:swift#" + std::string(name) +
                                   " in [" + section.name() + "]");
 }

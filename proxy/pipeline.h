@@ -108,6 +108,12 @@ class Middleware {
                                             const Next& next) = 0;
   // What the middleware adds to /info (name -> JSON object text), if anything.
   virtual std::optional<std::pair<std::string, std::string>> info() const { return std::nullopt; }
+  // Every section the middleware adds to /info, in order: info()'s, or more than one (bulk
+  // registers bulk_upload and bulk_delete).
+  virtual std::vector<std::pair<std::string, std::string>> info_sections() const {
+    if (auto section = info()) return {*section};
+    return {};
+  }
 };
 
 using common::http::ExchangeWrapper;

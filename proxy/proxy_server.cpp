@@ -166,7 +166,7 @@ Result<std::unique_ptr<ProxyServer>> ProxyServer::create(const common::Config& c
                               conf.section(e.inserted ? "DEFAULT" : "filter:" + e.name),
                               context);
     if (!mw.ok()) return mw.status();
-    if (auto section = (*mw)->info()) info.push_back(*section);
+    for (auto& section : (*mw)->info_sections()) info.push_back(std::move(section));
     filters.push_back(std::move(*mw));
   }
   auto app_entry = conf.entry_point(names->back());
