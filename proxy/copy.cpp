@@ -233,6 +233,7 @@ class Copy final : public Middleware {
       put.method = "PUT";
       put.target = common::http::quote("/" + version + "/" + dest_account + "/" + where->first +
                                        "/" + where->second);
+      if (!req.query().empty()) put.target += "?" + std::string(req.query());  // Swift keeps it
       put.headers.set("X-Copy-From", common::http::quote("/" + container + "/" + obj));
       put.headers.erase("Destination");
       put.content_length = 0;
@@ -270,6 +271,9 @@ class Copy final : public Middleware {
     Request get = put;
     get.method = "GET";
     get.target = common::http::quote(source_path);
+    if (!put.query().empty()) {
+      get.target += "?" + std::string(put.query());  // copy_get() keeps it: ?symlink=get
+    }
     get.headers.erase("X-Backend-Storage-Policy-Index");
     get.headers.set("X-Newest", "true");
     get.content_length = 0;

@@ -28,6 +28,7 @@
 #include "proxy/dlo.h"
 #include "proxy/memcache.h"
 #include "proxy/slo.h"
+#include "proxy/symlink.h"
 
 namespace apus::proxy {
 
@@ -565,7 +566,12 @@ class ListingFormats final : public Middleware {
     boost::system::error_code ec;
     boost::json::value v = boost::json::parse(json, ec);
     if (ec || !v.is_array()) return std::nullopt;
-    if (type.ends_with("/json") && allow_reserved) return json;
+    // Swift writes back the JSON it read: the same bytes, with the keys other middlewares add
+    // (symlink_path, slo_etag...). Only a listing with reserved names (\u0000) is re-rendered.
+    if (type.ends_with("/json") &&
+        (allow_reserved || json.find("\\u0000") == std::string::npos)) {
+      return json;
+    }
     auto str = [](const boost::json::object& o, const char* k) -> std::string {
       auto it = o.find(k);
       if (it == o.end()) return {};
@@ -837,7 +843,7 @@ bool has_middleware(std::string_view name) {
   static constexpr std::string_view kNames[] = {
       "catch_errors", "gatekeeper", "healthcheck", "proxy_logging", "memcache",
       "listing_formats", "crossdomain", "tempauth", "ratelimit", "copy", "slo", "dlo",
-      "bulk"};
+      "bulk", "symlink"};
   return std::find(std::begin(kNames), std::end(kNames), name) != std::end(kNames);
 }
 
@@ -887,6 +893,7 @@ Result<std::unique_ptr<Middleware>> make_middleware(std::string_view name,
   if (name == "slo") return make_slo(section, context);
   if (name == "dlo") return make_dlo(section, context);
   if (name == "bulk") return make_bulk(section, context);
+  if (name == "symlink") return make_symlink(section, context);
   return Status::invalid_argument("unknown middleware egg:swift#" + std::string(name) +
                                   " in [" + section.name() + "]");
 }
