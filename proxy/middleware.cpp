@@ -205,7 +205,7 @@ class CatchErrors final : public Middleware {
     if (!out.response_started()) {
       Response r = swob_response(500);
       r.body = "An error occurred";
-      (void)co_await out.respond(std::move(r));
+      co_return co_await out.reply(std::move(r));
     }
   }
 
@@ -271,7 +271,7 @@ class Healthcheck final : public Middleware {
     r.status = disabled ? 503 : 200;
     r.headers.set("Content-Type", "text/plain");
     r.body = disabled ? "DISABLED BY FILE" : "OK";
-    (void)co_await ex.respond(std::move(r));
+    co_return co_await ex.reply(std::move(r));
   }
 
  private:
@@ -434,7 +434,7 @@ class Crossdomain final : public Middleware {
         "<?xml version=\"1.0\"?>\n<!DOCTYPE cross-domain-policy SYSTEM "
         "\"http://www.adobe.com/xml/dtds/cross-domain-policy.dtd\" >\n<cross-domain-policy>\n" +
         policy_ + "\n</cross-domain-policy>";
-    (void)co_await ex.respond(std::move(r));
+    co_return co_await ex.reply(std::move(r));
   }
   std::optional<std::pair<std::string, std::string>> info() const override {
     return std::make_pair(std::string("crossdomain"), std::string("{}"));
@@ -509,16 +509,14 @@ class ListingFormats final : public Middleware {
     std::string name = account_listing ? *(*segs)[1] : *(*segs)[2];
     auto format = common::http::query_param(req.query(), "format");
     if (format && !format->empty() && !common::check_utf8(*format, /*internal=*/true)) {
-      (void)co_await ex.respond(
+      co_return co_await ex.reply(
           common::http::text_response(400, "\"format\" parameter not valid UTF-8"));
-      co_return;
     }
     auto negotiated = common::listing::negotiate(format, req.headers.get("Accept"));
     if (negotiated.status) {
       Response r = swob_response(negotiated.status);
       if (negotiated.status == 400) r.body = negotiated.error_body;
-      (void)co_await ex.respond(std::move(r));
-      co_return;
+      co_return co_await ex.reply(std::move(r));
     }
     Buffered held(ex);
     std::string target(req.path());
@@ -540,8 +538,7 @@ class ListingFormats final : public Middleware {
                              common::config_true_value(
                                  req.headers.get_or("X-Backend-Allow-Reserved-Names", "")));
       if (!rendered) {
-        (void)co_await ex.respond(swob_response(500));
-        co_return;
+        co_return co_await ex.reply(swob_response(500));
       }
       r.body = std::move(*rendered);
       r.headers.set("Content-Type", type + "; charset=utf-8");
@@ -555,7 +552,7 @@ class ListingFormats final : public Middleware {
       r.headers.set("Content-Type", type + "; charset=utf-8");
       if (!format) r.headers.set("Vary", "Accept");
     }
-    (void)co_await ex.respond(std::move(r));
+    co_return co_await ex.reply(std::move(r));
   }
 
  private:
@@ -837,63 +834,130 @@ class RateLimit final : public Middleware {
   InfoLookup& info_;
 };
 
+// The factories of the middlewares built in this file, by entry point.
+Result<std::unique_ptr<Middleware>> make_catch_errors(const common::Section& section,
+                                                      const MiddlewareContext&) {
+  return std::unique_ptr<Middleware>(
+      std::make_unique<CatchErrors>(section.get_string("trans_id_suffix", "")));
+}
+
+Result<std::unique_ptr<Middleware>> make_gatekeeper(const common::Section& section,
+                                                    const MiddlewareContext&) {
+  bool allow_reserved = false;
+  APUS_ASSIGN_OR_RETURN(allow_reserved, section.get_bool("allow_reserved_names_header", false));
+  return std::unique_ptr<Middleware>(std::make_unique<Gatekeeper>(allow_reserved));
+}
+
+Result<std::unique_ptr<Middleware>> make_healthcheck(const common::Section& section,
+                                                     const MiddlewareContext&) {
+  return std::unique_ptr<Middleware>(
+      std::make_unique<Healthcheck>(section.get_string("disable_path", "")));
+}
+
+Result<std::unique_ptr<Middleware>> make_proxy_logging(const common::Section&,
+                                                       const MiddlewareContext&) {
+  return std::unique_ptr<Middleware>(std::make_unique<ProxyLogging>());
+}
+
+Result<std::unique_ptr<Middleware>> make_memcache(const common::Section& section,
+                                                  const MiddlewareContext& context) {
+  // memcache_servers from the filter, else from memcache.conf in swift_dir, as Swift reads it.
+  std::string servers = section.get_string("memcache_servers", "");
+  if (servers.empty()) {
+    auto mc_conf = common::Config::load(context.swift_dir + "/memcache.conf");
+    if (mc_conf.ok()) servers = mc_conf->section("memcache").get_string("memcache_servers", "");
+  }
+  auto parsed = Memcache::parse_servers(common::list_from_csv(servers));
+  if (!parsed.ok()) return section.invalid("memcache_servers", parsed.status().message());
+  return std::unique_ptr<Middleware>(std::make_unique<Cache>(std::move(*parsed)));
+}
+
+Result<std::unique_ptr<Middleware>> make_listing_formats(const common::Section&,
+                                                         const MiddlewareContext& context) {
+  return std::unique_ptr<Middleware>(std::make_unique<ListingFormats>(context.swift.constraints));
+}
+
+Result<std::unique_ptr<Middleware>> make_crossdomain(const common::Section& section,
+                                                     const MiddlewareContext&) {
+  return std::unique_ptr<Middleware>(std::make_unique<Crossdomain>(section.get_string(
+      "cross_domain_policy", "<allow-access-from domain=\"*\" secure=\"false\" />")));
+}
+
+Result<std::unique_ptr<Middleware>> make_ratelimit(const common::Section& section,
+                                                   const MiddlewareContext& context) {
+  auto options = RateLimit::parse(section);
+  if (!options.ok()) return options.status();
+  return std::unique_ptr<Middleware>(std::make_unique<RateLimit>(std::move(*options), context));
+}
+
+Result<std::unique_ptr<Middleware>> make_copy_filter(const common::Section&,
+                                                     const MiddlewareContext& context) {
+  return make_copy(context);
+}
+
+using MiddlewareFactory = Result<std::unique_ptr<Middleware>> (*)(const common::Section&,
+                                                                  const MiddlewareContext&);
+
+// The middlewares Apus implements: one row each, entry point -> factory. Register a new
+// middleware by adding its row here.
+constexpr std::pair<std::string_view, MiddlewareFactory> kMiddlewares[] = {
+    {"catch_errors", make_catch_errors},
+    {"gatekeeper", make_gatekeeper},
+    {"healthcheck", make_healthcheck},
+    {"proxy_logging", make_proxy_logging},
+    {"memcache", make_memcache},
+    {"listing_formats", make_listing_formats},
+    {"crossdomain", make_crossdomain},
+    {"tempauth", make_tempauth},
+    {"ratelimit", make_ratelimit},
+    {"copy", make_copy_filter},
+    {"slo", make_slo},
+    {"dlo", make_dlo},
+    {"symlink", make_symlink},
+    {"bulk", make_bulk},
+};
+
+// Every paste.filter_factory entry point of Swift 2.35's setup.cfg (2.30.1's, plus
+// backend_ratelimit), implemented by Apus or not.
+constexpr std::string_view kSwiftMiddlewares[] = {
+    "healthcheck",     "crossdomain",     "memcache",       "read_only",
+    "ratelimit",       "backend_ratelimit", "cname_lookup", "catch_errors",
+    "domain_remap",    "staticweb",       "tempauth",       "keystoneauth",
+    "recon",           "tempurl",         "formpost",       "name_check",
+    "bulk",            "container_quotas", "account_quotas", "proxy_logging",
+    "dlo",             "slo",             "list_endpoints", "gatekeeper",
+    "container_sync",  "xprofile",        "versioned_writes", "copy",
+    "keymaster",       "encryption",      "kms_keymaster",  "kmip_keymaster",
+    "listing_formats", "symlink",         "s3api",          "s3token",
+    "etag_quoter",
+};
+
+MiddlewareFactory factory_of(std::string_view name) {
+  for (const auto& [entry, make] : kMiddlewares) {
+    if (entry == name) return make;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
-bool has_middleware(std::string_view name) {
-  static constexpr std::string_view kNames[] = {
-      "catch_errors", "gatekeeper", "healthcheck", "proxy_logging", "memcache",
-      "listing_formats", "crossdomain", "tempauth", "ratelimit", "copy", "slo", "dlo",
-      "bulk", "symlink"};
-  return std::find(std::begin(kNames), std::end(kNames), name) != std::end(kNames);
+bool has_middleware(std::string_view name) { return factory_of(name) != nullptr; }
+
+std::span<const std::string_view> swift_middleware_names() { return kSwiftMiddlewares; }
+
+bool is_swift_middleware(std::string_view name) {
+  return std::find(std::begin(kSwiftMiddlewares), std::end(kSwiftMiddlewares), name) !=
+         std::end(kSwiftMiddlewares);
 }
 
 Result<std::unique_ptr<Middleware>> make_middleware(std::string_view name,
                                                     const common::Section& section,
                                                     const MiddlewareContext& context) {
-  if (name == "catch_errors") {
-    return std::unique_ptr<Middleware>(
-        std::make_unique<CatchErrors>(section.get_string("trans_id_suffix", "")));
+  if (MiddlewareFactory make = factory_of(name)) return make(section, context);
+  if (is_swift_middleware(name)) {
+    return Status::invalid_argument("middleware egg:swift#" + std::string(name) + " in [" +
+                                    section.name() + "] is not implemented by Apus");
   }
-  if (name == "gatekeeper") {
-    bool allow_reserved = false;
-    APUS_ASSIGN_OR_RETURN(allow_reserved, section.get_bool("allow_reserved_names_header", false));
-    return std::unique_ptr<Middleware>(std::make_unique<Gatekeeper>(allow_reserved));
-  }
-  if (name == "healthcheck") {
-    return std::unique_ptr<Middleware>(
-        std::make_unique<Healthcheck>(section.get_string("disable_path", "")));
-  }
-  if (name == "proxy_logging") return std::unique_ptr<Middleware>(std::make_unique<ProxyLogging>());
-  if (name == "memcache") {
-    // memcache_servers from the filter, else from memcache.conf in swift_dir, as Swift reads it.
-    std::string servers = section.get_string("memcache_servers", "");
-    if (servers.empty()) {
-      auto mc_conf = common::Config::load(context.swift_dir + "/memcache.conf");
-      if (mc_conf.ok()) servers = mc_conf->section("memcache").get_string("memcache_servers", "");
-    }
-    auto parsed = Memcache::parse_servers(common::list_from_csv(servers));
-    if (!parsed.ok()) return section.invalid("memcache_servers", parsed.status().message());
-    return std::unique_ptr<Middleware>(std::make_unique<Cache>(std::move(*parsed)));
-  }
-  if (name == "listing_formats") {
-    return std::unique_ptr<Middleware>(
-        std::make_unique<ListingFormats>(context.swift.constraints));
-  }
-  if (name == "crossdomain") {
-    return std::unique_ptr<Middleware>(std::make_unique<Crossdomain>(section.get_string(
-        "cross_domain_policy", "<allow-access-from domain=\"*\" secure=\"false\" />")));
-  }
-  if (name == "tempauth") return make_tempauth(section, context);
-  if (name == "ratelimit") {
-    auto options = RateLimit::parse(section);
-    if (!options.ok()) return options.status();
-    return std::unique_ptr<Middleware>(std::make_unique<RateLimit>(std::move(*options), context));
-  }
-  if (name == "copy") return make_copy(context);
-  if (name == "slo") return make_slo(section, context);
-  if (name == "dlo") return make_dlo(section, context);
-  if (name == "bulk") return make_bulk(section, context);
-  if (name == "symlink") return make_symlink(section, context);
   return Status::invalid_argument("unknown middleware egg:swift#" + std::string(name) +
                                   " in [" + section.name() + "]");
 }

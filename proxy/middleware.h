@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,14 +16,21 @@
 namespace apus::proxy {
 
 // The middleware for entry point `name` ("catch_errors", "tempauth"...), configured from
-// `section`. InvalidArgument naming the middleware when Apus has no such middleware, or an
-// option is bad.
+// `section`. InvalidArgument naming the middleware when an option is bad, when it is one of
+// Swift's that Apus does not implement yet ("... is not implemented by Apus"), or when Swift
+// has no such middleware either ("unknown middleware ..."). The middlewares Apus implements
+// are one table in middleware.cpp (entry point -> factory).
 common::Result<std::unique_ptr<Middleware>> make_middleware(std::string_view name,
                                                             const common::Section& section,
                                                             const MiddlewareContext& context);
 
-// Whether Apus has the middleware of entry point `name`.
+// Whether Apus implements the middleware of entry point `name`.
 bool has_middleware(std::string_view name);
+
+// Whether `name` is one of the middleware entry points (paste.filter_factory) of Swift 2.35,
+// implemented by Apus or not, and the list of them.
+bool is_swift_middleware(std::string_view name);
+std::span<const std::string_view> swift_middleware_names();
 
 // copy (copy.cpp).
 common::Result<std::unique_ptr<Middleware>> make_copy(const MiddlewareContext& context);

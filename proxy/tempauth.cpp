@@ -187,8 +187,7 @@ class TempAuth final : public Middleware {
       co_return;
     }
     if (req.path().starts_with(auth_prefix_)) {
-      (void)co_await ex.respond(co_await handle_auth(req, env.memcache));
-      co_return;
+      co_return co_await ex.reply(co_await handle_auth(req, env.memcache));
     }
     std::string_view token = req.headers.get_or("X-Auth-Token", req.headers.get_or("X-Storage-Token", ""));
     bool ours = !token.empty() && owns_token(token);
@@ -202,8 +201,7 @@ class TempAuth final : public Middleware {
         std::string realm = "unknown";
         auto segs = common::http::split_path(common::http::percent_decode(req.path()), 2, 3, true);
         if (segs.ok()) realm = (*segs)[1].value_or("unknown");
-        (void)co_await ex.respond(unauthorized(req, realm));
-        co_return;
+        co_return co_await ex.reply(unauthorized(req, realm));
       }
       env.remote_user = groups;
     }

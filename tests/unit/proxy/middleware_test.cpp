@@ -5,7 +5,10 @@
 
 #include <doctest/doctest.h>
 
+#include <iterator>
 #include <sstream>
+
+#include "common/config/config.h"
 
 namespace apus::proxy {
 namespace {
@@ -127,6 +130,75 @@ TEST_CASE("strip_client_headers: drops internal headers and returns X-Timestamp"
   plain.set("X-Object-Meta-A", "1");
   CHECK(!strip_client_headers(plain).has_value());
   CHECK(plain.size() == 1);
+}
+
+// Info lookups that find every account and container with no metadata.
+class NoInfo final : public InfoLookup {
+ public:
+  boost::asio::awaitable<CachedInfo> account_info(const std::string&,
+                                                  const common::http::Request&,
+                                                  const ProxyEnv&) override {
+    co_return CachedInfo{200, {}, {}};
+  }
+  boost::asio::awaitable<CachedInfo> container_info(const std::string&, const std::string&,
+                                                    const common::http::Request&,
+                                                    const ProxyEnv&) override {
+    co_return CachedInfo{200, {}, {}};
+  }
+  boost::asio::awaitable<void> forget_info(std::string, std::string, const ProxyEnv&) override {
+    co_return;
+  }
+};
+
+// make_middleware(name) from an empty [filter:x] section; the error message, "" on success.
+std::string make_error(std::string_view name) {
+  common::SwiftConf swift;
+  std::string swift_dir = "/nonexistent";
+  NoInfo info;
+  auto conf = common::Config::parse("[filter:x]\nuse = egg:swift#" + std::string(name) + "\n");
+  REQUIRE(conf.ok());
+  auto mw = make_middleware(name, conf->section("filter:x"),
+                            MiddlewareContext{swift, swift_dir, info});
+  return mw.ok() ? "" : mw.status().to_string();
+}
+
+// The paste.filter_factory entry points of Swift 2.35's setup.cfg.
+constexpr const char* kSwift235[] = {
+    "healthcheck", "crossdomain", "memcache", "read_only", "ratelimit", "backend_ratelimit",
+    "cname_lookup", "catch_errors", "domain_remap", "staticweb", "tempauth", "keystoneauth",
+    "recon", "tempurl", "formpost", "name_check", "bulk", "container_quotas", "account_quotas",
+    "proxy_logging", "dlo", "slo", "list_endpoints", "gatekeeper", "container_sync", "xprofile",
+    "versioned_writes", "copy", "keymaster", "encryption", "kms_keymaster", "kmip_keymaster",
+    "listing_formats", "symlink", "s3api", "s3token", "etag_quoter"};
+
+TEST_CASE("middleware table: every entry point of Swift 2.35 is known, and only those") {
+  for (const char* name : kSwift235) {
+    CHECK_MESSAGE(is_swift_middleware(name), name);
+    // Built, refused for a bad option, or not implemented: never "unknown".
+    CHECK_MESSAGE(make_error(name).find("unknown middleware") == std::string::npos, name);
+  }
+  CHECK(swift_middleware_names().size() == std::size(kSwift235));
+  for (const char* name : {"proxy", "s3", "Copy", "copy ", "", "versioned_writes2"}) {
+    CHECK_MESSAGE(!is_swift_middleware(name), name);
+  }
+  // Every middleware Apus implements is one of Swift's.
+  for (const char* name : {"catch_errors", "gatekeeper", "healthcheck", "proxy_logging",
+                           "memcache", "listing_formats", "crossdomain", "tempauth",
+                           "ratelimit", "copy"}) {
+    CHECK_MESSAGE(has_middleware(name), name);
+    CHECK_MESSAGE(make_error(name).empty(), name);
+  }
+}
+
+TEST_CASE("middleware table: one of Swift's that Apus lacks is not implemented, not unknown") {
+  std::string s3 = make_error("s3api");
+  CHECK(s3.find("egg:swift#s3api") != std::string::npos);
+  CHECK(s3.find("[filter:x]") != std::string::npos);
+  CHECK(s3.find("is not implemented") != std::string::npos);
+  CHECK(!has_middleware("s3api"));
+  std::string other = make_error("nonesuch");
+  CHECK(other.find("unknown middleware egg:swift#nonesuch") != std::string::npos);
+  CHECK(other.find("not implemented") == std::string::npos);
 }
 
 }  // namespace

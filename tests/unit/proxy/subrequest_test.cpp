@@ -142,8 +142,8 @@ TEST_CASE("subrequest: a HEAD has no body whatever its Content-Length") {
   Response r;
   r.headers.set("Content-Length", "12345");
   run([&]() -> net::awaitable<void> {
-    auto sub = co_await Subrequest::start(whole_app(r), make_subrequest("HEAD", "/v1/a/c/o", "", {}),
-                                          ProxyEnv{});
+    Request head = make_subrequest("HEAD", "/v1/a/c/o", "", {});
+    auto sub = co_await Subrequest::start(whole_app(r), std::move(head), ProxyEnv{});
     CHECK(sub->length() == std::optional<uint64_t>(12345));
     auto body = co_await sub->read_all(10);
     REQUIRE(body.ok());
@@ -416,8 +416,8 @@ TEST_CASE("run_subrequest_with_body: a Subrequest's body feeds a PUT, a failure 
   run([&]() -> net::awaitable<void> {
     auto src = co_await Subrequest::start(streaming_app(source), get(), ProxyEnv{});
     SubrequestBody body(*src);
-    auto r = co_await run_subrequest_with_body(put_app, make_subrequest("PUT", "/v1/a/c/o2", "", {}),
-                                               ProxyEnv{}, body, 100);
+    Request put = make_subrequest("PUT", "/v1/a/c/o2", "", {});
+    auto r = co_await run_subrequest_with_body(put_app, std::move(put), ProxyEnv{}, body, 100);
     co_await src->close();
     REQUIRE(r.ok());
     CHECK(r->status == 499);
