@@ -122,10 +122,15 @@ std::string guess_content_type(std::string_view object) {
   return it == types->end() ? "application/octet-stream" : it->second;
 }
 
-// The headers of a subrequest made for `req`: its token, as Swift passes x-auth-token on.
+// The headers of a subrequest made for `req`: its token, as Swift passes x-auth-token on, and
+// the client's headers Swift's make_env() copies into every subrequest (a Referer may be what
+// grants read access to the segments' container).
 HeaderMap sub_headers(const Request& req) {
   HeaderMap h;
-  if (auto token = req.headers.get("X-Auth-Token")) h.set("X-Auth-Token", *token);
+  for (std::string_view name : {"X-Auth-Token", "Host", "Referer", "Origin",
+                                "Access-Control-Request-Method", "X-User-Id", "X-Project-Id"}) {
+    if (auto v = req.headers.get(name)) h.set(name, *v);
+  }
   if (auto ua = req.headers.get("User-Agent")) h.set("User-Agent", std::string(*ua) + " SLO");
   return h;
 }
