@@ -4,8 +4,15 @@
 #include <cmath>
 #include <thread>
 
+#include "common/constraints.h"
 #include "common/http/server_config.h"
+#include "common/http/swob.h"
+#include "common/http/url.h"
 #include "common/log/log.h"
+#include "proxy/controllers/account.h"
+#include "proxy/controllers/container.h"
+#include "proxy/controllers/info.h"
+#include "proxy/controllers/object.h"
 #include "proxy/internal/app.h"
 #include "proxy/middleware.h"
 #include "ring/ring_reloader.h"
@@ -207,6 +214,135 @@ net::awaitable<void> ProxyServer::handle(common::http::Exchange& ex) {
   common::http::ExchangeWrapper cleaned(ex);
   env.inbound_x_timestamp = strip_client_headers(cleaned.mutable_request().headers);
   co_await pipeline_->handle(cleaned, env);
+}
+
+// ---- ProxyApp --------------------------------------------------------------------------------
+
+namespace {
+
+// Whether any node order sorts by timing (only then are timings worth recording).
+bool sorts_by_timing(const ProxyConfig& c) {
+  if (c.node_order.sort == NodeOrder::Sort::kTiming) return true;
+  for (const auto& [policy, order] : c.policy_node_order) {
+    if (order.sort == NodeOrder::Sort::kTiming) return true;
+  }
+  return false;
+}
+
+// The parts of the request's path, or the refusal: 412 for a path that is not UTF-8 (or holds
+// a NUL without X-Backend-Allow-Reserved-Names) or names no account, 404 for one that is not
+// /<version>/<account>[/<container>[/<object>]], 400 for an unknown version.
+common::http::OrRefusal<ApiPath> parse_api_path(const common::http::Request& req,
+                                               const common::Constraints& c) {
+  std::string path = common::http::percent_decode(req.path());
+  bool allow_reserved = common::config_true_value(
+      req.headers.get_or("X-Backend-Allow-Reserved-Names", ""));
+  if (!common::check_utf8(path, allow_reserved)) {
+    return common::http::swob_response_with_body(412, "Invalid UTF8 or contains NULL");
+  }
+  auto segs = common::http::split_path(path, 1, 4, true);
+  if (!segs.ok()) return common::http::swob_response(404);
+  ApiPath p;
+  p.version = (*segs)[0].value_or("");
+  p.account = (*segs)[1].value_or("");
+  p.container = (*segs)[2].value_or("");
+  p.object = (*segs)[3].value_or("");
+  if (p.account.empty()) return common::http::swob_response_with_body(412, "Bad URL");
+  if (!common::valid_api_version(c, p.version)) return common::http::swob_response(400);
+  return p;
+}
+
+}  // namespace
+
+ProxyApp::ProxyApp(ProxyConfig config, std::unique_ptr<ring::Ring> account_ring,
+                   std::unique_ptr<ring::Ring> container_ring,
+                   std::map<int, std::unique_ptr<ring::Ring>> object_rings)
+    : config_(std::move(config)),
+      account_ring_(std::move(account_ring)),
+      container_ring_(std::move(container_ring)),
+      object_rings_(std::move(object_rings)),
+      health_(config_.error_suppression_limit, config_.error_suppression_interval,
+              config_.timing_expiry, sorts_by_timing(config_)),
+      info_cache_(config_.swift.policies) {}
+
+ring::Ring* ProxyApp::object_ring(int policy) {
+  auto it = object_rings_.find(policy);
+  return it == object_rings_.end() ? nullptr : it->second.get();
+}
+
+net::awaitable<void> ProxyApp::handle(common::http::Exchange& ex, ProxyEnv& env) {
+  if (ex.request().path() == "/info") {
+    InfoController controller(*this);
+    co_return co_await controller.handle(ex, env);
+  }
+  common::http::OrRefusal<ApiPath> p = parse_api_path(ex.request(), config_.swift.constraints);
+  if (!p) co_return co_await ex.reply(std::move(p).refusal());
+  if (!p->object.empty()) {
+    ObjectController controller(*this, std::move(*p));
+    co_await controller.handle(ex, env);
+  } else if (!p->container.empty()) {
+    ContainerController controller(*this, std::move(*p));
+    co_await controller.handle(ex, env);
+  } else {
+    AccountController controller(*this, std::move(*p));
+    co_await controller.handle(ex, env);
+  }
+}
+
+net::awaitable<CachedInfo> ProxyApp::cached_head(const std::string& account,
+                                                 const std::string& container,
+                                                 const common::http::Request& req,
+                                                 const ProxyEnv& env) {
+  const InfoKind kind = container.empty() ? InfoKind::kAccount : InfoKind::kContainer;
+  std::string key =
+      container.empty() ? "account/" + account : "container/" + account + "/" + container;
+  if (auto hit = co_await info_cache_.get(key, kind, env.memcache)) co_return std::move(*hit);
+  ring::Ring& ring = container.empty() ? *account_ring_ : *container_ring_;
+  auto part = ring.get_part(account, container);
+  CachedInfo info;
+  if (!part.ok()) co_return info;
+  common::http::HeaderMap h = backend_headers(req, env.trans_id);
+  std::string path = "/" + common::http::quote(account);
+  if (!container.empty()) path += "/" + common::http::quote(container);
+  common::http::Response r = co_await get_or_head(*this, ring, *part, "HEAD", path, h);
+  info.status = r.status;
+  info.headers = std::move(r.headers);
+  co_await info_cache_.set(std::move(key), kind, info,
+                           container.empty() ? config_.recheck_account_existence
+                                             : config_.recheck_container_existence,
+                           env.memcache);
+  co_return info;
+}
+
+net::awaitable<CachedInfo> ProxyApp::account_info(const std::string& account,
+                                                  const common::http::Request& req,
+                                                  const ProxyEnv& env) {
+  // A coroutine, not a plain function returning cached_head(): the empty container name must
+  // live until cached_head is done with it.
+  co_return co_await cached_head(account, std::string(), req, env);
+}
+
+net::awaitable<CachedInfo> ProxyApp::container_info(const std::string& account,
+                                                    const std::string& container,
+                                                    const common::http::Request& req,
+                                                    const ProxyEnv& env) {
+  // A container exists only in an account that exists.
+  CachedInfo a = co_await account_info(account, req, env);
+  if (a.status < 200 || a.status >= 300) {
+    if (!(a.status == 404 && config_.account_autocreate)) {
+      CachedInfo none;
+      none.status = a.status >= 500 || a.status == 0 ? 503 : 404;
+      co_return none;
+    }
+  }
+  co_return co_await cached_head(account, container, req, env);
+}
+
+net::awaitable<void> ProxyApp::forget_info(std::string account, std::string container,
+                                           const ProxyEnv& env) {
+  co_await info_cache_.forget(
+      container.empty() ? "account/" + account : "container/" + account + "/" + container,
+      env.memcache);
 }
 
 }  // namespace apus::proxy

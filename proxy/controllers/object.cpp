@@ -1,17 +1,18 @@
-// Object requests: PUT streamed to every replica while hashing, GET/HEAD from the first good
-// replica (streamed), POST and DELETE by quorum (swift-protocol.md §12).
+#include "proxy/controllers/object.h"
+
 #include <algorithm>
 #include <array>
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/this_coro.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <deque>
 #include <fstream>
 #include <functional>
 #include <sstream>
 #include <unordered_map>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 
 #include "common/async.h"
 #include "common/config/config.h"
@@ -35,6 +36,7 @@ using common::Timestamp;
 using common::http::ClientConnection;
 using common::http::Exchange;
 using common::http::HeaderMap;
+using common::http::OrRefusal;
 using common::http::Request;
 using common::http::Response;
 using common::http::iequals;
@@ -42,6 +44,12 @@ using common::http::istarts_with;
 using common::http::swob_response;
 
 namespace {
+
+// Bytes first..last (inclusive) of an object.
+struct ByteSpan {
+  uint64_t first = 0;
+  uint64_t last = 0;
+};
 
 
 // Python's mimetypes.guess_type() by extension, from /etc/mime.types as Python reads it.
@@ -105,7 +113,6 @@ HeaderMap object_write_headers(const Request& req, const HeaderMap& client,
   return h;
 }
 
-// X-Container-Host/-Device/-Partition for the i-th object replica of n.
 // Feeds one upload to the connections of its replicas, each with a queue of at most
 // `depth` chunks (Swift's put_queue_depth): a node may fall that far behind the others before
 // it holds the upload up. A connection whose write fails is dropped. One writer coroutine per
@@ -237,6 +244,7 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+// X-Container-Host/-Device/-Partition for the i-th object replica of n.
 void add_container_update(HeaderMap& h, const ring::NodeList& container_nodes, size_t i,
                           size_t n) {
   std::string hosts, devices;
@@ -296,7 +304,6 @@ std::string clean_content_type(std::string_view value) {
   return std::string(value);
 }
 
-// The client's copy of a backend object response's headers.
 // The bytes of the object a GET answer carries, when a resume can ask for the rest with one
 // Range: the whole object (200) or a single range (206 with Content-Range).
 std::optional<ByteSpan> resumable_span(const common::http::ClientResponse& head) {
@@ -313,6 +320,7 @@ std::optional<ByteSpan> resumable_span(const common::http::ClientResponse& head)
   return ByteSpan{first, last};
 }
 
+// The client's copy of a backend object response's headers.
 HeaderMap client_object_headers(const HeaderMap& backend) {
   HeaderMap h;
   for (const auto& [name, value] : backend) {
@@ -504,57 +512,107 @@ net::awaitable<std::vector<BackendResponse>> read_put_answers(std::vector<PutLan
   co_return state->answers;
 }
 
+// ---- checks of the client's request and the answer to a PUT ----------------------------------
+
+constexpr std::string_view kAllowed = "DELETE, GET, HEAD, OPTIONS, POST, PUT";
+
+// Swift's PUT checks of the client's headers (Content-Type already guessed when missing):
+// If-None-Match only with *, check_object_creation(), the reserved Content-Type parameters.
+std::optional<Response> bad_put_headers(const HeaderMap& client, const common::Constraints& c,
+                                        const std::string& object,
+                                        bool content_type_overridden = false) {
+  if (auto inm = client.get("If-None-Match"); inm && inm->find('*') == std::string_view::npos) {
+    return common::http::swob_response_with_body(400, "If-None-Match only supports *");
+  }
+  common::CheckResult check = common::check_object_creation(c, client, object);
+  if (check.ok() && !content_type_overridden) check = common::check_content_type(client);
+  return refusal(check);
+}
+
+// The time of a write: the client's X-Timestamp when it gives one (400 when that is no
+// timestamp), else now.
+OrRefusal<Timestamp> write_timestamp(const HeaderMap& client) {
+  auto ts = client.get("X-Timestamp");
+  if (!ts) return Timestamp::now();
+  auto parsed = Timestamp::parse(*ts);
+  if (!parsed.ok()) {
+    return common::http::text_response(
+        400, "X-Timestamp should be a UNIX timestamp float value; was '" + std::string(*ts) + "'");
+  }
+  return *parsed;
+}
+
+// The client's answer to a PUT from the object servers' answers (missing ones, of `n`
+// replicas, count as 503): 201 with the ETag of the bytes sent when a quorum stored them, 500
+// when a replica says it stored other bytes.
+Response put_response(std::vector<BackendResponse> answers, size_t n, const std::string& etag,
+                      const Timestamp& now) {
+  for (const auto& a : answers) {
+    if (a.status >= 200 && a.status < 300) {
+      std::string backend_etag(a.headers.get_or("Etag", etag));
+      backend_etag.erase(std::remove(backend_etag.begin(), backend_etag.end(), '"'),
+                         backend_etag.end());
+      if (backend_etag != etag) return swob_response(500);
+    }
+  }
+  while (answers.size() < n) {
+    BackendResponse missing;
+    missing.status = 503;
+    answers.push_back(std::move(missing));
+  }
+  Response r = best_response(answers, n);
+  if (r.status >= 200 && r.status < 300) {
+    r.status = 201;
+    r.body.clear();
+    r.headers.set("Etag", etag);
+    r.headers.set("Last-Modified", common::http::format_http_date(now.ceil()));
+  }
+  return r;
+}
+
 }  // namespace
 
-std::optional<ObjectPlacement> ProxyApp::place_object(const ApiPath& p,
-                                                      const CachedInfo& container) {
-  ObjectPlacement out;
+// ---- ObjectController: routing ---------------------------------------------------------------
+
+std::string ObjectController::quoted_path() const {
+  return "/" + common::http::quote(path().account) + "/" + common::http::quote(path().container) +
+         "/" + common::http::quote(path().object);
+}
+
+std::optional<ObjectController::Placement> ObjectController::place(const CachedInfo& container) {
+  Placement out;
   out.policy = policy_index(container.headers.get_or("X-Backend-Storage-Policy-Index", "0"));
-  out.ring = object_ring(out.policy);
+  out.ring = app().object_ring(out.policy);
   if (!out.ring) return std::nullopt;
+  const ApiPath& p = path();
   auto part = out.ring->get_part(p.account, p.container, p.object);
-  auto cpart = container_ring_->get_part(p.account, p.container);
+  ring::Ring& container_ring = app().container_ring();
+  auto cpart = container_ring.get_part(p.account, p.container);
   if (!part.ok() || !cpart.ok()) return std::nullopt;
   out.partition = *part;
-  out.container_nodes = container_ring_->get_part_nodes(*cpart);
+  out.container_nodes = container_ring.get_part_nodes(*cpart);
   return out;
 }
 
-net::awaitable<void> ProxyApp::object_request(Exchange& ex, ProxyEnv& env, const ApiPath& p) {
+net::awaitable<void> ObjectController::handle(Exchange& ex, ProxyEnv& env) {
   const Request& req = ex.request();
-  static const std::vector<std::string> kAllowed = {"DELETE", "GET", "HEAD", "OPTIONS", "POST",
-                                                    "PUT"};
-  if (std::find(kAllowed.begin(), kAllowed.end(), req.method) == kAllowed.end()) {
-    Response r = swob_response(405);
-    r.headers.set("Allow", "DELETE, GET, HEAD, OPTIONS, POST, PUT");
-    (void)co_await ex.respond(std::move(r));
-    co_return;
-  }
-  CachedInfo container = co_await container_info(p.account, p.container, req, env);
+  if (!allows(kAllowed, req.method)) co_return co_await ex.reply(method_not_allowed(kAllowed));
+  CachedInfo container = co_await container_info(req, env);
   if (req.method == "OPTIONS") {
-    (void)co_await ex.respond(
-        options_response(req, "DELETE, GET, HEAD, OPTIONS, POST, PUT", &container));
-    co_return;
+    co_return co_await ex.reply(options_response(req, kAllowed, &container));
   }
-  if (auto origin = req.headers.get("Origin")) {
-    std::string from(*origin);
-    HeaderEditor cors(ex, [this, container, from](int, HeaderMap& h) {
-      add_cors_headers(container, from, h);
-    });
-    co_await object_request_inner(cors, env, p, container);
-    co_return;
-  }
-  co_await object_request_inner(ex, env, p, container);
+  auto origin = req.headers.get("Origin");
+  if (!origin) co_return co_await serve(ex, env, container);
+  HeaderEditor cors(ex, cors_edit(container, std::string(*origin)));
+  co_await serve(cors, env, container);
 }
 
-net::awaitable<void> ProxyApp::object_request_inner(Exchange& ex, ProxyEnv& env,
-                                                    const ApiPath& p,
-                                                    const CachedInfo& container) {
+net::awaitable<void> ObjectController::serve(Exchange& ex, ProxyEnv& env,
+                                             const CachedInfo& container) {
   const Request& req = ex.request();
   std::optional<Response> early = co_await authorize(req, env, std::nullopt);
   if (container.status >= 500 || container.status == 0) {
-    (void)co_await ex.respond(swob_response(503));
-    co_return;
+    co_return co_await ex.reply(swob_response(503));
   }
   if (early) {
     bool read = req.method == "GET" || req.method == "HEAD";
@@ -563,60 +621,46 @@ net::awaitable<void> ProxyApp::object_request_inner(Exchange& ex, ProxyEnv& env,
       acl = std::string(*v);
     }
     if (auto denied = co_await authorize(req, env, acl)) {
-      (void)co_await ex.respond(std::move(*denied));
-      co_return;
+      co_return co_await ex.reply(std::move(*denied));
     }
   }
   if (req.method == "GET" || req.method == "HEAD") {
-    co_await object_get_head(ex, env, p, container);
+    co_await get_or_head_object(ex, env, container);
   } else if (container.status < 200 || container.status >= 300) {
-    (void)co_await ex.respond(swob_response(404));
+    co_await ex.reply(swob_response(404));
   } else if (req.method == "PUT") {
-    co_await object_put(ex, env, p, container);
+    co_await put(ex, env, container);
   } else {
-    co_await object_post_delete(ex, env, p, container);
+    co_await post_or_delete(ex, env, container);
   }
 }
 
 // ---- GET and HEAD ----------------------------------------------------------------------------
 
-net::awaitable<void> ProxyApp::object_get_head(Exchange& ex, ProxyEnv& env, const ApiPath& p,
-                                               const CachedInfo& container) {
+net::awaitable<void> ObjectController::get_or_head_object(Exchange& ex, ProxyEnv& env,
+                                                          const CachedInfo& container) {
   const Request& req = ex.request();
   int policy = policy_index(req.headers.get_or(
       "X-Backend-Storage-Policy-Index",
       container.headers.get_or("X-Backend-Storage-Policy-Index", "0")));
-  ring::Ring* ring = object_ring(policy);
-  if (!ring) {
-    (void)co_await ex.respond(swob_response(503));
-    co_return;
-  }
-  auto part = ring->get_part(p.account, p.container, p.object);
-  if (!part.ok()) {
-    (void)co_await ex.respond(swob_response(500));
-    co_return;
-  }
+  ring::Ring* ring = app().object_ring(policy);
+  if (!ring) co_return co_await ex.reply(swob_response(503));
+  auto part = ring->get_part(path().account, path().container, path().object);
+  if (!part.ok()) co_return co_await ex.reply(swob_response(500));
   HeaderMap h = backend_headers(req, env.trans_id);
   for (const auto& [k, v] : req.headers) h.set(k, v);
   h.set("X-Trans-Id", env.trans_id);
   h.set("X-Backend-Storage-Policy-Index", std::to_string(policy));
-  std::string path = "/" + std::to_string(*part) + "/" + common::http::quote(p.account) + "/" +
-                     common::http::quote(p.container) + "/" + common::http::quote(p.object);
 
   common::http::ClientRequest request;
   request.method = req.method;
-  request.target = path;
+  request.target = "/" + std::to_string(*part) + quoted_path();
   request.headers = std::move(h);
   const bool newest = common::config_true_value(req.headers.get_or("X-Newest", ""));
-  NodeIter it = nodes(*ring, *part, NodeIter::Purpose::kRead, policy);
+  NodeIter it = iter_nodes(app(), *ring, *part, NodeIter::Purpose::kRead, policy);
   std::vector<BackendResponse> answers;
-  std::optional<ObjectSource> source =
-      co_await find_object_source(it, request, newest, "", answers);
-  if (!source) {
-    (void)co_await ex.respond(best_response(answers, it.primary_count()));
-    co_return;
-  }
-  auto& pool = common::http::ConnectionPool::for_this_thread();
+  std::optional<Source> source = co_await find_source(it, request, newest, "", answers);
+  if (!source) co_return co_await ex.reply(best_response(answers, it.primary_count()));
   const common::http::ClientResponse& head = source->head;
   HeaderMap out_headers = client_object_headers(head.headers);
   if (req.method == "HEAD") {
@@ -624,24 +668,33 @@ net::awaitable<void> ProxyApp::object_get_head(Exchange& ex, ProxyEnv& env, cons
     r.status = head.status;
     r.headers = std::move(out_headers);
     if (head.content_length) r.headers.set("Content-Length", std::to_string(*head.content_length));
-    pool.release(std::move(source->conn));
-    (void)co_await ex.respond(std::move(r));
-    co_return;
+    common::http::ConnectionPool::for_this_thread().release(std::move(source->conn));
+    co_return co_await ex.reply(std::move(r));
   }
   if (!head.content_length) {
     // No length (a chunked or close-delimited answer, e.g. from a middleware or another
     // implementation): streamed through chunked, a chunk at a time, never held whole. Without
     // a length there is no span to resume from, so a failure midway ends the body short.
-    co_await stream_unsized_body(ex, *source, head.status, std::move(out_headers), path);
-    co_return;
+    const int status = head.status;
+    co_return co_await stream_unsized_body(ex, *source, status, std::move(out_headers),
+                                           request.target);
   }
-  // Stream the body. Should the replica fail or stall (recoverable_node_timeout) midway, the
-  // rest comes from another replica of the same ETag with a Range, as Swift resumes.
+  co_await stream_body(ex, it, request, std::move(source), std::move(out_headers));
+}
+
+net::awaitable<void> ObjectController::stream_body(Exchange& ex, NodeIter& it,
+                                                   const common::http::ClientRequest& request,
+                                                   std::optional<Source> source,
+                                                   HeaderMap headers) {
+  // Should the replica fail or stall (recoverable_node_timeout) midway, the rest comes from
+  // another replica of the same ETag with a Range, as Swift resumes.
+  const std::string& path = request.target;
+  const common::http::ClientResponse& head = source->head;
   const uint64_t length = *head.content_length;
   std::optional<ByteSpan> span = resumable_span(head);
   const std::string etag(common::http::normalize_etag(head.headers.get_or("Etag", "")));
-  Status s = co_await ex.start_response(head.status, std::move(out_headers), length);
-  std::vector<char> buf(config_.object_chunk_size);
+  Status s = co_await ex.start_response(head.status, std::move(headers), length);
+  std::vector<char> buf(config().object_chunk_size);
   uint64_t sent = 0;
   while (s.ok() && sent < length) {
     auto n = co_await source->conn->read_body(buf);
@@ -660,7 +713,7 @@ net::awaitable<void> ProxyApp::object_get_head(Exchange& ex, ProxyEnv& env, cons
     rest.headers.set("Range", "bytes=" + std::to_string(span->first + sent) + "-" +
                                   std::to_string(span->last));
     std::vector<BackendResponse> ignored;
-    auto next = co_await find_object_source(it, rest, false, etag, ignored);
+    auto next = co_await find_source(it, rest, false, etag, ignored);
     std::optional<ByteSpan> got = next ? resumable_span(next->head) : std::nullopt;
     if (!next || next->head.status != 206 || !got || got->first != span->first + sent ||
         got->last != span->last) {
@@ -672,14 +725,14 @@ net::awaitable<void> ProxyApp::object_get_head(Exchange& ex, ProxyEnv& env, cons
     source = std::move(next);
   }
   if (s.ok()) (void)co_await ex.finish_response();
-  pool.release(std::move(source->conn));
+  common::http::ConnectionPool::for_this_thread().release(std::move(source->conn));
 }
 
-net::awaitable<void> ProxyApp::stream_unsized_body(Exchange& ex, ObjectSource& source,
-                                                   int status, HeaderMap headers,
-                                                   const std::string& path) {
+net::awaitable<void> ObjectController::stream_unsized_body(Exchange& ex, Source& source,
+                                                           int status, HeaderMap headers,
+                                                           const std::string& path) {
   Status s = co_await ex.start_response(status, std::move(headers), std::nullopt);
-  std::vector<char> buf(config_.object_chunk_size);
+  std::vector<char> buf(config().object_chunk_size);
   while (s.ok()) {
     auto n = co_await source.conn->read_body(buf);
     if (!n.ok()) {
@@ -694,15 +747,16 @@ net::awaitable<void> ProxyApp::stream_unsized_body(Exchange& ex, ObjectSource& s
   common::http::ConnectionPool::for_this_thread().release(std::move(source.conn));
 }
 
-net::awaitable<std::optional<ObjectSource>> ProxyApp::find_object_source(
+net::awaitable<std::optional<ObjectController::Source>> ObjectController::find_source(
     NodeIter& it, const common::http::ClientRequest& request, bool newest,
     std::string_view etag, std::vector<BackendResponse>& answers) {
+  const ProxyConfig& conf = config();
   common::http::ClientOptions options;
-  options.conn_timeout = config_.backend.conn_timeout;
+  options.conn_timeout = conf.backend.conn_timeout;
   // X-Newest answers are not resumed, so they get the plain node_timeout, as in Swift.
-  options.node_timeout = newest ? config_.backend.node_timeout : config_.recoverable_node_timeout;
+  options.node_timeout = newest ? conf.backend.node_timeout : conf.recoverable_node_timeout;
   auto& pool = common::http::ConnectionPool::for_this_thread();
-  std::vector<ObjectSource> sources;
+  std::vector<Source> sources;
   Timestamp latest_tombstone;
   NodeRef node;
   while (it.next(&node)) {
@@ -715,11 +769,11 @@ net::awaitable<std::optional<ObjectSource>> ProxyApp::find_object_source(
         begun.ok() ? co_await begun->conn->read_response_head()
                    : Result<common::http::ClientResponse>(begun.status());
     if (!head.ok()) {
-      health_.record_error(*node.device);
+      health().record_error(*node.device);
       continue;
     }
     std::unique_ptr<ClientConnection> conn = std::move(begun->conn);
-    health_.record_timing(*node.device, seconds_since(started));
+    health().record_timing(*node.device, seconds_since(started));
     const int status = head->status;
     if ((status >= 200 && status < 400) || status == 416) {
       if (!etag.empty() &&
@@ -731,7 +785,7 @@ net::awaitable<std::optional<ObjectSource>> ProxyApp::find_object_source(
       }
       Timestamp ts = source_timestamp(head->headers);
       if (ts < latest_tombstone) continue;  // older than a DELETE another node saw
-      sources.push_back(ObjectSource{std::move(conn), std::move(*head), ts});
+      sources.push_back(Source{std::move(conn), std::move(*head), ts});
       if (!newest) break;  // one good answer is enough
       continue;
     }
@@ -742,21 +796,22 @@ net::awaitable<std::optional<ObjectSource>> ProxyApp::find_object_source(
     auto body = co_await conn->read_body_all(1 << 20);
     if (body.ok()) a.body = std::move(*body);
     pool.release(std::move(conn));
-    if (status == 507) health_.limit_now(*node.device);
+    if (status == 507) health().limit_now(*node.device);
     if (status >= 500) {
-      health_.record_error(*node.device);
+      health().record_error(*node.device);
       continue;
     }
     if (status == 404) {
-      latest_tombstone = std::max(latest_tombstone,
-                                  common::timestamp_or_zero(a.headers.get_or("X-Backend-Timestamp", "0")));
+      latest_tombstone =
+          std::max(latest_tombstone,
+                   common::timestamp_or_zero(a.headers.get_or("X-Backend-Timestamp", "0")));
     }
     answers.push_back(std::move(a));
   }
   // The newest good answer (the last of equals, as Swift's sort keeps them), if it is not
   // older than a tombstone seen after it; the others are dropped with their connections.
-  std::optional<ObjectSource> best;
-  for (ObjectSource& candidate : sources) {
+  std::optional<Source> best;
+  for (Source& candidate : sources) {
     if (candidate.timestamp < latest_tombstone) continue;
     if (!best || candidate.timestamp >= best->timestamp) best = std::move(candidate);
   }
@@ -765,73 +820,46 @@ net::awaitable<std::optional<ObjectSource>> ProxyApp::find_object_source(
 
 // ---- PUT -------------------------------------------------------------------------------------
 
-net::awaitable<void> ProxyApp::object_put(Exchange& ex, ProxyEnv& env, const ApiPath& p,
-                                          const CachedInfo& container) {
+net::awaitable<void> ObjectController::put(Exchange& ex, ProxyEnv& env,
+                                           const CachedInfo& container) {
   const Request& req = ex.request();
-  const auto& c = config_.swift.constraints;
   HeaderMap client = req.headers;
   bool detect = common::config_true_value(client.get_or("X-Detect-Content-Type", ""));
   // An empty Content-Type counts as none, as in Swift: the type is guessed.
   if (client.get_or("Content-Type", "").empty() || detect) {
-    client.set("Content-Type", guess_content_type(p.object));
+    client.set("Content-Type", guess_content_type(path().object));
   }
-  if (auto inm = client.get("If-None-Match"); inm && inm->find('*') == std::string_view::npos) {
-    (void)co_await ex.respond(common::http::swob_response_with_body(400, "If-None-Match only supports *"));
-    co_return;
+  if (auto bad = bad_put_headers(client, config().swift.constraints, path().object,
+                                 env.content_type_overridden)) {
+    co_return co_await ex.reply(std::move(*bad));
   }
-  auto check = common::check_object_creation(c, client, p.object);
-  if (check.ok() && !env.content_type_overridden) check = common::check_content_type(client);
-  if (!check.ok()) {
-    (void)co_await ex.respond(common::http::text_response(check.status, check.body));
-    co_return;
-  }
-  Timestamp now = Timestamp::now();
-  if (auto ts = client.get("X-Timestamp")) {
-    auto parsed = Timestamp::parse(*ts);
-    if (!parsed.ok()) {
-      (void)co_await ex.respond(common::http::text_response(
-          400, "X-Timestamp should be a UNIX timestamp float value; was '" + std::string(*ts) +
-                   "'"));
-      co_return;
-    }
-    now = *parsed;
-  }
-  if (auto bad = fix_delete_headers(client, now)) {
-    (void)co_await ex.respond(std::move(*bad));
-    co_return;
-  }
-  auto placement = place_object(p, container);
-  if (!placement) {
-    (void)co_await ex.respond(swob_response(503));
-    co_return;
-  }
-  ring::Ring* ring = placement->ring;
-  const uint32_t part = placement->partition;
+  OrRefusal<Timestamp> now = write_timestamp(client);
+  if (!now) co_return co_await ex.reply(std::move(now).refusal());
+  if (auto bad = fix_delete_headers(client, *now)) co_return co_await ex.reply(std::move(*bad));
+  std::optional<Placement> placement = place(container);
+  if (!placement) co_return co_await ex.reply(swob_response(503));
   const ring::NodeList& container_nodes = placement->container_nodes;
-  std::string path = "/" + std::to_string(part) + "/" + common::http::quote(p.account) + "/" +
-                     common::http::quote(p.container) + "/" + common::http::quote(p.object);
-  HeaderMap base = object_write_headers(req, client, env.trans_id, now, placement->policy);
-  std::optional<uint64_t> length = req.content_length;
 
   // Connect to as many nodes as the ring has replicas at once, with Expect: 100-continue.
   common::http::ClientOptions options;
-  options.conn_timeout = config_.backend.conn_timeout;
-  options.node_timeout = config_.backend.node_timeout;
-  NodeIter it = nodes(*ring, part, NodeIter::Purpose::kWrite, placement->policy);
+  options.conn_timeout = config().backend.conn_timeout;
+  options.node_timeout = config().backend.node_timeout;
+  NodeIter it = iter_nodes(app(), *placement->ring, placement->partition,
+                           NodeIter::Purpose::kWrite, placement->policy);
   const size_t n = it.primary_count();
-  const size_t quorum = quorum_size(n);
   common::http::ClientRequest put;
   put.method = "PUT";
-  put.headers = std::move(base);
+  put.headers = object_write_headers(req, client, env.trans_id, *now, placement->policy);
   // An empty body still goes chunked, as Swift sends it (Expect needs a body).
-  if (length && *length > 0) {
-    put.content_length = length;
+  if (req.content_length && *req.content_length > 0) {
+    put.content_length = req.content_length;
   } else {
     put.chunked = true;
   }
   put.expect_continue = true;
+  const std::string target = "/" + std::to_string(placement->partition) + quoted_path();
   std::vector<PutSlot> slots = co_await connect_put_nodes(
-      std::move(it), n, options, health_, std::move(put), path,
+      std::move(it), n, options, health(), std::move(put), target,
       [&container_nodes, n](size_t i, HeaderMap& h) {
         add_container_update(h, container_nodes, i, n);
       });
@@ -850,136 +878,102 @@ net::awaitable<void> ProxyApp::object_put(Exchange& ex, ProxyEnv& env, const Api
                             std::string_view::npos;
   if (if_none_match_star &&
       std::find(early_statuses.begin(), early_statuses.end(), 412) != early_statuses.end()) {
-    (void)co_await ex.respond(swob_response(412));
-    co_return;
+    co_return co_await ex.reply(swob_response(412));
   }
   if (std::find(early_statuses.begin(), early_statuses.end(), 409) != early_statuses.end()) {
-    (void)co_await ex.respond(swob_response(202));
-    co_return;
+    co_return co_await ex.reply(swob_response(202));
   }
+  const size_t quorum = quorum_size(n);
   if (conns.size() < quorum) {
     APUS_LOG_ERROR("Object PUT returning 503, " + std::to_string(conns.size()) + "/" +
                    std::to_string(quorum) + " required connections");
-    (void)co_await ex.respond(swob_response(503));
-    co_return;
+    co_return co_await ex.reply(swob_response(503));
   }
+  co_await send_body(ex, std::move(conns), std::move(conn_devices), n, *now);
+}
 
+net::awaitable<void> ObjectController::send_body(
+    Exchange& ex, std::vector<std::unique_ptr<ClientConnection>> conns,
+    std::vector<const ring::Device*> devices, size_t n, Timestamp now) {
+  const ProxyConfig& conf = config();
+  const std::optional<uint64_t> length = ex.request().content_length;
+  const size_t quorum = quorum_size(n);
   // Stream the body to every connection while hashing it.
   common::crypto::Md5 md5;
   uint64_t received = 0;
   auto fanout = std::make_shared<PutFanout>(co_await net::this_coro::executor, std::move(conns),
-                                            config_.put_queue_depth);
+                                            conf.put_queue_depth);
   PutFanout::start(fanout);
   for (;;) {
-    auto chunk = std::make_shared<PutFanout::Chunk>(config_.client_chunk_size);
+    auto chunk = std::make_shared<PutFanout::Chunk>(conf.client_chunk_size);
     auto got = co_await ex.read_body(std::span(chunk->bytes.get(), chunk->capacity));
     if (!got.ok()) {
       fanout->abandon();
-      int status = got.status().is_timeout() ? 408 : 499;
-      (void)co_await ex.respond(swob_response(status));
-      co_return;
+      co_return co_await ex.reply(swob_response(got.status().is_timeout() ? 408 : 499));
     }
     if (*got == 0) break;
     chunk->size = *got;
     received += *got;
-    if (received > static_cast<uint64_t>(c.max_file_size)) {
+    if (received > static_cast<uint64_t>(conf.swift.constraints.max_file_size)) {
       // A chunked upload past max_file_size (a known length was checked up front): 413 while
       // streaming, as Swift answers. The backends never see the end of the body, so none of
       // them commits what it got.
       fanout->abandon();
-      (void)co_await ex.respond(swob_response(413));
-      co_return;
+      co_return co_await ex.reply(swob_response(413));
     }
     md5.update(chunk->view());
     co_await fanout->push(std::move(chunk));
     if (fanout->alive() < quorum) {
       fanout->abandon();
-      (void)co_await ex.respond(swob_response(503));
-      co_return;
+      co_return co_await ex.reply(swob_response(503));
     }
   }
   if (length && received < *length) {
     fanout->abandon();
-    (void)co_await ex.respond(swob_response(499));
-    co_return;
+    co_return co_await ex.reply(swob_response(499));
   }
   co_await fanout->drain();
-  std::string etag = md5.hex_digest();
   std::vector<PutLane> lanes;
   for (size_t i = 0; i < fanout->size(); ++i) {
     std::unique_ptr<ClientConnection> conn = fanout->take(i);  // null once it failed
-    if (conn) lanes.push_back(PutLane{std::move(conn), conn_devices[i]});
+    if (conn) lanes.push_back(PutLane{std::move(conn), devices[i]});
   }
   // Every final answer, or a quorum of them and post_quorum_timeout for the others.
-  std::vector<BackendResponse> answers =
-      co_await read_put_answers(std::move(lanes), quorum, config_.backend.post_quorum_timeout,
-                                health_);
-  // Every replica that stored it must have stored the same bytes.
-  for (const auto& a : answers) {
-    if (a.status >= 200 && a.status < 300) {
-      std::string backend_etag(a.headers.get_or("Etag", etag));
-      backend_etag.erase(std::remove(backend_etag.begin(), backend_etag.end(), '"'),
-                         backend_etag.end());
-      if (backend_etag != etag) {
-        (void)co_await ex.respond(swob_response(500));
-        co_return;
-      }
-    }
-  }
-  while (answers.size() < n) {
-    BackendResponse missing;
-    missing.status = 503;
-    answers.push_back(std::move(missing));
-  }
-  Response r = best_response(answers, n);
-  if (r.status >= 200 && r.status < 300) {
-    r.status = 201;
-    r.body.clear();
-    r.headers.set("Etag", etag);
-    r.headers.set("Last-Modified", common::http::format_http_date(now.ceil()));
-  }
-  (void)co_await ex.respond(std::move(r));
+  std::vector<BackendResponse> answers = co_await read_put_answers(
+      std::move(lanes), quorum, conf.backend.post_quorum_timeout, health());
+  co_return co_await ex.reply(put_response(std::move(answers), n, md5.hex_digest(), now));
 }
 
 // ---- POST and DELETE -------------------------------------------------------------------------
 
-net::awaitable<void> ProxyApp::object_post_delete(Exchange& ex, ProxyEnv& env, const ApiPath& p,
-                                                  const CachedInfo& container) {
+net::awaitable<void> ObjectController::post_or_delete(Exchange& ex, ProxyEnv& env,
+                                                      const CachedInfo& container) {
   const Request& req = ex.request();
   HeaderMap client = req.headers;
   Timestamp now = Timestamp::now();
   if (req.method == "POST") {
-    auto check = common::check_metadata(config_.swift.constraints, client,
-                                        common::MetadataTarget::kObject);
-    if (!check.ok()) {
-      (void)co_await ex.respond(common::http::text_response(check.status, check.body));
-      co_return;
+    if (auto bad = refusal(common::check_metadata(config().swift.constraints, client,
+                                                  common::MetadataTarget::kObject))) {
+      co_return co_await ex.reply(std::move(*bad));
     }
-    if (auto bad = fix_delete_headers(client, now)) {
-      (void)co_await ex.respond(std::move(*bad));
-      co_return;
-    }
+    if (auto bad = fix_delete_headers(client, now)) co_return co_await ex.reply(std::move(*bad));
   }
-  auto placement = place_object(p, container);
-  if (!placement) {
-    (void)co_await ex.respond(swob_response(503));
-    co_return;
-  }
+  std::optional<Placement> placement = place(container);
+  if (!placement) co_return co_await ex.reply(swob_response(503));
   const ring::NodeList& container_nodes = placement->container_nodes;
   HeaderMap base = object_write_headers(req, client, env.trans_id, now, placement->policy);
-  NodeIter it = nodes(*placement->ring, placement->partition,
-                      req.method == "DELETE" ? NodeIter::Purpose::kDelete
-                                             : NodeIter::Purpose::kRead,
-                      placement->policy);
+  NodeIter it = iter_nodes(app(), *placement->ring, placement->partition,
+                           req.method == "DELETE" ? NodeIter::Purpose::kDelete
+                                                  : NodeIter::Purpose::kRead,
+                           placement->policy);
   const size_t n = it.primary_count();
   const size_t outgoing = it.request_count();
-  std::string path = "/" + common::http::quote(p.account) + "/" +
-                     common::http::quote(p.container) + "/" + common::http::quote(p.object);
-  auto answers = co_await make_requests(config_.backend, health_, std::move(it), req.method, path, [&](size_t i) {
-        HeaderMap h = base;
-        add_container_update(h, container_nodes, i, outgoing);
-        return h;
-      });
+  auto answers = co_await make_requests(config().backend, health(), std::move(it), req.method,
+                                        quoted_path(), [&](size_t i) {
+                                          HeaderMap h = base;
+                                          add_container_update(h, container_nodes, i, outgoing);
+                                          return h;
+                                        });
   Response r = best_response(answers, n);
   if (req.method == "DELETE" && r.status == 503) {
     // Swift's override for DELETE: 404s count as 204s when no class reached a quorum.
@@ -989,7 +983,7 @@ net::awaitable<void> ProxyApp::object_post_delete(Exchange& ex, ProxyEnv& env, c
     Response again = best_response(answers, n);
     if (again.status != 503) r = std::move(again);
   }
-  (void)co_await ex.respond(std::move(r));
+  co_return co_await ex.reply(std::move(r));
 }
 
 }  // namespace apus::proxy

@@ -1,0 +1,300 @@
+#include "proxy/controllers/container.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+
+#include "common/constraints.h"
+#include "common/http/swob.h"
+#include "common/http/url.h"
+#include "common/timestamp.h"
+#include "proxy/internal/app.h"
+
+namespace apus::proxy {
+
+namespace net = boost::asio;
+using common::Timestamp;
+using common::http::Exchange;
+using common::http::HeaderMap;
+using common::http::OrRefusal;
+using common::http::Request;
+using common::http::Response;
+using common::http::iequals;
+using common::http::istarts_with;
+using common::http::swob_response;
+
+namespace {
+
+constexpr std::string_view kAllowed = "DELETE, GET, HEAD, OPTIONS, POST, PUT";
+
+// Swift's validate_container_params(), run by the proxy before a container GET: each listing
+// parameter must be UTF-8 (400 text/plain naming the first, in Swift's order, that is not), and
+// a numeric limit at most container_listing_limit (412).
+std::optional<Response> bad_container_params(std::string_view query,
+                                             const common::Constraints& c) {
+  static constexpr std::string_view kParams[] = {"marker", "end_marker", "prefix", "delimiter",
+                                                 "path", "format", "reverse", "states",
+                                                 "includes"};
+  for (std::string_view name : kParams) {
+    auto value = common::http::query_param(query, name);
+    if (value && !value->empty() && !common::check_utf8(*value, /*internal=*/true)) {
+      return common::http::text_response(
+          400, "\"" + std::string(name) + "\" parameter not valid UTF-8");
+    }
+  }
+  auto limit = common::http::query_param(query, "limit");
+  if (limit && !limit->empty() &&
+      limit->find_first_not_of("0123456789") == std::string::npos &&
+      (limit->size() > 18 || std::stoll(*limit) > c.container_listing_limit)) {
+    return common::http::swob_response_with_body(
+        412, "Maximum limit is " + std::to_string(c.container_listing_limit));
+  }
+  return std::nullopt;
+}
+
+std::string policy_name(const common::StoragePolicies& policies, std::string_view index) {
+  const common::StoragePolicy* p = policies.by_index_string(index);
+  return p ? p->name() : std::string();
+}
+
+// The client's headers of a container write, X-Remove-* applied, what only owners may set
+// dropped for others, and (but for DELETE) the ACLs normalized and the metadata checked.
+OrRefusal<HeaderMap> write_headers(const Request& req, const ProxyEnv& env,
+                                   const common::Constraints& c) {
+  HeaderMap client = req.headers;
+  apply_removes(client, "container");
+  if (!env.swift_owner) remove_owner_headers(client);  // only owners set ACLs and sync keys
+  if (req.method == "DELETE") return client;
+  if (env.clean_acl) {
+    for (const char* header : {"X-Container-Read", "X-Container-Write"}) {
+      if (auto v = client.get(header)) {
+        auto cleaned = env.clean_acl(header, *v);
+        if (!cleaned.ok()) {
+          return common::http::swob_response_with_body(400, cleaned.status().message());
+        }
+        client.set(header, *cleaned);
+      }
+    }
+  }
+  if (auto bad = refusal(common::check_metadata(c, client, common::MetadataTarget::kContainer))) {
+    return std::move(*bad);
+  }
+  return client;
+}
+
+std::optional<Response> bad_container_name(const std::string& container,
+                                           const common::Constraints& c) {
+  if (static_cast<int64_t>(container.size()) <= c.max_container_name_length) return std::nullopt;
+  return common::http::swob_response_with_body(
+      400, "Container name length of " + std::to_string(container.size()) + " longer than " +
+               std::to_string(c.max_container_name_length));
+}
+
+// The policy a container PUT names in X-Storage-Policy (nullopt: none, the default), or 400
+// for an unknown or deprecated one.
+OrRefusal<std::optional<int>> requested_policy(const HeaderMap& client,
+                                               const common::StoragePolicies& policies) {
+  auto name = client.get("X-Storage-Policy");
+  if (!name || name->empty()) return std::optional<int>();
+  const common::StoragePolicy* policy = policies.by_name(*name);
+  if (!policy) {
+    return common::http::text_response(400,
+                                       "Invalid X-Storage-Policy '" + std::string(*name) + "'");
+  }
+  if (policy->is_deprecated) {
+    return common::http::swob_response_with_body(
+        400, "Storage Policy '" + policy->name() + "' is deprecated");
+  }
+  return std::optional<int>(policy->index);
+}
+
+// The headers the container servers get for a write: the client's container headers, a new
+// X-Timestamp, and for PUT the policy asked for (or the default, for the servers to apply).
+HeaderMap backend_write_headers(const Request& req, const ProxyEnv& env, const HeaderMap& client,
+                                std::optional<int> policy_index,
+                                const common::StoragePolicies& policies) {
+  HeaderMap h = backend_headers(req, env.trans_id);
+  for (const auto& [k, v] : client) {
+    if (istarts_with(k, "x-container-meta-") || istarts_with(k, "x-container-sysmeta-") ||
+        iequals(k, "x-container-read") || iequals(k, "x-container-write") ||
+        iequals(k, "x-container-sync-key") || iequals(k, "x-container-sync-to") ||
+        iequals(k, "x-versions-location") || iequals(k, "x-history-location")) {
+      h.set(k, v);
+    }
+  }
+  h.set("X-Timestamp", Timestamp::now().internal());
+  if (req.method == "PUT") {
+    if (policy_index) {
+      h.set("X-Backend-Storage-Policy-Index", std::to_string(*policy_index));
+    } else {
+      h.set("X-Backend-Storage-Policy-Default", std::to_string(policies.default_policy().index));
+    }
+  }
+  return h;
+}
+
+}  // namespace
+
+net::awaitable<void> ContainerController::handle(Exchange& ex, ProxyEnv& env) {
+  const Request& req = ex.request();
+  if (!allows(kAllowed, req.method)) co_return co_await ex.reply(method_not_allowed(kAllowed));
+  auto origin = req.headers.get("Origin");
+  if (req.method != "OPTIONS" && !origin) co_return co_await serve(ex, env);
+  CachedInfo info = co_await container_info(req, env);
+  if (req.method == "OPTIONS") co_return co_await ex.reply(options_response(req, kAllowed, &info));
+  HeaderEditor cors(ex, cors_edit(std::move(info), std::string(*origin)));
+  co_await serve(cors, env);
+}
+
+net::awaitable<void> ContainerController::serve(Exchange& ex, ProxyEnv& env) {
+  const Request& req = ex.request();
+  // Authorize now; a denial may still turn into an allow once the container's ACLs are known.
+  std::optional<Response> early = co_await authorize(req, env, std::nullopt);
+  const bool writes = req.method == "PUT" || req.method == "POST" || req.method == "DELETE";
+  if (early && writes) co_return co_await ex.reply(std::move(*early));
+  auto part = app().container_ring().get_part(path().account, path().container);
+  if (!part.ok()) co_return co_await ex.reply(swob_response(500));
+  if (req.method == "GET" || req.method == "HEAD") {
+    co_await read(ex, env, *part, std::move(early));
+  } else {
+    co_await write(ex, env, *part);
+  }
+}
+
+net::awaitable<void> ContainerController::read(Exchange& ex, ProxyEnv& env, uint32_t part,
+                                               std::optional<Response> early) {
+  const Request& req = ex.request();
+  if (req.method == "GET") {
+    if (auto bad = bad_container_params(req.query(), config().swift.constraints)) {
+      co_return co_await ex.reply(std::move(*bad));
+    }
+  }
+  CachedInfo account = co_await account_info(req, env);
+  if (account.status < 200 || account.status >= 300) {
+    if (early) co_return co_await ex.reply(std::move(*early));
+    co_return co_await ex.reply(swob_response(account.status >= 500 ? 503 : 404));
+  }
+  HeaderMap h = backend_headers(req, env.trans_id);
+  for (const auto& [k, v] : req.headers) h.set(k, v);
+  h.set("X-Trans-Id", env.trans_id);
+  std::string query(req.query());
+  std::string target = "/" + common::http::quote(path().account) + "/" +
+                       common::http::quote(path().container) +
+                       (query.empty() ? "" : "?" + query);
+  Response r = co_await get_or_head(app(), app().container_ring(), part, req.method, target, h);
+  if (early) {
+    std::optional<std::string> acl;
+    if (auto v = r.headers.get("X-Container-Read")) acl = std::string(*v);
+    if (auto denied = co_await authorize(req, env, acl)) {
+      co_return co_await ex.reply(std::move(*denied));
+    }
+  }
+  if (r.status >= 200 && r.status < 300) {
+    if (auto index = r.headers.get("X-Backend-Storage-Policy-Index")) {
+      std::string name = policy_name(config().swift.policies, *index);
+      if (!name.empty()) r.headers.set("X-Storage-Policy", name);
+    }
+  }
+  if (!env.swift_owner) remove_owner_headers(r.headers);
+  co_return co_await ex.reply(std::move(r));
+}
+
+net::awaitable<void> ContainerController::write(Exchange& ex, ProxyEnv& env, uint32_t part) {
+  const Request& req = ex.request();
+  const ProxyConfig& c = config();
+  OrRefusal<HeaderMap> client = write_headers(req, env, c.swift.constraints);
+  if (!client) co_return co_await ex.reply(std::move(client).refusal());
+  std::optional<int> policy_index;
+  if (req.method == "PUT") {
+    if (auto bad = bad_container_name(path().container, c.swift.constraints)) {
+      co_return co_await ex.reply(std::move(*bad));
+    }
+    OrRefusal<std::optional<int>> policy = requested_policy(*client, c.swift.policies);
+    if (!policy) co_return co_await ex.reply(std::move(policy).refusal());
+    policy_index = *policy;
+  }
+  OrRefusal<CachedInfo> account = co_await account_for_write(req, env);
+  if (!account) co_return co_await ex.reply(std::move(account).refusal());
+  if (auto over = co_await over_container_limit(req, env, *account)) {
+    co_return co_await ex.reply(std::move(*over));
+  }
+
+  HeaderMap h = backend_write_headers(req, env, *client, policy_index, c.swift.policies);
+  // Each container replica tells its share of the account replicas (Swift spreads them).
+  ring::Ring& account_ring = app().account_ring();
+  auto apart = account_ring.get_part(path().account);
+  ring::NodeList account_nodes = account_ring.get_part_nodes(*apart);
+  NodeIter it = iter_nodes(app(), app().container_ring(), part);
+  const size_t n = it.primary_count();
+  auto headers_for = [&](size_t i) {
+    HeaderMap each = h;
+    if (req.method == "POST") return each;
+    std::string hosts, devices;
+    for (size_t j = i; j < account_nodes.nodes.size(); j += std::max<size_t>(n, 1)) {
+      const ring::Device& d = *account_nodes.nodes[j].device;
+      hosts += (hosts.empty() ? "" : ",") + d.ip + ":" + std::to_string(d.port);
+      devices += (devices.empty() ? "" : ",") + d.device;
+    }
+    if (!hosts.empty()) {
+      each.set("X-Account-Partition", std::to_string(*apart));
+      each.set("X-Account-Host", hosts);
+      each.set("X-Account-Device", devices);
+    }
+    return each;
+  };
+  const std::string target =
+      "/" + common::http::quote(path().account) + "/" + common::http::quote(path().container);
+  co_await forget_account_info(env);
+  co_await forget_container_info(env);
+  auto answers = co_await make_requests(c.backend, health(), std::move(it), req.method, target,
+                                        headers_for);
+  Response r = best_response(answers, n);
+  // Again: a read during the write may have cached the old state.
+  co_await forget_account_info(env);
+  co_await forget_container_info(env);
+  if (req.method == "DELETE" && r.status == 202) r = swob_response(404);
+  co_return co_await ex.reply(std::move(r));
+}
+
+net::awaitable<OrRefusal<CachedInfo>> ContainerController::account_for_write(
+    const Request& req, const ProxyEnv& env) {
+  CachedInfo account = co_await account_info(req, env);
+  if (account.status == 404 && req.method == "PUT" && config().account_autocreate) {
+    ring::Ring& ring = app().account_ring();
+    auto apart = ring.get_part(path().account);
+    HeaderMap put = backend_headers(req, env.trans_id);
+    put.set("X-Timestamp", Timestamp::now().internal());
+    NodeIter nodes = iter_nodes(app(), ring, *apart);
+    auto created = co_await make_requests(config().backend, health(), std::move(nodes), "PUT",
+                                          "/" + common::http::quote(path().account),
+                                          [&](size_t) { return put; });
+    Response made = best_response(created, created.size());
+    if (made.status < 200 || made.status >= 300) co_return swob_response(503);
+    co_await forget_account_info(env);
+    account = co_await account_info(req, env);
+  }
+  if (account.status < 200 || account.status >= 300) {
+    co_return swob_response(account.status >= 500 || account.status == 0 ? 503 : 404);
+  }
+  co_return account;
+}
+
+net::awaitable<std::optional<Response>> ContainerController::over_container_limit(
+    const Request& req, const ProxyEnv& env, const CachedInfo& account) {
+  const ProxyConfig& c = config();
+  if (req.method != "PUT" || c.max_containers_per_account <= 0 ||
+      std::find(c.max_containers_whitelist.begin(), c.max_containers_whitelist.end(),
+                path().account) != c.max_containers_whitelist.end()) {
+    co_return std::nullopt;
+  }
+  int64_t count =
+      std::atoll(std::string(account.headers.get_or("X-Account-Container-Count", "0")).c_str());
+  CachedInfo existing = co_await container_info(req, env);
+  if (count >= c.max_containers_per_account && existing.status == 404) {
+    co_return common::http::swob_response_with_body(
+        403, "Reached container limit of " + std::to_string(c.max_containers_per_account));
+  }
+  co_return std::nullopt;
+}
+
+}  // namespace apus::proxy

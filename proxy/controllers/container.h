@@ -1,0 +1,42 @@
+// ContainerController: requests to /v1/<account>/<container> (Swift's
+// proxy/controllers/container.py): GET and HEAD from one container replica at a time (listings
+// pass through; listing_formats turns them into the client's format), PUT, POST and DELETE to
+// every replica by quorum, each replica telling its share of the account replicas. CORS and
+// OPTIONS against the container's own settings. Private to proxy/.
+//
+// Thread-compatible: one per request, on its worker thread.
+#pragma once
+
+#include <optional>
+
+#include <boost/asio/awaitable.hpp>
+
+#include "proxy/controllers/base.h"
+
+namespace apus::proxy {
+
+class ContainerController final : public Controller {
+ public:
+  using Controller::Controller;
+
+  boost::asio::awaitable<void> handle(common::http::Exchange& ex, ProxyEnv& env) override;
+
+ private:
+  // The request once OPTIONS and CORS are dealt with.
+  boost::asio::awaitable<void> serve(common::http::Exchange& ex, ProxyEnv& env);
+  // GET and HEAD. `early` is the denial of the first authorize(), which the container's read
+  // ACL may still lift.
+  boost::asio::awaitable<void> read(common::http::Exchange& ex, ProxyEnv& env, uint32_t part,
+                                    std::optional<common::http::Response> early);
+  // PUT, POST and DELETE, once authorized.
+  boost::asio::awaitable<void> write(common::http::Exchange& ex, ProxyEnv& env, uint32_t part);
+  // The account's info for a write; under account_autocreate a PUT creates a missing account
+  // first. The refusal when there is no account to write in.
+  boost::asio::awaitable<common::http::OrRefusal<CachedInfo>> account_for_write(
+      const common::http::Request& req, const ProxyEnv& env);
+  // 403 when a PUT would go over max_containers_per_account.
+  boost::asio::awaitable<std::optional<common::http::Response>> over_container_limit(
+      const common::http::Request& req, const ProxyEnv& env, const CachedInfo& account);
+};
+
+}  // namespace apus::proxy
