@@ -11,7 +11,8 @@ whose pipeline has the slo filter:
 3. The large object's answers: Etag (quoted SLO etag), X-Manifest-Etag, Content-Length on
    HEAD; ranges across segment boundaries (206), several ranges (multipart/byteranges), past the
    end (416), If-None-Match and If-Match against the SLO etag, ?multipart-manifest=get (and
-   format=raw), the container listing's slo_etag, ?multipart-manifest=delete (segments gone).
+   format=raw), the container listing's slo_etag, a referrer ACL (the segment GETs carry the
+   Referer), ?multipart-manifest=delete (segments gone).
 4. A segment that is overwritten behind the manifest's back: a GET before any byte went out
    answers 409; the log says why.
 
@@ -156,6 +157,12 @@ def answers(port, auth):
     check(rows.get("man", {}).get("slo_etag") == '"%s"' % slo_etag and
           rows.get("man", {}).get("bytes") == len(whole),
           "listing: %r" % rows.get("man"))
+    # A referrer ACL grants the segments too: their GETs carry the client's Referer.
+    s, _, _ = request(port, "POST", base + "/s",
+                      dict(auth, **{"X-Container-Read": ".r:*.example.com,.rlistings"}))
+    s, _, b = request(port, "GET", base + "/s/man", {"Referer": "http://www.example.com/"})
+    check(s == 200 and b == whole, "GET by referrer: %d %r" % (s, b))
+    request(port, "POST", base + "/s", dict(auth, **{"X-Remove-Container-Read": "x"}))
     # A nested SLO and the heartbeat answer.
     s, h, b = request(port, "PUT", base + "/s/outer?multipart-manifest=put&heartbeat=on",
                       dict(auth, Accept="application/json"),
