@@ -132,7 +132,13 @@ class Copy final : public Middleware {
     Request get = put;
     get.method = "GET";
     get.target = common::http::quote(source_path);
-    if (!put.query().empty()) {
+    // ?multipart-manifest=get copies a manifest itself (a DLO's, or an SLO's in its raw
+    // format), as Swift's copy does.
+    const bool manifest_get =
+        common::http::query_param(put.query(), "multipart-manifest") == "get";
+    if (manifest_get) {
+      get.target += "?multipart-manifest=get&format=raw";
+    } else if (!put.query().empty()) {
       get.target += "?" + std::string(put.query());  // copy_get() keeps it: ?symlink=get
     }
     get.headers.erase("X-Backend-Storage-Policy-Index");
@@ -166,6 +172,26 @@ class Copy final : public Middleware {
     Request sink = put;
     sink.headers = sink_headers(put.headers, src->headers(), status);
     sink.headers.set("Content-Length", std::to_string(*src->length()));
+    if (manifest_get) {
+      // The sink stores a DLO manifest with its X-Object-Manifest, an SLO's with
+      // ?multipart-manifest=put.
+      std::string query;
+      for (std::string_view rest = put.query(); !rest.empty();) {
+        std::string_view field = rest.substr(0, rest.find('&'));
+        rest.remove_prefix(std::min(rest.size(), field.size() + 1));
+        if (field == "multipart-manifest" || field.starts_with("multipart-manifest=")) continue;
+        query += (query.empty() ? "" : "&") + std::string(field);
+      }
+      if (src->headers().contains("X-Static-Large-Object")) {
+        query += (query.empty() ? "" : "&") + std::string("multipart-manifest=put");
+      } else if (auto dlo = src->headers().get("X-Object-Manifest")) {
+        sink.headers.set("X-Object-Manifest", *dlo);
+        if (auto etag = src->headers().get("Etag"); etag && status == 200) {
+          sink.headers.set("Etag", *etag);
+        }
+      }
+      sink.target = std::string(put.path()) + (query.empty() ? "" : "?" + query);
+    }
     sink.content_length = src->length();
     sink.chunked = false;
     sink.expect_continue = false;

@@ -9,8 +9,8 @@ get Swift's required dlo filter:
    HEAD, X-Object-Manifest kept, one range across segment boundaries (206), several ranges
    (the whole object, 200), a range past the end (416 with bytes */length), If-None-Match and
    If-Match against the large object's etag, ?multipart-manifest=get, COPY (the concatenated
-   data), a PUT with a bad X-Object-Manifest (400). The object servers honour
-   X-Backend-Ignore-Range-If-Metadata-Present.
+   data; with ?multipart-manifest=get the manifest itself), a PUT with a bad X-Object-Manifest
+   (400). The object servers honour X-Backend-Ignore-Range-If-Metadata-Present.
 3. A segment that disappears (deleted on the object servers behind the listing's back): the GET
    ends short of its Content-Length and the proxy log says why; no other bytes are served.
 
@@ -121,6 +121,14 @@ def answers(cluster, auth):
     s, h, b = request(port, "GET", base + "/d/copied", auth)
     check(s == 200 and b == whole and "x-object-manifest" not in h,
           "the copy holds the data: %d %r" % (s, h))
+    s, _, _ = request(port, "COPY", base + "/d/man?multipart-manifest=get",
+                      dict(auth, Destination="d/copied2"))
+    check(s == 201, "COPY ?multipart-manifest=get: %d" % s)
+    s, h, b = request(port, "GET", base + "/d/copied2?multipart-manifest=get", auth)
+    check(s == 200 and b == b"manifest" and h.get("x-object-manifest") == "d/seg/",
+          "the copy is the manifest: %d %r %r" % (s, h, b))
+    s, h, b = request(port, "GET", base + "/d/copied2", auth)
+    check(s == 200 and b == whole, "the copied manifest reads the segments: %d %r" % (s, b))
     s, _, b = request(port, "PUT", base + "/d/bad", dict(auth, **{"X-Object-Manifest": "d"}))
     check(s == 400 and b == b"X-Object-Manifest must be in the format container/prefix",
           "bad manifest PUT: %d %r" % (s, b))
