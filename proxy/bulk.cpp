@@ -221,7 +221,10 @@ class BulkDelete {
     version_ = *(*segs)[0];
     account_ = *(*segs)[1];
     auto incoming = req.headers.get("Content-Type");
-    if (incoming && !incoming->starts_with("text/plain")) co_return refuse(406, swob_body(406));
+    // Swift: an empty Content-Type is as good as none.
+    if (incoming && !incoming->empty() && !incoming->starts_with("text/plain")) {
+      co_return refuse(406, swob_body(406));
+    }
     if (!items) {
       auto parsed = co_await read_names();
       if (!parsed.ok()) co_return parsed.status();

@@ -255,6 +255,12 @@ def bulk_delete(cluster, port, url, token):
                           b"c3")
     report = json.loads(data)
     check(report["Response Status"] == "406 Not Acceptable", "406 delete: %r" % report)
+    # An empty Content-Type is as good as none (Swift tests it for truth).
+    status, h, data = req(port, token, "POST", url + "?bulk-delete",
+                          {"Accept": "application/json", "Content-Type": ""}, b"c3/missing")
+    report = json.loads(data)
+    check(report["Response Status"] == "200 OK" and report["Number Not Found"] == 1,
+          "empty Content-Type delete: %r" % report)
 
 
 def heartbeat(cluster, url, token):
