@@ -4,10 +4,11 @@
 # the failures with tests/functional/known_failures.txt: any failure not listed there fails.
 #   tests/functional/run_functional.sh BUILD_DIR [pytest args...]
 # APUS_FUNCTIONAL_MIX runs a mixed cluster instead, on the core tests (account, container,
-# object): "swift-proxy" puts stock swift-proxy-server in front of the Apus storage servers,
-# "swift-proxy-encryption" the same with Swift's keymaster and encryption middlewares (every
-# object PUT then reaches the object servers as MIME with metadata footers), "swift-storage"
-# the Apus proxy in front of stock Swift storage servers.
+# object) and the large-object and link ones (slo, dlo, symlink): "swift-proxy" puts stock
+# swift-proxy-server in front of the Apus storage servers, "swift-proxy-encryption" the same
+# with Swift's keymaster and encryption middlewares (every object PUT then reaches the object
+# servers as MIME with metadata footers), "swift-storage" the Apus proxy in front of stock
+# Swift storage servers.
 # Prints the counts (passed, failed, skipped) and ends with "N passed, N failed".
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -43,7 +44,8 @@ swap_to_swift() {
 }
 if [ -n "$mix" ]; then
   tests=(test/functional/test_account.py test/functional/test_container.py
-         test/functional/test_object.py)
+         test/functional/test_object.py test/functional/test_slo.py
+         test/functional/test_dlo.py test/functional/test_symlink.py)
   compare_args=(--mixed)
   if [ "$mix" = swift-proxy ]; then
     swap_to_swift proxy-server proxy
