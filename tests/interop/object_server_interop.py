@@ -263,9 +263,14 @@ def mime_put(port, path, headers, parts):
         continue_headers = {}
         if status == 100:
             continue_headers = got
-            for part in parts:
-                sock.sendall(b"%x\r\n%s\r\n" % (len(part), part))
-            sock.sendall(b"0\r\n\r\n")
+            try:
+                for part in parts:
+                    sock.sendall(b"%x\r\n%s\r\n" % (len(part), part))
+                sock.sendall(b"0\r\n\r\n")
+            except (BrokenPipeError, ConnectionResetError):
+                # A server refusing the body early (a bad MIME start) answers and closes while
+                # the rest is still on its way; its answer is already here to read.
+                pass
             status, got = read_head(f)
         return status, got, f.read(int(got.get("content-length", 0))), continue_headers
     finally:
