@@ -7,6 +7,10 @@
 #include <cstdlib>
 #include <vector>
 
+#include <boost/json.hpp>
+
+#include "common/pickle.h"
+
 namespace apus::common::listing {
 
 namespace {
@@ -322,5 +326,44 @@ std::string to_xml(std::span<const ContainerItem> items, std::string_view accoun
 
 std::string to_plain(std::span<const ObjectItem> items) { return plain_list(items); }
 std::string to_plain(std::span<const ContainerItem> items) { return plain_list(items); }
+
+void append_python_json(std::string& out, const boost::json::value& v) {
+  switch (v.kind()) {
+    case boost::json::kind::null: out += "null"; break;
+    case boost::json::kind::bool_: out += v.get_bool() ? "true" : "false"; break;
+    case boost::json::kind::int64: out += std::to_string(v.get_int64()); break;
+    case boost::json::kind::uint64: out += std::to_string(v.get_uint64()); break;
+    case boost::json::kind::double_: out += pickle::python_float_repr(v.get_double()); break;
+    case boost::json::kind::string: {
+      const auto& str = v.get_string();
+      append_json_string(out, std::string_view(str.data(), str.size()));
+      break;
+    }
+    case boost::json::kind::array: {
+      out += '[';
+      bool first = true;
+      for (const auto& item : v.get_array()) {
+        if (!first) out += ", ";
+        first = false;
+        append_python_json(out, item);
+      }
+      out += ']';
+      break;
+    }
+    case boost::json::kind::object: {
+      out += '{';
+      bool first = true;
+      for (const auto& [key, item] : v.get_object()) {
+        if (!first) out += ", ";
+        first = false;
+        append_json_string(out, std::string_view(key.data(), key.size()));
+        out += ": ";
+        append_python_json(out, item);
+      }
+      out += '}';
+      break;
+    }
+  }
+}
 
 }  // namespace apus::common::listing

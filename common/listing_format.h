@@ -12,6 +12,10 @@
 #include <string>
 #include <string_view>
 
+namespace boost::json {
+class value;
+}
+
 namespace apus::common::listing {
 
 // The outcome of format negotiation: a content type, or an error status (400 for a bad Accept
@@ -58,5 +62,10 @@ std::string to_plain(std::span<const ContainerItem> items);
 
 // Python's json.dumps() of one string (quotes included), ensure_ascii as Swift uses it.
 void append_json_string(std::string& out, std::string_view utf8);
+
+// Python's json.dumps() of a parsed JSON value, as Swift writes back JSON it read (SLO
+// manifests, listings a middleware rewrites): ", " and ": " separators, members in their
+// order, strings as append_json_string(), floats as Python's repr().
+void append_python_json(std::string& out, const boost::json::value& v);
 
 }  // namespace apus::common::listing

@@ -1198,47 +1198,8 @@ class Slo final : public Middleware {
     }
     if (!changed) return text;
     std::string out;
-    append_python_json(out, doc);
+    common::listing::append_python_json(out, doc);
     return out;
-  }
-
-  // json.dumps() of a value (", " and ": ", non-ASCII escaped).
-  static void append_python_json(std::string& out, const boost::json::value& v) {
-    switch (v.kind()) {
-      case boost::json::kind::null: out += "null"; break;
-      case boost::json::kind::bool_: out += v.get_bool() ? "true" : "false"; break;
-      case boost::json::kind::int64: out += std::to_string(v.get_int64()); break;
-      case boost::json::kind::uint64: out += std::to_string(v.get_uint64()); break;
-      case boost::json::kind::double_: out += boost::json::serialize(v); break;
-      case boost::json::kind::string:
-        common::listing::append_json_string(
-            out, std::string_view(v.get_string().data(), v.get_string().size()));
-        break;
-      case boost::json::kind::array: {
-        out += "[";
-        bool first = true;
-        for (const auto& e : v.get_array()) {
-          if (!first) out += ", ";
-          first = false;
-          append_python_json(out, e);
-        }
-        out += "]";
-        break;
-      }
-      case boost::json::kind::object: {
-        out += "{";
-        bool first = true;
-        for (const auto& kv : v.get_object()) {
-          if (!first) out += ", ";
-          first = false;
-          common::listing::append_json_string(out, kv.key());
-          out += ": ";
-          append_python_json(out, kv.value());
-        }
-        out += "}";
-        break;
-      }
-    }
   }
 
   Options opts_;

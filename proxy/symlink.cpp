@@ -53,56 +53,6 @@ std::optional<Response> account_refusal(std::string_view account) {
   return std::nullopt;
 }
 
-// Python's json.dumps() of a value parsed from JSON: ", " and ": " separators, ASCII only.
-void dump_json(const boost::json::value& v, std::string& out) {
-  switch (v.kind()) {
-    case boost::json::kind::object: {
-      out += '{';
-      bool first = true;
-      for (const auto& [k, item] : v.get_object()) {
-        if (!first) out += ", ";
-        first = false;
-        common::listing::append_json_string(out, std::string_view(k.data(), k.size()));
-        out += ": ";
-        dump_json(item, out);
-      }
-      out += '}';
-      break;
-    }
-    case boost::json::kind::array: {
-      out += '[';
-      bool first = true;
-      for (const auto& item : v.get_array()) {
-        if (!first) out += ", ";
-        first = false;
-        dump_json(item, out);
-      }
-      out += ']';
-      break;
-    }
-    case boost::json::kind::string: {
-      const auto& s = v.get_string();
-      common::listing::append_json_string(out, std::string_view(s.data(), s.size()));
-      break;
-    }
-    case boost::json::kind::int64:
-      out += std::to_string(v.get_int64());
-      break;
-    case boost::json::kind::uint64:
-      out += std::to_string(v.get_uint64());
-      break;
-    case boost::json::kind::double_:
-      out += common::pickle::python_float_repr(v.get_double());
-      break;
-    case boost::json::kind::bool_:
-      out += v.get_bool() ? "true" : "false";
-      break;
-    case boost::json::kind::null:
-      out += "null";
-      break;
-  }
-}
-
 // Swift's _extract_symlink_path_json() on one listing entry; false when Swift would fail.
 bool rewrite_entry(boost::json::object& entry, std::string_view version,
                    std::string_view request_account) {
@@ -328,7 +278,7 @@ std::optional<std::string> rewrite_listing(std::string_view json, std::string_vi
   }
   std::string out;
   out.reserve(json.size() + 64);
-  dump_json(v, out);
+  common::listing::append_python_json(out, v);
   return out;
 }
 

@@ -15,7 +15,6 @@
 #include <boost/json.hpp>
 #include <chrono>
 #include <map>
-#include <mutex>
 #include <set>
 
 #include "common/config/config.h"
@@ -24,6 +23,7 @@
 #include "common/http/url.h"
 #include "common/listing_format.h"
 #include "common/pickle.h"
+#include "common/thread_annotations.h"
 #include "proxy/memcache.h"
 #include "common/log/log.h"
 #include "proxy/middleware.h"
@@ -267,7 +267,7 @@ class TempAuth final : public Middleware {
   // proxy, Swift's or ours). Empty when unknown or expired.
   net::awaitable<std::string> groups_of(std::string token, Memcache* mc) {
     {
-      std::lock_guard lock(mutex_);
+      common::MutexLock lock(&mutex_);
       auto it = tokens_.find(token);
       if (it != tokens_.end()) {
         if (it->second.expires >= now()) co_return it->second.groups;
@@ -285,7 +285,7 @@ class TempAuth final : public Middleware {
     double expires = v.as_array()[0].is_number() ? v.as_array()[0].to_number<double>() : 0;
     if (expires < now()) co_return std::string();
     std::string groups(v.as_array()[1].as_string());
-    std::lock_guard lock(mutex_);
+    common::MutexLock lock(&mutex_);
     tokens_[token] = Token{groups, expires};
     co_return groups;
   }
@@ -542,7 +542,7 @@ class TempAuth final : public Middleware {
     std::string token;
     double expires = now() + token_life_;
     {
-      std::lock_guard lock(mutex_);
+      common::MutexLock lock(&mutex_);
       auto existing = user_tokens_.find(account + ":" + user);
       if (existing != user_tokens_.end()) {
         auto t = tokens_.find(existing->second);
@@ -561,7 +561,7 @@ class TempAuth final : public Middleware {
         if (!ec && v.is_string()) {
           std::string candidate(v.as_string());
           if (same_groups(co_await groups_of(candidate, mc), groups)) {
-            std::lock_guard lock(mutex_);
+            common::MutexLock lock(&mutex_);
             token = candidate;
             expires = tokens_[candidate].expires;
           }
@@ -574,7 +574,7 @@ class TempAuth final : public Middleware {
       token = u.prefix + "tk" + common::crypto::uuid4_hex();
       Token t{groups, expires};
       {
-        std::lock_guard lock(mutex_);
+        common::MutexLock lock(&mutex_);
         tokens_[token] = t;
         user_tokens_[account + ":" + user] = token;
       }
@@ -622,9 +622,10 @@ class TempAuth final : public Middleware {
   double token_life_ = 86400;
   std::string storage_url_scheme_;
   std::map<std::string, User> users_;  // "account:user"
-  std::mutex mutex_;
-  std::map<std::string, Token> tokens_;             // GUARDED_BY(mutex_)
-  std::map<std::string, std::string> user_tokens_;  // "account:user" -> token; GUARDED_BY
+  common::Mutex mutex_;
+  std::map<std::string, Token> tokens_ APUS_GUARDED_BY(mutex_);
+  // "account:user" -> its current token.
+  std::map<std::string, std::string> user_tokens_ APUS_GUARDED_BY(mutex_);
 };
 
 }  // namespace

@@ -4,6 +4,8 @@
 
 #include <vector>
 
+#include <boost/json.hpp>
+
 #include "common/http/headers.h"
 
 using apus::common::listing::ContainerItem;
@@ -89,4 +91,20 @@ TEST_CASE("extract_swift_bytes splits the swift_bytes parameter off, as Swift do
   auto [t3, b3] = extract_swift_bytes("a/b; x = \"q;r\" ;flag");
   CHECK(t3 == "a/b;x=\"q;r\";flag=");
   CHECK_FALSE(b3);
+}
+
+TEST_CASE("append_python_json writes a parsed value as Python's json.dumps() does") {
+  // json.dumps(json.loads(text)) in Python 3.11, as SLO and symlink write back what they read.
+  auto dumps = [](std::string_view text) {
+    std::string out;
+    apus::common::listing::append_python_json(out, boost::json::parse(text));
+    return out;
+  };
+  CHECK(dumps(R"([{"name":"a\u00e9","bytes":3,"hash":"x","neg":-1}])") ==
+        R"([{"name": "a\u00e9", "bytes": 3, "hash": "x", "neg": -1}])");
+  CHECK(dumps(R"({"a":[],"b":{},"c":null,"d":true,"e":false})") ==
+        R"({"a": [], "b": {}, "c": null, "d": true, "e": false})");
+  CHECK(dumps(R"([1.5, 0.1, 1e300, 18446744073709551615])") ==
+        "[1.5, 0.1, 1e+300, 18446744073709551615]");
+  CHECK(dumps(R"(["\u2603 \"q\" \\ \n"])") == R"(["\u2603 \"q\" \\ \n"])");
 }
