@@ -251,19 +251,6 @@ class ManifestProbe final : public ExchangeWrapper {
   uint64_t drained_ = 0;
 };
 
-// The headers a DLO subrequest carries from the client's request (what Swift's
-// make_subrequest copies from the environ, and the token).
-HeaderMap subrequest_headers(const Request& req) {
-  HeaderMap h;
-  for (const char* name : {"Host", "Origin", "Access-Control-Request-Method", "X-User-Id",
-                           "X-Project-Id", "Referer", "X-Auth-Token"}) {
-    if (auto v = req.headers.get(name)) h.set(name, *v);
-  }
-  std::string agent(req.headers.get_or("User-Agent", ""));
-  h.set("User-Agent", agent + (agent.empty() ? "" : " ") + "DLO MultipartGET");
-  return h;
-}
-
 // What one DLO request knows: where its segments are, and how to ask the rest of the pipeline.
 struct Context {
   const Next& next;
@@ -285,7 +272,7 @@ net::awaitable<Page> list_page(const Context& c, const std::string& marker) {
   std::string query = "format=json&prefix=" + common::http::quote(c.prefix);
   if (!marker.empty()) query += "&marker=" + common::http::quote(marker);
   Request sub = make_subrequest("GET", "/" + c.version + "/" + c.account + "/" + c.container,
-                                query, subrequest_headers(c.req));
+                                query, subrequest_headers(c.req, "DLO MultipartGET"));
   auto r = co_await run_subrequest(c.next, std::move(sub), subrequest_env(c.env, "DLO"),
                                    kMaxListingBody);
   Page page;
@@ -477,7 +464,7 @@ class SegmentStream {
     o.path = "/" + c_.version + "/" + c_.account + "/" + c_.container + "/" + seg.name;
     o.expected = piece.size(seg.bytes);
     Request sub = make_subrequest("GET", o.path, "multipart-manifest=get",
-                                  subrequest_headers(c_.req));
+                                  subrequest_headers(c_.req, "DLO MultipartGET"));
     std::string range = piece.range_header();
     if (!range.empty()) sub.headers.set("Range", range);
     o.sub = co_await Subrequest::start(c_.next, std::move(sub), subrequest_env(c_.env, "DLO"),

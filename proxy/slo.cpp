@@ -122,19 +122,6 @@ std::string guess_content_type(std::string_view object) {
   return it == types->end() ? "application/octet-stream" : it->second;
 }
 
-// The headers of a subrequest made for `req`: its token, as Swift passes x-auth-token on, and
-// the client's headers Swift's make_env() copies into every subrequest (a Referer may be what
-// grants read access to the segments' container).
-HeaderMap sub_headers(const Request& req) {
-  HeaderMap h;
-  for (std::string_view name : {"X-Auth-Token", "Host", "Referer", "Origin",
-                                "Access-Control-Request-Method", "X-User-Id", "X-Project-Id"}) {
-    if (auto v = req.headers.get(name)) h.set(name, *v);
-  }
-  if (auto ua = req.headers.get("User-Agent")) h.set("User-Agent", std::string(*ua) + " SLO");
-  return h;
-}
-
 // The format of a bulk-style answer: Accept's best match among Swift's ACCEPTABLE_FORMATS, or
 // nullopt when none is acceptable or the header is bad.
 std::optional<std::string> out_format(const Request& req) {
@@ -293,7 +280,7 @@ class SegmentWalker {
       const std::string& name) {
     if (auto it = cache_.find(name); it != cache_.end()) co_return it->second;
     std::string path = prefix_ + (name.starts_with('/') ? name.substr(1) : name);
-    Request get = make_subrequest("GET", path, "", sub_headers(req_));
+    Request get = make_subrequest("GET", path, "", subrequest_headers(req_, "SLO"));
     auto r = co_await run_subrequest(next_, std::move(get), subrequest_env(env_, "SLO"),
                                      kMaxStoredManifest);
     if (!r.ok()) co_return r.status();
@@ -499,7 +486,8 @@ class Slo final : public Middleware {
       if (it == heads.end()) {
         std::string_view rel = in.path;
         while (!rel.empty() && rel.front() == '/') rel.remove_prefix(1);
-        Request head = make_subrequest("HEAD", prefix + std::string(rel), "", sub_headers(req));
+        Request head = make_subrequest("HEAD", prefix + std::string(rel), "",
+                                       subrequest_headers(req, "SLO"));
         auto r = co_await run_subrequest(self, std::move(head), subrequest_env(env, "SLO"), 0);
         Response answer = r.ok() ? std::move(*r) : swob_response(500);
         it = heads.emplace(in.path, std::move(answer)).first;
@@ -645,7 +633,7 @@ class Slo final : public Middleware {
     if (need_refetch(req, status, headers, conditional_headers)) {
       std::string slo_ts(headers.get_or("X-Backend-Timestamp", "0"));
       Request get = make_subrequest("GET", common::http::percent_decode(req.path()), "",
-                                    sub_headers(req));
+                                    subrequest_headers(req, "SLO"));
       ManifestCatcher again(ex, std::move(get));
       ProxyEnv sub = subrequest_env(env, "SLO");
       co_await next(again, sub);
@@ -871,7 +859,7 @@ class Slo final : public Middleware {
       if (f.job.is_data) co_return std::optional<Fetch>(std::move(f));
       co_await rate_limit(f.job);
       const Request& req = ex_.request();
-      HeaderMap h = sub_headers(req);
+      HeaderMap h = subrequest_headers(req, "SLO");
       f.whole = f.job.first == 0 && f.job.last == f.job.size - 1;
       if (!f.whole) {
         const bool to_end = f.job.last == f.job.size - 1;
@@ -989,7 +977,7 @@ class Slo final : public Middleware {
     std::string_view rel = name;
     while (!rel.empty() && rel.front() == '/') rel.remove_prefix(1);
     Request get = make_subrequest("GET", prefix + std::string(rel), "multipart-manifest=get",
-                                  sub_headers(req));
+                                  subrequest_headers(req, "SLO"));
     auto sub = co_await Subrequest::start(next, std::move(get), subrequest_env(env, "SLO"));
     const int status = sub->status();
     if (is_success(status)) {
@@ -1078,7 +1066,8 @@ class Slo final : public Middleware {
         }
         std::string_view rel = item.name;
         while (!rel.empty() && rel.front() == '/') rel.remove_prefix(1);
-        Request del = make_subrequest("DELETE", prefix + std::string(rel), "", sub_headers(req));
+        Request del = make_subrequest("DELETE", prefix + std::string(rel), "",
+                                      subrequest_headers(req, "SLO"));
         auto r = co_await run_subrequest(next, std::move(del), subrequest_env(env, "SLO"), 1 << 16);
         int st = r.ok() ? r->status : 500;
         if (!(co_await heartbeat()).ok()) co_return;

@@ -292,6 +292,21 @@ ProxyEnv subrequest_env(const ProxyEnv& env, std::string source) {
   return sub;
 }
 
+HeaderMap subrequest_headers(const Request& client, std::string_view agent) {
+  HeaderMap h;
+  for (std::string_view name : {"Host", "Origin", "Access-Control-Request-Method", "X-User-Id",
+                                "X-Project-Id", "Referer", "X-Auth-Token"}) {
+    if (auto v = client.headers.get(name)) h.set(name, *v);
+  }
+  std::string ua(client.headers.get_or("User-Agent", ""));
+  ua += " ";
+  ua += agent;
+  const size_t first = ua.find_first_not_of(" \t");
+  const size_t last = ua.find_last_not_of(" \t");
+  h.set("User-Agent", first == std::string::npos ? "" : ua.substr(first, last - first + 1));
+  return h;
+}
+
 Request make_subrequest(std::string method, std::string_view path, std::string_view query,
                         HeaderMap headers) {
   Request r;

@@ -40,6 +40,14 @@ namespace apus::proxy {
 // inbound X-Timestamp, swift_owner) carries over: authorization is decided afresh.
 ProxyEnv subrequest_env(const ProxyEnv& env, std::string source);
 
+// The headers a subrequest made for the client's request `client` carries over, as Swift's
+// make_env() copies them (Host, Origin, Access-Control-Request-Method, X-User-Id, X-Project-Id,
+// Referer: a Referer may be what grants read access to a segment's container), plus the
+// X-Auth-Token that Swift's middlewares pass on, and a User-Agent of the client's followed by
+// `agent` ("SLO", "DLO MultipartGET"), as Swift's '%(orig)s <agent>'.strip() gives it.
+common::http::HeaderMap subrequest_headers(const common::http::Request& client,
+                                           std::string_view agent);
+
 // A request for `method` on the decoded path `path` ("/v1/AUTH_a/c/o"), percent-encoded into
 // the target as Swift's quote() does, followed by '?' and `query` (already encoded) unless it
 // is empty. No body: content_length 0 (set it, or chunked, for a body).

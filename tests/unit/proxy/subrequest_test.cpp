@@ -475,5 +475,25 @@ TEST_CASE("subrequest: the request and env reach the app") {
   CHECK(s.seen_env.source == "DLO");
 }
 
+
+TEST_CASE("subrequest_headers: what Swift's make_env() carries over, and the agent") {
+  Request client;
+  client.headers.set("Referer", "http://example.com/page");
+  client.headers.set("Host", "cluster.example");
+  client.headers.set("X-Auth-Token", "AUTH_tk1");
+  client.headers.set("User-Agent", "curl/7.88");
+  client.headers.set("Range", "bytes=0-1");        // the subrequest's own business
+  client.headers.set("X-Object-Meta-A", "b");      // not a subrequest's
+  HeaderMap h = subrequest_headers(client, "DLO MultipartGET");
+  CHECK(h.get_or("Referer", "") == "http://example.com/page");
+  CHECK(h.get_or("Host", "") == "cluster.example");
+  CHECK(h.get_or("X-Auth-Token", "") == "AUTH_tk1");
+  CHECK(h.get_or("User-Agent", "") == "curl/7.88 DLO MultipartGET");
+  CHECK_FALSE(h.contains("Range"));
+  CHECK_FALSE(h.contains("X-Object-Meta-A"));
+  // Without a client agent, Swift's '%(orig)s SLO'.strip() is just "SLO".
+  CHECK(subrequest_headers(Request{}, "SLO").get_or("User-Agent", "") == "SLO");
+}
+
 }  // namespace
 }  // namespace apus::proxy
