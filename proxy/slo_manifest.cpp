@@ -460,6 +460,7 @@ std::vector<Piece> pieces_for_range(const std::vector<StoredSegment>& segments, 
   for (size_t i = 0; i < segments.size(); ++i) {
     const StoredSegment& s = segments[i];
     const int64_t len = s.length();
+    if (len <= 0) continue;  // an empty segment adds no bytes (and has no byte to point at)
     if (first >= len) {
       first -= len;
       last -= len;

@@ -234,6 +234,17 @@ TEST_CASE("slo ranges: byte ranges of the large object map onto segment pieces")
   CHECK((tail[0].index == 2 && tail[0].first == 1 && tail[0].last == 2));
 }
 
+TEST_CASE("slo ranges: an empty segment in the middle gives no piece") {
+  // A stored manifest with a 0-byte segment (the fuzzer's find: it gave a piece whose last
+  // byte came before its first).
+  std::vector<StoredSegment> m = {object("/c/a", 5, "h1"), object("/c/b", 0, "h2"),
+                                  object("/c/c", 3, "h3")};
+  auto across = pieces_for_range(m, 2, 6);
+  REQUIRE(across.size() == 2);
+  CHECK((across[0].index == 0 && across[0].first == 2 && across[0].last == 4));
+  CHECK((across[1].index == 2 && across[1].first == 0 && across[1].last == 1));
+}
+
 TEST_CASE("slo bulk answers: plain, JSON and XML as Swift's bulk writes them") {
   std::vector<BulkField> fields = {{"Response Status", "400 Bad Request", false},
                                    {"Response Body", "", false}};
