@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 
 #include <boost/json.hpp>
@@ -12,6 +13,7 @@
 #include "common/http/swob.h"
 #include "common/http/url.h"
 #include "common/listing_format.h"
+#include "proxy/bulk_response.h"
 
 namespace apus::proxy::slo {
 
@@ -169,17 +171,6 @@ Response internal_error() { return common::http::text_response(500, "An error oc
 
 void append_json(std::string& out, std::string_view s) {
   common::listing::append_json_string(out, s);
-}
-
-std::string xml_escape(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '&') out += "&amp;";
-    else if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else out.push_back(c);
-  }
-  return out;
 }
 
 }  // namespace
@@ -481,50 +472,19 @@ std::vector<Piece> pieces_for_range(const std::vector<StoredSegment>& segments, 
 }
 
 std::string bulk_response_body(std::string_view content_type, std::vector<BulkField> fields,
-                                const std::vector<BulkError>& errors, std::string_view root_tag) {
-  std::string out;
-  if (content_type == "application/json") {
-    out = "{";
-    for (const BulkField& f : fields) {
-      append_json(out, f.key);
-      out += ": ";
-      if (f.number) out += f.value;
-      else append_json(out, f.value);
-      out += ", ";
+                               const std::vector<BulkError>& errors, std::string_view root_tag) {
+  // bulk's formatter is the one writer of Swift's get_response_body(); this only adapts SLO's
+  // fields to its report.
+  BulkReport report;
+  for (BulkField& f : fields) {
+    if (f.number) {
+      report.set(f.key, static_cast<int64_t>(std::strtoll(f.value.c_str(), nullptr, 10)));
+    } else {
+      report.set(f.key, std::move(f.value));
     }
-    out += "\"Errors\": [";
-    for (size_t i = 0; i < errors.size(); ++i) {
-      if (i > 0) out += ", ";
-      out += "[";
-      append_json(out, errors[i].name);
-      out += ", ";
-      append_json(out, errors[i].status);
-      out += "]";
-    }
-    out += "]}";
-    return out;
   }
-  std::sort(fields.begin(), fields.end(),
-            [](const BulkField& a, const BulkField& b) { return a.key < b.key; });
-  if (content_type.ends_with("/xml")) {
-    out = "<" + std::string(root_tag) + ">\n";
-    for (const BulkField& f : fields) {
-      std::string key = f.key;
-      for (char& c : key) c = c == ' ' ? '_' : static_cast<char>(std::tolower(c));
-      out += "<" + key + ">" + xml_escape(f.value) + "</" + key + ">\n";
-    }
-    out += "<errors>\n";
-    for (const BulkError& e : errors) {
-      out += "<object><name>" + xml_escape(e.name) + "</name><status>" + xml_escape(e.status) +
-             "</status></object>\n";
-    }
-    out += "</errors>\n</" + std::string(root_tag) + ">\n";
-    return out;
-  }
-  for (const BulkField& f : fields) out += f.key + ": " + f.value + "\n";
-  out += "Errors:\n";
-  for (const BulkError& e : errors) out += e.name + ", " + e.status + "\n";
-  return out;
+  for (const BulkError& e : errors) report.errors.emplace_back(e.name, e.status);
+  return bulk_report_body(content_type, report, root_tag);
 }
 
 }  // namespace apus::proxy::slo
