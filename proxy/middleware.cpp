@@ -26,6 +26,7 @@
 #include "common/timestamp.h"
 #include "proxy/bulk.h"
 #include "proxy/dlo.h"
+#include "proxy/backend.h"
 #include "proxy/memcache.h"
 #include "proxy/slo.h"
 #include "proxy/symlink.h"
@@ -446,36 +447,6 @@ class Crossdomain final : public Middleware {
 
 // ---- listing_formats -------------------------------------------------------------------------
 
-// Holds a whole (small) response instead of sending it, so listing_formats can re-render it.
-class Buffered : public ExchangeWrapper {
- public:
-  using ExchangeWrapper::ExchangeWrapper;
-  Response held;
-  bool streamed_head = false;
-
-  net::awaitable<Status> write_body(std::string_view chunk) override {
-    held.body.append(chunk);
-    co_return Status();
-  }
-  net::awaitable<Status> finish_response() override { co_return Status(); }
-  bool response_started() const override { return held.status != 0; }
-  int response_status() const override { return held.status; }
-
- protected:
-  net::awaitable<Status> do_respond(Response response) override {
-    held = std::move(response);
-    co_return Status();
-  }
-  net::awaitable<Status> do_start_response(int status, HeaderMap headers,
-                                           std::optional<uint64_t>) override {
-    held.status = status;
-    held.headers = std::move(headers);
-    streamed_head = true;
-    co_return Status();
-  }
-};
-
-
 // Rebuilds a query string with format=json instead of any format the client gave.
 std::string json_query(std::string_view query) {
   std::string out;
@@ -518,12 +489,13 @@ class ListingFormats final : public Middleware {
       if (negotiated.status == 400) r.body = negotiated.error_body;
       co_return co_await ex.reply(std::move(r));
     }
-    Buffered held(ex);
+    ResponseCapture held(ex, max_listing_body(constraints_));
     std::string target(req.path());
     target += "?" + json_query(req.query());
     held.mutable_request().target = target;
     held.mutable_request().headers.erase("Accept");
     co_await next(held, env);
+    if (held.too_big) co_return co_await ex.reply(swob_response(500));
     Response r = std::move(held.held);
     if (r.status == 0) co_return;
     const std::string& type = negotiated.content_type;

@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <boost/asio/awaitable.hpp>
@@ -138,6 +139,51 @@ class HeaderEditor : public ExchangeWrapper {
 
  private:
   Edit edit_;
+};
+
+// An ExchangeWrapper that holds a whole answer instead of sending it, for a middleware that
+// re-renders it (listing_formats, symlink's listing rewrite). At most `max_body` bytes of body
+// are held: past that a write fails (Cancelled) and too_big is set, so a client's listing
+// cannot grow the buffer beyond what the proxy reads of a listing at all.
+class ResponseCapture final : public ExchangeWrapper {
+ public:
+  ResponseCapture(common::http::Exchange& inner, size_t max_body)
+      : ExchangeWrapper(inner), max_body_(max_body) {}
+  common::http::Response held;
+  bool too_big = false;
+
+  boost::asio::awaitable<common::Status> write_body(std::string_view chunk) override {
+    if (held.body.size() + chunk.size() > max_body_) {
+      too_big = true;
+      co_return common::Status::cancelled("answer too large to hold");
+    }
+    held.body.append(chunk);
+    co_return common::Status();
+  }
+  boost::asio::awaitable<common::Status> finish_response() override {
+    co_return common::Status();
+  }
+  bool response_started() const override { return held.status != 0; }
+  int response_status() const override { return held.status; }
+
+ protected:
+  boost::asio::awaitable<common::Status> do_respond(common::http::Response response) override {
+    if (response.body.size() > max_body_) {
+      too_big = true;
+      co_return common::Status::cancelled("answer too large to hold");
+    }
+    held = std::move(response);
+    co_return common::Status();
+  }
+  boost::asio::awaitable<common::Status> do_start_response(
+      int status, common::http::HeaderMap headers, std::optional<uint64_t>) override {
+    held.status = status;
+    held.headers = std::move(headers);
+    co_return common::Status();
+  }
+
+ private:
+  size_t max_body_;
 };
 
 // A built pipeline: its middlewares in order, then the app.

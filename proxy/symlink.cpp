@@ -14,6 +14,7 @@
 #include "common/http/url.h"
 #include "common/listing_format.h"
 #include "common/pickle.h"
+#include "proxy/backend.h"
 #include "proxy/subrequest.h"
 
 namespace apus::proxy {
@@ -324,7 +325,6 @@ using symlink::Step;
 
 // The most a container listing may hold for the rewrite (10,000 names of up to 1 KiB, each
 // possibly \u-escaped, with their other fields).
-constexpr size_t kMaxListingBytes = 96u << 20;
 
 // An ExchangeWrapper that decides, from an answer's head, whether it goes on to the client
 // (headers possibly edited), is dropped (its body too), or is replaced by another answer (its
@@ -388,38 +388,6 @@ class Intercept final : public ExchangeWrapper {
   Response replacement_;
 };
 
-// Holds a whole answer (a container listing) instead of sending it; at most kMaxListingBytes.
-class Capture final : public ExchangeWrapper {
- public:
-  using ExchangeWrapper::ExchangeWrapper;
-  Response held;
-  bool too_big = false;
-
-  net::awaitable<Status> write_body(std::string_view chunk) override {
-    if (held.body.size() + chunk.size() > kMaxListingBytes) {
-      too_big = true;
-      co_return Status::cancelled("container listing too large for the symlink rewrite");
-    }
-    held.body.append(chunk);
-    co_return Status();
-  }
-  net::awaitable<Status> finish_response() override { co_return Status(); }
-  bool response_started() const override { return held.status != 0; }
-  int response_status() const override { return held.status; }
-
- protected:
-  net::awaitable<Status> do_respond(Response response) override {
-    held = std::move(response);
-    co_return Status();
-  }
-  net::awaitable<Status> do_start_response(int status, HeaderMap headers,
-                                           std::optional<uint64_t>) override {
-    held.status = status;
-    held.headers = std::move(headers);
-    co_return Status();
-  }
-};
-
 bool is_success(int status) { return status >= 200 && status < 300; }
 
 // /<version>/<account>/... of a decoded path.
@@ -445,7 +413,8 @@ Response conflict(std::string body, const std::string& content_location) {
 
 class Symlink final : public Middleware {
  public:
-  explicit Symlink(int symloop_max) : symloop_max_(symloop_max) {}
+  Symlink(int symloop_max, size_t max_listing)
+      : symloop_max_(symloop_max), max_listing_(max_listing) {}
 
   std::optional<std::pair<std::string, std::string>> info() const override {
     return std::make_pair(
@@ -457,7 +426,7 @@ class Symlink final : public Middleware {
     const Request& req = ex.request();
     auto segs = common::http::split_path(common::http::percent_decode(req.path()), 3, 4, true);
     if (!segs.ok()) co_return co_await next(ex, env);
-    if (!(*segs)[3]) co_return co_await container(ex, env, next);
+    if (!(*segs)[3]) co_return co_await container(ex, env, next, max_listing_);
     const std::string& account = *(*segs)[1];
     if (req.method == "GET" || req.method == "HEAD") {
       if (common::http::query_param(req.query(), "symlink") == "get") {
@@ -677,10 +646,11 @@ class Symlink final : public Middleware {
   }
 
   // Container requests: a GET's JSON listing shows links' targets.
-  static net::awaitable<void> container(Exchange& ex, ProxyEnv& env, const Next& next) {
+  static net::awaitable<void> container(Exchange& ex, ProxyEnv& env, const Next& next,
+                                        size_t max_listing) {
     const Request& req = ex.request();
     if (req.method != "GET") co_return co_await next(ex, env);
-    Capture held(ex);
+    ResponseCapture held(ex, max_listing);
     co_await next(held, env);
     if (held.too_big) co_return co_await ex.reply(swob_response(500));
     if (held.held.status == 0) co_return;  // nothing answered: catch_errors does
@@ -701,18 +671,19 @@ class Symlink final : public Middleware {
   // A HEAD answer has no body; this bounds whatever a misbehaving one sends.
   static constexpr size_t kMaxHeadBody = 64 * 1024;
   const int symloop_max_;
+  const size_t max_listing_;  // the most listing bytes the rewrite holds (the app's own cap)
 };
 
 }  // namespace
 
 Result<std::unique_ptr<Middleware>> make_symlink(const common::Section& section,
                                                  const MiddlewareContext& context) {
-  (void)context;
   int64_t symloop_max = symlink::kDefaultSymloopMax;
   APUS_ASSIGN_OR_RETURN(symloop_max, section.get_int("symloop_max", symlink::kDefaultSymloopMax));
   if (symloop_max < 1) symloop_max = symlink::kDefaultSymloopMax;
   if (symloop_max > 1000000) return section.invalid("symloop_max", "must be at most 1000000");
-  return std::unique_ptr<Middleware>(std::make_unique<Symlink>(static_cast<int>(symloop_max)));
+  return std::unique_ptr<Middleware>(std::make_unique<Symlink>(static_cast<int>(symloop_max),
+                                                               max_listing_body(context.swift.constraints)));
 }
 
 }  // namespace apus::proxy
