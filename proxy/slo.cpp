@@ -55,7 +55,7 @@ constexpr size_t kMaxStoredManifest = 64 * 1024 * 1024;
 constexpr size_t kReadAhead = 1024 * 1024;
 constexpr size_t kChunk = 64 * 1024;
 // Swift's MAX_CONTAINER_LISTING_CONTENT_LENGTH: larger listings pass untouched.
-constexpr uint64_t kMaxListingLength = 1024 * 1024;
+constexpr uint64_t kMaxListingLength = 1024 * 10000 * 2;  // listing_formats.py, 2.30
 
 struct Options {
   int64_t max_manifest_segments = slo::kDefaultMaxManifestSegments;
