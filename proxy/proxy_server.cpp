@@ -30,6 +30,7 @@ Result<ProxyConfig> ProxyConfig::from_config(const common::Config& conf) {
   if (!pipeline.ok()) return pipeline.status();
   app = pipeline->back();
   common::Section s = conf.section("app:" + app);
+  c.app_section = s;
   c.server.server_type = "proxy-server";
   c.server.bind_ip = s.get_string("bind_ip", "0.0.0.0");
   int64_t port = 8080;

@@ -50,6 +50,7 @@ struct ProxyConfig {
   bool strict_cors_mode = true;
   std::vector<std::string> cors_allow_origin;    // origins allowed for every container
   std::vector<std::string> cors_expose_headers;  // added to Access-Control-Expose-Headers
+  common::Section app_section;  // the section all of the above came from, as read
 
   // Reads [app:proxy-server] (the last element of [pipeline:main]) and swift.conf. Errors name
   // the file, section and key.
