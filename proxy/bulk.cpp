@@ -48,8 +48,6 @@ std::string answer_status(const Response& r) {
   return std::to_string(r.status) + " " + r.reason;
 }
 
-// The body of swob's standard answer for `status` (HTTPNotFound(request=req).body...).
-std::string swob_body(int status) { return common::http::swob_response(status).body; }
 
 // Swift's str.rstrip('/') and lstrip('/').
 std::string_view rstrip_slash(std::string_view s) {
@@ -153,9 +151,9 @@ class BulkDelete {
 
   net::awaitable<Status> work(BulkDeleteSource* source) {
     const Request& req = ex_.request();
-    if (answer_.content_type().empty()) co_return refuse(406, swob_body(406));
+    if (answer_.content_type().empty()) co_return refuse(406, "");
     auto segs = common::http::split_path(common::http::percent_decode(req.path()), 2, 3, true);
-    if (!segs.ok()) co_return refuse(404, swob_body(404));
+    if (!segs.ok()) co_return refuse(404, "");
     version_ = *(*segs)[0];
     account_ = *(*segs)[1];
     std::optional<NameList> body_names;
@@ -164,7 +162,7 @@ class BulkDelete {
       // drops the client's Content-Type first in Swift: no check then.)
       auto incoming = req.headers.get("Content-Type");
       if (incoming && !incoming->empty() && !incoming->starts_with("text/plain")) {
-        co_return refuse(406, swob_body(406));
+        co_return refuse(406, "");
       }
       auto parsed = co_await read_names();
       if (!parsed.ok()) co_return parsed.status();
@@ -219,7 +217,7 @@ class BulkDelete {
   // The names of the request body (Swift's get_objs_to_delete()).
   net::awaitable<Result<std::vector<BulkDeleteItem>>> read_names() {
     const Request& req = ex_.request();
-    if (!req.content_length && !req.chunked) co_return refuse(411, swob_body(411));
+    if (!req.content_length && !req.chunked) co_return refuse(411, "");
     DeleteListParser parser(static_cast<size_t>(std::max<int64_t>(o_.max_deletes_per_request, 0)),
                             max_path_);
     std::string buf(64 * 1024, '\0');
@@ -384,10 +382,10 @@ class Extract {
 
   net::awaitable<Status> work(ArchiveCompression compression) {
     const Request& req = ex_.request();
-    if (answer_.content_type().empty()) co_return refuse(406, swob_body(406));
-    if (!req.content_length && !req.chunked) co_return refuse(411, swob_body(411));
+    if (answer_.content_type().empty()) co_return refuse(406, "");
+    if (!req.content_length && !req.chunked) co_return refuse(411, "");
     auto segs = common::http::split_path(common::http::percent_decode(req.path()), 2, 3, true);
-    if (!segs.ok()) co_return refuse(404, swob_body(404));
+    if (!segs.ok()) co_return refuse(404, "");
     version_ = *(*segs)[0];
     account_ = *(*segs)[1];
     base_ = std::string(rstrip_slash((*segs)[2].value_or("")));
@@ -451,7 +449,7 @@ class Extract {
       } else {
         // The object PUT may still succeed (ACLs): remember, report only if it fails too.
         container_failure.emplace(error_name(cont_path, max_path_), created.status().message());
-        if (created.status().message() == status_line(401)) co_return refuse(401, swob_body(401));
+        if (created.status().message() == status_line(401)) co_return refuse(401, "");
       }
     }
     Response put = co_await put_object(stream, e, destination);
@@ -467,7 +465,7 @@ class Extract {
     if (container_failure) errors_.push_back(std::move(*container_failure));
     if (put.status == 401) {
       errors_.emplace_back(error_name(obj_path, max_path_), status_line(401));
-      co_return refuse(401, swob_body(401));
+      co_return refuse(401, "");
     }
     if (put.status / 100 == 5) failed_status_ = 502;
     errors_.emplace_back(error_name(obj_path, max_path_), answer_status(put));

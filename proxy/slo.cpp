@@ -725,9 +725,10 @@ class Slo final : public Middleware {
     const uint64_t total = static_cast<uint64_t>(*length);
     auto decision = common::http::evaluate_range(req.headers.get("Range"), total);
     if (decision.outcome == common::http::RangeOutcome::kUnsatisfiable) {
+      // swob's 416 keeps the large object's headers, its Content-Type too.
       Response r = swob_response(416);
       for (const auto& [k, v] : h) {
-        if (!iequals(k, "Content-Length") && !iequals(k, "Content-Type")) r.headers.set(k, v);
+        if (!iequals(k, "Content-Length")) r.headers.set(k, v);
       }
       r.headers.set("Content-Range", common::http::unsatisfied_content_range(total));
       co_return co_await ex.reply(std::move(r));
