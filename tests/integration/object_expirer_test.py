@@ -247,6 +247,21 @@ def main():
         check(not any(exists(url, token, o) for o in ats),
               "the two processes together expired all three (the first left %r)" % left)
 
+        # -- The daemon: a pass within every `interval`; SIGTERM ends it promptly. --
+        daemon = ps.start([os.path.join(BUILD, "bin", "apus-object-expirer"),
+                           expirer_conf(cluster, "daemon-expirer.conf", "interval = 1\n")],
+                          os.path.join(root, "daemon-expirer.out"))
+        swift.put_object(url, token, "c", "by-daemon", b"d", headers={"X-Delete-After": "1"})
+        deadline = time.monotonic() + 60
+        while exists(url, token, "by-daemon") and time.monotonic() < deadline:
+            time.sleep(0.3)
+        check(not exists(url, token, "by-daemon"), "the running expirer deleted 'by-daemon'")
+        check(daemon.poll() is None, "the expirer daemon keeps running between passes")
+        started = time.monotonic()
+        ps.stop(daemon)
+        check(daemon.returncode == 0 and time.monotonic() - started < 5,
+              "the daemon stopped on SIGTERM within seconds, exit %r" % daemon.returncode)
+
         # -- Mixed cluster: Swift's expirer expires what the Apus proxy queued. --
         swift.put_object(url, token, "c", "by-swift", b"s", headers={"X-Delete-After": "1"})
         swift_at = int(swift.head_object(url, token, "c", "by-swift")["x-delete-at"])
