@@ -160,9 +160,24 @@ struct ListingRow {
   std::string content_type;
 };
 
-// Swift's best_response() on the statuses of one request per node: for 2xx, 3xx and 4xx in
-// that order, the highest status of the first class with a quorum; `override_404` counts 404s
-// as 204s (and never picks them) when no class has one (a DELETE); else 503.
+std::string csv_nodes(const ring::NodeList& nodes, const std::vector<size_t>& indices,
+                      bool hosts) {
+  std::string out;
+  for (size_t j : indices) {
+    const ring::Device& d = *nodes.nodes[j].device;
+    if (!out.empty()) out += ",";
+    out += hosts ? d.ip + ":" + std::to_string(d.port) : d.device;
+  }
+  return out;
+}
+
+std::chrono::steady_clock::duration seconds(double s) {
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(s));
+}
+
+}  // namespace
+
 int best_status(const std::vector<int>& statuses, size_t quorum, bool override_404) {
   auto pick = [&](const std::vector<int>& s, const std::vector<bool>& avoid) {
     for (int hundred : {200, 300, 400}) {
@@ -193,23 +208,6 @@ int best_status(const std::vector<int>& statuses, size_t quorum, bool override_4
   return status == 0 ? 503 : status;
 }
 
-std::string csv_nodes(const ring::NodeList& nodes, const std::vector<size_t>& indices,
-                      bool hosts) {
-  std::string out;
-  for (size_t j : indices) {
-    const ring::Device& d = *nodes.nodes[j].device;
-    if (!out.empty()) out += ",";
-    out += hosts ? d.ip + ":" + std::to_string(d.port) : d.device;
-  }
-  return out;
-}
-
-std::chrono::steady_clock::duration seconds(double s) {
-  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-      std::chrono::duration<double>(s));
-}
-
-}  // namespace
 
 struct ObjectExpirer::Impl {
   ExpirerConfig config;

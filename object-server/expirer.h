@@ -38,6 +38,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/config/config.h"
 #include "common/config/swift_conf.h"
@@ -74,6 +75,12 @@ struct ExpirerConfig {
   // The command line's --processes / --process overrides, checked as Swift checks them.
   common::Status set_processes(std::optional<int64_t> processes, std::optional<int64_t> process);
 };
+
+// Swift's best_response() on the statuses of one request per node (a 503 for a node that never
+// answered): for 2xx, 3xx and 4xx in that order, the highest status of the first class that
+// holds `quorum` of them; with `override_404` (a DELETE), when none does, 404s count as 204s
+// (without ever being the answer); else 503.
+int best_status(const std::vector<int>& statuses, size_t quorum, bool override_404);
 
 struct ExpirerStats {
   uint64_t objects = 0;  // rows done: object deleted (or given up) and row removed

@@ -5,6 +5,7 @@
 #include "object-server/expirer.h"
 
 #include <fstream>
+#include <vector>
 
 #include <doctest/doctest.h>
 
@@ -97,6 +98,30 @@ TEST_CASE_FIXTURE(ConfDir, "bad concurrency and process values are refused as Sw
   CHECK(c->process == 0);
   CHECK_FALSE(c->set_processes(std::nullopt, 5).ok());
   CHECK(c->set_processes(0, 5).ok());  // processes 0: one expirer does all, process unused
+}
+
+TEST_CASE("the expirer judges its object DELETEs as Swift's proxy does (best_response, 404 as 204)") {
+  // Each vector's answer is what Swift 2.30.1's Controller.best_response() gives for it with
+  // overrides={404: 204} and a quorum of 2.
+  struct Case {
+    std::vector<int> statuses;
+    int expected;
+  };
+  for (const Case& c : std::vector<Case>{{{204, 204, 204}, 204},
+                                         {{412, 412, 204}, 412},
+                                         {{404, 404, 204}, 404},
+                                         {{404, 503, 204}, 204},
+                                         {{404, 503, 503}, 503},
+                                         {{409, 404, 412}, 412},
+                                         {{503, 503, 503}, 503},
+                                         {{404, 404, 503}, 404},
+                                         {{404, 204, 503}, 204}}) {
+    CAPTURE(c.statuses);
+    CHECK(best_status(c.statuses, 2, true) == c.expected);
+  }
+  // Without the override a lone 2xx among failures is no answer.
+  CHECK(best_status({404, 503, 204}, 2, false) == 503);
+  CHECK(best_status({}, 2, true) == 503);
 }
 
 }  // namespace
