@@ -162,9 +162,13 @@ Response error_response(const FormError& e) {
   switch (e.kind) {
     case FormError::kInvalid:
       return text_plain(400, "FormPost: " + e.message);
-    case FormError::kUnauthorized:
-      return common::http::swob_response_with_body(
+    case FormError::kUnauthorized: {
+      Response r = common::http::swob_response_with_body(
           401, "FormPost: " + tempurl::python_title(e.message));
+      // swob's challenge, made without the request: no account in the realm.
+      r.headers.set("Www-Authenticate", "Swift realm=\"unknown\"");
+      return r;
+    }
     case FormError::kServerError:
       break;
   }
@@ -381,12 +385,18 @@ class FormPost final : public Middleware {
     };
     if (const std::string* v = get("x_delete_at")) {
       auto n = tempurl::python_int(*v);
-      if (!n) co_return Error{FormError::kInvalid, "x_delete_at not an integer: Unix timestamp required."};
+      if (!n) {
+        co_return Error{FormError::kInvalid,
+                        "x_delete_at not an integer: Unix timestamp required."};
+      }
       h.set("X-Delete-At", n->text);
     }
     if (const std::string* v = get("x_delete_after")) {
       auto n = tempurl::python_int(*v);
-      if (!n) co_return Error{FormError::kInvalid, "x_delete_after not an integer: Number of seconds required."};
+      if (!n) {
+        co_return Error{FormError::kInvalid,
+                        "x_delete_after not an integer: Number of seconds required."};
+      }
       h.set("X-Delete-After", n->text);
     }
     if (const std::string* v = get("content-type")) {

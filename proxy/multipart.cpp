@@ -180,14 +180,8 @@ void Parser::feed(std::string_view data) {
   buf_.append(data);
 }
 
-void Parser::consume(size_t n) {
-  pos_ += n;
-  if (pos_ == buf_.size()) {
-    buf_.clear();
-    pos_ = 0;
-    clean_ = 0;
-  }
-}
+// Only moves the start: data handed out by read_data() stays valid until feed() compacts.
+void Parser::consume(size_t n) { pos_ += n; }
 
 Parser::Step Parser::start() {
   APUS_CHECK(state_ == State::kStart);
@@ -405,7 +399,8 @@ Disposition parse_content_disposition(std::string_view header) {
   size_t used = 0;
   while (!attrs.empty() && match_attribute(attrs, &name, &value, &used)) {
     size_t b = value.find_first_not_of('"');
-    value = b == std::string::npos ? std::string() : value.substr(b, value.find_last_not_of('"') - b + 1);
+    value = b == std::string::npos ? std::string()
+                                   : value.substr(b, value.find_last_not_of('"') - b + 1);
     d.attrs[name] = value;
     attrs.remove_prefix(used);
   }

@@ -533,9 +533,11 @@ namespace {
 
 using tempurl::HeaderRules;
 
-// Swift's answer to a temp URL that does not hold (no body for HEAD).
+// Swift's answer to a temp URL that does not hold (no body for HEAD). swob builds its challenge
+// before it knows the request, so the realm is "unknown".
 Response invalid(const Request& req) {
   Response r = common::http::swob_response_with_body(401, std::string(tempurl::kInvalidBody));
+  r.headers.set("Www-Authenticate", "Swift realm=\"unknown\"");
   if (req.method == "HEAD") r.body.clear();
   return r;
 }

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 
@@ -80,7 +81,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   if (q.filename) (void)tu::disposition_format("attachment", *q.filename);
   const std::string whole(text);
-  for (const std::string* v : {q.sig ? &*q.sig : nullptr, &whole}) {
+  const std::initializer_list<const std::string*> sigs = {q.sig ? &*q.sig : nullptr, &whole};
+  for (const std::string* v : sigs) {
     if (v == nullptr) continue;
     if (auto s = dg::extract_digest_and_algorithm(*v)) {
       if (s->hex.size() % 2 != 0) fail("odd hex");
@@ -95,8 +97,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::string raw = unhex(mac);
     for (bool url_safe : {false, true}) {
       for (bool pad : {false, true}) {
-        auto s = dg::extract_digest_and_algorithm(std::string(name) + ":" + b64(raw, url_safe, pad));
-        if (!s || s->hex != mac || s->algorithm != name) fail("base64 signature does not read back");
+        auto s = dg::extract_digest_and_algorithm(std::string(name) + ":" +
+                                                  b64(raw, url_safe, pad));
+        if (!s || s->hex != mac || s->algorithm != name) fail("base64 signature reads wrong");
       }
     }
     auto h = dg::extract_digest_and_algorithm(mac);

@@ -181,7 +181,7 @@ def tempurl(pair):
                  expect=200)
     pair.compare("prefix, other object", get(q(sign("GET", exp, pre, AKEY),
                                                extra="&temp_url_prefix=o"),
-                                             path="/v1/AUTH_test/tu/other"), expect=401)
+                                             path="/v1/AUTH_test/tu/x-other"), expect=401)
     pair.compare("prefix not signed as one", get(q(sign("GET", exp, raw, AKEY),
                                                    extra="&temp_url_prefix=o")), expect=401)
     # temp_url_ip_range.

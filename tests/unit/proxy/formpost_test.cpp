@@ -123,10 +123,18 @@ TEST_CASE("multipart: parts, headers and data as Swift reads them") {
       {"--XX\r\nA: 1", "A=1;|\n"},
   };
   for (const Case& c : cases) {
-    for (size_t chunk : {1, 2, 5, 4096}) {
+    for (size_t chunk : {1, 2, 5, 7, 4096}) {
       CHECK_MESSAGE(parse(c.body, "XX", chunk) == c.want,
                     "body " << c.body << " chunk " << chunk);
     }
+  }
+  // The fuzzer's find: data handed out from the buffer's first byte, the buffer then empty,
+  // lost that byte (the buffer was cleared under the caller's view).
+  const std::string_view found =
+      "--abcdefgh\r\n\r-\n\n\x04" "BOUND---\rabcdefg\r\n--abcdEfgh-\r\n--abcdeBOUND\r\n"
+      "Content-Disposition: formfgh---data; name=\"redirect\"\r\n\r\nhtt";
+  for (size_t chunk : {1, 7, 4096}) {
+    CHECK_MESSAGE(parse(found, "abcdefgh", chunk) == "|htt\n", "chunk " << chunk);
   }
 }
 
@@ -268,7 +276,8 @@ struct Fixture {
     auto parsed = common::Config::parse("[filter:formpost]\nuse = egg:swift#formpost\n");
     common::SwiftConf swift;
     std::string dir = "/nonexistent";
-    auto made = make_formpost(parsed->section("filter:formpost"), MiddlewareContext{swift, dir, keys});
+    auto made =
+        make_formpost(parsed->section("filter:formpost"), MiddlewareContext{swift, dir, keys});
     REQUIRE(made.ok());
     mw = std::move(made.value());
   }
@@ -418,6 +427,7 @@ TEST_CASE_FIXTURE(Fixture, "formpost: limits, expiry, signature and bad fields")
   r = post(p, form(p, "", "4", "1", file("f", "x", "1")));
   CHECK(r.status == 401);
   CHECK(r.body == "FormPost: Invalid Signature");
+  CHECK(r.headers.get_or("Www-Authenticate", "") == "Swift realm=\"unknown\"");
   CHECK(r.headers.get_or("Content-Type", "") == "text/html; charset=UTF-8");
   keys.container.set("X-Container-Meta-Temp-Url-Key", "secret");
   now -= 3600;
@@ -479,7 +489,8 @@ TEST_CASE("formpost: /info") {
   common::SwiftConf swift;
   std::string dir = "/nonexistent";
   Keys keys;
-  auto made = make_formpost(parsed->section("filter:formpost"), MiddlewareContext{swift, dir, keys});
+  auto made =
+      make_formpost(parsed->section("filter:formpost"), MiddlewareContext{swift, dir, keys});
   REQUIRE(made.ok());
   auto info = (*made)->info();
   REQUIRE(info);

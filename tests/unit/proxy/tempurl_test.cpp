@@ -241,7 +241,8 @@ TEST_CASE("tempurl: /info as Swift registers it") {
   REQUIRE(o.ok());
   CHECK(tempurl::info_json(*o).find("\"methods\": [\"GET\"]") != std::string::npos);
   CHECK(tempurl::info_json(*o).find("\"allowed_digests\": [\"sha512\"]}") != std::string::npos);
-  conf = common::Config::parse("[filter:tempurl]\nuse = egg:swift#tempurl\nallowed_digests = md5\n");
+  conf = common::Config::parse(
+      "[filter:tempurl]\nuse = egg:swift#tempurl\nallowed_digests = md5\n");
   CHECK(!tempurl::parse_options(conf->section("filter:tempurl")).ok());
 }
 
@@ -357,7 +358,8 @@ struct Fixture {
 };
 
 TEST_CASE_FIXTURE(Fixture, "tempurl: a signed GET passes with its scope, headers edited") {
-  Response r = call("GET", "/v1/AUTH_a/c/dir/o.txt", query("GET", "/v1/AUTH_a/c/dir/o.txt", "akey"));
+  Response r =
+      call("GET", "/v1/AUTH_a/c/dir/o.txt", query("GET", "/v1/AUTH_a/c/dir/o.txt", "akey"));
   CHECK(r.status == 200);
   CHECK(r.body == "hello");
   CHECK(!r.headers.contains("X-Object-Meta-Secret"));
@@ -402,6 +404,7 @@ TEST_CASE_FIXTURE(Fixture, "tempurl: HEAD with a GET, PUT or POST signature, not
   CHECK(r.status == 401);
   CHECK(r.body == tempurl::kInvalidBody);
   CHECK(r.headers.get_or("Content-Type", "") == "text/html; charset=UTF-8");
+  CHECK(r.headers.get_or("Www-Authenticate", "") == "Swift realm=\"unknown\"");
   r = call("PUT", "/v1/AUTH_a/c/o", query("GET", "/v1/AUTH_a/c/o", "akey"));
   CHECK(r.status == 401);
   CHECK(seen.size() == 4);
@@ -506,7 +509,8 @@ TEST_CASE_FIXTURE(Fixture, "tempurl: inline, filename and the headers a PUT may 
 
 TEST_CASE("tempurl: methods and the header options") {
   Fixture f("methods = GET\noutgoing_remove_headers = content-type\n"
-            "incoming_remove_headers = x-object-meta-*\nincoming_allow_headers = x-object-meta-a\n");
+            "incoming_remove_headers = x-object-meta-*\n"
+            "incoming_allow_headers = x-object-meta-a\n");
   const std::string p = "/v1/AUTH_a/c/o";
   CHECK(f.call("PUT", p, f.query("PUT", p, "akey")).status == 401);
   HeaderMap h;
