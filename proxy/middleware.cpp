@@ -26,10 +26,12 @@
 #include "common/timestamp.h"
 #include "proxy/bulk.h"
 #include "proxy/dlo.h"
+#include "proxy/formpost.h"
 #include "proxy/backend.h"
 #include "proxy/memcache.h"
 #include "proxy/slo.h"
 #include "proxy/symlink.h"
+#include "proxy/tempurl.h"
 
 namespace apus::proxy {
 
@@ -887,6 +889,8 @@ constexpr std::pair<std::string_view, MiddlewareFactory> kMiddlewares[] = {
     {"dlo", make_dlo},
     {"symlink", make_symlink},
     {"bulk", make_bulk},
+    {"tempurl", make_tempurl},
+    {"formpost", make_formpost},
 };
 
 // Every paste.filter_factory entry point of Swift 2.35's setup.cfg (2.30.1's, plus
