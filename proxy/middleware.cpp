@@ -29,6 +29,7 @@
 #include "proxy/backend.h"
 #include "proxy/memcache.h"
 #include "proxy/slo.h"
+#include "proxy/staticweb.h"
 #include "proxy/symlink.h"
 
 namespace apus::proxy {
@@ -887,6 +888,7 @@ constexpr std::pair<std::string_view, MiddlewareFactory> kMiddlewares[] = {
     {"dlo", make_dlo},
     {"symlink", make_symlink},
     {"bulk", make_bulk},
+    {"staticweb", make_staticweb},
 };
 
 // Every paste.filter_factory entry point of Swift 2.35's setup.cfg (2.30.1's, plus
