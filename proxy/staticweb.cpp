@@ -358,6 +358,7 @@ std::string slash_location(std::string_view path, const UrlBase& base,
 namespace {
 
 bool is_success(int status) { return status >= 200 && status < 300; }
+bool is_redirection(int status) { return status >= 300 && status < 400; }
 
 // swob's answer with its explanation body, none for a HEAD (swob never builds the body of a
 // HEAD answer: it goes out with Content-Length: 0).
@@ -366,14 +367,14 @@ Response swob_answer(const Request& req, int status) {
   if (req.method == "HEAD") r.body.clear();
   return r;
 }
-bool is_redirection(int status) { return status >= 300 && status < 400; }
 
 // Error answers held in case an error page replaces them: Swift's own are a few hundred bytes.
 constexpr size_t kMaxHeldError = 64 * 1024;
 
 // An answer of the rest of the pipeline, decided on when its head comes in: sent on to the
 // client (optionally under another status: an error page keeps the error's status), dropped
-// (its body abandoned), or held whole (at most kMaxHeldError bytes of body).
+// (its body abandoned), or held whole (at most kMaxHeldError bytes of body). Lives in the
+// coroutine frame of the request it serves; all calls on that request's executor.
 class Intercept final : public ExchangeWrapper {
  public:
   enum class Action { kForward, kDrop, kHold };
@@ -492,6 +493,8 @@ struct Site {
   staticweb::WebConfig web;
 };
 
+// The middleware. Keeps only its config and the info lookup (thread-safe); each request's state
+// lives in its coroutine frames.
 class StaticWeb final : public Middleware {
  public:
   StaticWeb(staticweb::UrlBase url_base, std::string server, InfoLookup& info, size_t max_listing)

@@ -12,6 +12,10 @@
 // temp_url_prefix listings. The only option is Swift's url_base, whose scheme and host (when
 // given) make the redirects' Location.
 //
+// One deliberate difference: where Swift hands a HEAD the body of a GET subrequest (an error
+// page, a refused listing), its catch_errors finds bytes in a HEAD answer and Swift answers 500;
+// Apus answers the status and headers that GET has, without the body.
+//
 // The functions in namespace `staticweb` are the pure parts (the pages, the paths, the
 // redirect's Location), exposed for tests. The middleware is built by make_staticweb().
 //
