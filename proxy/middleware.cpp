@@ -30,6 +30,7 @@
 #include "proxy/backend.h"
 #include "proxy/memcache.h"
 #include "proxy/slo.h"
+#include "proxy/staticweb.h"
 #include "proxy/symlink.h"
 #include "proxy/tempurl.h"
 
@@ -891,6 +892,7 @@ constexpr std::pair<std::string_view, MiddlewareFactory> kMiddlewares[] = {
     {"bulk", make_bulk},
     {"tempurl", make_tempurl},
     {"formpost", make_formpost},
+    {"staticweb", make_staticweb},
 };
 
 // Every paste.filter_factory entry point of Swift 2.35's setup.cfg (2.30.1's, plus
