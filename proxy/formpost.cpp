@@ -436,10 +436,7 @@ class FormPost final : public Middleware {
     Request put = make_subrequest("PUT", path, "", std::move(h));
     put.content_length.reset();
     put.chunked = true;
-    ProxyEnv sub = subrequest_env(env, "FP");
-    sub.authorize = [](const Request&, ProxyEnv&) { return allow(); };
-    sub.authorize_override = true;
-    sub.remote_user = ".wsgi.pre_authed";
+    ProxyEnv sub = pre_authed_env(env, "FP");
     CappedFileBody body(reader, *max_file_size);
     auto r = co_await run_subrequest_with_body(next, std::move(put), std::move(sub), body,
                                                kMaxAnswer);
@@ -455,8 +452,6 @@ class FormPost final : public Middleware {
     if (out.reason.empty()) out.reason = std::string(common::http::reason_phrase(out.status));
     co_return out;
   }
-
-  static net::awaitable<std::optional<Response>> allow() { co_return std::nullopt; }
 
   // Swift's _get_keys(): none unless the path names a container of a valid API version.
   net::awaitable<std::vector<std::string>> get_keys(const Request& req, const ProxyEnv& env,

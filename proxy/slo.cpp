@@ -13,11 +13,16 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <set>
 #include <sstream>
 #include <unordered_map>
 #include <variant>
 
+#include "common/config/swift_conf.h"
+#include "common/constraints.h"
 #include "common/crypto/md5.h"
+#include "common/expiring_queue.h"
+#include "common/hash_path.h"
 #include "common/http/date.h"
 #include "common/http/headers.h"
 #include "common/http/range.h"
@@ -67,6 +72,9 @@ struct Options {
   int64_t rate_limit_segments_per_sec = 1;
   int concurrency = 2;         // segment HEADs of a manifest PUT at a time
   int delete_concurrency = 2;  // segment DELETEs of ?multipart-manifest=delete at a time
+  // Where allow_async_delete queues segments for the expirer.
+  std::string expiring_objects_account = ".expiring_objects";
+  int64_t expiring_objects_container_divisor = common::kExpiringObjectsContainerDivisor;
 };
 
 std::string status_line(int status) {
@@ -307,7 +315,8 @@ class SegmentWalker final : public PieceSource {
 
 class Slo final : public Middleware {
  public:
-  explicit Slo(Options opts) : opts_(opts) {}
+  Slo(Options opts, const common::SwiftConf& swift, InfoLookup& info)
+      : opts_(std::move(opts)), swift_(swift), info_(info) {}
 
   std::optional<std::pair<std::string, std::string>> info() const override {
     return std::make_pair(
@@ -330,6 +339,10 @@ class Slo final : public Middleware {
     auto mm = common::http::query_param(req.query(), "multipart-manifest");
     if (req.method == "PUT" && mm == "put") co_return co_await put_manifest(ex, env, next);
     if (req.method == "DELETE" && mm == "delete") {
+      if (opts_.allow_async_delete &&
+          common::config_true_value(common::http::query_param(req.query(), "async").value_or(""))) {
+        co_return co_await async_delete(ex, env, next);
+      }
       co_return co_await delete_manifest(ex, env, next);
     }
     if (req.method == "GET" || req.method == "HEAD") {
@@ -954,6 +967,104 @@ class Slo final : public Middleware {
                                 out_format(ex.request()), {"MultipartDELETE", "SLO"});
   }
 
+  // ---- DELETE ?multipart-manifest=delete&async=yes (allow_async_delete) ----------------------
+
+  // Swift's handle_async_delete(): the segments (all in one container, none a large object)
+  // become rows of the expirer's queue, which deletes them later without condition, and the
+  // manifest is deleted now.
+  net::awaitable<void> async_delete(Exchange& ex, ProxyEnv& env, const Next& next) {
+    const Request& req = ex.request();
+    const std::string path = common::http::percent_decode(req.path());
+    if (!common::check_utf8(path)) {
+      co_return co_await ex.reply(
+          common::http::swob_response_with_body(412, "Invalid UTF8 or contains NULL"));
+    }
+    auto parts = common::http::split_path(path, 4, 4, true);
+    const std::string &version = *(*parts)[0], &account = *(*parts)[1];
+    const std::string &container = *(*parts)[2], &object = *(*parts)[3];
+    const std::string prefix = "/" + version + "/" + account + "/";
+    auto listed = co_await manifest_segments(prefix, "/" + container + "/" + object, req, env, next);
+    if (auto* error = std::get_if<std::pair<int, std::string>>(&listed)) {
+      co_return co_await ex.reply(
+          common::http::swob_response_with_body(error->first, error->second));
+    }
+    std::set<std::string> containers;
+    std::vector<std::string> objects;
+    bool nested = false;
+    for (const StoredSegment& s : std::get<std::vector<StoredSegment>>(listed)) {
+      if (s.is_data) continue;
+      auto names = common::http::split_path(s.name, 2, 2, true);
+      if (!names.ok()) co_return co_await ex.reply(swob_response(500));
+      containers.insert(*(*names)[0]);
+      objects.push_back(*(*names)[1]);
+      nested = nested || s.sub_slo;
+    }
+    // Only data: deleting the manifest is all there is to do.
+    if (objects.empty()) co_return co_await next(ex, env);
+    if (containers.size() > 1) {
+      std::string found;
+      for (const auto& c : containers) {
+        found += (found.empty() ? "\"" : ", \"") + common::http::quote(c) + "\"";
+      }
+      co_return co_await ex.reply(common::http::swob_response_with_body(
+          400, "All segments must be in one container. Found segments in " + found));
+    }
+    if (nested) {
+      co_return co_await ex.reply(
+          common::http::swob_response_with_body(400, "No segments may be large objects."));
+    }
+    // The client must be allowed to write in the manifest's and the segments' containers.
+    const std::string& segment_container = *containers.begin();
+    std::vector<std::string> written = {container};
+    if (segment_container != container) written.push_back(segment_container);
+    if (env.authorize) {
+      for (const std::string& c : written) {
+        CachedInfo info = co_await info_.container_info(account, c, req, env);
+        std::optional<std::string> acl;
+        if (auto v = info.headers.get("X-Container-Write")) acl = std::string(*v);
+        env.acl = acl;
+        auto denied = co_await env.authorize(req, env);
+        env.acl.reset();
+        if (denied) co_return co_await ex.reply(std::move(*denied));
+      }
+    }
+    const common::Timestamp ts = common::Timestamp::now();
+    boost::json::array rows;
+    for (const std::string& o : objects) {
+      rows.push_back({{"name", ts.normal() + "-" + account + "/" + segment_container + "/" + o},
+                      {"deleted", 0},
+                      {"created_at", ts.internal()},
+                      {"etag", "d41d8cd98f00b204e9800998ecf8427e"},
+                      {"size", 0},
+                      {"storage_policy_index", 0},
+                      {"content_type", std::string(common::kAsyncDeleteType)}});
+    }
+    auto hash = common::hash_path_hex({swift_.hash_path_prefix, swift_.hash_path_suffix}, account,
+                                      container, object);
+    if (!hash.ok()) co_return co_await ex.reply(swob_response(500));
+    const std::string queue = common::expirer_container_name(
+        common::clamp_delete_at(static_cast<int64_t>(ts.seconds())),
+        opts_.expiring_objects_container_divisor, *hash);
+    HeaderMap h;
+    h.set("Content-Type", "application/json");
+    h.set("X-Backend-Storage-Policy-Index", "0");
+    h.set("X-Backend-Allow-Private-Methods", "True");
+    Request update =
+        make_subrequest("UPDATE", "/v1/" + opts_.expiring_objects_account + "/" + queue, "", h);
+    const std::string body = boost::json::serialize(rows);
+    update.content_length = body.size();
+    StringBody source(body);
+    auto queued = co_await run_subrequest_with_body(next, std::move(update),
+                                                    pre_authed_env(env, "SLO"), source, 1 << 16);
+    if (!queued.ok() || !is_success(queued->status)) {
+      APUS_LOG_ERROR("Failed to enqueue expiration entries: " +
+                     (queued.ok() ? status_line(queued->status) + "\n" + queued->body
+                                  : queued.status().to_string()));
+      co_return co_await ex.reply(swob_response(503));
+    }
+    co_await next(ex, env);
+  }
+
   // ---- container listings ---------------------------------------------------------------------
 
   // A JSON container listing: each object whose hash carries "; slo_etag=<etag>" gets it as
@@ -1042,13 +1153,14 @@ class Slo final : public Middleware {
   }
 
   Options opts_;
+  const common::SwiftConf& swift_;
+  InfoLookup& info_;
 };
 
 }  // namespace
 
 Result<std::unique_ptr<Middleware>> make_slo(const common::Section& section,
                                              const MiddlewareContext& context) {
-  (void)context;
   Options o;
   APUS_ASSIGN_OR_RETURN(o.max_manifest_segments,
                         section.get_int("max_manifest_segments", o.max_manifest_segments));
@@ -1072,7 +1184,20 @@ Result<std::unique_ptr<Middleware>> make_slo(const common::Section& section,
   int64_t delete_concurrency = 0;
   APUS_ASSIGN_OR_RETURN(delete_concurrency, section.get_int("delete_concurrency", concurrency));
   o.delete_concurrency = static_cast<int>(std::clamp<int64_t>(delete_concurrency, 1, 1000));
-  return std::unique_ptr<Middleware>(std::make_unique<Slo>(o));
+  // Swift's expirer settings as SLO reads them: the filter's (or [DEFAULT]'s) own, else the
+  // defaults, with swift.conf's auto_create_account_prefix.
+  const std::string auto_prefix = section.get_string(
+      "auto_create_account_prefix", context.swift.constraints.auto_create_account_prefix);
+  o.expiring_objects_account =
+      auto_prefix + section.get_string("expiring_objects_account_name", "expiring_objects");
+  APUS_ASSIGN_OR_RETURN(o.expiring_objects_container_divisor,
+                        section.get_int("expiring_objects_container_divisor",
+                                        o.expiring_objects_container_divisor));
+  if (o.expiring_objects_container_divisor <= 0) {
+    return Status::invalid_argument("expiring_objects_container_divisor in [" + section.name() +
+                                    "] must be a positive integer");
+  }
+  return std::unique_ptr<Middleware>(std::make_unique<Slo>(o, context.swift, context.info));
 }
 
 }  // namespace apus::proxy

@@ -17,8 +17,10 @@
 // - Container listings (JSON) get slo_etag from the etag override's parameter.
 //
 // Options (Swift's names and defaults): max_manifest_segments, max_manifest_size,
-// yield_frequency, allow_async_delete (reported in /info; async delete itself is not
-// implemented and is ignored), rate_limit_under_size, rate_limit_after_segment,
+// yield_frequency, allow_async_delete (DELETE ?multipart-manifest=delete&async=yes queues the
+// segments, all in one container, for the expirer and deletes the manifest at once: Swift's
+// UPDATE of an .expiring_objects container, with expiring_objects_account_name and
+// expiring_objects_container_divisor), rate_limit_under_size, rate_limit_after_segment,
 // rate_limit_segments_per_sec, max_get_time, concurrency (segment HEADs of a PUT at a time),
 // delete_concurrency (segment DELETEs at a time; default: concurrency).
 //

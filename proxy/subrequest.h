@@ -40,6 +40,12 @@ namespace apus::proxy {
 // inbound X-Timestamp, swift_owner) carries over: authorization is decided afresh.
 ProxyEnv subrequest_env(const ProxyEnv& env, std::string source);
 
+// subrequest_env() for a request some middleware already authorized (Swift's
+// make_pre_authed_env): its authorize allows everything, authorize_override is set, and the
+// user is ".wsgi.pre_authed". Only for requests the middleware itself decided on, never for a
+// path a client chose unchecked.
+ProxyEnv pre_authed_env(const ProxyEnv& env, std::string source);
+
 // The headers a subrequest made for the client's request `client` carries over, as Swift's
 // make_env() copies them (Host, Origin, Access-Control-Request-Method, X-User-Id, X-Project-Id,
 // Referer: a Referer may be what grants read access to a segment's container), plus the

@@ -397,14 +397,6 @@ std::pair<std::string, std::string> version_and_account(std::string_view decoded
   return {(*segs)[0].value_or(""), (*segs)[1].value_or("")};
 }
 
-// A subrequest env that skips authorization (Swift's make_pre_authed_env), for links whose
-// sysmeta allows reserved names: some middleware authorized them when they were made.
-void pre_authorize(ProxyEnv& env) {
-  env.authorize = nullptr;
-  env.authorize_override = true;
-  env.remote_user = ".wsgi.pre_authed";
-}
-
 Response conflict(std::string body, const std::string& content_location) {
   Response r = text_response(409, std::move(body));
   r.headers.set("Content-Location", content_location);
@@ -503,8 +495,7 @@ class Symlink final : public Middleware {
       if (step.counts) ++followed;
       target_etag = step.next_etag;
       req = next_hop(hop.request(), step);
-      sub = subrequest_env(env, "SYM");
-      if (step.allow_reserved) pre_authorize(sub);
+      sub = step.allow_reserved ? pre_authed_env(env, "SYM") : subrequest_env(env, "SYM");
       first = false;
     }
   }
@@ -565,8 +556,7 @@ class Symlink final : public Middleware {
     Result<Response> answer = Status::unavailable("no answer");
     bool pre_authed = false;
     for (;;) {
-      ProxyEnv sub = subrequest_env(env, "SYM");
-      if (pre_authed) pre_authorize(sub);
+      ProxyEnv sub = pre_authed ? pre_authed_env(env, "SYM") : subrequest_env(env, "SYM");
       answer = co_await run_subrequest(next, head, std::move(sub), kMaxHeadBody);
       if (!answer.ok()) co_return swob_response(500);
       const auto where = version_and_account(common::http::percent_decode(head.path()));

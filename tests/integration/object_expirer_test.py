@@ -9,6 +9,8 @@ the Apus proxy queued, and apus-object-expirer expires a row a stock Swift proxy
 
 usage: object_expirer_test.py <build-dir>
 """
+import http.client
+import json
 import os
 import subprocess
 import sys
@@ -176,6 +178,54 @@ ObjectExpirer(conf, logger=utils.get_logger(conf, log_route="object-expirer")).r
 """
 
 
+def slo_async_delete(cluster, queue, conf, token):
+    """SLO's allow_async_delete: DELETE ?multipart-manifest=delete&async=yes deletes the
+    manifest at once and queues its segments as application/async-deleted rows, which the
+    expirer deletes unconditionally."""
+    port = cluster.start_proxy(
+        "slo-async", pipeline="catch_errors gatekeeper healthcheck proxy-logging cache "
+        "listing_formats tempauth slo proxy-server",
+        filters="[filter:slo]\nuse = egg:swift#slo\nallow_async_delete = true\n")
+    url = "http://127.0.0.1:%d/v1/AUTH_test" % port
+    swift.put_container(url, token, "segs")
+    swift.put_container(url, token, "segs2")
+    for i in range(3):
+        swift.put_object(url, token, "segs", "s%d" % i, b"%d" % i * 10)
+    swift.put_object(url, token, "segs2", "t0", b"t" * 10)
+    manifest = json.dumps([{"path": "/segs/s%d" % i} for i in range(3)] + [{"data": "ZGF0YQ=="}])
+    swift.put_object(url, token, "c", "big", manifest, query_string="multipart-manifest=put")
+    spread = json.dumps([{"path": "/segs/s0"}, {"path": "/segs2/t0"}])
+    swift.put_object(url, token, "c", "spread", spread, query_string="multipart-manifest=put")
+
+    def delete(name):
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+        conn.request("DELETE", "/v1/AUTH_test/c/%s?multipart-manifest=delete&async=yes" % name,
+                     headers={"X-Auth-Token": token})
+        r = conn.getresponse()
+        return r.status, r.read()
+
+    status, body = delete("spread")
+    check(status == 400 and b"All segments must be in one container" in body,
+          "async delete of segments in two containers: %d %r" % (status, body))
+    before = int(time.time())
+    status, body = delete("big")
+    after = int(time.time())
+    check(status == 204, "async delete: %d %r" % (status, body))
+    check(not exists(url, token, "big"), "the manifest is gone at once")
+    segs = [o["name"] for o in swift.get_container(url, token, "segs")[1]]
+    check(segs == ["s0", "s1", "s2"], "the segments stay until the expirer runs: %r" % segs)
+    queued = set()
+    for at in {before, after}:
+        for rows in queue.rows(queue.container_of(at, "big")):
+            queued |= {r.split("-", 1)[1] for r in rows if "AUTH_test/segs/" in r}
+    check(queued == {"AUTH_test/segs/s%d" % i for i in range(3)},
+          "the segments are queued: %r" % sorted(queued))
+    check(queue.wait_listed({queue.container_of(before, "big")}), "the queue lists them")
+    run_expirer(cluster, conf)
+    segs = [o["name"] for o in swift.get_container(url, token, "segs")[1]]
+    check(segs == [], "the expirer deleted the segments: %r" % segs)
+
+
 def main():
     with procs.TempDir("apus-expirer-") as root, procs.Processes() as ps:
         cluster = ExpiringCluster(os.path.join(BUILD, "bin"), root, ps)
@@ -203,12 +253,12 @@ def main():
         check(queue.has_row(now + 7200, "moved") == 3, "the new row of 'moved' stays")
 
         # -- X-Delete-After 1: the expirer deletes the object and its row. --
-        swift.put_object(url, token, "c", "gone", b"g", headers={"X-Delete-After": "1"})
+        swift.put_object(url, token, "c", "gone", b"g", headers={"X-Delete-After": "3"})
         gone_at = int(swift.head_object(url, token, "c", "gone")["x-delete-at"])
         check(queue.has_row(gone_at, "gone") == 3, "X-Delete-After queued 'gone' on 3 replicas")
         # Overwritten without X-Delete-At after it was queued: its row stays (the updaters do
         # not run again here) and must not get it deleted.
-        swift.put_object(url, token, "c", "over", b"first", headers={"X-Delete-After": "1"})
+        swift.put_object(url, token, "c", "over", b"first", headers={"X-Delete-After": "3"})
         over_at = int(swift.head_object(url, token, "c", "over")["x-delete-at"])
         swift.put_object(url, token, "c", "over", b"second")
         check(queue.has_row(over_at, "over") == 3, "the overwritten object's row is still there")
@@ -233,9 +283,9 @@ def main():
         check(swift.get_object(url, token, "c", "over")[1] == b"second", "and 'over' stays")
 
         # -- processes/process: each row is handled by exactly one of the processes. --
-        swift.put_object(url, token, "c", "p1", b"1", headers={"X-Delete-After": "1"})
-        swift.put_object(url, token, "c", "p2", b"2", headers={"X-Delete-After": "1"})
-        swift.put_object(url, token, "c", "p3", b"3", headers={"X-Delete-After": "1"})
+        swift.put_object(url, token, "c", "p1", b"1", headers={"X-Delete-After": "3"})
+        swift.put_object(url, token, "c", "p2", b"2", headers={"X-Delete-After": "3"})
+        swift.put_object(url, token, "c", "p3", b"3", headers={"X-Delete-After": "3"})
         ats = {o: int(swift.head_object(url, token, "c", o)["x-delete-at"])
                for o in ("p1", "p2", "p3")}
         wait_until(max(ats.values()) + 1.1)
@@ -251,11 +301,12 @@ def main():
         daemon = ps.start([os.path.join(BUILD, "bin", "apus-object-expirer"),
                            expirer_conf(cluster, "daemon-expirer.conf", "interval = 1\n")],
                           os.path.join(root, "daemon-expirer.out"))
-        swift.put_object(url, token, "c", "by-daemon", b"d", headers={"X-Delete-After": "1"})
+        swift.put_object(url, token, "c", "by-daemon", b"d", headers={"X-Delete-After": "3"})
+        # An expired object answers 404 at once; only the expirer takes it out of the listing.
         deadline = time.monotonic() + 60
-        while exists(url, token, "by-daemon") and time.monotonic() < deadline:
+        while listed(url, token, "by-daemon") and time.monotonic() < deadline:
             time.sleep(0.3)
-        check(not exists(url, token, "by-daemon"), "the running expirer deleted 'by-daemon'")
+        check(not listed(url, token, "by-daemon"), "the running expirer deleted 'by-daemon'")
         check(daemon.poll() is None, "the expirer daemon keeps running between passes")
         started = time.monotonic()
         ps.stop(daemon)
@@ -263,7 +314,7 @@ def main():
               "the daemon stopped on SIGTERM within seconds, exit %r" % daemon.returncode)
 
         # -- Mixed cluster: Swift's expirer expires what the Apus proxy queued. --
-        swift.put_object(url, token, "c", "by-swift", b"s", headers={"X-Delete-After": "1"})
+        swift.put_object(url, token, "c", "by-swift", b"s", headers={"X-Delete-After": "3"})
         swift_at = int(swift.head_object(url, token, "c", "by-swift")["x-delete-at"])
         check(queue.wait_listed({queue.container_of(swift_at, "by-swift")}), "queue listed")
         wait_until(swift_at + 1.1)
@@ -279,7 +330,7 @@ def main():
         s_url, s_token = swift.get_auth("http://127.0.0.1:%d/auth/v1.0" % stock,
                                         "test:tester", "testing")
         swift.put_object(s_url, s_token, "c", "from-swift", b"f",
-                         headers={"X-Delete-After": "1"})
+                         headers={"X-Delete-After": "3"})
         from_at = int(swift.head_object(url, token, "c", "from-swift")["x-delete-at"])
         check(queue.has_row(from_at, "from-swift") == 3,
               "the Swift proxy queued its row where Apus looks for it")
@@ -288,6 +339,7 @@ def main():
         run_expirer(cluster, conf)
         check(not exists(url, token, "from-swift"), "Apus's expirer deleted a Swift-queued object")
         check(queue.has_row(from_at, "from-swift") == 0, "and removed its row")
+        slo_async_delete(cluster, queue, conf, token)
         if failures:
             for name in sorted(os.listdir(root)):
                 if name.endswith(".log") and "expirer" in name:
