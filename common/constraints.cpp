@@ -4,6 +4,7 @@
 #include <charconv>
 
 #include "common/config/config.h"
+#include "common/utf8.h"
 
 namespace apus::common {
 
@@ -27,43 +28,6 @@ std::string_view meta_prefix(MetadataTarget target) {
       return "x-object-meta-";
   }
   return "x-object-meta-";
-}
-
-// Strict UTF-8 as Python's decoder accepts it: shortest forms only, no UTF-16 surrogates
-// (U+D800..U+DFFF), nothing above U+10FFFF.
-bool valid_utf8(std::string_view s) {
-  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-  const auto* end = p + s.size();
-  auto cont = [](unsigned char c) { return (c & 0xC0) == 0x80; };
-  while (p < end) {
-    unsigned char c = *p;
-    if (c < 0x80) {
-      ++p;
-      continue;
-    }
-    size_t n = 0;
-    unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte
-    if (c >= 0xC2 && c <= 0xDF) {
-      n = 2;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      n = 3;
-      if (c == 0xE0) lo = 0xA0;  // overlong
-      if (c == 0xED) hi = 0x9F;  // surrogates
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      n = 4;
-      if (c == 0xF0) lo = 0x90;  // overlong
-      if (c == 0xF4) hi = 0x8F;  // above U+10FFFF
-    } else {
-      return false;
-    }
-    if (static_cast<size_t>(end - p) < n) return false;
-    if (p[1] < lo || p[1] > hi) return false;
-    for (size_t i = 2; i < n; ++i) {
-      if (!cont(p[i])) return false;
-    }
-    p += n;
-  }
-  return true;
 }
 
 // Python int() of a Content-Length header, restricted to plain digits: a sign is never valid

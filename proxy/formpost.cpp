@@ -14,6 +14,7 @@
 #include "common/http/url.h"
 #include "common/listing_format.h"
 #include "common/log/log.h"
+#include "common/utf8.h"
 #include "proxy/digest.h"
 #include "proxy/multipart.h"
 #include "proxy/subrequest.h"
@@ -300,7 +301,7 @@ class FormPost final : public Middleware {
           co_return co_await ex.reply(client_gone(s));
         }
         // Swift decodes every field as UTF-8 and fails (500) on one that is not.
-        if (!multipart::valid_utf8(data)) {
+        if (!common::valid_utf8(data)) {
           APUS_LOG_DEBUG("formpost: " + env.trans_id + " field value is not UTF-8");
           co_return co_await ex.reply(error_response({FormError::kServerError, ""}));
         }

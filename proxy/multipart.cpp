@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "common/assert.h"
+#include "common/utf8.h"
 
 namespace apus::proxy::multipart {
 
@@ -108,39 +109,6 @@ bool match_attribute(std::string_view s, std::string* name, std::string* value, 
 }
 
 }  // namespace
-
-bool valid_utf8(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    size_t need = 0;
-    unsigned char lo = 0x80, hi = 0xbf;
-    if (c >= 0xc2 && c <= 0xdf) {
-      need = 1;
-    } else if (c >= 0xe0 && c <= 0xef) {
-      need = 2;
-      if (c == 0xe0) lo = 0xa0;
-      if (c == 0xed) hi = 0x9f;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-      need = 3;
-      if (c == 0xf0) lo = 0x90;
-      if (c == 0xf4) hi = 0x8f;
-    } else {
-      return false;
-    }
-    if (i + need >= s.size()) return false;
-    for (size_t j = 1; j <= need; ++j) {
-      const auto d = static_cast<unsigned char>(s[i + j]);
-      if (d < (j == 1 ? lo : 0x80) || d > (j == 1 ? hi : 0xbf)) return false;
-    }
-    i += need + 1;
-  }
-  return true;
-}
 
 std::string latin1_to_utf8(std::string_view s) {
   std::string out;
@@ -321,7 +289,7 @@ Parser::Step Parser::read_data(size_t max, std::string_view* out) {
 
 MimeHeaders MimeHeaders::parse(const std::vector<std::string>& raw_lines) {
   std::string text;
-  for (const std::string& l : raw_lines) text += valid_utf8(l) ? l : latin1_to_utf8(l);
+  for (const std::string& l : raw_lines) text += common::valid_utf8(l) ? l : latin1_to_utf8(l);
   // The email parser's lines: split after "\r\n", "\r" or "\n", terminators kept.
   std::vector<std::string_view> lines;
   std::string_view rest = text;

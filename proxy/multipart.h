@@ -122,9 +122,6 @@ struct Disposition {
 };
 Disposition parse_content_disposition(std::string_view header);
 
-// Whether `s` is valid UTF-8 as Python's strict decoder sees it (no surrogates, no overlong
-// forms, nothing past U+10FFFF).
-bool valid_utf8(std::string_view s);
 
 // `s` (Latin-1 bytes) encoded as UTF-8.
 std::string latin1_to_utf8(std::string_view s);

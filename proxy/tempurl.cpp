@@ -17,6 +17,7 @@
 #include "common/http/url.h"
 #include "common/listing_format.h"
 #include "common/log/log.h"
+#include "common/utf8.h"
 #include "proxy/subrequest.h"
 
 namespace apus::proxy {
@@ -53,51 +54,6 @@ void append_utf8(std::string& out, uint32_t cp) {
   }
 }
 
-// bytes.decode("utf-8", "replace") re-encoded: each maximal ill-formed subsequence becomes one
-// U+FFFD, as CPython's decoder does.
-std::string utf8_replace(std::string_view in) {
-  std::string out;
-  out.reserve(in.size());
-  size_t i = 0;
-  while (i < in.size()) {
-    const auto c = static_cast<unsigned char>(in[i]);
-    if (c < 0x80) {
-      out.push_back(static_cast<char>(c));
-      ++i;
-      continue;
-    }
-    size_t need = 0;
-    unsigned char lo = 0x80, hi = 0xbf;
-    if (c >= 0xc2 && c <= 0xdf) {
-      need = 1;
-    } else if (c >= 0xe0 && c <= 0xef) {
-      need = 2;
-      if (c == 0xe0) lo = 0xa0;
-      if (c == 0xed) hi = 0x9f;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-      need = 3;
-      if (c == 0xf0) lo = 0x90;
-      if (c == 0xf4) hi = 0x8f;
-    } else {
-      out.append("\xef\xbf\xbd");
-      ++i;
-      continue;
-    }
-    size_t j = 1;
-    for (; j <= need && i + j < in.size(); ++j) {
-      const auto d = static_cast<unsigned char>(in[i + j]);
-      if (d < (j == 1 ? lo : 0x80) || d > (j == 1 ? hi : 0xbf)) break;
-    }
-    if (j == need + 1) {
-      out.append(in.substr(i, need + 1));
-    } else {
-      out.append("\xef\xbf\xbd");
-    }
-    i += j;
-  }
-  return out;
-}
-
 // urllib.parse.unquote(s) of a WSGI str (the raw bytes read as Latin-1), as UTF-8.
 std::string python_unquote(std::string_view raw) {
   std::string out;
@@ -115,7 +71,7 @@ std::string python_unquote(std::string_view raw) {
     if (raw.find('%') == std::string_view::npos) {
       out.append(run);
     } else {
-      out.append(utf8_replace(common::http::percent_decode(run)));
+      out.append(common::utf8_replace(common::http::percent_decode(run)));
     }
     i = j;
   }

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/utf8.h"
 #include "proxy/multipart.h"
 
 namespace mp = apus::proxy::multipart;
@@ -74,7 +75,7 @@ std::string run(std::string_view boundary, std::string_view body, size_t chunk, 
       data.append(d);
     }
     if (data.find(delim) != std::string::npos) fail("delimiter inside a part's data");
-    (void)mp::valid_utf8(data);
+    (void)apus::common::valid_utf8(data);
     out += data + "\n";
     if (!p.more_parts()) break;
   }
