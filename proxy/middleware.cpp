@@ -26,6 +26,7 @@
 #include "common/timestamp.h"
 #include "proxy/bulk.h"
 #include "proxy/dlo.h"
+#include "proxy/limits.h"
 #include "proxy/backend.h"
 #include "proxy/memcache.h"
 #include "proxy/slo.h"
@@ -887,6 +888,14 @@ constexpr std::pair<std::string_view, MiddlewareFactory> kMiddlewares[] = {
     {"dlo", make_dlo},
     {"symlink", make_symlink},
     {"bulk", make_bulk},
+    {"container_quotas", make_container_quotas},
+    {"account_quotas", make_account_quotas},
+    {"name_check", make_name_check},
+    {"read_only", make_read_only},
+    {"etag_quoter", make_etag_quoter},
+    {"domain_remap", make_domain_remap},
+    {"list_endpoints", make_list_endpoints},
+    {"cname_lookup", make_cname_lookup},
 };
 
 // Every paste.filter_factory entry point of Swift 2.35's setup.cfg (2.30.1's, plus
