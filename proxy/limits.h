@@ -132,8 +132,8 @@ struct Nameserver {
 common::Result<std::vector<Nameserver>> parse_nameservers(std::string_view value);
 
 // What one CNAME query found, as Swift's lookup_cname() returns it: the TTL to cache it for,
-// and the target (without the trailing dot); `target` empty with ttl 60 for "no such name or
-// no CNAME" (cached as false), ttl 0 for a failed lookup (not cached).
+// and the target (without the trailing dot). Without a target: ttl 60 for "no such name, or no
+// CNAME" (cached as false), ttl 0 for a failed lookup (not cached).
 struct Answer {
   uint32_t ttl = 0;
   std::optional<std::string> target;  // nullopt: nothing found
