@@ -63,7 +63,7 @@ def scenarios(quick):
     for label, extra in (("1GiB GET c2", []),
                          ("1GiB SLO GET (100MiB segments) c2", ["--slo-segment", "100MiB"])):
         out.append((label, ["--workload", "get", "--size", "1GiB", "--concurrency", "2",
-                            "--duration", d(20), "--objects", "2", "--verify", "headers"] + extra))
+                            "--duration", d(40), "--objects", "2", "--verify", "headers"] + extra))
     out.append(("80/20 GET/PUT 4KiB c32 (90 s)",
                 ["--workload", "mixed", "--size", "4KiB", "--concurrency", "32",
                  "--duration", d(90), "--threads", "2", "--objects", "1024"]))

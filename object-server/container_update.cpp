@@ -12,6 +12,7 @@
 
 #include "common/async.h"
 #include "common/config/config.h"
+#include "common/expiring_queue.h"
 #include "common/http/swob.h"
 #include "common/http/url.h"
 #include "common/log/log.h"
@@ -38,15 +39,6 @@ ContainerUpdate update_from(const Request& req, const Location& loc, std::string
   u.headers.set("Referer", common::http::as_referer(req));
   u.headers.set("User-Agent", "object-server " + std::to_string(::getpid()));
   return u;
-}
-
-// Swift's guess of an object's queue container (get_expirer_container): the day of its
-// delete-at, less a shard of int(hash, 16) % 100 so that one day's rows spread over 100.
-int64_t guess_queue_container(int64_t delete_at, std::string_view object_hash, int64_t divisor) {
-  // int(hash, 16) % 100, digit by digit: the 128-bit value does not fit an integer.
-  int64_t shard = 0;
-  for (char c : object_hash) shard = (shard * 16 + (c <= '9' ? c - '0' : c - 'a' + 10)) % 100;
-  return delete_at / divisor * divisor - shard;
 }
 
 }  // namespace
@@ -158,12 +150,11 @@ std::optional<ContainerUpdate> delete_at_update_for(const Request& req, const Lo
   }
   // A DELETE cannot know the container its row was queued in: Swift's best guess, as it makes.
   int64_t container = queue_container.value_or(
-      guess_queue_container(delete_at, object_hash, queue.container_divisor));
+      common::expirer_container_number(delete_at, queue.container_divisor, object_hash));
   ContainerUpdate u = update_from(req, loc, std::move(op), std::move(headers));
   u.account = queue.account;
   u.container = common::normalize_delete_at(container);
-  u.object = common::normalize_delete_at(delete_at) + "-" + loc.account + "/" + loc.container +
-             "/" + loc.object;
+  u.object = common::expirer_task_name(delete_at, loc.account, loc.container, loc.object);
   u.container_partition = std::move(partition);
   u.targets = std::move(targets);
   return u;

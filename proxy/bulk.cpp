@@ -5,7 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <deque>
+#include <map>
 #include <set>
 
 #include <boost/asio/as_tuple.hpp>
@@ -13,7 +13,6 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
-#include "common/async.h"
 #include "common/constraints.h"
 #include "common/http/swob.h"
 #include "common/http/url.h"
@@ -43,35 +42,12 @@ constexpr size_t kMaxAnswer = 64 * 1024;
 // read and dropped up to this much, so the connection closes cleanly; beyond it, it closes.
 constexpr size_t kMaxDrain = 1024 * 1024;
 
-// The request headers Swift's make_subrequest() carries over from the client's environ.
-constexpr std::string_view kCarriedHeaders[] = {"Host", "Referer", "Origin", "X-User-Id",
-                                                "X-Project-Id"};
-
 // "<status> <reason>" of a subrequest's answer, as swob's resp.status reads.
 std::string answer_status(const Response& r) {
   if (r.reason.empty()) return status_line(r.status);
   return std::to_string(r.status) + " " + r.reason;
 }
 
-// The body of swob's standard answer for `status` (HTTPNotFound(request=req).body...).
-std::string swob_body(int status) { return common::http::swob_response(status).body; }
-
-// The headers of a subrequest: X-Auth-Token, what make_subrequest() keeps, and the User-Agent
-// ("<client's> <suffix>", or `agent` alone when `suffix_to_client` is false).
-HeaderMap subrequest_headers(const Request& req, std::string_view agent, bool suffix_to_client) {
-  HeaderMap h;
-  if (auto token = req.headers.get("X-Auth-Token")) h.set("X-Auth-Token", *token);
-  for (std::string_view name : kCarriedHeaders) {
-    if (auto v = req.headers.get(name)) h.set(std::string(name), *v);
-  }
-  std::string ua = std::string(agent);
-  if (suffix_to_client) {
-    ua = std::string(req.headers.get_or("User-Agent", "")) + " " + ua;
-    ua.erase(0, ua.find_first_not_of(' '));
-  }
-  h.set("User-Agent", ua);
-  return h;
-}
 
 // Swift's str.rstrip('/') and lstrip('/').
 std::string_view rstrip_slash(std::string_view s) {
@@ -119,67 +95,25 @@ struct DeleteDone {
   std::string status_text;
 };
 
-// Up to `concurrency` DELETE subrequests at a time, their answers taken in the order they
-// come (Swift's StreamingPile). The state is shared with the running subrequests; the owner
-// always drains the pile before it goes (run() ... next_done() until in_flight() is 0).
-class DeletePile {
+// The names of a bulk-delete request's body, handed out one at a time.
+class NameList final : public BulkDeleteSource {
  public:
-  explicit DeletePile(const net::any_io_executor& ex) : state_(std::make_shared<State>(ex)) {}
-
-  size_t in_flight() const { return state_->running + state_->done.size(); }
-
-  void spawn(const Next& next, Request req, ProxyEnv env, DeleteDone item) {
-    ++state_->running;
-    auto state = state_;
-    common::spawn_logged(
-        state->wake.get_executor(),
-        [state, next, req = std::move(req), env = std::move(env),
-         item = std::move(item)]() mutable -> net::awaitable<void> {
-          auto r = co_await run_subrequest(next, std::move(req), std::move(env), kMaxAnswer);
-          item.status = r.ok() ? r->status : 500;
-          item.status_text = r.ok() ? answer_status(*r) : status_line(500);
-          state->finish(std::move(item));
-        },
-        "bulk delete subrequest",
-        [state] {
-          DeleteDone failed;
-          failed.status = 500;
-          failed.status_text = status_line(500);
-          state->finish(std::move(failed));
-        });
-  }
-
-  // The next answer. REQUIRES: in_flight() > 0.
-  net::awaitable<DeleteDone> next_done() {
-    while (state_->done.empty()) {
-      state_->wake.expires_at(net::steady_timer::time_point::max());
-      auto [ec] = co_await state_->wake.async_wait(kTuple);
-      (void)ec;
-    }
-    DeleteDone d = std::move(state_->done.front());
-    state_->done.pop_front();
-    co_return d;
+  explicit NameList(std::vector<BulkDeleteItem> items) : items_(std::move(items)) {}
+  net::awaitable<common::http::OrRefusal<std::optional<BulkDeleteItem>>> next() override {
+    if (pos_ == items_.size()) co_return std::optional<BulkDeleteItem>();
+    co_return std::optional<BulkDeleteItem>(std::move(items_[pos_++]));
   }
 
  private:
-  struct State {
-    explicit State(const net::any_io_executor& ex) : wake(ex) {}
-    void finish(DeleteDone d) {
-      --running;
-      done.push_back(std::move(d));
-      wake.cancel();
-    }
-    net::steady_timer wake;
-    size_t running = 0;
-    std::deque<DeleteDone> done;
-  };
-  std::shared_ptr<State> state_;
+  std::vector<BulkDeleteItem> items_;
+  size_t pos_ = 0;
 };
 
 class BulkDelete {
  public:
   BulkDelete(Exchange& ex, ProxyEnv& env, const Next& next, const BulkDeleteOptions& o,
-             size_t max_path_length, BulkDeleteCaller caller, BulkAnswer& answer)
+             size_t max_path_length, BulkDeleteCaller caller, BulkAnswer& answer,
+             const net::any_io_executor& executor)
       : ex_(ex),
         env_(env),
         next_(next),
@@ -187,10 +121,12 @@ class BulkDelete {
         max_path_(max_path_length),
         caller_(std::move(caller)),
         answer_(answer),
-        report_(BulkReport::for_delete()) {}
+        report_(BulkReport::for_delete()),
+        pile_(executor) {}
 
-  net::awaitable<void> run(std::optional<std::vector<BulkDeleteItem>> items) {
-    Status refused = co_await work(std::move(items));
+  // `source` nullptr: the names of the request body.
+  net::awaitable<void> run(BulkDeleteSource* source) {
+    Status refused = co_await work(source);
     (void)refused;
     if (!errors_.empty() && !refusal_) {
       report_.set("Response Status", status_line(failed_status_));
@@ -213,55 +149,75 @@ class BulkDelete {
     return Status::invalid_argument("refused");
   }
 
-  net::awaitable<Status> work(std::optional<std::vector<BulkDeleteItem>> items) {
+  net::awaitable<Status> work(BulkDeleteSource* source) {
     const Request& req = ex_.request();
-    if (answer_.content_type().empty()) co_return refuse(406, swob_body(406));
+    if (answer_.content_type().empty()) co_return refuse(406, "");
     auto segs = common::http::split_path(common::http::percent_decode(req.path()), 2, 3, true);
-    if (!segs.ok()) co_return refuse(404, swob_body(404));
+    if (!segs.ok()) co_return refuse(404, "");
     version_ = *(*segs)[0];
     account_ = *(*segs)[1];
-    auto incoming = req.headers.get("Content-Type");
-    // Swift: an empty Content-Type is as good as none.
-    if (incoming && !incoming->empty() && !incoming->starts_with("text/plain")) {
-      co_return refuse(406, swob_body(406));
-    }
-    if (!items) {
+    std::optional<NameList> body_names;
+    if (source == nullptr) {
+      // Swift: an empty Content-Type is as good as none. (A caller with its own names, SLO,
+      // drops the client's Content-Type first in Swift: no check then.)
+      auto incoming = req.headers.get("Content-Type");
+      if (incoming && !incoming->empty() && !incoming->starts_with("text/plain")) {
+        co_return refuse(406, "");
+      }
       auto parsed = co_await read_names();
       if (!parsed.ok()) co_return parsed.status();
-      items = std::move(*parsed);
+      source = &body_names.emplace(std::move(*parsed));
     }
-    for (bool objects : {true, false}) {
-      for (const BulkDeleteItem& item : *items) {
-        if (item.name.empty() || names_object(item.name) != objects) continue;
-        if (item.error_status != 0) {
-          if (item.error_status == 404) {
-            report_.add("Number Not Found");
-          } else {
-            errors_.emplace_back(common::http::quote(item.name), item.error_message);
-          }
-          continue;
-        }
-        std::string path =
-            "/" + version_ + "/" + account_ + "/" + std::string(lstrip_slash(item.name));
-        if (!common::check_utf8(path)) {
-          errors_.emplace_back(common::http::quote(item.name), status_line(412));
-          continue;
-        }
-        while (pile_->in_flight() >= static_cast<size_t>(o_.delete_concurrency)) {
-          APUS_CO_RETURN_IF_ERROR(co_await take_one(true));
-        }
-        start(DeleteDone{item.name, path, 0, 0, {}});
+    // Swift finishes the objects before it starts on the containers: containers wait here.
+    std::vector<BulkDeleteItem> containers;
+    for (;;) {
+      auto item = co_await source->next();
+      if (!item) {
+        while (pile_.in_flight() > 0) (void)co_await take_one_final();
+        const Response& r = item.refusal();
+        co_return refuse(r.status, r.body);
       }
-      // Swift finishes the objects before it starts on the containers.
-      while (pile_->in_flight() > 0) APUS_CO_RETURN_IF_ERROR(co_await take_one(true));
+      if (!*item) break;
+      if ((*item)->name.empty()) continue;
+      if (!names_object((*item)->name)) {
+        containers.push_back(std::move(**item));
+        continue;
+      }
+      APUS_CO_RETURN_IF_ERROR(co_await delete_one(**item));
     }
+    while (pile_.in_flight() > 0) APUS_CO_RETURN_IF_ERROR(co_await take_one(true));
+    for (const BulkDeleteItem& c : containers) APUS_CO_RETURN_IF_ERROR(co_await delete_one(c));
+    while (pile_.in_flight() > 0) APUS_CO_RETURN_IF_ERROR(co_await take_one(true));
+    co_return Status();
+  }
+
+  // Reports an item that came with its error, or starts its DELETE once fewer than
+  // delete_concurrency are under way.
+  net::awaitable<Status> delete_one(const BulkDeleteItem& item) {
+    if (item.error_status != 0) {
+      if (item.error_status == 404) {
+        report_.add("Number Not Found");
+      } else {
+        errors_.emplace_back(common::http::quote(item.name), item.error_message);
+      }
+      co_return Status();
+    }
+    std::string path = "/" + version_ + "/" + account_ + "/" + std::string(lstrip_slash(item.name));
+    if (!common::check_utf8(path)) {
+      errors_.emplace_back(common::http::quote(item.name), status_line(412));
+      co_return Status();
+    }
+    while (pile_.in_flight() >= static_cast<size_t>(o_.delete_concurrency)) {
+      APUS_CO_RETURN_IF_ERROR(co_await take_one(true));
+    }
+    start(DeleteDone{item.name, path, 0, 0, {}});
     co_return Status();
   }
 
   // The names of the request body (Swift's get_objs_to_delete()).
   net::awaitable<Result<std::vector<BulkDeleteItem>>> read_names() {
     const Request& req = ex_.request();
-    if (!req.content_length && !req.chunked) co_return refuse(411, swob_body(411));
+    if (!req.content_length && !req.chunked) co_return refuse(411, "");
     DeleteListParser parser(static_cast<size_t>(std::max<int64_t>(o_.max_deletes_per_request, 0)),
                             max_path_);
     std::string buf(64 * 1024, '\0');
@@ -288,14 +244,27 @@ class BulkDelete {
 
   void start(DeleteDone item) {
     Request del = make_subrequest("DELETE", item.path, "",
-                                  subrequest_headers(ex_.request(), caller_.user_agent, true));
-    pile_->spawn(next_, std::move(del), subrequest_env(env_, caller_.source), std::move(item));
+                                  subrequest_headers(ex_.request(), caller_.user_agent));
+    const size_t tag = next_tag_++;
+    pile_.spawn(next_, std::move(del), subrequest_env(env_, caller_.source), kMaxAnswer, tag);
+    started_.emplace(tag, std::move(item));
+  }
+
+  // The next DELETE to finish, with its answer's status.
+  net::awaitable<DeleteDone> next_done() {
+    SubrequestPile::Done done = co_await pile_.next_done();
+    auto it = started_.find(done.tag);
+    DeleteDone d = std::move(it->second);
+    started_.erase(it);
+    d.status = done.answer.ok() ? done.answer->status : 500;
+    d.status_text = done.answer.ok() ? answer_status(*done.answer) : status_line(500);
+    co_return d;
   }
 
   // Takes one answer (heartbeat first, as Swift yields before processing each); `may_retry`:
   // a 409 may be tried again. A failed Status ends the work (the report says why).
   net::awaitable<Status> take_one(bool may_retry) {
-    DeleteDone d = co_await pile_->next_done();
+    DeleteDone d = co_await next_done();
     if (!(co_await answer_.heartbeat()).ok()) client_gone_ = true;
     if (d.status / 100 == 2) {
       report_.add("Number Deleted");
@@ -317,11 +286,11 @@ class BulkDelete {
     }
     if (static_cast<int64_t>(errors_.size()) >= o_.max_failed_deletes) {
       // Swift stops here, after the deletes already under way, which are not retried.
-      while (pile_->in_flight() > 0) (void)co_await take_one_final();
+      while (pile_.in_flight() > 0) (void)co_await take_one_final();
       co_return refuse(400, "Max delete failures exceeded");
     }
     if (client_gone_) {
-      while (pile_->in_flight() > 0) (void)co_await take_one_final();
+      while (pile_.in_flight() > 0) (void)co_await take_one_final();
       co_return Status::cancelled("client gone");
     }
     co_return Status();
@@ -329,7 +298,7 @@ class BulkDelete {
 
   // An answer taken while draining: counted, never retried, no further stop.
   net::awaitable<Status> take_one_final() {
-    DeleteDone d = co_await pile_->next_done();
+    DeleteDone d = co_await next_done();
     if (d.status / 100 == 2) {
       report_.add("Number Deleted");
     } else if (d.status == 404) {
@@ -343,10 +312,6 @@ class BulkDelete {
     co_return Status();
   }
 
- public:
-  void set_pile(DeletePile* pile) { pile_ = pile; }
-
- private:
   Exchange& ex_;
   ProxyEnv& env_;
   const Next& next_;
@@ -360,7 +325,9 @@ class BulkDelete {
   bool refusal_ = false;
   bool client_gone_ = false;
   std::string version_, account_;
-  DeletePile* pile_ = nullptr;
+  SubrequestPile pile_;
+  std::map<size_t, DeleteDone> started_;  // by pile tag: the DELETEs under way
+  size_t next_tag_ = 0;
 };
 
 // ---- extract-archive -------------------------------------------------------------------------
@@ -415,10 +382,10 @@ class Extract {
 
   net::awaitable<Status> work(ArchiveCompression compression) {
     const Request& req = ex_.request();
-    if (answer_.content_type().empty()) co_return refuse(406, swob_body(406));
-    if (!req.content_length && !req.chunked) co_return refuse(411, swob_body(411));
+    if (answer_.content_type().empty()) co_return refuse(406, "");
+    if (!req.content_length && !req.chunked) co_return refuse(411, "");
     auto segs = common::http::split_path(common::http::percent_decode(req.path()), 2, 3, true);
-    if (!segs.ok()) co_return refuse(404, swob_body(404));
+    if (!segs.ok()) co_return refuse(404, "");
     version_ = *(*segs)[0];
     account_ = *(*segs)[1];
     base_ = std::string(rstrip_slash((*segs)[2].value_or("")));
@@ -482,7 +449,7 @@ class Extract {
       } else {
         // The object PUT may still succeed (ACLs): remember, report only if it fails too.
         container_failure.emplace(error_name(cont_path, max_path_), created.status().message());
-        if (created.status().message() == status_line(401)) co_return refuse(401, swob_body(401));
+        if (created.status().message() == status_line(401)) co_return refuse(401, "");
       }
     }
     Response put = co_await put_object(stream, e, destination);
@@ -498,7 +465,7 @@ class Extract {
     if (container_failure) errors_.push_back(std::move(*container_failure));
     if (put.status == 401) {
       errors_.emplace_back(error_name(obj_path, max_path_), status_line(401));
-      co_return refuse(401, swob_body(401));
+      co_return refuse(401, "");
     }
     if (put.status / 100 == 5) failed_status_ = 502;
     errors_.emplace_back(error_name(obj_path, max_path_), answer_status(put));
@@ -508,7 +475,7 @@ class Extract {
   // Swift's create_container(): true when it made the container, false when it was there; a
   // failure's message is the status line of the answer that failed.
   net::awaitable<Result<bool>> create_container(const std::string& path) {
-    HeaderMap h = subrequest_headers(ex_.request(), "Swift", false);
+    HeaderMap h = subrequest_headers(ex_.request(), "Swift", false);  // Swift's default agent
     auto head = co_await run_subrequest(next_, make_subrequest("HEAD", path, "", h),
                                         subrequest_env(env_, "EA"), kMaxAnswer);
     if (!head.ok()) co_return Status::unavailable(status_line(500));
@@ -524,7 +491,7 @@ class Extract {
   net::awaitable<Response> put_object(ArchiveStream& stream, const ArchiveEntry& e,
                                       const std::string& destination) {
     const Request& req = ex_.request();
-    HeaderMap h = subrequest_headers(req, "BulkExpand", true);
+    HeaderMap h = subrequest_headers(req, "BulkExpand");
     h.set("Content-Length", std::to_string(e.size));
     for (const auto& [k, v] : req.headers) {
       if (common::http::iequals(k, "X-Delete-At") || common::http::iequals(k, "X-Delete-After") ||
@@ -585,7 +552,7 @@ class Bulk final : public Middleware {
           ex, env, next, delete_,
           static_cast<size_t>(constraints_.max_object_name_length +
                               constraints_.max_container_name_length + 2),
-          std::nullopt, content_type(req));
+          nullptr, content_type(req));
     }
     co_await next(ex, env);
   }
@@ -625,14 +592,13 @@ class Bulk final : public Middleware {
 
 net::awaitable<void> answer_bulk_delete(Exchange& ex, ProxyEnv& env, const Next& next,
                                         const BulkDeleteOptions& options, size_t max_path_length,
-                                        std::optional<std::vector<BulkDeleteItem>> items,
+                                        BulkDeleteSource* names,
                                         std::optional<std::string> content_type,
                                         BulkDeleteCaller caller) {
   BulkAnswer answer(ex, std::move(content_type), options.yield_frequency);
-  DeletePile pile(co_await net::this_coro::executor);
-  BulkDelete job(ex, env, next, options, max_path_length, std::move(caller), answer);
-  job.set_pile(&pile);
-  co_await job.run(std::move(items));
+  BulkDelete job(ex, env, next, options, max_path_length, std::move(caller), answer,
+                 co_await net::this_coro::executor);
+  co_await job.run(names);
 }
 
 Result<std::unique_ptr<Middleware>> make_bulk(const common::Section& section,

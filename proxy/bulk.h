@@ -53,22 +53,34 @@ struct BulkDeleteItem {
   std::string error_message;
 };
 
+// Where the names to delete come from when the caller has its own (Swift's objs_to_delete
+// iterator): SLO hands out a manifest's segments, expanding nested manifests as the deletes go.
+class BulkDeleteSource {
+ public:
+  virtual ~BulkDeleteSource() = default;
+  // The next name; nullopt at the end. A refusal ends the delete (the DELETEs under way are
+  // waited for) and the report takes its status and body, as when Swift's iterator raises an
+  // HTTPException.
+  virtual boost::asio::awaitable<common::http::OrRefusal<std::optional<BulkDeleteItem>>> next() = 0;
+};
+
 // Who is deleting: the User-Agent suffix of the subrequests and their swift.source.
 struct BulkDeleteCaller {
   std::string user_agent = "BulkDelete";  // appended to the client's User-Agent
   std::string source = "BD";
 };
 
-// Swift's Bulk.handle_delete_iter(): deletes `items` (nullopt: the names in the request body,
-// which it reads) in the account of the request `ex` carries, through `next`, and answers with
+// Swift's Bulk.handle_delete_iter(): deletes the names `names` gives (nullptr: the names in the
+// request body, which it reads; the request's own Content-Type must then be absent or
+// text/plain, 406 otherwise, as in Swift) in the account of the request `ex` carries, through
+// `next`, `delete_concurrency` DELETEs at a time, objects before containers, and answers with
 // the report: 200, then whitespace while it works, then the report in `content_type` (as
-// bulk_content_type() chose it from Accept; nullopt reports 406). The request's own
-// Content-Type must be absent or text/plain (406 otherwise), as in Swift.
+// bulk_content_type() chose it from Accept; nullopt reports 406).
 // `max_path_length` is Swift's max object name + max container name + 2.
 boost::asio::awaitable<void> answer_bulk_delete(common::http::Exchange& ex, ProxyEnv& env,
                                                 const Next& next, const BulkDeleteOptions& options,
                                                 size_t max_path_length,
-                                                std::optional<std::vector<BulkDeleteItem>> items,
+                                                BulkDeleteSource* names,
                                                 std::optional<std::string> content_type,
                                                 BulkDeleteCaller caller = {});
 

@@ -3,33 +3,22 @@
 // ignores a Range for a manifest); an answer without X-Object-Manifest passes through untouched.
 // An answer with it, whatever its status (the object server's 304/412/416 carry the manifest's
 // headers too), is dropped and replaced by the large object's: a listing subrequest, then the
-// segments as GET subrequests with ?multipart-manifest=get.
-//
-// Streaming: one segment is read while the next one's GET is already under way (started once
-// less than kReadAhead bytes of the current one are still to come), each with kReadAhead bytes
-// of read-ahead, so at most two segments' buffers are in flight. The last chunk read of a
-// segment is held back until the segment is known good (its length, and its md5 when read
-// whole), so a segment that changed or vanished mid-GET ends the body short, logged, and never
-// lets wrong bytes through.
+// segments streamed by SegmentedBody (segmented_body.h: prefetching, checks, rate limit).
 #include "proxy/dlo.h"
 
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
 #include <algorithm>
-#include <array>
 #include <chrono>
 #include <limits>
 
-#include "common/async.h"
 #include "common/crypto/md5.h"
 #include "common/http/date.h"
 #include "common/http/range.h"
 #include "common/http/swob.h"
 #include "common/http/url.h"
 #include "common/log/log.h"
+#include "proxy/segmented_body.h"
 #include "proxy/subrequest.h"
 
 namespace apus::proxy {
@@ -47,13 +36,22 @@ namespace dlo {
 
 // ---- the pure parts ------------------------------------------------------------------------
 
-Result<Options> parse_options(const common::Section& section) {
+Result<Options> parse_options(const common::Section& section, const common::Section* app) {
+  static constexpr std::string_view kKeys[] = {"max_get_time", "rate_limit_after_segment",
+                                               "rate_limit_segments_per_sec"};
+  // DLO was part of the proxy app once: a dlo section that sets none of its settings takes
+  // them from the app's section, as Swift does for upgraded clusters.
+  const common::Section* from = &section;
+  if (app != nullptr && std::none_of(std::begin(kKeys), std::end(kKeys),
+                                     [&](std::string_view k) { return section.has(k); })) {
+    from = app;
+  }
   Options o;
-  APUS_ASSIGN_OR_RETURN(o.max_get_time, section.get_int("max_get_time", 86400));
+  APUS_ASSIGN_OR_RETURN(o.max_get_time, from->get_int("max_get_time", 86400));
   APUS_ASSIGN_OR_RETURN(o.rate_limit_after_segment,
-                        section.get_int("rate_limit_after_segment", 10));
+                        from->get_int("rate_limit_after_segment", 10));
   APUS_ASSIGN_OR_RETURN(o.rate_limit_segments_per_sec,
-                        section.get_int("rate_limit_segments_per_sec", 1));
+                        from->get_int("rate_limit_segments_per_sec", 1));
   return o;
 }
 
@@ -155,42 +153,16 @@ SegmentCursor::Step SegmentCursor::next(uint64_t length, Piece* piece) {
   return Step::kFetch;
 }
 
-double SegmentRateLimiter::wait_before_next(double now) {
-  if (after_ > 0) {
-    --after_;
-    return 0;
-  }
-  if (rate_ <= 0) return 0;
-  constexpr double kBufferMs = 5000;  // Swift's rate_buffer: 5 s of catching up allowed
-  const double now_ms = now * 1000, per_segment_ms = 1000.0 / static_cast<double>(rate_);
-  if (now_ms - running_ms_ > kBufferMs) running_ms_ = now_ms;
-  double wait = now_ms >= running_ms_ ? 0 : (running_ms_ - now_ms) / 1000;
-  running_ms_ += per_segment_ms;
-  return wait;
-}
-
 }  // namespace dlo
 
 namespace {
 
-constexpr auto kTuple = net::as_tuple(net::use_awaitable);
 // Swift reads a manifest's own body to the end (keeping the backend connection) only below
 // this size; a longer one is abandoned.
 constexpr uint64_t kDrainManifestBelow = 1024;
 // A listing page: up to container_listing_limit names of up to 1024 bytes, which JSON may
 // escape six-fold; this bounds what one page may hold in memory.
 constexpr size_t kMaxListingBody = 64 << 20;
-// Read-ahead per segment subrequest, and how early the next segment's GET starts.
-constexpr size_t kReadAhead = 1 << 20;
-// The size of the chunks handed to the client.
-constexpr size_t kChunk = 64 << 10;
-// How much of an error answer's body a log line quotes (Swift: 60 characters).
-constexpr size_t kQuotedErrorBody = 60;
-
-double now_seconds() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 net::awaitable<Status> ready() { co_return Status(); }
 
@@ -298,135 +270,14 @@ net::awaitable<Page> list_page(const Context& c, const std::string& marker) {
   co_return page;
 }
 
-// The body of a DLO GET, chunk by chunk, from the listing's segments. Failures are Unavailable
-// (a segment answered 5xx: Swift's 503) or Conflict (anything else: Swift's SegmentError and
-// ListingIterError, a 409 before the first byte). close() must be awaited before destruction.
-class SegmentStream {
+// The pieces of a DLO's body: its listing's segments, page by page, and which bytes of each
+// the GET wants.
+class ListingPieces final : public PieceSource {
  public:
-  SegmentStream(const Context& c, std::vector<dlo::Segment> first_page, dlo::SegmentCursor cursor,
-                const net::any_io_executor& executor)
-      : c_(c),
-        page_(std::move(first_page)),
-        cursor_(cursor),
-        limiter_(c.options.rate_limit_after_segment, c.options.rate_limit_segments_per_sec),
-        wake_(executor) {
-    for (auto& b : bufs_) b.resize(kChunk);
-  }
+  ListingPieces(const Context& c, std::vector<dlo::Segment> first_page, dlo::SegmentCursor cursor)
+      : c_(c), page_(std::move(first_page)), cursor_(cursor) {}
 
-  // The next bytes of the body, valid until the next call; empty at its end.
-  net::awaitable<Result<std::string_view>> next_chunk() {
-    for (;;) {
-      if (!cur_) {
-        auto opened = co_await take_next();
-        if (!opened.ok()) co_return opened.status();
-        if (!*opened) co_return std::string_view();
-        cur_ = std::move(**opened);
-      }
-      maybe_prefetch();
-      const size_t idx = held_ ? 1 - held_idx_ : 0;
-      auto n = co_await cur_->sub->read(std::span(bufs_[idx].data(), kChunk));
-      if (!n.ok()) co_return fail("while retrieving " + cur_->path + ": " + n.status().message());
-      if (*n == 0) {
-        if (cur_->got != cur_->expected) {
-          co_return fail("Bad response length for " + cur_->path + ": expected " +
-                         std::to_string(cur_->expected) + " bytes, got " +
-                         std::to_string(cur_->got));
-        }
-        if (!cur_->etag.empty() && cur_->md5.hex_digest() != cur_->etag) {
-          co_return fail("Bad MD5 checksum for " + cur_->path + ": headers had " + cur_->etag +
-                         ", but object MD5 was actually " + cur_->md5.hex_digest());
-        }
-        co_await cur_->sub->close();
-        cur_.reset();
-        if (held_) {
-          held_ = false;
-          co_return std::string_view(bufs_[held_idx_].data(), held_size_);
-        }
-        continue;
-      }
-      if (cur_->got + *n > cur_->expected) {
-        co_return fail("Too many bytes from " + cur_->path + ": more than the " +
-                       std::to_string(cur_->expected) + " expected");
-      }
-      cur_->got += *n;
-      if (!cur_->etag.empty()) cur_->md5.update(std::string_view(bufs_[idx].data(), *n));
-      // Hold this chunk back; hand over the one held before.
-      bool had = held_;
-      size_t prev_idx = held_idx_, prev_size = held_size_;
-      held_ = true;
-      held_idx_ = idx;
-      held_size_ = *n;
-      if (had) co_return std::string_view(bufs_[prev_idx].data(), prev_size);
-    }
-  }
-
-  // Ends every subrequest this stream started.
-  net::awaitable<void> close() {
-    co_await wait_prefetch();
-    if (prefetched_ && prefetched_->ok() && **prefetched_) co_await (**prefetched_)->sub->close();
-    prefetched_.reset();
-    if (cur_) co_await cur_->sub->close();
-    cur_.reset();
-  }
-
- private:
-  struct Open {
-    std::unique_ptr<Subrequest> sub;
-    std::string path;
-    uint64_t expected = 0;  // bytes the listing (and the range) say it holds
-    uint64_t got = 0;       // bytes read from it
-    std::string etag;       // checked against the md5 of a whole read; empty: not checked
-    common::crypto::Md5 md5;
-  };
-  using Opened = Result<std::optional<Open>>;
-
-  Status fail(std::string why) {
-    return Status::conflict("While processing manifest " + c_.name + ", " + std::move(why));
-  }
-
-  // Starts the next segment's GET in the background once little of the current one is left
-  // to arrive.
-  void maybe_prefetch() {
-    if (prefetching_ || prefetched_ || no_more_) return;
-    uint64_t arrived = cur_->got + cur_->sub->buffered();
-    if (arrived + kReadAhead < cur_->expected) return;
-    prefetching_ = true;
-    common::spawn_logged(
-        wake_.get_executor(),
-        [this]() -> net::awaitable<void> {
-          Opened r = co_await open_next();
-          prefetched_ = std::move(r);
-          prefetching_ = false;
-          wake_.cancel();
-        },
-        "DLO segment prefetch for " + c_.name,
-        [this] {
-          prefetched_ = Opened(Status::io_error("segment prefetch failed"));
-          prefetching_ = false;
-          wake_.cancel();
-        });
-  }
-
-  net::awaitable<void> wait_prefetch() {
-    while (prefetching_) {
-      wake_.expires_at(net::steady_timer::time_point::max());
-      auto [ec] = co_await wake_.async_wait(kTuple);
-      (void)ec;
-    }
-  }
-
-  net::awaitable<Opened> take_next() {
-    co_await wait_prefetch();
-    if (prefetched_) {
-      Opened r = std::move(*prefetched_);
-      prefetched_.reset();
-      co_return r;
-    }
-    co_return co_await open_next();
-  }
-
-  // The next segment wanted, its GET started and its head checked; nullopt after the last.
-  net::awaitable<Opened> open_next() {
+  net::awaitable<Result<std::optional<BodyPiece>>> next() override {
     for (;;) {
       if (index_ == page_.size()) {
         if (static_cast<int64_t>(page_.size()) < c_.listing_limit || cursor_.done()) break;
@@ -445,69 +296,21 @@ class SegmentStream {
       auto step = cursor_.next(seg.bytes, &piece);
       if (step == dlo::SegmentCursor::Step::kSkip) continue;
       if (step == dlo::SegmentCursor::Step::kDone) break;
-      if (double wait = limiter_.wait_before_next(now_seconds()); wait > 0) {
-        net::steady_timer t(wake_.get_executor(),
-                            std::chrono::duration_cast<net::steady_timer::duration>(
-                                std::chrono::duration<double>(wait)));
-        auto [ec] = co_await t.async_wait(kTuple);
-        (void)ec;
-      }
-      co_return co_await start_segment(seg, piece);
+      BodyPiece p;
+      p.path = "/" + c_.version + "/" + c_.account + "/" + c_.container + "/" + seg.name;
+      p.range = piece.range_header();
+      p.expected = piece.size(seg.bytes);
+      co_return std::optional<BodyPiece>(std::move(p));
     }
-    no_more_ = true;
-    co_return std::optional<Open>();
+    co_return std::optional<BodyPiece>();
   }
 
-  net::awaitable<Opened> start_segment(const dlo::Segment& seg,
-                                       const dlo::SegmentCursor::Piece& piece) {
-    Open o;
-    o.path = "/" + c_.version + "/" + c_.account + "/" + c_.container + "/" + seg.name;
-    o.expected = piece.size(seg.bytes);
-    Request sub = make_subrequest("GET", o.path, "multipart-manifest=get",
-                                  subrequest_headers(c_.req, "DLO MultipartGET"));
-    std::string range = piece.range_header();
-    if (!range.empty()) sub.headers.set("Range", range);
-    o.sub = co_await Subrequest::start(c_.next, std::move(sub), subrequest_env(c_.env, "DLO"),
-                                       kReadAhead);
-    const int status = o.sub->status();
-    if (status < 200 || status >= 300) {
-      auto body = co_await o.sub->read_all(4096);
-      co_await o.sub->close();
-      std::string quoted = body.ok() ? *body : "";
-      if (quoted.size() > kQuotedErrorBody) quoted = quoted.substr(0, kQuotedErrorBody - 3) + "...";
-      std::string msg = "While processing manifest " + c_.name + ", got " +
-                        std::to_string(status) + " (" + quoted + ") while retrieving " + o.path;
-      if (status >= 500) co_return Status::unavailable(msg);
-      co_return Status::conflict(msg);
-    }
-    if (auto length = o.sub->length(); length && *length != o.expected) {
-      co_await o.sub->close();
-      co_return fail("Object segment no longer valid: " + o.path + " is " +
-                     std::to_string(*length) + " bytes, the listing says " +
-                     std::to_string(o.expected));
-    }
-    if (range.empty()) {
-      o.etag = std::string(common::http::normalize_etag(o.sub->headers().get_or("Etag", "")));
-    }
-    co_return std::optional<Open>(std::move(o));
-  }
-
+ private:
   const Context& c_;
-  // The listing: the page being walked, the next entry in it, and the bytes wanted.
+  // The page being walked, the next entry in it, and the bytes wanted.
   std::vector<dlo::Segment> page_;
   size_t index_ = 0;
   dlo::SegmentCursor cursor_;
-  dlo::SegmentRateLimiter limiter_;
-  bool no_more_ = false;  // the listing walk found its end
-  std::optional<Open> cur_;
-  // The next segment, opened in the background (prefetching_ while under way).
-  bool prefetching_ = false;
-  std::optional<Opened> prefetched_;
-  net::steady_timer wake_;  // waited on by wait_prefetch() only
-  // Two chunk buffers: one holds the chunk held back, the other is read into.
-  std::array<std::string, 2> bufs_;
-  bool held_ = false;
-  size_t held_idx_ = 0, held_size_ = 0;
 };
 
 class Dlo final : public Middleware {
@@ -633,9 +436,17 @@ class Dlo final : public Middleware {
       r.headers.set("Content-Length", std::to_string(*length));
       co_return co_await ex.reply(std::move(r));
     }
-    SegmentStream stream(c, std::move(page.segments), *cursor, co_await net::this_coro::executor);
-    co_await stream_body(ex, c, stream, std::move(headers), length, range);
-    co_await stream.close();
+    ListingPieces pieces(c, std::move(page.segments), *cursor);
+    SegmentedBody body(c.next, c.env, c.req,
+                       {.name = c.name,
+                        .agent = "DLO MultipartGET",
+                        .source = "DLO",
+                        .rate_limit_after_segment = c.options.rate_limit_after_segment,
+                        .rate_limit_segments_per_sec = c.options.rate_limit_segments_per_sec,
+                        .max_get_time = c.options.max_get_time},
+                       pieces, co_await net::this_coro::executor);
+    co_await stream_body(ex, c, body, std::move(headers), length, range);
+    co_await body.close();
   }
 
   // swob's conditional answer (304, 412) for the large object's etag and Last-Modified.
@@ -654,11 +465,10 @@ class Dlo final : public Middleware {
     return r;
   }
 
-  net::awaitable<void> stream_body(Exchange& ex, const Context& c, SegmentStream& stream,
+  net::awaitable<void> stream_body(Exchange& ex, const Context& c, SegmentedBody& stream,
                                    HeaderMap headers, std::optional<uint64_t> length,
                                    std::optional<common::http::ByteRange> range) {
     const Request& req = ex.request();
-    const double start = now_seconds();
     // Swift fetches up to the first bytes before it answers: a first segment that is missing
     // or bad makes the answer a 409 (503 when it got a server error).
     auto first = co_await stream.next_chunk();
@@ -689,11 +499,6 @@ class Dlo final : public Middleware {
       }
       if (!(co_await ex.write_body(chunk)).ok()) co_return;
       sent += chunk.size();
-      if (now_seconds() - start > static_cast<double>(c.options.max_get_time)) {
-        APUS_LOG_ERROR("While processing manifest " + c.name + ", max LO GET time of " +
-                       std::to_string(c.options.max_get_time) + "s exceeded");
-        co_return;
-      }
       auto next = co_await stream.next_chunk();
       if (!next.ok()) {
         APUS_LOG_ERROR(next.status().message());
@@ -717,7 +522,7 @@ class Dlo final : public Middleware {
 
 Result<std::unique_ptr<Middleware>> make_dlo(const common::Section& section,
                                              const MiddlewareContext& context) {
-  auto options = dlo::parse_options(section);
+  auto options = dlo::parse_options(section, context.app);
   if (!options.ok()) return options.status();
   return std::unique_ptr<Middleware>(
       std::make_unique<Dlo>(*options, context.swift.constraints));

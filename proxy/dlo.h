@@ -42,7 +42,10 @@ struct Options {
   int64_t rate_limit_after_segment = 10;    // segments fetched before the rate limit applies
   int64_t rate_limit_segments_per_sec = 1;  // then at most this many a second (0: no limit)
 };
-common::Result<Options> parse_options(const common::Section& section);
+// Read from the filter's `section`; when it sets none of them and the proxy app's section `app`
+// is given, from that (Swift reads DLO's old location in [app:proxy-server]).
+common::Result<Options> parse_options(const common::Section& section,
+                                      const common::Section* app = nullptr);
 
 // The 400 Swift answers a PUT whose X-Object-Manifest is not "<container>/<prefix>" (either
 // part empty, a '?' or '&' anywhere, a prefix starting with '/'); nullopt when the request has
@@ -95,20 +98,6 @@ class SegmentCursor {
   int64_t first_;  // may reach -1: "from the start" for every later segment
   int64_t last_;   // meaningful only when !to_end_
   bool to_end_;
-};
-
-// Swift's RateLimitedIterator over segments: the first `after` segments go at once, then at
-// most `per_second` a second, with a burst allowance of 5 seconds' worth after a pause.
-class SegmentRateLimiter {
- public:
-  SegmentRateLimiter(int64_t after, int64_t per_second) : after_(after), rate_(per_second) {}
-  // Seconds to wait before fetching the next segment, when it is fetched at `now` (seconds).
-  double wait_before_next(double now);
-
- private:
-  int64_t after_;
-  int64_t rate_;
-  double running_ms_ = 0;  // when the next segment may go, in milliseconds
 };
 
 }  // namespace dlo

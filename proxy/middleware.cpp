@@ -26,11 +26,14 @@
 #include "common/timestamp.h"
 #include "proxy/bulk.h"
 #include "proxy/dlo.h"
+#include "proxy/formpost.h"
 #include "proxy/limits.h"
 #include "proxy/backend.h"
 #include "proxy/memcache.h"
 #include "proxy/slo.h"
+#include "proxy/staticweb.h"
 #include "proxy/symlink.h"
+#include "proxy/tempurl.h"
 
 namespace apus::proxy {
 
@@ -888,6 +891,9 @@ constexpr std::pair<std::string_view, MiddlewareFactory> kMiddlewares[] = {
     {"dlo", make_dlo},
     {"symlink", make_symlink},
     {"bulk", make_bulk},
+    {"tempurl", make_tempurl},
+    {"formpost", make_formpost},
+    {"staticweb", make_staticweb},
     {"container_quotas", make_container_quotas},
     {"account_quotas", make_account_quotas},
     {"name_check", make_name_check},

@@ -98,6 +98,9 @@ struct MiddlewareContext {
   const common::SwiftConf& swift;
   const std::string& swift_dir;
   InfoLookup& info;
+  // The proxy app's own section ([app:proxy-server] with [DEFAULT]), for the settings Swift
+  // still reads from there when a filter's section lacks them (dlo's). Null: none (tests).
+  const common::Section* app = nullptr;
 };
 
 using Next = std::function<boost::asio::awaitable<void>(common::http::Exchange&, ProxyEnv&)>;

@@ -30,6 +30,7 @@ Result<ProxyConfig> ProxyConfig::from_config(const common::Config& conf) {
   if (!pipeline.ok()) return pipeline.status();
   app = pipeline->back();
   common::Section s = conf.section("app:" + app);
+  c.app_section = s;
   c.server.server_type = "proxy-server";
   c.server.bind_ip = s.get_string("bind_ip", "0.0.0.0");
   int64_t port = 8080;
@@ -101,6 +102,19 @@ Result<ProxyConfig> ProxyConfig::from_config(const common::Config& conf) {
   c.cors_allow_origin = s.get_list("cors_allow_origin", "");
   c.cors_expose_headers = s.get_list("cors_expose_headers", "");
   c.log_name = s.get_string("log_name", "proxy-server");
+  // Swift's proxy: the deprecated app option wins over swift.conf's prefix; an empty value
+  // counts as unset.
+  std::string prefix = s.get_string("auto_create_account_prefix", "");
+  if (prefix.empty()) prefix = c.swift.constraints.auto_create_account_prefix;
+  std::string queue_name = s.get_string("expiring_objects_account_name", "");
+  c.expiring_objects_account = prefix + (queue_name.empty() ? "expiring_objects" : queue_name);
+  if (!s.get_string("expiring_objects_container_divisor", "").empty()) {
+    APUS_ASSIGN_OR_RETURN(c.expiring_objects_container_divisor,
+                          s.get_int("expiring_objects_container_divisor", 86400));
+    if (c.expiring_objects_container_divisor <= 0) {
+      return s.invalid("expiring_objects_container_divisor", "must be a positive integer");
+    }
+  }
   return c;
 }
 

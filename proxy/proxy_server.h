@@ -50,6 +50,11 @@ struct ProxyConfig {
   bool strict_cors_mode = true;
   std::vector<std::string> cors_allow_origin;    // origins allowed for every container
   std::vector<std::string> cors_expose_headers;  // added to Access-Control-Expose-Headers
+  // Where objects with X-Delete-At are queued for the expirer (the account, with its
+  // auto-create prefix) and how many seconds of delete-at share a queue container.
+  std::string expiring_objects_account = ".expiring_objects";
+  int64_t expiring_objects_container_divisor = 86400;
+  common::Section app_section;  // the section all of the above came from, as read
 
   // Reads [app:proxy-server] (the last element of [pipeline:main]) and swift.conf. Errors name
   // the file, section and key.

@@ -2,16 +2,16 @@
 // this file makes the subrequests and answers.
 #include "proxy/slo.h"
 
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstring>
 #include <deque>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <sstream>
 #include <unordered_map>
@@ -26,6 +26,8 @@
 #include "common/listing_format.h"
 #include "common/log/log.h"
 #include "common/timestamp.h"
+#include "proxy/bulk.h"
+#include "proxy/segmented_body.h"
 #include "proxy/slo_manifest.h"
 #include "proxy/subrequest.h"
 
@@ -44,15 +46,12 @@ using slo::StoredSegment;
 
 namespace {
 
-constexpr auto kTuple = net::as_tuple(net::use_awaitable);
 constexpr std::string_view kSysmetaEtag = "X-Object-Sysmeta-Slo-Etag";
 constexpr std::string_view kSysmetaSize = "X-Object-Sysmeta-Slo-Size";
 constexpr std::string_view kOverrideEtag = "X-Object-Sysmeta-Container-Update-Override-Etag";
 // The most manifest bytes a GET keeps in memory (Swift has no bound; ours is far above what
 // max_manifest_segments entries take).
 constexpr size_t kMaxStoredManifest = 64 * 1024 * 1024;
-// Body bytes buffered ahead per segment GET; with the one being sent, two segments' buffers.
-constexpr size_t kReadAhead = 1024 * 1024;
 constexpr size_t kChunk = 64 * 1024;
 // Swift's MAX_CONTAINER_LISTING_CONTENT_LENGTH: larger listings pass untouched.
 constexpr uint64_t kMaxListingLength = 1024 * 10000 * 2;  // listing_formats.py, 2.30
@@ -66,6 +65,8 @@ struct Options {
   int64_t rate_limit_under_size = slo::kDefaultRateLimitUnderSize;
   int64_t rate_limit_after_segment = 10;
   int64_t rate_limit_segments_per_sec = 1;
+  int concurrency = 2;         // segment HEADs of a manifest PUT at a time
+  int delete_concurrency = 2;  // segment DELETEs of ?multipart-manifest=delete at a time
 };
 
 std::string status_line(int status) {
@@ -203,20 +204,9 @@ class StringBody final : public BodySource {
   std::string_view data_;
 };
 
-// What one piece of the large object's body is: inline bytes, or part of a segment object.
-struct Job {
-  bool is_data = false;
-  std::string data;
-  std::string path;  // decoded "/v1/a/c/o"
-  std::string etag;
-  int64_t size = 0;  // the segment object's length
-  int64_t first = 0, last = 0;
-  bool small = false;  // under rate_limit_under_size
-};
-
 // Walks the segments of one byte range of a large object, descending into nested SLOs (whose
-// manifests it fetches), one Job at a time.
-class SegmentWalker {
+// manifests it fetches), one piece at a time.
+class SegmentWalker final : public PieceSource {
  public:
   SegmentWalker(const Next& next, const Request& req, const ProxyEnv& env, std::string prefix,
                 std::shared_ptr<const std::vector<StoredSegment>> top, const Options& opts)
@@ -228,8 +218,8 @@ class SegmentWalker {
     stack_.push_back({top_, slo::pieces_for_range(*top_, first, last), 0, 1});
   }
 
-  // The next job; nullopt at the end of the range; a failed Result says why the listing broke.
-  net::awaitable<Result<std::optional<Job>>> next() {
+  // The next piece; nullopt at the end of the range; a failed Result says why the listing broke.
+  net::awaitable<Result<std::optional<BodyPiece>>> next() override {
     while (!stack_.empty()) {
       Frame& f = stack_.back();
       if (f.pos == f.pieces.size()) {
@@ -240,10 +230,11 @@ class SegmentWalker {
       auto segs = f.segments;  // keeps the segment alive across the push below
       const StoredSegment& s = (*segs)[p.index];
       if (s.is_data) {
-        Job j;
-        j.is_data = true;
-        j.data = s.data.substr(p.first, p.last - p.first + 1);
-        co_return std::optional<Job>(std::move(j));
+        BodyPiece d;
+        d.is_data = true;
+        d.data = s.data.substr(p.first, p.last - p.first + 1);
+        d.expected = d.data.size();
+        co_return std::optional<BodyPiece>(std::move(d));
       }
       if (s.sub_slo) {
         if (f.depth >= slo::kMaxRecursionDepth) {
@@ -256,16 +247,19 @@ class SegmentWalker {
         stack_.push_back({*sub, slo::pieces_for_range(**sub, p.first, p.last), 0, depth});
         continue;
       }
-      Job j;
-      j.path = prefix_ + (s.name.starts_with('/') ? s.name.substr(1) : s.name);
-      j.etag = s.hash;
-      j.size = s.bytes;
-      j.first = p.first;
-      j.last = p.last;
-      j.small = s.bytes < opts_.rate_limit_under_size;
-      co_return std::optional<Job>(std::move(j));
+      BodyPiece seg;
+      seg.path = prefix_ + (s.name.starts_with('/') ? s.name.substr(1) : s.name);
+      seg.etag = s.hash;
+      seg.expected = static_cast<uint64_t>(p.last - p.first + 1);
+      if (p.first != 0 || p.last != s.bytes - 1) {
+        seg.range = "bytes=" + std::to_string(p.first) + "-" +
+                    (p.last == s.bytes - 1 ? std::string() : std::to_string(p.last));
+      }
+      // Swift limits the rate of small pieces only: big ones take long enough on their own.
+      seg.rate_limited = p.last - p.first + 1 < opts_.rate_limit_under_size;
+      co_return std::optional<BodyPiece>(std::move(seg));
     }
-    co_return std::optional<Job>();
+    co_return std::optional<BodyPiece>();
   }
 
  private:
@@ -309,13 +303,6 @@ class SegmentWalker {
   const Options& opts_;
   std::vector<Frame> stack_;
   std::map<std::string, std::shared_ptr<const std::vector<StoredSegment>>> cache_;
-};
-
-// One segment GET on its way: its subrequest (head in) and what it must deliver.
-struct Fetch {
-  Job job;
-  std::unique_ptr<Subrequest> sub;
-  bool whole = false;  // no Range sent: the whole object, whose md5 is checked
 };
 
 class Slo final : public Middleware {
@@ -464,14 +451,40 @@ class Slo final : public Middleware {
     auto parts = common::http::split_path(path, 4, 4, true);
     const std::string prefix = "/" + *(*parts)[0] + "/" + *(*parts)[1] + "/";
 
-    // HEAD each distinct segment once, through this middleware (a nested SLO answers with its
-    // own length and etag).
+    // HEAD each distinct segment once, `concurrency` at a time, through this middleware (a
+    // nested SLO answers with its own length and etag).
     Next self = [this, &next](Exchange& e, ProxyEnv& en) { return call(e, en, next); };
+    std::vector<std::string> paths;  // distinct, in manifest order
+    std::map<std::string, Response> heads;
+    for (const slo::InputSegment& in : *parsed) {
+      if (!in.is_data && heads.try_emplace(in.path, swob_response(500)).second) {
+        paths.push_back(in.path);
+      }
+    }
+    SubrequestPile pile(co_await net::this_coro::executor);
+    auto last_yield = std::chrono::steady_clock::now();
+    for (size_t next_path = 0; next_path < paths.size() || pile.in_flight() > 0;) {
+      while (next_path < paths.size() && pile.in_flight() < static_cast<size_t>(opts_.concurrency)) {
+        std::string_view rel = paths[next_path];
+        while (!rel.empty() && rel.front() == '/') rel.remove_prefix(1);
+        Request head = make_subrequest("HEAD", prefix + std::string(rel), "",
+                                       subrequest_headers(req, "SLO"));
+        pile.spawn(self, std::move(head), subrequest_env(env, "SLO"), 0, next_path++);
+      }
+      SubrequestPile::Done done = co_await pile.next_done();
+      if (done.answer.ok()) heads[paths[done.tag]] = std::move(*done.answer);
+      auto now = std::chrono::steady_clock::now();
+      if (heartbeat && now - last_yield > std::chrono::seconds(opts_.yield_frequency)) {
+        last_yield = now;
+        if (!(co_await ex.write_body(" ")).ok()) {
+          while (pile.in_flight() > 0) (void)co_await pile.next_done();
+          co_return;
+        }
+      }
+    }
     std::vector<std::optional<StoredSegment>> stored(parsed->size());
     std::vector<slo::BulkError> problems;
     int64_t total = 0;
-    std::map<std::string, Response> heads;
-    auto last_yield = std::chrono::steady_clock::now();
     for (size_t i = 0; i < parsed->size(); ++i) {
       const slo::InputSegment& in = (*parsed)[i];
       if (in.is_data) {
@@ -482,22 +495,7 @@ class Slo final : public Middleware {
         stored[i] = std::move(d);
         continue;
       }
-      auto it = heads.find(in.path);
-      if (it == heads.end()) {
-        std::string_view rel = in.path;
-        while (!rel.empty() && rel.front() == '/') rel.remove_prefix(1);
-        Request head = make_subrequest("HEAD", prefix + std::string(rel), "",
-                                       subrequest_headers(req, "SLO"));
-        auto r = co_await run_subrequest(self, std::move(head), subrequest_env(env, "SLO"), 0);
-        Response answer = r.ok() ? std::move(*r) : swob_response(500);
-        it = heads.emplace(in.path, std::move(answer)).first;
-        auto now = std::chrono::steady_clock::now();
-        if (heartbeat && now - last_yield > std::chrono::seconds(opts_.yield_frequency)) {
-          last_yield = now;
-          if (!(co_await ex.write_body(" ")).ok()) co_return;
-        }
-      }
-      SegmentCheck c = check_segment(in, it->second, i == parsed->size() - 1, problems);
+      SegmentCheck c = check_segment(in, heads.at(in.path), i == parsed->size() - 1, problems);
       total += c.length;
       stored[i] = std::move(c.stored);
     }
@@ -727,9 +725,10 @@ class Slo final : public Middleware {
     const uint64_t total = static_cast<uint64_t>(*length);
     auto decision = common::http::evaluate_range(req.headers.get("Range"), total);
     if (decision.outcome == common::http::RangeOutcome::kUnsatisfiable) {
+      // swob's 416 keeps the large object's headers, its Content-Type too.
       Response r = swob_response(416);
       for (const auto& [k, v] : h) {
-        if (!iequals(k, "Content-Length") && !iequals(k, "Content-Type")) r.headers.set(k, v);
+        if (!iequals(k, "Content-Length")) r.headers.set(k, v);
       }
       r.headers.set("Content-Range", common::http::unsatisfied_content_range(total));
       co_return co_await ex.reply(std::move(r));
@@ -741,31 +740,51 @@ class Slo final : public Middleware {
     auto parts = common::http::split_path(common::http::percent_decode(req.path()), 3, 3, true);
     const std::string prefix = "/" + *(*parts)[0] + "/" + *(*parts)[1] + "/";
     SegmentWalker walker(next, req, env, prefix, segments, opts_);
-    Streamer streamer(*this, ex, env, next, walker);
+    const std::string name(req.path());
+    SegmentedBody stream(next, env, req,
+                         {.name = name,
+                          .agent = "SLO",
+                          .source = "SLO",
+                          .rate_limit_after_segment = opts_.rate_limit_after_segment,
+                          .rate_limit_segments_per_sec = opts_.rate_limit_segments_per_sec,
+                          .max_get_time = opts_.max_get_time},
+                         walker, co_await net::this_coro::executor);
+    co_await answer_body(ex, std::move(h), total, ranges, partial, walker, stream);
+    co_await stream.close();
+  }
 
-    // The first segment must be there before the answer starts (Swift's 409).
+  // Streams the large object's body (the ranges asked for, `partial`) after the head `h`.
+  static net::awaitable<void> answer_body(Exchange& ex, HeaderMap h, uint64_t total,
+                                          const std::vector<common::http::ByteRange>& ranges,
+                                          bool partial, SegmentWalker& walker,
+                                          SegmentedBody& body) {
+    const std::string name(ex.request().path());
+    // The first bytes must be there before the answer starts (Swift's 409, or 503 when a
+    // segment answered with a server error).
+    std::string_view first;
     if (total > 0) {
       walker.start_range(static_cast<int64_t>(ranges[0].start),
                          static_cast<int64_t>(ranges[0].end) - 1);
-      auto ok = co_await streamer.prime();
-      if (!ok.ok()) {
-        APUS_LOG_ERROR("SLO " + std::string(req.path()) + ": " + ok.message());
-        co_return co_await ex.reply(swob_response(ok.code() == Status::Code::kUnavailable ? 503
-                                                                                           : 409));
+      auto chunk = co_await body.next_chunk();
+      if (!chunk.ok()) {
+        APUS_LOG_ERROR(chunk.status().message());
+        const bool unavailable = chunk.status().code() == Status::Code::kUnavailable;
+        co_return co_await ex.reply(swob_response(unavailable ? 503 : 409));
       }
+      first = *chunk;
     }
     const std::string content_type(h.get_or("Content-Type", "application/octet-stream"));
-    if (!partial) {
-      if (!(co_await ex.start_response(200, std::move(h), total)).ok()) co_return;
-      if (total > 0 && !co_await streamer.run(static_cast<int64_t>(total))) co_return;
-      (void)co_await ex.finish_response();
-      co_return;
-    }
-    if (ranges.size() == 1) {
-      h.set("Content-Range", common::http::content_range_value(ranges[0], total));
-      h.set("Content-Length", std::to_string(ranges[0].size()));
-      if (!(co_await ex.start_response(206, std::move(h), ranges[0].size())).ok()) co_return;
-      if (!co_await streamer.run(static_cast<int64_t>(ranges[0].size()))) co_return;
+    if (!partial || ranges.size() == 1) {
+      int status = 200;
+      uint64_t length = total;
+      if (partial) {
+        status = 206;
+        length = ranges[0].size();
+        h.set("Content-Range", common::http::content_range_value(ranges[0], total));
+        h.set("Content-Length", std::to_string(length));
+      }
+      if (!(co_await ex.start_response(status, std::move(h), length)).ok()) co_return;
+      if (length > 0 && !co_await send_range(ex, body, first, length, name)) co_return;
       (void)co_await ex.finish_response();
       co_return;
     }
@@ -779,186 +798,52 @@ class Slo final : public Middleware {
       if (i > 0) {
         walker.start_range(static_cast<int64_t>(ranges[i].start),
                            static_cast<int64_t>(ranges[i].end) - 1);
-        auto ok = co_await streamer.prime();
-        if (!ok.ok()) {
-          APUS_LOG_ERROR("SLO " + std::string(req.path()) + ": " + ok.message());
+        body.resume();
+        auto chunk = co_await body.next_chunk();
+        if (!chunk.ok()) {
+          APUS_LOG_ERROR(chunk.status().message());
           co_return;
         }
+        first = *chunk;
       }
       std::string head =
           common::http::multipart_part_header(boundary, content_type, ranges[i], total);
       if (!(co_await ex.write_body(head)).ok()) co_return;
-      if (!co_await streamer.run(static_cast<int64_t>(ranges[i].size()))) co_return;
+      if (!co_await send_range(ex, body, first, ranges[i].size(), name)) co_return;
       if (!(co_await ex.write_body("\r\n")).ok()) co_return;
     }
     if (!(co_await ex.write_body(common::http::multipart_terminator(boundary))).ok()) co_return;
     (void)co_await ex.finish_response();
   }
 
-  // Streams the jobs of a walker's range to the client, one segment GET ahead.
-  class Streamer {
-   public:
-    Streamer(const Slo& slo, Exchange& ex, const ProxyEnv& env, const Next& next,
-             SegmentWalker& walker)
-        : slo_(slo), ex_(ex), env_(env), next_(next), walker_(walker),
-          started_(std::chrono::steady_clock::now()), running_(started_) {}
-
-    // Fetches the range's first job (and starts its GET): the check made before the head.
-    net::awaitable<Status> prime() {
-      auto f = co_await fetch_next();
-      if (!f.ok()) co_return f.status();
-      current_ = std::move(*f);
-      co_return Status();
+  // Sends `length` bytes of `body`'s current range, `first` (already taken) first; false when
+  // the body had to end short (logged: the client sees a truncated body).
+  static net::awaitable<bool> send_range(Exchange& ex, SegmentedBody& body, std::string_view first,
+                                         uint64_t length, const std::string& name) {
+    uint64_t sent = 0;
+    std::string_view chunk = first;
+    while (!chunk.empty()) {
+      if (sent + chunk.size() > length) {
+        (void)co_await ex.write_body(chunk.substr(0, length - sent));
+        APUS_LOG_ERROR("While processing manifest " + name + ": too many bytes; truncating");
+        co_return false;
+      }
+      if (!(co_await ex.write_body(chunk)).ok()) co_return false;
+      sent += chunk.size();
+      auto next = co_await body.next_chunk();
+      if (!next.ok()) {
+        APUS_LOG_ERROR(next.status().message() + "; closing connection");
+        co_return false;
+      }
+      chunk = *next;
     }
-
-    // Sends `length` bytes of the current range; false when the body had to end short.
-    net::awaitable<bool> run(int64_t length) {
-      int64_t left = length;
-      while (current_) {
-        Fetch cur = std::move(*current_);
-        current_.reset();
-        // Start the next segment's GET before sending this one: its head and first bytes
-        // arrive while this one streams.
-        auto nf = co_await fetch_next();
-        if (!nf.ok()) {
-          (void)co_await send(cur, left);  // what we have is still right
-          co_await close(cur);
-          co_return fail(nf.status().message());
-        }
-        current_ = std::move(*nf);
-        Status s = co_await send(cur, left);
-        co_await close(cur);
-        if (!s.ok()) {
-          if (current_ && current_->sub) co_await current_->sub->close();
-          current_.reset();
-          co_return fail(s.message());
-        }
-      }
-      if (left != 0) co_return fail("Expected another " + std::to_string(left) + " bytes");
-      co_return true;
+    if (sent != length) {
+      APUS_LOG_ERROR("While processing manifest " + name + ": expected another " +
+                     std::to_string(length - sent) + " bytes; closing connection");
+      co_return false;
     }
-
-   private:
-    bool fail(const std::string& why) {
-      APUS_LOG_ERROR("While processing manifest " + std::string(ex_.request().path()) + ": " + why +
-                     "; closing connection");
-      return false;
-    }
-
-    static net::awaitable<void> close(Fetch& f) {
-      if (f.sub) co_await f.sub->close();
-    }
-
-    // The next job, its GET started and its head checked; nullopt at the end of the range.
-    net::awaitable<Result<std::optional<Fetch>>> fetch_next() {
-      auto j = co_await walker_.next();
-      if (!j.ok()) co_return j.status();
-      if (!*j) co_return std::optional<Fetch>();
-      Fetch f;
-      f.job = std::move(**j);
-      if (f.job.is_data) co_return std::optional<Fetch>(std::move(f));
-      co_await rate_limit(f.job);
-      const Request& req = ex_.request();
-      HeaderMap h = subrequest_headers(req, "SLO");
-      f.whole = f.job.first == 0 && f.job.last == f.job.size - 1;
-      if (!f.whole) {
-        const bool to_end = f.job.last == f.job.size - 1;
-        h.set("Range", "bytes=" + std::to_string(f.job.first) + "-" +
-                           (to_end ? std::string() : std::to_string(f.job.last)));
-      }
-      Request get = make_subrequest("GET", f.job.path, "multipart-manifest=get", std::move(h));
-      f.sub = co_await Subrequest::start(next_, std::move(get), subrequest_env(env_, "SLO"),
-                                         kReadAhead);
-      const int status = f.sub->status();
-      const std::string where = common::http::quote(f.job.path);
-      if (!is_success(status)) {
-        auto body = co_await f.sub->read_all(60);
-        std::string text = body.ok() ? *body : std::string();
-        co_await f.sub->close();
-        std::string msg = "While processing manifest " + std::string(req.path()) + ", got " +
-                          std::to_string(status) + " (" + text + ") while retrieving " + where;
-        if (status >= 500) co_return Status::unavailable(msg);
-        co_return Status::not_found(msg);
-      }
-      const std::string etag = normalized_etag(f.sub->headers());
-      auto len = f.sub->length();
-      if ((!f.job.etag.empty() && etag != f.job.etag) ||
-          (f.whole && f.job.size && (!len || static_cast<int64_t>(*len) != f.job.size))) {
-        co_await f.sub->close();
-        co_return Status::conflict("Object segment no longer valid: " + where + " etag: " +
-                                   etag + " != " + f.job.etag);
-      }
-      co_return std::optional<Fetch>(std::move(f));
-    }
-
-    // Swift's RateLimitedIterator: past rate_limit_after_segment small segments, at most
-    // rate_limit_segments_per_sec of them a second.
-    net::awaitable<void> rate_limit(const Job& j) {
-      if (!j.small) co_return;
-      if (counted_ < slo_.opts_.rate_limit_after_segment) {
-        ++counted_;
-        co_return;
-      }
-      if (slo_.opts_.rate_limit_segments_per_sec <= 0) co_return;
-      auto now = std::chrono::steady_clock::now();
-      if (running_ < now - std::chrono::seconds(5)) running_ = now;
-      if (running_ > now) {
-        net::steady_timer t(co_await net::this_coro::executor, running_);
-        auto [ec] = co_await t.async_wait(kTuple);
-        (void)ec;
-      }
-      running_ += std::chrono::microseconds(1000000 / slo_.opts_.rate_limit_segments_per_sec);
-    }
-
-    // Sends the job's bytes (never more than `left`).
-    net::awaitable<Status> send(Fetch& f, int64_t& left) {
-      if (f.job.is_data) {
-        std::string_view d = f.job.data;
-        if (static_cast<int64_t>(d.size()) > left) {
-          (void)co_await ex_.write_body(d.substr(0, static_cast<size_t>(left)));
-          left = 0;
-          co_return Status::io_error("Too many bytes");
-        }
-        left -= static_cast<int64_t>(d.size());
-        co_return co_await ex_.write_body(d);
-      }
-      common::crypto::Md5 md5;
-      std::array<char, kChunk> buf;
-      for (;;) {
-        auto n = co_await f.sub->read(buf);
-        if (!n.ok()) co_return Status::io_error("segment " + f.job.path + ": " + n.status().message());
-        if (*n == 0) break;
-        std::string_view chunk(buf.data(), *n);
-        if (f.whole) md5.update(chunk);
-        if (static_cast<int64_t>(chunk.size()) > left) {
-          (void)co_await ex_.write_body(chunk.substr(0, static_cast<size_t>(left)));
-          left = 0;
-          co_return Status::io_error("Too many bytes; truncating in " + f.job.path);
-        }
-        left -= static_cast<int64_t>(chunk.size());
-        Status s = co_await ex_.write_body(chunk);
-        if (!s.ok()) co_return s;
-        if (std::chrono::steady_clock::now() - started_ >
-            std::chrono::seconds(slo_.opts_.max_get_time)) {
-          co_return Status::timeout("max LO GET time of " +
-                                    std::to_string(slo_.opts_.max_get_time) + "s exceeded");
-        }
-      }
-      if (f.whole && !f.job.etag.empty() && md5.hex_digest() != f.job.etag) {
-        co_return Status::corruption("Bad MD5 checksum for " + f.job.path);
-      }
-      co_return Status();
-    }
-
-    const Slo& slo_;
-    Exchange& ex_;
-    const ProxyEnv& env_;
-    const Next& next_;
-    SegmentWalker& walker_;
-    std::optional<Fetch> current_;
-    std::chrono::steady_clock::time_point started_, running_;
-    int64_t counted_ = 0;
-  };
+    co_return true;
+  }
 
   // ---- DELETE ?multipart-manifest=delete ----------------------------------------------------
 
@@ -972,7 +857,7 @@ class Slo final : public Middleware {
   // why not (code and message, as the bulk answer reports them).
   net::awaitable<std::variant<std::vector<StoredSegment>, std::pair<int, std::string>>>
   manifest_segments(const std::string& prefix, const std::string& name, const Request& req,
-                    const ProxyEnv& env, const Next& next) {
+                    const ProxyEnv& env, const Next& next) const {
     using Out = std::variant<std::vector<StoredSegment>, std::pair<int, std::string>>;
     std::string_view rel = name;
     while (!rel.empty() && rel.front() == '/') rel.remove_prefix(1);
@@ -998,110 +883,75 @@ class Slo final : public Middleware {
     co_return Out(std::make_pair(500, std::string("Unable to load SLO manifest or segment.")));
   }
 
-  net::awaitable<void> delete_manifest(Exchange& ex, ProxyEnv& env, const Next& next) {
-    const Request& req = ex.request();
-    std::optional<std::string> format = out_format(req);
-    const std::string path = common::http::percent_decode(req.path());
-    auto parts = common::http::split_path(path, 4, 4, true);
-    const std::string prefix = "/" + *(*parts)[0] + "/" + *(*parts)[1] + "/";
-    const std::string top = "/" + *(*parts)[2] + "/" + *(*parts)[3];
+  // Swift's get_segments_to_delete_iter(): the manifest's segments, then the manifest, each
+  // nested manifest expanded when its turn comes (its segments queued, itself after them).
+  class SegmentsToDelete final : public BulkDeleteSource {
+   public:
+    SegmentsToDelete(const Slo& slo, const Request& req, const ProxyEnv& env, const Next& next)
+        : slo_(slo), req_(req), env_(env), next_(next) {}
 
-    HeaderMap h;
-    if (format) h.set("Content-Type", *format);
-    if (!(co_await ex.start_response(200, std::move(h), std::nullopt)).ok()) co_return;
-    std::string to_yield = format && format->ends_with("/xml")
-                               ? "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-                               : " ";
-    std::string separator;
-    auto last_yield = std::chrono::steady_clock::now();
-    auto heartbeat = [&]() -> net::awaitable<Status> {
-      auto now = std::chrono::steady_clock::now();
-      if (now - last_yield <= std::chrono::seconds(slo::kDefaultYieldFrequency)) {
-        co_return Status();
-      }
-      last_yield = now;
-      Status s = co_await ex.write_body(to_yield);
-      to_yield = " ";
-      separator = "\r\n\r\n";
-      co_return s;
-    };
-
-    std::string status = status_line(200), response_body;
-    int64_t deleted = 0, not_found = 0;
-    std::vector<slo::BulkError> failed;
-    bool bad_gateway = false;
-    if (!format) {
-      status = status_line(406);
-      response_body = "";
-    } else {
-      std::deque<DeleteItem> queue;
-      queue.push_back({top, true, std::nullopt});
-      bool aborted = false;
-      while (!queue.empty()) {
-        if (queue.size() > static_cast<size_t>(opts_.max_manifest_segments) * 10) {
-          status = status_line(400);
-          response_body = "Too many buffered slo segments to delete.";
-          aborted = true;
-          break;
+    net::awaitable<common::http::OrRefusal<std::optional<BulkDeleteItem>>> next() override {
+      if (!started_) {
+        started_ = true;
+        const std::string path = common::http::percent_decode(req_.path());
+        if (!common::check_utf8(path)) {
+          co_return common::http::swob_response_with_body(412, "Invalid UTF8 or contains NULL");
         }
-        DeleteItem item = std::move(queue.front());
-        queue.pop_front();
+        auto parts = common::http::split_path(path, 4, 4, true);
+        prefix_ = "/" + *(*parts)[0] + "/" + *(*parts)[1] + "/";
+        queue_.push_back({"/" + *(*parts)[2] + "/" + *(*parts)[3], true, std::nullopt});
+      }
+      while (!queue_.empty()) {
+        // A bound on what nested manifests can make this hold (Swift's: ten times
+        // max_manifest_segments, in case an operator lowered that since the upload).
+        if (queue_.size() > static_cast<size_t>(slo_.opts_.max_manifest_segments) * 10) {
+          co_return common::http::swob_response_with_body(
+              400, "Too many buffered slo segments to delete.");
+        }
+        DeleteItem item = std::move(queue_.front());
+        queue_.pop_front();
         if (item.sub_slo) {
-          auto segs = co_await manifest_segments(prefix, item.name, req, env, next);
+          auto segs = co_await slo_.manifest_segments(prefix_, item.name, req_, env_, next_);
           if (auto* list = std::get_if<std::vector<StoredSegment>>(&segs)) {
-            for (auto& s : *list) {
-              if (!s.is_data) queue.push_back({s.name, s.sub_slo, std::nullopt});
+            for (auto& seg : *list) {
+              if (!seg.is_data) queue_.push_back({seg.name, seg.sub_slo, std::nullopt});
             }
           } else {
             item.error = std::get<std::pair<int, std::string>>(segs);
           }
           item.sub_slo = false;
-          queue.push_back(std::move(item));
+          queue_.push_back(std::move(item));
           continue;
         }
+        BulkDeleteItem out{std::move(item.name), 0, {}};
         if (item.error) {
-          if (item.error->first == 404) ++not_found;
-          else failed.push_back({common::http::quote(item.name), item.error->second});
-          continue;
+          out.error_status = item.error->first;
+          out.error_message = std::move(item.error->second);
         }
-        std::string_view rel = item.name;
-        while (!rel.empty() && rel.front() == '/') rel.remove_prefix(1);
-        Request del = make_subrequest("DELETE", prefix + std::string(rel), "",
-                                      subrequest_headers(req, "SLO"));
-        auto r = co_await run_subrequest(next, std::move(del), subrequest_env(env, "SLO"), 1 << 16);
-        int st = r.ok() ? r->status : 500;
-        if (!(co_await heartbeat()).ok()) co_return;
-        if (is_success(st)) ++deleted;
-        else if (st == 404) ++not_found;
-        else if (st == 401) failed.push_back({common::http::quote(item.name), status_line(401)});
-        else {
-          if (st >= 500) bad_gateway = true;
-          failed.push_back({common::http::quote(item.name), status_line(st)});
-        }
-        if (failed.size() >= 1000) {
-          status = status_line(400);
-          response_body = "Max delete failures exceeded";
-          aborted = true;
-          break;
-        }
+        co_return std::optional<BulkDeleteItem>(std::move(out));
       }
-      if (!aborted) {
-        if (!failed.empty()) status = status_line(bad_gateway ? 502 : 400);
-        else if (deleted == 0 && not_found == 0) {
-          status = status_line(400);
-          response_body = "Invalid bulk delete.";
-        }
-      }
+      co_return std::optional<BulkDeleteItem>();
     }
-    std::string out = separator + slo::bulk_response_body(
-                                      format.value_or(""),
-                                      {{"Response Status", status, false},
-                                       {"Response Body", response_body, false},
-                                       {"Number Deleted", std::to_string(deleted), true},
-                                       {"Number Not Found", std::to_string(not_found), true}},
-                                      failed, "delete");
-    if (!(co_await ex.write_body(out)).ok()) co_return;
-    (void)co_await ex.finish_response();
+
+   private:
+    const Slo& slo_;
+    const Request& req_;
+    const ProxyEnv& env_;
+    const Next& next_;
+    bool started_ = false;
+    std::string prefix_;  // "/v1/<account>/"
+    std::deque<DeleteItem> queue_;
+  };
+
+  // Deletes the segments, then the manifest, through bulk's delete engine as Swift's SLO does
+  // (its answer, its concurrency: delete_concurrency).
+  net::awaitable<void> delete_manifest(Exchange& ex, ProxyEnv& env, const Next& next) {
+    SegmentsToDelete names(*this, ex.request(), env, next);
+    BulkDeleteOptions options;
+    options.max_deletes_per_request = std::numeric_limits<int64_t>::max();
+    options.delete_concurrency = opts_.delete_concurrency;
+    co_await answer_bulk_delete(ex, env, next, options, /*max_path_length=*/0, &names,
+                                out_format(ex.request()), {"MultipartDELETE", "SLO"});
   }
 
   // ---- container listings ---------------------------------------------------------------------
@@ -1215,6 +1065,13 @@ Result<std::unique_ptr<Middleware>> make_slo(const common::Section& section,
   APUS_ASSIGN_OR_RETURN(o.rate_limit_segments_per_sec,
                         section.get_int("rate_limit_segments_per_sec",
                                         o.rate_limit_segments_per_sec));
+  // Swift's bounds: 0..1000 HEADs (Apus runs at least one), 1..1000 DELETEs.
+  int64_t concurrency = 2;
+  APUS_ASSIGN_OR_RETURN(concurrency, section.get_int("concurrency", concurrency));
+  o.concurrency = static_cast<int>(std::clamp<int64_t>(concurrency, 1, 1000));
+  int64_t delete_concurrency = 0;
+  APUS_ASSIGN_OR_RETURN(delete_concurrency, section.get_int("delete_concurrency", concurrency));
+  o.delete_concurrency = static_cast<int>(std::clamp<int64_t>(delete_concurrency, 1, 1000));
   return std::unique_ptr<Middleware>(std::make_unique<Slo>(o));
 }
 

@@ -292,14 +292,18 @@ ProxyEnv subrequest_env(const ProxyEnv& env, std::string source) {
   return sub;
 }
 
-HeaderMap subrequest_headers(const Request& client, std::string_view agent) {
+HeaderMap subrequest_headers(const Request& client, std::string_view agent,
+                             bool after_client_agent) {
   HeaderMap h;
   for (std::string_view name : {"Host", "Origin", "Access-Control-Request-Method", "X-User-Id",
                                 "X-Project-Id", "Referer", "X-Auth-Token"}) {
     if (auto v = client.headers.get(name)) h.set(name, *v);
   }
-  std::string ua(client.headers.get_or("User-Agent", ""));
-  ua += " ";
+  std::string ua;
+  if (after_client_agent) {
+    ua = client.headers.get_or("User-Agent", "");
+    ua += " ";
+  }
   ua += agent;
   const size_t first = ua.find_first_not_of(" \t");
   const size_t last = ua.find_last_not_of(" \t");
@@ -419,6 +423,51 @@ net::awaitable<Result<Response>> run_subrequest_with_body(const Next& app, Reque
                                                           ProxyEnv env, BodySource& body,
                                                           size_t max_body) {
   return run_collecting(app, std::move(req), std::move(env), &body, max_body);
+}
+
+// ---- SubrequestPile ----------------------------------------------------------------------------
+
+struct SubrequestPile::State {
+  explicit State(const net::any_io_executor& ex) : wake(ex) {}
+  void finish(Done d) {
+    --running;
+    done.push_back(std::move(d));
+    wake.cancel();
+  }
+  net::steady_timer wake;  // waited on by next_done() only
+  size_t running = 0;
+  std::deque<Done> done;
+};
+
+SubrequestPile::SubrequestPile(const net::any_io_executor& executor)
+    : state_(std::make_shared<State>(executor)) {}
+
+size_t SubrequestPile::in_flight() const { return state_->running + state_->done.size(); }
+
+void SubrequestPile::spawn(const Next& app, Request req, ProxyEnv env, size_t max_body,
+                           size_t tag) {
+  ++state_->running;
+  auto state = state_;
+  common::spawn_logged(
+      state->wake.get_executor(),
+      [state, app, req = std::move(req), env = std::move(env), max_body,
+       tag]() mutable -> net::awaitable<void> {
+        auto answer = co_await run_subrequest(app, std::move(req), std::move(env), max_body);
+        state->finish(Done{tag, std::move(answer)});
+      },
+      "subrequest pile",
+      [state, tag] { state->finish(Done{tag, Status::io_error("subrequest failed")}); });
+}
+
+net::awaitable<SubrequestPile::Done> SubrequestPile::next_done() {
+  while (state_->done.empty()) {
+    state_->wake.expires_at(net::steady_timer::time_point::max());
+    auto [ec] = co_await state_->wake.async_wait(kTuple);
+    (void)ec;
+  }
+  Done d = std::move(state_->done.front());
+  state_->done.pop_front();
+  co_return d;
 }
 
 }  // namespace apus::proxy

@@ -43,10 +43,12 @@ ProxyEnv subrequest_env(const ProxyEnv& env, std::string source);
 // The headers a subrequest made for the client's request `client` carries over, as Swift's
 // make_env() copies them (Host, Origin, Access-Control-Request-Method, X-User-Id, X-Project-Id,
 // Referer: a Referer may be what grants read access to a segment's container), plus the
-// X-Auth-Token that Swift's middlewares pass on, and a User-Agent of the client's followed by
-// `agent` ("SLO", "DLO MultipartGET"), as Swift's '%(orig)s <agent>'.strip() gives it.
+// X-Auth-Token that Swift's middlewares pass on, and a User-Agent: the client's followed by
+// `agent` ("SLO", "DLO MultipartGET"), as Swift's '%(orig)s <agent>'.strip() gives it, or
+// `agent` alone when `after_client_agent` is false (Swift's default agent 'Swift').
 common::http::HeaderMap subrequest_headers(const common::http::Request& client,
-                                           std::string_view agent);
+                                           std::string_view agent,
+                                           bool after_client_agent = true);
 
 // A request for `method` on the decoded path `path` ("/v1/AUTH_a/c/o"), percent-encoded into
 // the target as Swift's quote() does, followed by '?' and `query` (already encoded) unless it
@@ -115,6 +117,35 @@ class Subrequest {
 // the answer's own: Content-Length only where the answer set it (a HEAD).
 boost::asio::awaitable<common::Result<common::http::Response>> run_subrequest(
     const Next& app, common::http::Request req, ProxyEnv env, size_t max_body);
+
+// Up to a caller-chosen number of small subrequests at a time (Swift's StreamingPile): each is
+// started with spawn() and tagged, and their answers are taken in the order they come. The
+// state is shared with the running subrequests, so a pile that goes away while they run leaves
+// nothing dangling; its owner still drains it (next_done() until in_flight() is 0) to see every
+// answer.
+class SubrequestPile {
+ public:
+  struct Done {
+    size_t tag = 0;
+    common::Result<common::http::Response> answer;  // as run_subrequest() gives it
+  };
+
+  explicit SubrequestPile(const boost::asio::any_io_executor& executor);
+
+  // Subrequests started and not yet taken.
+  size_t in_flight() const;
+
+  // Starts run_subrequest(app, req, env, max_body) on the pile's executor.
+  void spawn(const Next& app, common::http::Request req, ProxyEnv env, size_t max_body,
+             size_t tag);
+
+  // The next answer to come in. REQUIRES: in_flight() > 0.
+  boost::asio::awaitable<Done> next_done();
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;
+};
 
 // A supplier of the body of a subrequest: read() gives up to buf.size() bytes, 0 at the end,
 // or a failed Result (the subrequest then fails as when a client breaks off its upload).

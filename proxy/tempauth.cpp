@@ -391,7 +391,9 @@ class TempAuth final : public Middleware {
     auto segs = common::http::split_path(common::http::percent_decode(req.path()), 1, 4, true);
     if (!segs.ok()) co_return answer(req, 404);
     std::string account = (*segs)[1].value_or("");
-    bool container = (*segs)[2].has_value(), object = (*segs)[3].has_value();
+    // As Swift tests them, by truth: "/v1/a/c/" names no object (an anonymous listing of it
+    // needs .rlistings), "/v1/a/" no container.
+    bool container = !(*segs)[2].value_or("").empty(), object = !(*segs)[3].value_or("").empty();
     auto prefix = account_prefix(account);
     if (!prefix) co_return denied(req, env);
     if (auto acl = req.headers.get("X-Account-Access-Control")) {

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "common/config/config.h"
 #include "common/constraints.h"
 #include "common/http/swob.h"
 #include "common/http/url.h"
@@ -26,6 +27,12 @@ using common::http::swob_response;
 namespace {
 
 constexpr std::string_view kAllowed = "DELETE, GET, HEAD, OPTIONS, POST, PUT";
+// With X-Backend-Allow-Private-Methods (an internal request's: gatekeeper drops X-Backend-*
+// from clients), Swift's private UPDATE too: rows to merge, as SLO's async delete queues its
+// segments for the expirer.
+constexpr std::string_view kAllowedWithPrivate = "DELETE, GET, HEAD, OPTIONS, POST, PUT, UPDATE";
+// An UPDATE body holds rows for one container; the container servers take 16 MiB at most.
+constexpr size_t kMaxUpdateBody = 16 << 20;
 
 // Swift's validate_container_params(), run by the proxy before a container GET: each listing
 // parameter must be UTF-8 (400 text/plain naming the first, in Swift's order, that is not), and
@@ -137,7 +144,11 @@ HeaderMap backend_write_headers(const Request& req, const ProxyEnv& env, const H
 
 net::awaitable<void> ContainerController::handle(Exchange& ex, ProxyEnv& env) {
   const Request& req = ex.request();
-  if (!allows(kAllowed, req.method)) co_return co_await ex.reply(method_not_allowed(kAllowed));
+  const std::string_view allowed =
+      common::config_true_value(req.headers.get_or("X-Backend-Allow-Private-Methods", ""))
+          ? kAllowedWithPrivate
+          : kAllowed;
+  if (!allows(allowed, req.method)) co_return co_await ex.reply(method_not_allowed(allowed));
   auto origin = req.headers.get("Origin");
   if (req.method != "OPTIONS" && !origin) co_return co_await serve(ex, env);
   CachedInfo info = co_await container_info(req, env);
@@ -150,12 +161,15 @@ net::awaitable<void> ContainerController::serve(Exchange& ex, ProxyEnv& env) {
   const Request& req = ex.request();
   // Authorize now; a denial may still turn into an allow once the container's ACLs are known.
   std::optional<Response> early = co_await authorize(req, env, std::nullopt);
-  const bool writes = req.method == "PUT" || req.method == "POST" || req.method == "DELETE";
+  const bool writes = req.method == "PUT" || req.method == "POST" || req.method == "DELETE" ||
+                     req.method == "UPDATE";
   if (early && writes) co_return co_await ex.reply(std::move(*early));
   auto part = app().container_ring().get_part(path().account, path().container);
   if (!part.ok()) co_return co_await ex.reply(swob_response(500));
   if (req.method == "GET" || req.method == "HEAD") {
     co_await read(ex, env, *part, std::move(early));
+  } else if (req.method == "UPDATE") {
+    co_await update(ex, env, *part);
   } else {
     co_await write(ex, env, *part);
   }
@@ -254,6 +268,34 @@ net::awaitable<void> ContainerController::write(Exchange& ex, ProxyEnv& env, uin
   co_await forget_container_info(env);
   if (req.method == "DELETE" && r.status == 202) r = swob_response(404);
   co_return co_await ex.reply(std::move(r));
+}
+
+net::awaitable<void> ContainerController::update(Exchange& ex, ProxyEnv& env, uint32_t part) {
+  const Request& req = ex.request();
+  // Swift takes the policy from the caller (an internal one) and fails without it.
+  auto policy = req.headers.get("X-Backend-Storage-Policy-Index");
+  if (!policy) co_return co_await ex.reply(swob_response(500));
+  std::string body;
+  std::string buf(64 << 10, '\0');
+  for (;;) {
+    auto n = co_await ex.read_body(std::span<char>(buf.data(), buf.size()));
+    if (!n.ok()) co_return co_await ex.reply(swob_response(499));
+    if (*n == 0) break;
+    if (body.size() + *n > kMaxUpdateBody) co_return co_await ex.reply(swob_response(413));
+    body.append(buf.data(), *n);
+  }
+  HeaderMap h = backend_headers(req, env.trans_id);
+  h.set("X-Timestamp", Timestamp::now().internal());
+  h.set("X-Backend-Storage-Policy-Index", *policy);
+  h.set("Content-Type", req.headers.get_or("Content-Type", "application/json"));
+  NodeIter it = iter_nodes(app(), app().container_ring(), part);
+  const size_t n = it.primary_count();
+  const std::string target =
+      "/" + common::http::quote(path().account) + "/" + common::http::quote(path().container);
+  auto answers = co_await make_requests(config().backend, health(), std::move(it), "UPDATE",
+                                        target, [&](size_t) { return h; }, body);
+  co_await forget_container_info(env);
+  co_return co_await ex.reply(best_response(answers, n));
 }
 
 net::awaitable<OrRefusal<CachedInfo>> ContainerController::account_for_write(

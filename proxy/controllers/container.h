@@ -30,6 +30,8 @@ class ContainerController final : public Controller {
                                     std::optional<common::http::Response> early);
   // PUT, POST and DELETE, once authorized.
   boost::asio::awaitable<void> write(common::http::Exchange& ex, ProxyEnv& env, uint32_t part);
+  // UPDATE (private): the request body's rows, merged by every replica of the container.
+  boost::asio::awaitable<void> update(common::http::Exchange& ex, ProxyEnv& env, uint32_t part);
   // The account's info for a write; under account_autocreate a PUT creates a missing account
   // first. The refusal when there is no account to write in.
   boost::asio::awaitable<common::http::OrRefusal<CachedInfo>> account_for_write(

@@ -18,6 +18,8 @@
 #include "common/config/config.h"
 #include "common/constraints.h"
 #include "common/crypto/md5.h"
+#include "common/expiring_queue.h"
+#include "common/hash_path.h"
 #include "common/http/client.h"
 #include "common/http/date.h"
 #include "common/http/range.h"
@@ -25,6 +27,7 @@
 #include "common/http/url.h"
 #include "common/log/log.h"
 #include "common/timestamp.h"
+#include "common/update_plan.h"
 #include "proxy/internal/app.h"
 
 namespace apus::proxy {
@@ -33,6 +36,8 @@ namespace net = boost::asio;
 using common::Result;
 using common::Status;
 using common::Timestamp;
+using common::UpdatePlan;
+using common::plan_updates;
 using common::http::ClientConnection;
 using common::http::Exchange;
 using common::http::HeaderMap;
@@ -244,19 +249,41 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// X-Container-Host/-Device/-Partition for the i-th object replica of n.
-void add_container_update(HeaderMap& h, const ring::NodeList& container_nodes, size_t i,
-                          size_t n) {
-  std::string hosts, devices;
-  for (size_t j = i; j < container_nodes.nodes.size(); j += std::max<size_t>(n, 1)) {
-    const ring::Device& d = *container_nodes.nodes[j].device;
-    hosts += (hosts.empty() ? "" : ",") + d.ip + ":" + std::to_string(d.port);
-    devices += (devices.empty() ? "" : ",") + d.device;
+// Joins "ip:port" (or the device name) of the nodes `indices` picks, comma-separated.
+std::string node_list(const ring::NodeList& nodes, const std::vector<size_t>& indices, bool hosts) {
+  std::string out;
+  for (size_t j : indices) {
+    const ring::Device& d = *nodes.nodes[j].device;
+    if (!out.empty()) out += ",";
+    out += hosts ? d.ip + ":" + std::to_string(d.port) : d.device;
   }
-  if (hosts.empty()) return;
-  h.set("X-Container-Partition", std::to_string(container_nodes.partition));
-  h.set("X-Container-Host", hosts);
-  h.set("X-Container-Device", devices);
+  return out;
+}
+
+// The update headers of the i-th object request of a write: X-Container-Host/-Device/
+// -Partition, X-Delete-At-Host/-Device/-Partition/-Container when the write sets X-Delete-At
+// (`queue`), as `plan` spreads them, and Swift's X-Backend-Clean-Expiring-Object-Queue: only
+// the first two requests remove an old queue row (each removal is an async pending that the
+// updaters deliver to every queue replica), unless the caller said otherwise (the expirer's
+// own deletes say no).
+void add_updates(HeaderMap& h, const UpdatePlan& plan, size_t i,
+                 const ring::NodeList& container_nodes, const ring::NodeList* queue_nodes,
+                 const std::string& queue_container) {
+  if (!plan.container[i].empty()) {
+    h.set("X-Container-Partition", std::to_string(container_nodes.partition));
+    h.set("X-Container-Host", node_list(container_nodes, plan.container[i], true));
+    h.set("X-Container-Device", node_list(container_nodes, plan.container[i], false));
+  }
+  if (queue_nodes && !plan.delete_at[i].empty()) {
+    h.set("X-Delete-At-Container", queue_container);
+    h.set("X-Delete-At-Partition", std::to_string(queue_nodes->partition));
+    h.set("X-Delete-At-Host", node_list(*queue_nodes, plan.delete_at[i], true));
+    h.set("X-Delete-At-Device", node_list(*queue_nodes, plan.delete_at[i], false));
+  }
+  constexpr size_t kQueueCleaners = 2;  // Swift's n_desired_queue_updates
+  if (!h.contains("X-Backend-Clean-Expiring-Object-Queue")) {
+    h.set("X-Backend-Clean-Expiring-Object-Queue", i < kQueueCleaners ? "t" : "f");
+  }
 }
 
 // Swift's check_delete_headers(): X-Delete-After becomes X-Delete-At; both must be in the
@@ -594,6 +621,27 @@ std::optional<ObjectController::Placement> ObjectController::place(const CachedI
   return out;
 }
 
+std::optional<ObjectController::QueuePlacement> ObjectController::place_in_queue(
+    const HeaderMap& client) {
+  auto value = client.get("X-Delete-At");
+  if (!value) return std::nullopt;
+  std::optional<int64_t> delete_at = common::parse_python_int_saturating(*value);
+  if (!delete_at) return std::nullopt;  // fix_delete_headers() has refused it already
+  ring::Ring& container_ring = app().container_ring();
+  const ApiPath& p = path();
+  auto hash = common::hash_path_hex(container_ring.hash_config(), p.account, p.container,
+                                    p.object);
+  if (!hash.ok()) return std::nullopt;
+  QueuePlacement out;
+  out.container = common::expirer_container_name(common::clamp_delete_at(*delete_at),
+                                                 config().expiring_objects_container_divisor,
+                                                 *hash);
+  auto nodes = container_ring.get_nodes(config().expiring_objects_account, out.container);
+  if (!nodes.ok()) return std::nullopt;
+  out.nodes = std::move(*nodes);
+  return out;
+}
+
 net::awaitable<void> ObjectController::handle(Exchange& ex, ProxyEnv& env) {
   const Request& req = ex.request();
   if (!allows(kAllowed, req.method)) co_return co_await ex.reply(method_not_allowed(kAllowed));
@@ -858,10 +906,15 @@ net::awaitable<void> ObjectController::put(Exchange& ex, ProxyEnv& env,
   }
   put.expect_continue = true;
   const std::string target = "/" + std::to_string(placement->partition) + quoted_path();
+  std::optional<QueuePlacement> queue = place_in_queue(client);
+  const UpdatePlan plan =
+      plan_updates(n, container_nodes.nodes.size(), queue ? queue->nodes.nodes.size() : 0,
+                   quorum_size(n), quorum_size(container_nodes.nodes.size()));
   std::vector<PutSlot> slots = co_await connect_put_nodes(
       std::move(it), n, options, health(), std::move(put), target,
-      [&container_nodes, n](size_t i, HeaderMap& h) {
-        add_container_update(h, container_nodes, i, n);
+      [&container_nodes, &plan, &queue](size_t i, HeaderMap& h) {
+        add_updates(h, plan, i, container_nodes, queue ? &queue->nodes : nullptr,
+                    queue ? queue->container : std::string());
       });
   std::vector<std::unique_ptr<ClientConnection>> conns;
   std::vector<const ring::Device*> conn_devices;
@@ -968,12 +1021,18 @@ net::awaitable<void> ObjectController::post_or_delete(Exchange& ex, ProxyEnv& en
                            placement->policy);
   const size_t n = it.primary_count();
   const size_t outgoing = it.request_count();
-  auto answers = co_await make_requests(config().backend, health(), std::move(it), req.method,
-                                        quoted_path(), [&](size_t i) {
-                                          HeaderMap h = base;
-                                          add_container_update(h, container_nodes, i, outgoing);
-                                          return h;
-                                        });
+  std::optional<QueuePlacement> queue;
+  if (req.method == "POST") queue = place_in_queue(client);
+  const UpdatePlan plan = plan_updates(
+      outgoing, container_nodes.nodes.size(), queue ? queue->nodes.nodes.size() : 0,
+      quorum_size(n), quorum_size(container_nodes.nodes.size()));
+  auto answers = co_await make_requests(
+      config().backend, health(), std::move(it), req.method, quoted_path(), [&](size_t i) {
+        HeaderMap h = base;
+        add_updates(h, plan, i, container_nodes, queue ? &queue->nodes : nullptr,
+                    queue ? queue->container : std::string());
+        return h;
+      });
   Response r = best_response(answers, n);
   if (req.method == "DELETE" && r.status == 503) {
     // Swift's override for DELETE: 404s count as 204s when no class reached a quorum.

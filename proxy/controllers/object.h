@@ -83,6 +83,13 @@ class ObjectController final : public Controller {
       std::string_view etag, std::vector<BackendResponse>& answers);
   // The placement of the object in `container` (its policy), or nullopt without a ring for it.
   std::optional<Placement> place(const CachedInfo& container);
+  // The expirer's queue container for a write with X-Delete-At (already checked and
+  // normalized in `client`) and its replicas; nullopt when the write sets none.
+  struct QueuePlacement {
+    std::string container;  // the queue container's name (Swift's get_expirer_container)
+    ring::NodeList nodes;
+  };
+  std::optional<QueuePlacement> place_in_queue(const common::http::HeaderMap& client);
   // The object's quoted path after the partition: /<account>/<container>/<object>.
   std::string quoted_path() const;
 };

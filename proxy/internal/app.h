@@ -52,7 +52,7 @@ class ProxyApp final : public InfoLookup {
 
   // The app's settings as middlewares are built with them.
   MiddlewareContext middleware_context() {
-    return MiddlewareContext{config_.swift, config_.swift_dir, *this};
+    return MiddlewareContext{config_.swift, config_.swift_dir, *this, &config_.app_section};
   }
 
   // InfoLookup.

@@ -10,7 +10,10 @@ listed exact id that passes now (the list only shrinks: take it out).
 With --mixed (a mixed Swift/Apus cluster), a listed test that passes is fine: the Swift side
 may provide what Apus lacks.
 
-usage: compare_failures.py [--mixed] JUNIT_XML KNOWN_FAILURES
+With --baseline (stock Swift alone, APUS_FUNCTIONAL_MIX=stock), only the counts are printed:
+the run is the reference Apus is compared with (compare_stock.py), not a test of Apus.
+
+usage: compare_failures.py [--mixed | --baseline] JUNIT_XML KNOWN_FAILURES
 """
 import fnmatch
 import sys
@@ -31,7 +34,8 @@ def load_known(path):
 def main():
     args = sys.argv[1:]
     mixed = "--mixed" in args
-    junit, known_path = [a for a in args if a != "--mixed"][:2]
+    baseline = "--baseline" in args
+    junit, known_path = [a for a in args if not a.startswith("--")][:2]
     known = load_known(known_path)
     passed, failed, skipped = [], [], []
     why = {}
@@ -49,6 +53,11 @@ def main():
             skipped.append(tid)
         else:
             passed.append(tid)
+    if baseline:
+        print("Swift functional suite on stock Swift: %d passed, %d failed, %d skipped"
+              % (len(passed), len(failed), len(skipped)))
+        print("%d passed, 0 failed" % len(passed))
+        return 0
     unexpected = [t for t in failed if not any(fnmatch.fnmatchcase(t, p) for p, _ in known)]
     fixed = [] if mixed else [p for p, _ in known
                               if not any(c in p for c in "*?[") and p in passed]

@@ -195,10 +195,31 @@ def reserved_names(cluster):
     check(s == 412, "X-Allow-Reserved-Names counts without allow_reserved_names_header: %d" % s)
 
 
+def private_methods(cluster):
+    """UPDATE (rows merged straight into a container's DB) is for requests made inside the
+    proxy, with X-Backend-Allow-Private-Methods; a client sending that header is stripped of it
+    by gatekeeper and gets a 405, and no row is merged."""
+    port = cluster.proxy_port
+    auth = {"X-Auth-Token": token(cluster, port)}
+    s, _, _ = request(port, "PUT", "/v1/AUTH_test/private", auth)
+    check(s in (201, 202), "container PUT: %d" % s)
+    rows = ('[{"name": "forged", "created_at": "1700000000.00000", "size": 0, '
+            '"content_type": "text/plain", "etag": "d41d8cd98f00b204e9800998ecf8427e", '
+            '"deleted": 0, "storage_policy_index": 0}]').encode()
+    for extra in ({}, {"X-Backend-Allow-Private-Methods": "true",
+                       "X-Backend-Storage-Policy-Index": "0"}):
+        s, h, _ = request(port, "UPDATE", "/v1/AUTH_test/private",
+                          dict(auth, **extra, **{"Content-Type": "application/json"}), rows)
+        check(s == 405, "client UPDATE %r: %d" % (sorted(extra), s))
+        check("UPDATE" not in h.get("allow", ""), "client UPDATE: Allow %r" % h.get("allow"))
+    s, _, body = request(port, "GET", "/v1/AUTH_test/private?format=json", auth)
+    check(s == 200 and b"forged" not in body, "a client's UPDATE merged rows: %d %r" % (s, body))
+
+
 def main():
     with procs.TempDir("apus-gatekeeper-") as root, procs.Processes() as ps:
         cluster = Cluster(BIN, root, ps)
-        for step in (no_gatekeeper, remove_sysmeta, reserved_names):
+        for step in (no_gatekeeper, remove_sysmeta, reserved_names, private_methods):
             print("---", step.__name__)
             try:
                 step(cluster)

@@ -16,6 +16,10 @@ class Cluster:
     `bin_dir` holds the Apus programs; every process goes through `ps` (procs.Processes), so
     it is stopped when the test ends."""
 
+    # The [container-updater] options of the storage nodes (a test that needs account listings
+    # kept current, such as the expirer's, sets an interval instead).
+    container_updater = "enabled = false\n"
+
     def __init__(self, bin_dir, root, ps, nodes=4):
         self.bin, self.root, self.ps = bin_dir, root, ps
         self.etc = os.path.join(root, "etc")
@@ -90,9 +94,9 @@ class Cluster:
             f.write("[DEFAULT]\ndevices = %s\nmount_check = false\nbind_ip = 127.0.0.1\n"
                     "bind_port = %d\nworkers = 1\nswift_dir = %s\nlog_file = %s/%s-%d.log\n"
                     "fallocate_reserve = 0\n\n[pipeline:main]\npipeline = %s-server\n\n"
-                    "[app:%s-server]\nuse = egg:swift#%s\n\n[container-updater]\nenabled = false\n"
+                    "[app:%s-server]\nuse = egg:swift#%s\n\n[container-updater]\n%s"
                     % (dev_root, self.ports[kind][n], self.etc, self.root, kind, n, kind, kind,
-                       kind))
+                       kind, self.container_updater))
         log = os.path.join(self.root, "%s-%d.out" % (kind, n))
         proc = self.ps.start([os.path.join(self.bin, "apus-%s-server" % kind), conf], log)
         procs.wait_for_port(self.ports[kind][n], proc=proc, log_path=log)

@@ -17,6 +17,7 @@
 #include "common/http/range.h"
 #include "common/http/url.h"
 #include "proxy/pipeline.h"
+#include "proxy/segmented_body.h"
 
 namespace apus::proxy {
 namespace {
@@ -119,14 +120,14 @@ TEST_CASE("dlo: a range asks only the segments it covers, and only their part") 
 }
 
 TEST_CASE("dlo: segments are rate limited after the first rate_limit_after_segment") {
-  dlo::SegmentRateLimiter l(2, 1);
+  SegmentRateLimiter l(2, 1);
   CHECK(l.wait_before_next(100.0) == 0);
   CHECK(l.wait_before_next(100.0) == 0);
   CHECK(l.wait_before_next(100.0) == 0);  // the first limited one goes at once
   CHECK(l.wait_before_next(100.0) == doctest::Approx(1.0));
   CHECK(l.wait_before_next(100.0) == doctest::Approx(2.0));
   CHECK(l.wait_before_next(110.0) == 0);  // after a pause longer than the 5 s buffer
-  dlo::SegmentRateLimiter unlimited(0, 0);
+  SegmentRateLimiter unlimited(0, 0);
   for (int i = 0; i < 5; ++i) CHECK(unlimited.wait_before_next(1.0) == 0);
 }
 
@@ -141,6 +142,26 @@ TEST_CASE("dlo: options have Swift's names and defaults") {
   auto bad = common::Config::parse("[filter:dlo]\nrate_limit_after_segment = x\n");
   REQUIRE(bad.ok());
   CHECK_FALSE(dlo::parse_options(bad->section("filter:dlo")).ok());
+}
+
+TEST_CASE("dlo: a dlo section without its settings takes them from the proxy app's section") {
+  auto conf = common::Config::parse(
+      "[app:proxy-server]\nmax_get_time = 7\nrate_limit_segments_per_sec = 3\n"
+      "[filter:dlo]\nuse = egg:swift#dlo\n"
+      "[filter:dlo2]\nrate_limit_after_segment = 4\n");
+  REQUIRE(conf.ok());
+  const common::Section app = conf->section("app:proxy-server");
+  auto o = dlo::parse_options(conf->section("filter:dlo"), &app);
+  REQUIRE(o.ok());
+  CHECK(o->max_get_time == 7);
+  CHECK(o->rate_limit_segments_per_sec == 3);
+  CHECK(o->rate_limit_after_segment == 10);
+  // One setting of its own: the app's are not looked at (Swift's rule is all or nothing).
+  auto own = dlo::parse_options(conf->section("filter:dlo2"), &app);
+  REQUIRE(own.ok());
+  CHECK(own->rate_limit_after_segment == 4);
+  CHECK(own->max_get_time == 86400);
+  CHECK(own->rate_limit_segments_per_sec == 1);
 }
 
 // ---- the middleware ----------------------------------------------------------------------------
@@ -517,11 +538,14 @@ TEST_CASE_FIXTURE(Fixture, "dlo: big segments are prefetched late, with bounded 
 }
 
 TEST_CASE_FIXTURE(Fixture, "dlo: max_get_time cuts the body off") {
-  options = "max_get_time = 0\n";
+  // The third segment waits a second for the rate limit, and then the time is up: Swift checks
+  // before each segment's GET.
+  options = "max_get_time = 1\nrate_limit_after_segment = 1\nrate_limit_segments_per_sec = 1\n";
   auto ex = run("GET", "/v1/AUTH_a/c/man");
   CHECK(ex.status == 200);
   CHECK(ex.length == 50);
-  CHECK(ex.body.size() < 50);
+  CHECK(ex.body.size() >= 10);
+  CHECK(ex.body.size() <= 20);
   CHECK(ex.body == kAll.substr(0, ex.body.size()));
   CHECK_FALSE(ex.finished);
 }

@@ -12,8 +12,11 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
+#include <algorithm>
 #include <array>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace apus::proxy {
 namespace {
@@ -493,6 +496,58 @@ TEST_CASE("subrequest_headers: what Swift's make_env() carries over, and the age
   CHECK_FALSE(h.contains("X-Object-Meta-A"));
   // Without a client agent, Swift's '%(orig)s SLO'.strip() is just "SLO".
   CHECK(subrequest_headers(Request{}, "SLO").get_or("User-Agent", "") == "SLO");
+  // Swift's make_subrequest() default agent 'Swift' names no client agent.
+  CHECK(subrequest_headers(client, "Swift", false).get_or("User-Agent", "") == "Swift");
+}
+
+// An app that answers `status` after `rounds` turns of the event loop, and counts how many of
+// its requests run at once.
+struct Slow {
+  int running = 0, most = 0;
+  Next app() {
+    return [this](Exchange& ex, ProxyEnv&) -> net::awaitable<void> {
+      most = std::max(most, ++running);
+      const std::string& t = ex.request().target;
+      int rounds = std::stoi(t.substr(t.rfind('/') + 1));
+      co_await let_others_run(rounds);
+      --running;
+      Response r{200 + rounds, "", {}, t};
+      co_return co_await ex.reply(std::move(r));
+    };
+  }
+};
+
+TEST_CASE("subrequest pile: answers come in the order they finish, each with its tag") {
+  Slow slow;
+  std::vector<std::pair<size_t, int>> got;  // tag, status
+  run([&]() -> net::awaitable<void> {
+    SubrequestPile pile(co_await net::this_coro::executor);
+    pile.spawn(slow.app(), get("/v1/a/c/30"), ProxyEnv{}, 100, 0);
+    pile.spawn(slow.app(), get("/v1/a/c/2"), ProxyEnv{}, 100, 1);
+    pile.spawn(slow.app(), get("/v1/a/c/10"), ProxyEnv{}, 100, 2);
+    CHECK(pile.in_flight() == 3);
+    while (pile.in_flight() > 0) {
+      auto d = co_await pile.next_done();
+      REQUIRE(d.answer.ok());
+      got.emplace_back(d.tag, d.answer->status);
+    }
+  });
+  CHECK(got == std::vector<std::pair<size_t, int>>{{1, 202}, {2, 210}, {0, 230}});
+  CHECK(slow.most == 3);
+}
+
+TEST_CASE("subrequest pile: a body over max_body is a failed answer, not a short one") {
+  Next big = [](Exchange& ex, ProxyEnv&) -> net::awaitable<void> {
+    co_return co_await ex.reply(Response{200, "", {}, std::string(500, 'x')});
+  };
+  run([&]() -> net::awaitable<void> {
+    SubrequestPile pile(co_await net::this_coro::executor);
+    pile.spawn(big, get("/v1/a/c/o"), ProxyEnv{}, 100, 7);
+    auto d = co_await pile.next_done();
+    CHECK(d.tag == 7);
+    CHECK_FALSE(d.answer.ok());
+    CHECK(pile.in_flight() == 0);
+  });
 }
 
 }  // namespace

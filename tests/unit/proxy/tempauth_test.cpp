@@ -190,3 +190,40 @@ TEST_CASE("tempauth: a service token adds the group SERVICE_require_group asks f
 
 }  // namespace
 }  // namespace apus::proxy
+
+namespace apus::proxy {
+namespace {
+
+TEST_CASE_FIXTURE(Fixture, "tempauth: a trailing slash names no object, as Swift reads it") {
+  // Anonymous readers of a .r:* container may read objects, and list it only with .rlistings,
+  // whether the listing is asked for as /c or /c/.
+  Request req;
+  req.method = "GET";
+  ProxyEnv env;
+  req.target = "/v1/AUTH_test/c";
+  (void)run(req, env);
+  REQUIRE(env.authorize);
+  auto decide = [&](std::string target, std::string acl) {
+    Request r;
+    r.method = "GET";
+    r.target = std::move(target);
+    ProxyEnv e = env;
+    e.acl = std::move(acl);
+    std::optional<Response> out;
+    net::io_context ioc;
+    auto done = net::co_spawn(
+        ioc,
+        [&]() -> net::awaitable<void> { out = co_await e.authorize(r, e); },
+        net::use_future);
+    ioc.run();
+    done.get();
+    return out ? out->status : 0;
+  };
+  CHECK(decide("/v1/AUTH_test/c/o", ".r:*") == 0);
+  CHECK(decide("/v1/AUTH_test/c", ".r:*") == 401);
+  CHECK(decide("/v1/AUTH_test/c/", ".r:*") == 401);
+  CHECK(decide("/v1/AUTH_test/c/", ".r:*,.rlistings") == 0);
+}
+
+}  // namespace
+}  // namespace apus::proxy
