@@ -45,6 +45,14 @@ std::optional<std::string> account_format_error(std::string_view account) {
   return std::nullopt;
 }
 
+// The env of the sink PUT: Swift's copy builds that PUT on the client's whole environ, so a
+// reseller admin's copy is still a reseller's request (account_quotas lets it through).
+ProxyEnv sink_env(const ProxyEnv& env) {
+  ProxyEnv sub = subrequest_env(env, "SSC");
+  sub.reseller_request = env.reseller_request;
+  return sub;
+}
+
 class Copy final : public Middleware {
  public:
   explicit Copy(const common::Constraints& constraints) : constraints_(constraints) {}
@@ -197,7 +205,7 @@ class Copy final : public Middleware {
     sink.expect_continue = false;
     SubrequestBody body(*src);
     auto answer = co_await run_subrequest_with_body(next, std::move(sink),
-                                                    subrequest_env(env, "SSC"), body,
+                                                    sink_env(env), body,
                                                     kMaxSinkAnswer);
     co_await src->close();
     if (!answer.ok()) co_return co_await ex.reply(swob_response(500));

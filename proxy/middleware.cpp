@@ -27,6 +27,7 @@
 #include "proxy/bulk.h"
 #include "proxy/dlo.h"
 #include "proxy/formpost.h"
+#include "proxy/limits.h"
 #include "proxy/backend.h"
 #include "proxy/memcache.h"
 #include "proxy/slo.h"
@@ -893,6 +894,14 @@ constexpr std::pair<std::string_view, MiddlewareFactory> kMiddlewares[] = {
     {"tempurl", make_tempurl},
     {"formpost", make_formpost},
     {"staticweb", make_staticweb},
+    {"container_quotas", make_container_quotas},
+    {"account_quotas", make_account_quotas},
+    {"name_check", make_name_check},
+    {"read_only", make_read_only},
+    {"etag_quoter", make_etag_quoter},
+    {"domain_remap", make_domain_remap},
+    {"list_endpoints", make_list_endpoints},
+    {"cname_lookup", make_cname_lookup},
 };
 
 // Every paste.filter_factory entry point of Swift 2.35's setup.cfg (2.30.1's, plus

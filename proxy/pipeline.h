@@ -46,6 +46,7 @@ struct ProxyEnv {
   bool authorize_override = false;     // swift.authorize_override
   std::string remote_user;             // groups string, as tempauth sets REMOTE_USER
   bool swift_owner = false;            // swift_owner: may see and set owner headers
+  bool reseller_request = false;       // reseller_request: a reseller admin's request (quotas)
   // swift.clean_acl: normalizes an X-Container-Read/-Write value (InvalidArgument with the
   // 400 body when it is bad); set by the auth middleware.
   std::function<common::Result<std::string>(std::string_view header, std::string_view value)>

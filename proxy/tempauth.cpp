@@ -204,6 +204,7 @@ class TempAuth final : public Middleware {
         co_return co_await ex.reply(unauthorized(req, realm));
       }
       env.remote_user = groups;
+      if (groups.find(".reseller_admin") != std::string::npos) env.reseller_request = true;
     }
     env.authorize = [this](const Request& r, ProxyEnv& e) { return authorize(r, e); };
     env.clean_acl = [](std::string_view header, std::string_view value) {

@@ -29,6 +29,9 @@ export APUS_SAIO_MEMCACHED_PORT=${APUS_SAIO_MEMCACHED_PORT:-$((20000 + RANDOM % 
 # The suite reads the limit from /info. (The all-in-one's tempauth has the SERVICE prefix and
 # the service user that TestServiceToken needs: scripts/saio writes them.)
 export APUS_SAIO_MAX_FILE_SIZE=${APUS_SAIO_MAX_FILE_SIZE:-536870912}
+# domain_remap with the storage domain the suite is told of (test_domain_remap.py, and
+# test_staticweb.py's domain tests), as Swift's in-process run sets them up.
+export APUS_SAIO_STORAGE_DOMAIN=${APUS_SAIO_STORAGE_DOMAIN:-example.net}
 cleanup() { "$top/scripts/saio" down >/dev/null 2>&1; rm -rf "$APUS_SAIO_DIR"; }
 trap cleanup EXIT
 "$top/scripts/saio" up >/dev/null || { echo "saio up failed"; echo "0 passed, 1 failed"; exit 1; }
@@ -94,7 +97,8 @@ conf="$APUS_SAIO_DIR/func-test.conf"
 # The fifth user and service_prefix turn on the service-token tests.
 sed -e "s#http://127.0.0.1:8080#http://127.0.0.1:$APUS_SAIO_PORT#g" \
   -e 's/^#\(account5\|username5\|password5\) = /\1 = /' \
-  -e 's/^#service_prefix = SERVICE$/service_prefix = SERVICE/' "$suite/test/sample.conf" >"$conf"
+  -e 's/^#service_prefix = SERVICE$/service_prefix = SERVICE/' \
+  -e "s/^storage_domain =\$/storage_domain = $APUS_SAIO_STORAGE_DOMAIN/" "$suite/test/sample.conf" >"$conf"
 export SWIFT_TEST_CONFIG_FILE="$conf"
 junit="$APUS_SAIO_DIR/junit.xml"
 (cd "$suite" && /usr/bin/python3 -m pytest -q -p no:cacheprovider -o python_files='test_*.py tests.py' \
