@@ -192,6 +192,17 @@ class Copy final : public Middleware {
       }
       sink.target = std::string(put.path()) + (query.empty() ? "" : "?" + query);
     }
+    // The source's version-id (object versioning) names no version of the sink.
+    if (common::http::query_param(sink.query(), "version-id")) {
+      std::string query;
+      for (std::string_view rest = sink.query(); !rest.empty();) {
+        std::string_view field = rest.substr(0, rest.find('&'));
+        rest.remove_prefix(std::min(rest.size(), field.size() + 1));
+        if (field == "version-id" || field.starts_with("version-id=")) continue;
+        query += (query.empty() ? "" : "&") + std::string(field);
+      }
+      sink.target = std::string(sink.path()) + (query.empty() ? "" : "?" + query);
+    }
     sink.content_length = src->length();
     sink.chunked = false;
     sink.expect_continue = false;

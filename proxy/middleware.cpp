@@ -30,6 +30,7 @@
 #include "proxy/memcache.h"
 #include "proxy/slo.h"
 #include "proxy/symlink.h"
+#include "proxy/versioned_writes.h"
 
 namespace apus::proxy {
 
@@ -493,11 +494,18 @@ class ListingFormats final : public Middleware {
     std::string target(req.path());
     target += "?" + json_query(req.query());
     held.mutable_request().target = target;
-    held.mutable_request().headers.erase("Accept");
+    // As Swift's req.accept = ...: a format names the type the middlewares further on see.
+    if (format && !format->empty()) {
+      held.mutable_request().headers.set("Accept", negotiated.content_type);
+    }
     co_await next(held, env);
     if (held.too_big) co_return co_await ex.reply(swob_response(500));
     Response r = std::move(held.held);
     if (r.status == 0) co_return;
+    if (!env.format_listing) {  // a middleware answered in its own format (?versions)
+      if (req.method != "HEAD") r.headers.erase("Content-Length");
+      co_return co_await ex.reply(std::move(r));
+    }
     const std::string& type = negotiated.content_type;
     bool ok = r.status >= 200 && r.status < 300;
     std::string_view got_type = r.headers.get_or("Content-Type", "");
@@ -887,6 +895,7 @@ constexpr std::pair<std::string_view, MiddlewareFactory> kMiddlewares[] = {
     {"dlo", make_dlo},
     {"symlink", make_symlink},
     {"bulk", make_bulk},
+    {"versioned_writes", make_versioned_writes},
 };
 
 // Every paste.filter_factory entry point of Swift 2.35's setup.cfg (2.30.1's, plus
