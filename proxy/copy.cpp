@@ -137,7 +137,8 @@ class Copy final : public Middleware {
     const bool manifest_get =
         common::http::query_param(put.query(), "multipart-manifest") == "get";
     if (manifest_get) {
-      get.target += "?multipart-manifest=get&format=raw";
+      // The rest of the query too (an old version's version-id), as Swift's copy keeps it.
+      get.target += "?" + std::string(put.query()) + "&format=raw";
     } else if (!put.query().empty()) {
       get.target += "?" + std::string(put.query());  // copy_get() keeps it: ?symlink=get
     }

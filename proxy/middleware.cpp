@@ -502,7 +502,8 @@ class ListingFormats final : public Middleware {
     if (held.too_big) co_return co_await ex.reply(swob_response(500));
     Response r = std::move(held.held);
     if (r.status == 0) co_return;
-    if (!env.format_listing) {  // a middleware answered in its own format (?versions)
+    if (!env.format_listing || r.headers.erase(versioning::kFormattedListing) > 0) {
+      // A middleware answered in its own format (?versions).
       if (req.method != "HEAD") r.headers.erase("Content-Length");
       co_return co_await ex.reply(std::move(r));
     }

@@ -686,13 +686,11 @@ class ObjectVersioning final : public Middleware {
     }
     vput.headers.set("X-Timestamp", ts->internal());
     vput.headers.set("X-Backend-Allow-Reserved-Names", "true");
-    // Swift's proxy guesses a missing type from the version's name, whose last dot starts the
-    // inverted timestamp's fraction: no type has such an extension.
-    if (vput.headers.get_or("Content-Type", "").empty() ||
-        common::config_true_value(vput.headers.get_or("X-Detect-Content-Type", ""))) {
-      vput.headers.set("Content-Type", "application/octet-stream");
-      vput.headers.erase("X-Detect-Content-Type");
-    }
+    // Without a type, the one stored is decided further on (symlink takes a static link's
+    // target's, the app guesses one from the version's name): it is read back below.
+    const bool type_decided_later =
+        vput.headers.get_or("Content-Type", "").empty() ||
+        common::config_true_value(vput.headers.get_or("X-Detect-Content-Type", ""));
     vput.content_length = req.content_length;
     vput.chunked = !req.content_length;
     if (req.content_length) {
@@ -715,8 +713,20 @@ class ObjectVersioning final : public Middleware {
     if (auto bad = response_error(*answer)) co_return co_await ex.reply(std::move(*bad));
     std::string bytes = slo_size.empty() ? std::to_string(body.bytes()) : slo_size;
     std::string etag(answer->headers.get_or("Etag", ""));
+    std::string type = put_type;
+    if (type_decided_later) {
+      HeaderMap hh = pre_authed_headers(req);
+      hh.set("X-Backend-Allow-Reserved-Names", "true");
+      hh.set("X-Newest", "True");
+      auto head = co_await run_subrequest(
+          next, make_subrequest("HEAD", versions_path(p, *name), "symlink=get", hh),
+          pre_authed(env), kMaxSmallAnswer);
+      type = head.ok() && is_success(head->status)
+                 ? std::string(head->headers.get_or("Content-Type", "application/octet-stream"))
+                 : std::string("application/octet-stream");
+    }
     co_await put_link(ex, env, next, p, *name, *ts, etag, bytes,
-                      common::http::parse_content_type(put_type).type);
+                      common::http::parse_content_type(type).type);
   }
 
   // Swift's req.ensure_x_timestamp(): the request's X-Timestamp (400 when it is no timestamp),
@@ -1236,6 +1246,9 @@ class ObjectVersioning final : public Middleware {
         common::config_true_value(common::http::query_param(query, "reverse").value_or("no"));
     auto body = merge_versions_listing(primary, versions, p.account, location, reverse, limit);
     r.body = body ? std::move(*body) : primary;
+    // The env flag does not come back through a middleware that ran this request as a
+    // subrequest of its own (SLO's listing rewrite): the answer carries it too.
+    r.headers.set(kFormattedListing, "true");
     co_await ex.reply(std::move(r));
   }
 

@@ -966,17 +966,19 @@ class Slo final : public Middleware {
     std::string name;  // "/container/object"
     bool sub_slo = false;
     std::optional<std::pair<int, std::string>> error;  // code, message
+    std::string version_query;  // "&version-id=<id>" for the top manifest of a ?version-id
   };
 
   // Swift's get_slo_segments(): the segments of the manifest `name`, or the error that names
   // why not (code and message, as the bulk answer reports them).
   net::awaitable<std::variant<std::vector<StoredSegment>, std::pair<int, std::string>>>
   manifest_segments(const std::string& prefix, const std::string& name, const Request& req,
-                    const ProxyEnv& env, const Next& next) {
+                    const ProxyEnv& env, const Next& next, const std::string& version_query) {
     using Out = std::variant<std::vector<StoredSegment>, std::pair<int, std::string>>;
     std::string_view rel = name;
     while (!rel.empty() && rel.front() == '/') rel.remove_prefix(1);
-    Request get = make_subrequest("GET", prefix + std::string(rel), "multipart-manifest=get",
+    Request get = make_subrequest("GET", prefix + std::string(rel),
+                                  "multipart-manifest=get" + version_query,
                                   subrequest_headers(req, "SLO"));
     auto sub = co_await Subrequest::start(next, std::move(get), subrequest_env(env, "SLO"));
     const int status = sub->status();
@@ -1035,7 +1037,11 @@ class Slo final : public Middleware {
       response_body = "";
     } else {
       std::deque<DeleteItem> queue;
-      queue.push_back({top, true, std::nullopt});
+      queue.push_back({top, true, std::nullopt, {}});
+      // Object versioning: ?version-id= names the version of the top manifest (Swift's).
+      if (auto v = common::http::query_param(req.query(), "version-id")) {
+        queue.back().version_query = "&version-id=" + common::http::quote(*v, "");
+      }
       bool aborted = false;
       while (!queue.empty()) {
         if (queue.size() > static_cast<size_t>(opts_.max_manifest_segments) * 10) {
@@ -1047,10 +1053,11 @@ class Slo final : public Middleware {
         DeleteItem item = std::move(queue.front());
         queue.pop_front();
         if (item.sub_slo) {
-          auto segs = co_await manifest_segments(prefix, item.name, req, env, next);
+          auto segs =
+              co_await manifest_segments(prefix, item.name, req, env, next, item.version_query);
           if (auto* list = std::get_if<std::vector<StoredSegment>>(&segs)) {
             for (auto& s : *list) {
-              if (!s.is_data) queue.push_back({s.name, s.sub_slo, std::nullopt});
+              if (!s.is_data) queue.push_back({s.name, s.sub_slo, std::nullopt, {}});
             }
           } else {
             item.error = std::get<std::pair<int, std::string>>(segs);
@@ -1066,8 +1073,10 @@ class Slo final : public Middleware {
         }
         std::string_view rel = item.name;
         while (!rel.empty() && rel.front() == '/') rel.remove_prefix(1);
-        Request del = make_subrequest("DELETE", prefix + std::string(rel), "",
-                                      subrequest_headers(req, "SLO"));
+        Request del = make_subrequest(
+            "DELETE", prefix + std::string(rel),
+            item.version_query.empty() ? std::string() : item.version_query.substr(1),
+            subrequest_headers(req, "SLO"));
         auto r = co_await run_subrequest(next, std::move(del), subrequest_env(env, "SLO"), 1 << 16);
         int st = r.ok() ? r->status : 500;
         if (!(co_await heartbeat()).ok()) co_return;

@@ -52,6 +52,9 @@ inline constexpr std::string_view kSysEnabled = "X-Container-Sysmeta-Versions-En
 inline constexpr std::string_view kSysContainer = "X-Container-Sysmeta-Versions-Container";
 inline constexpr std::string_view kSysParent = "X-Container-Sysmeta-Parent-Container";
 inline constexpr std::string_view kSysSymlink = "X-Object-Sysmeta-Versions-Symlink";
+// On a listing answer: formatted by the middleware itself (swift.format_listing false), so
+// listing_formats passes it on as it is, without this header.
+inline constexpr std::string_view kFormattedListing = "X-Backend-Listing-Formatted";
 // Legacy mode.
 inline constexpr std::string_view kClientVersionsLoc = "X-Versions-Location";
 inline constexpr std::string_view kClientHistoryLoc = "X-History-Location";
