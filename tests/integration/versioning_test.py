@@ -131,6 +131,12 @@ def object_versioning(apus, swift):
     check(len(plain) == 1 and plain[0]["bytes"] == 4 and plain[0].get("version_symlink") is True
           and plain[0]["symlink_path"] == "/v1/AUTH_test/ov/o?version-id=" + v2,
           "plain listing: %r" % plain)
+    # Without a format the answer is JSON too (listing_formats leaves it alone, though SLO runs
+    # the listing as a subrequest of its own).
+    s, h, body = apus("GET", "/ov?versions")
+    check(s == 200 and h.get("content-type", "").startswith("application/json") and
+          [e["version_id"] for e in json.loads(body or b"[]")] == [v2, v1] and
+          "x-backend-listing-formatted" not in h, "?versions without format: %d %r %r" % (s, h, body))
     s, _, body = apus("GET", "/ov?versions&format=xml")
     check(s == 406, "?versions&format=xml is not acceptable: %d" % s)
     # The stock proxy reads the same versions.
