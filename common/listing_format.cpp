@@ -173,6 +173,36 @@ std::string plain_list(std::span<const Item> items) {
 
 }  // namespace
 
+Result<std::optional<std::string>> best_match(std::optional<std::string_view> accept,
+                                              std::span<const std::string_view> offered) {
+  std::vector<MediaRange> ranges;
+  if (accept && !accept->empty()) {
+    std::string_view header = *accept;
+    for (size_t start = 0; start <= header.size();) {
+      size_t comma = header.find(',', start);
+      std::string_view piece = header.substr(
+          start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+      start = comma == std::string_view::npos ? header.size() + 1 : comma + 1;
+      auto range = parse_range(piece);
+      if (!range) return Status::invalid_argument("Invalid Accept header");
+      ranges.push_back(std::move(*range));
+    }
+  }
+  if (ranges.empty()) {
+    if (offered.empty()) return std::optional<std::string>();
+    return std::optional<std::string>(std::string(offered.front()));
+  }
+  std::stable_sort(ranges.begin(), ranges.end(), [](const MediaRange& a, const MediaRange& b) {
+    return std::pair(a.quality, a.exact) > std::pair(b.quality, b.exact);
+  });
+  for (const MediaRange& r : ranges) {
+    for (std::string_view option : offered) {
+      if (matches(r, option)) return std::optional<std::string>(std::string(option));
+    }
+  }
+  return std::optional<std::string>();
+}
+
 Negotiated negotiate(std::optional<std::string_view> format,
                      std::optional<std::string_view> accept) {
   static const std::array<std::string_view, 4> kOffered = {"text/plain", "application/json",
@@ -185,39 +215,15 @@ Negotiated negotiate(std::optional<std::string_view> format,
     accept = forced;
   }
   Negotiated n;
-  std::vector<MediaRange> ranges;
-  if (accept && !accept->empty()) {
-    std::string_view header = *accept;
-    for (size_t start = 0; start <= header.size();) {
-      size_t comma = header.find(',', start);
-      std::string_view piece = header.substr(
-          start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
-      start = comma == std::string_view::npos ? header.size() + 1 : comma + 1;
-      auto range = parse_range(piece);
-      if (!range) {
-        n.status = 400;
-        n.error_body = "Invalid Accept header";
-        return n;
-      }
-      ranges.push_back(std::move(*range));
-    }
+  auto best = best_match(accept, kOffered);
+  if (!best.ok()) {
+    n.status = 400;
+    n.error_body = "Invalid Accept header";
+  } else if (!*best) {
+    n.status = 406;
+  } else {
+    n.content_type = **best;
   }
-  if (ranges.empty()) {
-    n.content_type = kOffered[0];
-    return n;
-  }
-  std::stable_sort(ranges.begin(), ranges.end(), [](const MediaRange& a, const MediaRange& b) {
-    return std::pair(a.quality, a.exact) > std::pair(b.quality, b.exact);
-  });
-  for (const MediaRange& r : ranges) {
-    for (std::string_view option : kOffered) {
-      if (matches(r, option)) {
-        n.content_type = option;
-        return n;
-      }
-    }
-  }
-  n.status = 406;
   return n;
 }
 

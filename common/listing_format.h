@@ -12,6 +12,8 @@
 #include <string>
 #include <string_view>
 
+#include "common/status.h"
+
 namespace boost::json {
 class value;
 }
@@ -30,6 +32,12 @@ struct Negotiated {
 // overrides `accept`; else Accept's best match among text/plain, application/json,
 // application/xml and text/xml, text/plain when there is no Accept header.
 Negotiated negotiate(std::optional<std::string_view> format, std::optional<std::string_view> accept);
+
+// swob's Accept.best_match(): the first of `offered` that the best-ranked range of `accept`
+// matches (nullopt when none does; the first offer when there is no Accept header).
+// InvalidArgument for a header swob cannot parse.
+Result<std::optional<std::string>> best_match(std::optional<std::string_view> accept,
+                                              std::span<const std::string_view> offered);
 
 // A container listing entry: an object, or a subdir (only `name` set).
 struct ObjectItem {

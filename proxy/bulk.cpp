@@ -93,6 +93,7 @@ struct DeleteDone {
   int retry = 0;
   int status = 0;
   std::string status_text;
+  std::string version_id;  // sent as ?version-id=
 };
 
 // The names of a bulk-delete request's body, handed out one at a time.
@@ -210,7 +211,9 @@ class BulkDelete {
     while (pile_.in_flight() >= static_cast<size_t>(o_.delete_concurrency)) {
       APUS_CO_RETURN_IF_ERROR(co_await take_one(true));
     }
-    start(DeleteDone{item.name, path, 0, 0, {}});
+    DeleteDone d{item.name, path, 0, 0, {}};
+    d.version_id = item.version_id;
+    start(std::move(d));
     co_return Status();
   }
 
@@ -243,7 +246,9 @@ class BulkDelete {
   }
 
   void start(DeleteDone item) {
-    Request del = make_subrequest("DELETE", item.path, "",
+    const std::string query =
+        item.version_id.empty() ? "" : "version-id=" + common::http::quote(item.version_id, "");
+    Request del = make_subrequest("DELETE", item.path, query,
                                   subrequest_headers(ex_.request(), caller_.user_agent));
     const size_t tag = next_tag_++;
     pile_.spawn(next_, std::move(del), subrequest_env(env_, caller_.source), kMaxAnswer, tag);

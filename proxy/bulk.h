@@ -51,6 +51,7 @@ struct BulkDeleteItem {
   std::string name;
   int error_status = 0;
   std::string error_message;
+  std::string version_id;  // object versioning: DELETE ?version-id=<this>; empty: none
 };
 
 // Where the names to delete come from when the caller has its own (Swift's objs_to_delete

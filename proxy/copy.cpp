@@ -145,7 +145,8 @@ class Copy final : public Middleware {
     const bool manifest_get =
         common::http::query_param(put.query(), "multipart-manifest") == "get";
     if (manifest_get) {
-      get.target += "?multipart-manifest=get&format=raw";
+      // The rest of the query too (an old version's version-id), as Swift's copy keeps it.
+      get.target += "?" + std::string(put.query()) + "&format=raw";
     } else if (!put.query().empty()) {
       get.target += "?" + std::string(put.query());  // copy_get() keeps it: ?symlink=get
     }
@@ -199,6 +200,17 @@ class Copy final : public Middleware {
         }
       }
       sink.target = std::string(put.path()) + (query.empty() ? "" : "?" + query);
+    }
+    // The source's version-id (object versioning) names no version of the sink.
+    if (common::http::query_param(sink.query(), "version-id")) {
+      std::string query;
+      for (std::string_view rest = sink.query(); !rest.empty();) {
+        std::string_view field = rest.substr(0, rest.find('&'));
+        rest.remove_prefix(std::min(rest.size(), field.size() + 1));
+        if (field == "version-id" || field.starts_with("version-id=")) continue;
+        query += (query.empty() ? "" : "&") + std::string(field);
+      }
+      sink.target = std::string(sink.path()) + (query.empty() ? "" : "?" + query);
     }
     sink.content_length = src->length();
     sink.chunked = false;

@@ -34,6 +34,7 @@
 #include "proxy/staticweb.h"
 #include "proxy/symlink.h"
 #include "proxy/tempurl.h"
+#include "proxy/versioned_writes.h"
 
 namespace apus::proxy {
 
@@ -497,11 +498,19 @@ class ListingFormats final : public Middleware {
     std::string target(req.path());
     target += "?" + json_query(req.query());
     held.mutable_request().target = target;
-    held.mutable_request().headers.erase("Accept");
+    // As Swift's req.accept = ...: a format names the type the middlewares further on see.
+    if (format && !format->empty()) {
+      held.mutable_request().headers.set("Accept", negotiated.content_type);
+    }
     co_await next(held, env);
     if (held.too_big) co_return co_await ex.reply(swob_response(500));
     Response r = std::move(held.held);
     if (r.status == 0) co_return;
+    if (!env.format_listing || r.headers.erase(versioning::kFormattedListing) > 0) {
+      // A middleware answered in its own format (?versions).
+      if (req.method != "HEAD") r.headers.erase("Content-Length");
+      co_return co_await ex.reply(std::move(r));
+    }
     const std::string& type = negotiated.content_type;
     bool ok = r.status >= 200 && r.status < 300;
     std::string_view got_type = r.headers.get_or("Content-Type", "");
@@ -902,6 +911,7 @@ constexpr std::pair<std::string_view, MiddlewareFactory> kMiddlewares[] = {
     {"domain_remap", make_domain_remap},
     {"list_endpoints", make_list_endpoints},
     {"cname_lookup", make_cname_lookup},
+    {"versioned_writes", make_versioned_writes},
 };
 
 // Every paste.filter_factory entry point of Swift 2.35's setup.cfg (2.30.1's, plus

@@ -63,6 +63,9 @@ struct ProxyEnv {
   // swift.content_type_overridden: a middleware set the PUT's Content-Type itself (SLO's
   // ";swift_bytes="), so the app neither guesses it nor refuses its swift_* parameters.
   bool content_type_overridden = false;
+  // swift.format_listing: false when a middleware answers a listing in its own format (object
+  // versioning's ?versions), which listing_formats then passes on as it is.
+  bool format_listing = true;
 };
 
 // What a cached HEAD of an account or container said (Swift's *_info dicts).

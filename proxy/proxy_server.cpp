@@ -1,5 +1,6 @@
 #include "proxy/proxy_server.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <thread>
@@ -196,6 +197,10 @@ Result<std::unique_ptr<ProxyServer>> ProxyServer::create(const common::Config& c
     return Status::invalid_argument("the last element of [pipeline:main] must be the proxy app "
                                     "(egg:swift#proxy), not egg:swift#" + *app_entry);
   }
+  if (std::any_of(info.begin(), info.end(), [](const auto& s) { return s.first == "object_versioning"; }) &&
+      std::none_of(info.begin(), info.end(), [](const auto& s) { return s.first == "symlink"; })) {
+    return Status::invalid_argument("object versioning requires symlinks");  // as Swift's check
+  }
   server->app_->set_middleware_info(std::move(info));
   ProxyApp* app = server->app_.get();
   server->pipeline_ = std::make_unique<Pipeline>(
@@ -316,6 +321,8 @@ net::awaitable<CachedInfo> ProxyApp::cached_head(const std::string& account,
   CachedInfo info;
   if (!part.ok()) co_return info;
   common::http::HeaderMap h = backend_headers(req, env.trans_id);
+  // As Swift's get-info requests: always, so that hidden (versions) containers have info too.
+  h.set("X-Backend-Allow-Reserved-Names", "true");
   std::string path = "/" + common::http::quote(account);
   if (!container.empty()) path += "/" + common::http::quote(container);
   common::http::Response r = co_await get_or_head(*this, ring, *part, "HEAD", path, h);

@@ -864,17 +864,20 @@ class Slo final : public Middleware {
     std::string name;  // "/container/object"
     bool sub_slo = false;
     std::optional<std::pair<int, std::string>> error;  // code, message
+    std::string version_id;  // the top manifest's ?version-id, if any
   };
 
   // Swift's get_slo_segments(): the segments of the manifest `name`, or the error that names
   // why not (code and message, as the bulk answer reports them).
   net::awaitable<std::variant<std::vector<StoredSegment>, std::pair<int, std::string>>>
   manifest_segments(const std::string& prefix, const std::string& name, const Request& req,
-                    const ProxyEnv& env, const Next& next) const {
+                    const ProxyEnv& env, const Next& next,
+                    const std::string& version_query = {}) const {
     using Out = std::variant<std::vector<StoredSegment>, std::pair<int, std::string>>;
     std::string_view rel = name;
     while (!rel.empty() && rel.front() == '/') rel.remove_prefix(1);
-    Request get = make_subrequest("GET", prefix + std::string(rel), "multipart-manifest=get",
+    Request get = make_subrequest("GET", prefix + std::string(rel),
+                                  "multipart-manifest=get" + version_query,
                                   subrequest_headers(req, "SLO"));
     auto sub = co_await Subrequest::start(next, std::move(get), subrequest_env(env, "SLO"));
     const int status = sub->status();
@@ -912,7 +915,11 @@ class Slo final : public Middleware {
         }
         auto parts = common::http::split_path(path, 4, 4, true);
         prefix_ = "/" + *(*parts)[0] + "/" + *(*parts)[1] + "/";
-        queue_.push_back({"/" + *(*parts)[2] + "/" + *(*parts)[3], true, std::nullopt});
+        queue_.push_back({"/" + *(*parts)[2] + "/" + *(*parts)[3], true, std::nullopt, {}});
+        // Object versioning: ?version-id= names a version of the top manifest (Swift's).
+        if (auto v = common::http::query_param(req_.query(), "version-id")) {
+          queue_.back().version_id = *v;
+        }
       }
       while (!queue_.empty()) {
         // A bound on what nested manifests can make this hold (Swift's: ten times
@@ -924,10 +931,14 @@ class Slo final : public Middleware {
         DeleteItem item = std::move(queue_.front());
         queue_.pop_front();
         if (item.sub_slo) {
-          auto segs = co_await slo_.manifest_segments(prefix_, item.name, req_, env_, next_);
+          const std::string version_query =
+              item.version_id.empty() ? ""
+                                      : "&version-id=" + common::http::quote(item.version_id, "");
+          auto segs = co_await slo_.manifest_segments(prefix_, item.name, req_, env_, next_,
+                                                      version_query);
           if (auto* list = std::get_if<std::vector<StoredSegment>>(&segs)) {
             for (auto& seg : *list) {
-              if (!seg.is_data) queue_.push_back({seg.name, seg.sub_slo, std::nullopt});
+              if (!seg.is_data) queue_.push_back({seg.name, seg.sub_slo, std::nullopt, {}});
             }
           } else {
             item.error = std::get<std::pair<int, std::string>>(segs);
@@ -936,7 +947,7 @@ class Slo final : public Middleware {
           queue_.push_back(std::move(item));
           continue;
         }
-        BulkDeleteItem out{std::move(item.name), 0, {}};
+        BulkDeleteItem out{std::move(item.name), 0, {}, std::move(item.version_id)};
         if (item.error) {
           out.error_status = item.error->first;
           out.error_message = std::move(item.error->second);

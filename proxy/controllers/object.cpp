@@ -1003,7 +1003,11 @@ net::awaitable<void> ObjectController::post_or_delete(Exchange& ex, ProxyEnv& en
                                                       const CachedInfo& container) {
   const Request& req = ex.request();
   HeaderMap client = req.headers;
-  Timestamp now = Timestamp::now();
+  // Swift's ensure_x_timestamp(): a middleware's X-Timestamp (object versioning's) is the
+  // write's time.
+  OrRefusal<Timestamp> when = write_timestamp(client);
+  if (!when) co_return co_await ex.reply(std::move(when).refusal());
+  Timestamp now = *when;
   if (req.method == "POST") {
     if (auto bad = refusal(common::check_metadata(config().swift.constraints, client,
                                                   common::MetadataTarget::kObject))) {

@@ -6,8 +6,7 @@
    sysmeta headers never reach the storage servers (checked with HEADs on the storage servers
    themselves, and a listing ETag that X-Backend-Container-Update-Override-Etag and
    X-Object-Sysmeta-Container-Update-Override-Etag cannot forge).
-   Swift's required filters are added to that pipeline (dlo for real; versioned_writes, which
-   Apus lacks, with a warning in the log).
+   Swift's required filters are added to that pipeline (dlo and versioned_writes).
 2. Owners cannot delete system metadata: X-Remove-Account-Sysmeta-*, X-Remove-Container-Sysmeta-*
    (and their '_' spellings) leave the sysmeta the storage servers hold, while
    X-Remove-<Type>-Meta-* and X-Remove-Container-Read still remove.
@@ -84,8 +83,8 @@ def no_gatekeeper(cluster):
                 logs += f.read()
     check(b"Adding required filter dlo to pipeline" in logs,
           "the proxy adds dlo as Swift does: %r" % logs[-2000:])
-    check(b"Required filter versioned_writes would be added" in logs,
-          "the proxy warns that Swift would add versioned_writes: %r" % logs[-2000:])
+    check(b"Adding required filter versioned_writes to pipeline" in logs,
+          "the proxy adds versioned_writes as Swift does: %r" % logs[-2000:])
     tok = token(cluster, port)
     auth = {"X-Auth-Token": tok}
     base = "/v1/AUTH_test"
