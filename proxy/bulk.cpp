@@ -211,9 +211,7 @@ class BulkDelete {
     while (pile_.in_flight() >= static_cast<size_t>(o_.delete_concurrency)) {
       APUS_CO_RETURN_IF_ERROR(co_await take_one(true));
     }
-    DeleteDone d{item.name, path, 0, 0, {}};
-    d.version_id = item.version_id;
-    start(std::move(d));
+    start(DeleteDone{item.name, path, 0, 0, {}, item.version_id});
     co_return Status();
   }
 
@@ -241,7 +239,7 @@ class BulkDelete {
     }
     if (error) co_return refuse(error->status, error->body);
     std::vector<BulkDeleteItem> items;
-    for (auto& name : parser.take_names()) items.push_back(BulkDeleteItem{std::move(name), 0, {}});
+    for (auto& name : parser.take_names()) items.push_back(BulkDeleteItem{std::move(name), 0, {}, {}});
     co_return items;
   }
 
