@@ -22,6 +22,7 @@
 #include "common/http/swob.h"
 #include "common/http/url.h"
 #include "proxy/limits.h"
+#include "proxy/versioned_writes.h"
 
 namespace apus::proxy {
 
@@ -131,8 +132,21 @@ class ContainerQuotas final : public Middleware {
         if (quota_bytes && quotas::python_isdigit(*quota_bytes)) {
           auto quota = quotas::digits_value(*quota_bytes);
           if (!quota) co_return co_await ex.reply(internal_error());
-          int64_t size = saturating_add(info_number(info, "X-Container-Bytes-Used"),
-                                        upload_size(req));
+          int64_t used = info_number(info, "X-Container-Bytes-Used");
+          // A versioned container's bytes include its versions container's: Swift's
+          // object_versioning adds them, from a HEAD made then, to the container HEAD that
+          // container_quotas reads. The versions container's cached info is dropped first so
+          // that it is as fresh as Swift's HEAD (one more backend HEAD, only with a quota).
+          std::string versions(info.headers.get_or(versioning::kSysContainer, ""));
+          if (!versions.empty()) {
+            const std::string name = common::http::percent_decode(versions);
+            co_await info_.forget_info(account, name, env);
+            CachedInfo v = co_await info_.container_info(account, name, req, env);
+            if (v.status >= 200 && v.status < 300) {
+              used = saturating_add(used, info_number(v, "X-Container-Bytes-Used"));
+            }
+          }
+          int64_t size = saturating_add(used, upload_size(req));
           if (*quota < size) co_return co_await refuse(ex, env, info);
         }
         auto quota_count = info.headers.get("X-Container-Meta-Quota-Count");
