@@ -415,13 +415,6 @@ bool is_success(int status) { return status >= 200 && status < 300; }
 // An env for Swift's make_pre_authed_request(): no authorization on the subrequest.
 ProxyEnv pre_authed(const ProxyEnv& env) { return pre_authed_env(env, "OV"); }
 
-// The headers Swift's make_pre_authed_env() keeps of the client's request, agent "Swift".
-HeaderMap pre_authed_headers(const Request& client) {
-  HeaderMap h = subrequest_headers(client, "");
-  h.set("User-Agent", "Swift");
-  h.erase("X-Auth-Token");
-  return h;
-}
 
 // Swift's _check_response_error(): nothing for a success; 412 for a 404, the answer itself for
 // another client error, 503 for anything else.

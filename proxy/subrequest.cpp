@@ -306,6 +306,12 @@ ProxyEnv pre_authed_env(const ProxyEnv& env, std::string source) {
   return sub;
 }
 
+HeaderMap pre_authed_headers(const Request& client) {
+  HeaderMap h = subrequest_headers(client, "Swift", false);
+  h.erase("X-Auth-Token");
+  return h;
+}
+
 HeaderMap subrequest_headers(const Request& client, std::string_view agent,
                              bool after_client_agent) {
   HeaderMap h;

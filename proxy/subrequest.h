@@ -46,6 +46,10 @@ ProxyEnv subrequest_env(const ProxyEnv& env, std::string source);
 // path a client chose unchecked.
 ProxyEnv pre_authed_env(const ProxyEnv& env, std::string source);
 
+// The headers of a pre-authorized subrequest made for `client` (Swift's make_pre_authed_env()):
+// what make_env() carries over, without the client's token, User-Agent "Swift".
+common::http::HeaderMap pre_authed_headers(const common::http::Request& client);
+
 // The headers a subrequest made for the client's request `client` carries over, as Swift's
 // make_env() copies them (Host, Origin, Access-Control-Request-Method, X-User-Id, X-Project-Id,
 // Referer: a Referer may be what grants read access to a segment's container), plus the

@@ -39,12 +39,6 @@ bool is_success(int status) { return status >= 200 && status < 300; }
 
 ProxyEnv pre_authed(const ProxyEnv& env) { return pre_authed_env(env, "VW"); }
 
-HeaderMap pre_authed_headers(const Request& client) {
-  HeaderMap h = subrequest_headers(client, "");
-  h.set("User-Agent", "Swift");
-  h.erase("X-Auth-Token");
-  return h;
-}
 
 // The legacy _check_response_error(): 412 for any client error, 503 for the rest.
 std::optional<Response> legacy_error(int status) {
