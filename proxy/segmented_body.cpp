@@ -101,11 +101,10 @@ net::awaitable<Result<std::string_view>> SegmentedBody::next_chunk() {
         cur_.reset();
         continue;
       }
+      // Handed over in place: the piece lives until the next call moves past it.
       const size_t n = std::min(rest.size(), kChunk);
       cur_->data_pos += n;
-      std::string& buf = bufs_[0];
-      buf.assign(rest.substr(0, n));
-      co_return std::string_view(buf.data(), n);
+      co_return rest.substr(0, n);
     }
     maybe_prefetch();
     const size_t idx = held_ ? 1 - held_idx_ : 0;
