@@ -124,14 +124,18 @@ struct ContainerServer::Target {
 std::optional<Response> ContainerServer::bad_sync_to(const Request& req) const {
   auto sync_to = req.headers.get("X-Container-Sync-To");
   if (!sync_to) return std::nullopt;
-  auto err = sync_to_error(*sync_to, config_.allowed_sync_hosts);
-  if (!err) return std::nullopt;
-  return common::http::swob_response_with_body(400, *err);
+  auto check = common::validate_sync_to(*sync_to, config_.allowed_sync_hosts, realms_.get());
+  if (!check.error) return std::nullopt;
+  return common::http::swob_response_with_body(400, *check.error);
 }
 
 ContainerServer::ContainerServer(const DbServerConfig& config, DbDevices& devices,
                                  std::unique_ptr<ContainerUpdater> updater)
-    : config_(config), devices_(devices), updater_(std::move(updater)) {
+    : config_(config),
+      devices_(devices),
+      updater_(std::move(updater)),
+      realms_(std::make_shared<common::ContainerSyncRealms>(config.swift_dir +
+                                                            "/container-sync-realms.conf")) {
   if (auto* m = devices_.metrics()) {
     phase_account_update_ =
         m->histogram("apus_db_phase_seconds", "Time spent in each listing-store operation",

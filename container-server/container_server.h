@@ -13,6 +13,7 @@
 
 #include <memory>
 
+#include "common/container_sync_realms.h"
 #include "container-server/container_updater.h"
 #include "container-server/db_server.h"
 
@@ -59,6 +60,8 @@ class ContainerServer final : public DbServer {
   const DbServerConfig& config_;
   DbDevices& devices_;
   std::unique_ptr<ContainerUpdater> updater_;
+  // container-sync-realms.conf, for the X-Container-Sync-To values a PUT or POST may set.
+  std::shared_ptr<common::ContainerSyncRealms> realms_;
   common::HistogramHandle phase_account_update_;  // apus_db_phase_seconds{phase=account_update}
 };
 

@@ -68,8 +68,8 @@ Result<DbServerConfig> DbServerConfig::from_config(const common::Config& conf, D
   c.replication_server = replication.empty() || common::config_true_value(replication);
   c.log_name = s.get_string("log_name", c.server_type());
 
-  std::string swift_dir = s.get_string("swift_dir", "/etc/swift");
-  auto swift = common::load_swift_conf(swift_dir + "/swift.conf");
+  c.swift_dir = s.get_string("swift_dir", "/etc/swift");
+  auto swift = common::load_swift_conf(c.swift_dir + "/swift.conf");
   if (!swift.ok()) return swift.status();
   c.swift = std::move(*swift);
   // The deprecated server option wins over swift.conf's, as in Swift.
@@ -507,98 +507,6 @@ OrRefusal<std::string> listing_content_type(const Request& req,
   if (n.status == 0) return std::move(n.content_type);
   if (n.status == 400) return common::http::swob_response_with_body(400, n.error_body);
   return common::http::swob_response(n.status);
-}
-
-namespace {
-
-// Python's repr() of a str, for the messages Swift formats with %r.
-std::string py_repr(std::string_view s) {
-  bool has_single = s.find('\'') != std::string_view::npos;
-  bool has_double = s.find('"') != std::string_view::npos;
-  char quote = has_single && !has_double ? '"' : '\'';
-  std::string out(1, quote);
-  for (char c : s) {
-    if (c == quote || c == '\\') out.push_back('\\');
-    out.push_back(c);
-  }
-  out.push_back(quote);
-  return out;
-}
-
-}  // namespace
-
-std::optional<std::string> sync_to_error(std::string_view orig,
-                                         const std::vector<std::string>& allowed_hosts) {
-  std::string_view value = orig;
-  while (!value.empty() && value.back() == '/') value.remove_suffix(1);
-  if (value.empty()) return std::nullopt;
-  if (value.starts_with("//")) {
-    size_t parts = 1;
-    for (char c : value.substr(2)) parts += c == '/';
-    if (parts != 4) return "Invalid X-Container-Sync-To format " + py_repr(orig);
-    std::string_view realm = value.substr(2, value.find('/', 2) - 2);
-    return "No realm key for " + py_repr(realm);
-  }
-  // urllib.parse.urlparse(), as far as these checks need it.
-  std::string scheme;
-  std::string_view rest = value;
-  size_t colon = value.find(':');
-  if (colon != std::string_view::npos && colon > 0 &&
-      std::isalpha(static_cast<unsigned char>(value[0]))) {
-    bool valid = true;
-    for (char c : value.substr(0, colon)) {
-      valid = valid && (std::isalnum(static_cast<unsigned char>(c)) || c == '+' || c == '-' ||
-                        c == '.');
-    }
-    if (valid) {
-      scheme = common::http::to_lower(value.substr(0, colon));
-      rest = value.substr(colon + 1);
-    }
-  }
-  std::string_view netloc;
-  if (rest.starts_with("//")) {
-    size_t end = rest.find_first_of("/?#", 2);
-    netloc = rest.substr(2, end == std::string_view::npos ? rest.npos : end - 2);
-    rest = end == std::string_view::npos ? std::string_view() : rest.substr(end);
-  }
-  bool fragment = false, query = false, params = false;
-  if (size_t hash = rest.find('#'); hash != std::string_view::npos) {
-    fragment = hash + 1 < rest.size();
-    rest = rest.substr(0, hash);
-  }
-  if (size_t q = rest.find('?'); q != std::string_view::npos) {
-    query = q + 1 < rest.size();
-    rest = rest.substr(0, q);
-  }
-  size_t last_slash = rest.rfind('/');
-  if (rest.find(';', last_slash == std::string_view::npos ? 0 : last_slash) !=
-      std::string_view::npos) {
-    size_t semi = rest.find(';');
-    params = semi + 1 < rest.size();
-    rest = rest.substr(0, semi);
-  }
-  if (scheme != "http" && scheme != "https") {
-    return "Invalid scheme " + py_repr(scheme) +
-           " in X-Container-Sync-To, must be \"//\", \"http\", or \"https\".";
-  }
-  if (rest.empty()) return std::string("Path required in X-Container-Sync-To");
-  if (params || query || fragment) {
-    return std::string("Params, queries, and fragments not allowed in X-Container-Sync-To");
-  }
-  std::string_view host = netloc.substr(netloc.rfind('@') == std::string_view::npos
-                                            ? 0
-                                            : netloc.rfind('@') + 1);
-  if (host.starts_with("[")) {
-    host = host.substr(1, host.find(']') - 1);
-  } else {
-    host = host.substr(0, host.find(':'));
-  }
-  std::string hostname = common::http::to_lower(host);
-  if (std::find(allowed_hosts.begin(), allowed_hosts.end(), hostname) == allowed_hosts.end()) {
-    return "Invalid host " + (hostname.empty() ? std::string("None") : py_repr(hostname)) +
-           " in X-Container-Sync-To";
-  }
-  return std::nullopt;
 }
 
 std::string new_db_id(std::string_view device) {

@@ -47,6 +47,7 @@ struct DbServerConfig {
   bool replication_server = true;
   std::string auto_create_account_prefix = ".";
   std::string log_name;
+  std::string swift_dir = "/etc/swift";
   common::SwiftConf swift;
 
   // Reads the [app:...] section named by [pipeline:main] of a container-server.conf or
@@ -200,12 +201,6 @@ common::http::OrRefusal<ListingParams> listing_params(const common::http::Reques
 // The negotiated listing content type (format param or Accept), or Swift's 400/406.
 common::http::OrRefusal<std::string> listing_content_type(
     const common::http::Request& req, const std::optional<std::string>& format);
-
-// Swift's validate_sync_to() for an X-Container-Sync-To value: the 400 body when it is not
-// allowed. Realm forms ("//realm/cluster/account/container") need container-sync-realms.conf,
-// which Apus does not read yet, so they get Swift's "No realm key" answer.
-std::optional<std::string> sync_to_error(std::string_view value,
-                                         const std::vector<std::string>& allowed_hosts);
 
 // Swift's HTTPInsufficientStorage for `device`.
 common::http::Response insufficient_storage(const std::string& device);

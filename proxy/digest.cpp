@@ -1,10 +1,6 @@
 // Signature primitives (digest.h).
 #include "proxy/digest.h"
 
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
-
 #include <algorithm>
 #include <cctype>
 #include <set>
@@ -16,13 +12,6 @@
 namespace apus::proxy::digest {
 
 namespace {
-
-const EVP_MD* md_named(std::string_view name) {
-  if (name == "sha1") return EVP_sha1();
-  if (name == "sha256") return EVP_sha256();
-  if (name == "sha512") return EVP_sha512();
-  return nullptr;
-}
 
 int hex_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -48,20 +37,6 @@ std::string to_hex(std::string_view bytes) {
 }
 
 }  // namespace
-
-std::string hmac_hex(std::string_view name, std::string_view key, std::string_view message) {
-  const EVP_MD* md = md_named(name);
-  APUS_CHECK(md != nullptr);
-  unsigned char out[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  // An empty key is legal for HMAC; OpenSSL wants a non-null pointer for it.
-  static const unsigned char kNoKey = 0;
-  const void* k = key.empty() ? static_cast<const void*>(&kNoKey) : key.data();
-  APUS_CHECK(HMAC(md, k, static_cast<int>(key.size()),
-                  reinterpret_cast<const unsigned char*>(message.data()), message.size(), out,
-                  &len) != nullptr);
-  return to_hex(std::string_view(reinterpret_cast<const char*>(out), len));
-}
 
 std::string temp_url_hmac(std::string_view name, std::string_view method,
                           std::string_view expires, std::string_view path, std::string_view key,
@@ -167,12 +142,6 @@ common::Result<AllowedDigests> allowed_digests(std::string_view option,
     return common::Status::invalid_argument("No valid digest algorithms are configured");
   }
   return out;
-}
-
-bool streq_const_time(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  if (a.empty()) return true;
-  return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
 }
 
 }  // namespace apus::proxy::digest

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/crypto/hmac.h"
 #include "common/status.h"
 
 namespace apus::proxy::digest {
@@ -19,9 +20,9 @@ namespace apus::proxy::digest {
 inline constexpr std::string_view kSupported[] = {"sha1", "sha256", "sha512"};
 inline constexpr std::string_view kDeprecated[] = {"sha1"};
 
-// HMAC of `message` with `key` under digest `name` ("sha1", "sha256", "sha512") as lowercase
-// hex. REQUIRES: `name` is one of kSupported.
-std::string hmac_hex(std::string_view name, std::string_view key, std::string_view message);
+// HMAC and the constant-time comparison live in common (container sync signs with them too).
+using common::crypto::hmac_hex;
+using common::crypto::streq_const_time;
 
 // Swift's get_hmac(): the hex HMAC of "<method>\n<expires>\n<path>", with "ip=<ip_range>\n" in
 // front when `ip_range` is not empty. `expires` is the decimal text Python's str() gives.
@@ -50,10 +51,6 @@ struct AllowedDigests {
 };
 common::Result<AllowedDigests> allowed_digests(std::string_view option,
                                                std::vector<std::string>* ignored = nullptr);
-
-// Swift's streq_const_time(): equal lengths and equal bytes, compared in a time that depends
-// only on the length.
-bool streq_const_time(std::string_view a, std::string_view b);
 
 // Python's base64.b64decode(value + "==") after Swift's strict_b64decode() check: nullopt for a
 // character outside the standard alphabet (leading and trailing '=' aside) or 4n+1 data

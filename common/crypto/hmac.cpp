@@ -1,0 +1,45 @@
+#include "common/crypto/hmac.h"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+#include "common/assert.h"
+#include "common/crypto/md5.h"
+
+namespace apus::common::crypto {
+
+namespace {
+
+const EVP_MD* md_named(std::string_view name) {
+  if (name == "sha1") return EVP_sha1();
+  if (name == "sha256") return EVP_sha256();
+  if (name == "sha512") return EVP_sha512();
+  return nullptr;
+}
+
+}  // namespace
+
+std::string hmac_hex(std::string_view name, std::string_view key, std::string_view message) {
+  const EVP_MD* md = md_named(name);
+  APUS_CHECK(md != nullptr);
+  unsigned char out[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  // An empty key is legal for HMAC; OpenSSL wants a non-null pointer for it.
+  static const unsigned char kNoKey = 0;
+  const void* k = key.empty() ? static_cast<const void*>(&kNoKey) : key.data();
+  APUS_CHECK(HMAC(md, k, static_cast<int>(key.size()),
+                  reinterpret_cast<const unsigned char*>(message.data()), message.size(), out,
+                  &len) != nullptr);
+  std::string hex(size_t{len} * 2, '\0');
+  write_hex({out, len}, hex.data());
+  return hex;
+}
+
+bool streq_const_time(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  if (a.empty()) return true;
+  return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+}  // namespace apus::common::crypto

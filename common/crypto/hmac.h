@@ -1,0 +1,21 @@
+// HMAC signatures and their comparison, as Swift's signed requests use them (tempurl, formpost,
+// container sync's X-Container-Sync-Auth): OpenSSL's HMAC with SHA-1, SHA-256 or SHA-512, and
+// a comparison whose time does not depend on where two signatures differ.
+//
+// Pure functions; thread-safe.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace apus::common::crypto {
+
+// HMAC of `message` with `key` under digest `name` ("sha1", "sha256", "sha512") as lowercase
+// hex. REQUIRES: `name` is one of those three.
+std::string hmac_hex(std::string_view name, std::string_view key, std::string_view message);
+
+// Swift's streq_const_time(): equal lengths and equal bytes, compared in a time that depends
+// only on the length.
+bool streq_const_time(std::string_view a, std::string_view b);
+
+}  // namespace apus::common::crypto
