@@ -21,6 +21,22 @@ const EVP_MD* md_named(std::string_view name) {
 }  // namespace
 
 std::string hmac_hex(std::string_view name, std::string_view key, std::string_view message) {
+  std::string raw = hmac_bytes(name, key, message);
+  std::string hex(raw.size() * 2, '\0');
+  write_hex({reinterpret_cast<const uint8_t*>(raw.data()), raw.size()}, hex.data());
+  return hex;
+}
+
+std::string sha256_hex(std::string_view data) {
+  unsigned char out[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  APUS_CHECK(EVP_Digest(data.data(), data.size(), out, &len, EVP_sha256(), nullptr) == 1);
+  std::string hex(size_t{len} * 2, '\0');
+  write_hex({out, len}, hex.data());
+  return hex;
+}
+
+std::string hmac_bytes(std::string_view name, std::string_view key, std::string_view message) {
   const EVP_MD* md = md_named(name);
   APUS_CHECK(md != nullptr);
   unsigned char out[EVP_MAX_MD_SIZE];
@@ -31,9 +47,7 @@ std::string hmac_hex(std::string_view name, std::string_view key, std::string_vi
   APUS_CHECK(HMAC(md, k, static_cast<int>(key.size()),
                   reinterpret_cast<const unsigned char*>(message.data()), message.size(), out,
                   &len) != nullptr);
-  std::string hex(size_t{len} * 2, '\0');
-  write_hex({out, len}, hex.data());
-  return hex;
+  return std::string(reinterpret_cast<const char*>(out), len);
 }
 
 bool streq_const_time(std::string_view a, std::string_view b) {

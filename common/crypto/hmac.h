@@ -13,6 +13,10 @@ namespace apus::common::crypto {
 // HMAC of `message` with `key` under digest `name` ("sha1", "sha256", "sha512") as lowercase
 // hex. REQUIRES: `name` is one of those three.
 std::string hmac_hex(std::string_view name, std::string_view key, std::string_view message);
+// The same HMAC as raw bytes (S3's Version 4 key derivation chains these).
+std::string hmac_bytes(std::string_view name, std::string_view key, std::string_view message);
+// SHA-256 of `data` as 64 lowercase hex characters.
+std::string sha256_hex(std::string_view data);
 
 // Swift's streq_const_time(): equal lengths and equal bytes, compared in a time that depends
 // only on the length.
