@@ -50,6 +50,31 @@ std::string hmac_bytes(std::string_view name, std::string_view key, std::string_
   return std::string(reinterpret_cast<const char*>(out), len);
 }
 
+Sha256::Sha256() : ctx_(EVP_MD_CTX_new()) {
+  APUS_CHECK(ctx_ != nullptr);
+  reset();
+}
+
+Sha256::~Sha256() { EVP_MD_CTX_free(ctx_); }
+
+void Sha256::update(std::string_view data) {
+  APUS_CHECK(EVP_DigestUpdate(ctx_, data.data(), data.size()) == 1);
+}
+
+std::string Sha256::hex_digest() const {
+  EVP_MD_CTX* copy = EVP_MD_CTX_new();
+  APUS_CHECK(copy != nullptr && EVP_MD_CTX_copy_ex(copy, ctx_) == 1);
+  unsigned char out[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  APUS_CHECK(EVP_DigestFinal_ex(copy, out, &len) == 1);
+  EVP_MD_CTX_free(copy);
+  std::string hex(size_t{len} * 2, '\0');
+  write_hex({out, len}, hex.data());
+  return hex;
+}
+
+void Sha256::reset() { APUS_CHECK(EVP_DigestInit_ex(ctx_, EVP_sha256(), nullptr) == 1); }
+
 bool streq_const_time(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
   if (a.empty()) return true;

@@ -1,12 +1,15 @@
 // HMAC signatures and their comparison, as Swift's signed requests use them (tempurl, formpost,
-// container sync's X-Container-Sync-Auth): OpenSSL's HMAC with SHA-1, SHA-256 or SHA-512, and
-// a comparison whose time does not depend on where two signatures differ.
+// container sync's X-Container-Sync-Auth, S3): OpenSSL's HMAC with SHA-1, SHA-256 or SHA-512,
+// SHA-256 itself (S3 signs payload hashes), and a comparison whose time does not depend on
+// where two signatures differ.
 //
-// Pure functions; thread-safe.
+// The free functions are pure and thread-safe; a Sha256 is thread-compatible.
 #pragma once
 
 #include <string>
 #include <string_view>
+
+struct evp_md_ctx_st;  // OpenSSL's EVP_MD_CTX, kept out of this header.
 
 namespace apus::common::crypto {
 
@@ -17,6 +20,23 @@ std::string hmac_hex(std::string_view name, std::string_view key, std::string_vi
 std::string hmac_bytes(std::string_view name, std::string_view key, std::string_view message);
 // SHA-256 of `data` as 64 lowercase hex characters.
 std::string sha256_hex(std::string_view data);
+
+// Incremental SHA-256 (OpenSSL EVP).
+class Sha256 {
+ public:
+  Sha256();
+  ~Sha256();
+  Sha256(const Sha256&) = delete;
+  Sha256& operator=(const Sha256&) = delete;
+  void update(std::string_view data);
+  // The digest of everything fed so far as 64 lowercase hex characters; the state is kept.
+  std::string hex_digest() const;
+  // Forgets all input.
+  void reset();
+
+ private:
+  evp_md_ctx_st* ctx_;  // owned
+};
 
 // Swift's streq_const_time(): equal lengths and equal bytes, compared in a time that depends
 // only on the length.
