@@ -32,6 +32,7 @@
 #include "proxy/memcache.h"
 #include "proxy/slo.h"
 #include "proxy/staticweb.h"
+#include "proxy/s3api/s3api.h"
 #include "proxy/symlink.h"
 #include "proxy/tempurl.h"
 #include "proxy/versioned_writes.h"
@@ -912,6 +913,7 @@ constexpr std::pair<std::string_view, MiddlewareFactory> kMiddlewares[] = {
     {"list_endpoints", make_list_endpoints},
     {"cname_lookup", make_cname_lookup},
     {"versioned_writes", make_versioned_writes},
+    {"s3api", make_s3api},
 };
 
 // Every paste.filter_factory entry point of Swift 2.35's setup.cfg (2.30.1's, plus

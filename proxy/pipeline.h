@@ -32,6 +32,9 @@ namespace apus::proxy {
 
 class Memcache;
 struct ProxyEnv;
+namespace s3api {
+class S3Signature;
+}
 
 // The decision of an authorize callback: nullopt allows, a response denies.
 using Authorize = std::function<boost::asio::awaitable<std::optional<common::http::Response>>(
@@ -60,6 +63,9 @@ struct ProxyEnv {
   // on as X-Backend-Inbound-X-Timestamp, as Swift's shunt_inbound_x_timestamp does).
   std::optional<std::string> inbound_x_timestamp;
   Memcache* memcache = nullptr;        // swift.cache
+  // s3api.auth_details: the signature of the S3 request s3api is serving, which the auth
+  // middleware checks with the access key's secret. Shared by all of s3api's subrequests.
+  std::shared_ptr<s3api::S3Signature> s3_signature;
   // swift.content_type_overridden: a middleware set the PUT's Content-Type itself (SLO's
   // ";swift_bytes="), so the app neither guesses it nor refuses its swift_* parameters.
   bool content_type_overridden = false;

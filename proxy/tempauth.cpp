@@ -27,6 +27,7 @@
 #include "proxy/memcache.h"
 #include "common/log/log.h"
 #include "proxy/middleware.h"
+#include "proxy/s3api/s3_auth.h"
 
 namespace apus::proxy {
 
@@ -189,6 +190,9 @@ class TempAuth final : public Middleware {
     if (req.path().starts_with(auth_prefix_)) {
       co_return co_await ex.reply(co_await handle_auth(req, env.memcache));
     }
+    if (env.s3_signature) {
+      co_return co_await call_s3(ex, env, next);
+    }
     std::string_view token = req.headers.get_or("X-Auth-Token", req.headers.get_or("X-Storage-Token", ""));
     bool ours = !token.empty() && owns_token(token);
     if (ours) {
@@ -210,6 +214,44 @@ class TempAuth final : public Middleware {
     env.clean_acl = [](std::string_view header, std::string_view value) {
       return clean_acl(header, value);
     };
+    co_await next(ex, env);
+  }
+
+  // A request s3api made for an S3 client (Swift's get_groups() with s3api.auth_details): the
+  // access key is "account:user"; the user's key must make the request's signature. The path
+  // names the access key in place of the account, which becomes the user's storage account.
+  // A signature that does not check leaves the request to be denied (401, which s3api answers
+  // as SignatureDoesNotMatch).
+  net::awaitable<void> call_s3(Exchange& ex, ProxyEnv& env, const Next& next) {
+    s3api::S3Signature& sig = *env.s3_signature;
+    auto it = users_.find(sig.access_key());
+    if (it != users_.end() && sig.check(it->second.key)) {
+      const User& u = it->second;
+      sig.set_account(u.account_id);
+      size_t colon = sig.access_key().find(':');
+      env.remote_user = user_groups(sig.access_key().substr(0, colon),
+                                    sig.access_key().substr(colon + 1), u);
+      if (env.remote_user.find(".reseller_admin") != std::string::npos) env.reseller_request = true;
+      env.authorize = [this](const Request& r, ProxyEnv& e) { return authorize(r, e); };
+      env.clean_acl = [](std::string_view header, std::string_view value) {
+        return clean_acl(header, value);
+      };
+      // The first occurrence of the access key in the path becomes the account.
+      std::string path = common::http::percent_decode(ex.request().path());
+      size_t at = path.find(sig.access_key());
+      if (at == std::string::npos) co_return co_await next(ex, env);
+      path.replace(at, sig.access_key().size(), u.account_id);
+      ExchangeWrapper rewritten(ex);
+      std::string query(ex.request().query());
+      rewritten.mutable_request().target =
+          common::http::quote(path) + (query.empty() ? "" : "?" + query);
+      co_return co_await next(rewritten, env);
+    }
+    if (!env.authorize) {
+      env.authorize = [](const Request& r, ProxyEnv& e) -> net::awaitable<std::optional<Response>> {
+        co_return denied(r, e);
+      };
+    }
     co_await next(ex, env);
   }
 

@@ -140,6 +140,14 @@ HeaderMap backend_write_headers(const Request& req, const ProxyEnv& env, const H
   return h;
 }
 
+// Whether an account's info says it exists: a 2xx that is not the empty listing a proxy makes
+// up for a missing account under account_autocreate (Swift's account_really_exists, which
+// Swift's proxies cache as such: a container PUT must then create the account first).
+bool really_exists(const CachedInfo& account) {
+  return account.status >= 200 && account.status < 300 &&
+         !common::config_true_value(account.headers.get_or("X-Backend-Fake-Account-Listing", ""));
+}
+
 }  // namespace
 
 net::awaitable<void> ContainerController::handle(Exchange& ex, ProxyEnv& env) {
@@ -184,7 +192,7 @@ net::awaitable<void> ContainerController::read(Exchange& ex, ProxyEnv& env, uint
     }
   }
   CachedInfo account = co_await account_info(req, env);
-  if (account.status < 200 || account.status >= 300) {
+  if (!really_exists(account)) {
     if (early) co_return co_await ex.reply(std::move(*early));
     co_return co_await ex.reply(swob_response(account.status >= 500 ? 503 : 404));
   }
@@ -270,6 +278,7 @@ net::awaitable<void> ContainerController::write(Exchange& ex, ProxyEnv& env, uin
   co_return co_await ex.reply(std::move(r));
 }
 
+
 net::awaitable<void> ContainerController::update(Exchange& ex, ProxyEnv& env, uint32_t part) {
   const Request& req = ex.request();
   // Swift takes the policy from the caller (an internal one) and fails without it.
@@ -301,7 +310,8 @@ net::awaitable<void> ContainerController::update(Exchange& ex, ProxyEnv& env, ui
 net::awaitable<OrRefusal<CachedInfo>> ContainerController::account_for_write(
     const Request& req, const ProxyEnv& env) {
   CachedInfo account = co_await account_info(req, env);
-  if (account.status == 404 && req.method == "PUT" && config().account_autocreate) {
+  if (!really_exists(account) && account.status < 500 && account.status != 0 &&
+      req.method == "PUT" && config().account_autocreate) {
     ring::Ring& ring = app().account_ring();
     auto apart = ring.get_part(path().account);
     HeaderMap put = backend_headers(req, env.trans_id);
@@ -315,7 +325,7 @@ net::awaitable<OrRefusal<CachedInfo>> ContainerController::account_for_write(
     co_await forget_account_info(env);
     account = co_await account_info(req, env);
   }
-  if (account.status < 200 || account.status >= 300) {
+  if (!really_exists(account)) {
     co_return swob_response(account.status >= 500 || account.status == 0 ? 503 : 404);
   }
   co_return account;

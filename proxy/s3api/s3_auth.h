@@ -83,7 +83,9 @@ class S3Signature {
   int64_t signing_time() const { return signing_time_; }
 
   // Whether `secret` made the request's signature (compared in constant time). Version 4
-  // keeps the signing key derived from it for check_chunk()/check_trailer().
+  // keeps the signing key derived from it for check_chunk()/check_trailer(). Once a secret
+  // checked, asking again with it costs no HMAC (the auth middleware asks for every
+  // subrequest s3api makes).
   bool check(std::string_view secret);
   // An aws-chunked body's next chunk signature (over the chunk's SHA-256, chained to the
   // previous signature). False once any signature failed. REQUIRES: check() returned true.
@@ -91,6 +93,10 @@ class S3Signature {
   // The trailing headers' signature (x-amz-trailer-signature among `trailers`, names lower
   // case). REQUIRES: check() returned true.
   bool check_trailer(const std::vector<std::pair<std::string, std::string>>& trailers);
+
+  // The storage account the auth middleware found for the access key ("" until then).
+  const std::string& account() const { return account_; }
+  void set_account(std::string account) { account_ = std::move(account); }
 
   // The details S3 adds to SignatureDoesNotMatch (AWSAccessKeyId, StringToSign, ...).
   std::vector<std::pair<std::string, std::string>> mismatch_details() const;
@@ -107,6 +113,8 @@ class S3Signature {
   std::string amz_date_;
   int64_t signing_time_ = 0;
   std::string signing_key_;  // Version 4, after check()
+  std::string verified_secret_;  // the secret that checked, if one did
+  std::string account_;
   bool chain_valid_ = true;
 };
 

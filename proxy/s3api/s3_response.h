@@ -1,0 +1,57 @@
+// S3's XML answers: documents written as Swift's s3api writes them (an XML declaration with
+// single quotes, a newline, then the document without whitespace; the S3 namespace on result
+// documents, none on errors) and the error response of an S3Error.
+//
+// Pure functions; thread-safe.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include <pugixml.hpp>
+
+#include "common/http/server.h"
+#include "proxy/s3api/s3_auth.h"
+
+namespace apus::proxy::s3api {
+
+// A new result document whose root element `name` carries S3's namespace.
+pugi::xml_document result_document(const char* name, pugi::xml_node* root);
+
+// The text of `doc` with Swift's declaration.
+std::string to_xml(const pugi::xml_document& doc);
+
+// Adds <name>text</name> under `parent`; returns the new element.
+pugi::xml_node add_text(pugi::xml_node parent, const char* name, std::string_view text);
+
+// An XML response: `status`, Content-Type application/xml, and the x-amz-request-id and
+// x-amz-id-2 headers S3 sends (the trans-id, as Swift's s3api sets them).
+common::http::Response xml_response(int status, std::string body, std::string_view trans_id);
+
+// The response of an error: <Error><Code/><Message/><RequestId/>details...</Error>.
+common::http::Response error_response(const S3Error& error, std::string_view trans_id);
+
+// The headers of a Swift response as an S3 client sees them (Swift's translate_swift_to_s3):
+// object metadata as x-amz-meta-*, the content and caching headers, version and parts headers
+// renamed, X-Delete-At as x-amz-expiration, CORS headers; everything else dropped. Names are
+// spelt as S3 spells them (ETag, lower-case x-amz-*).
+common::http::HeaderMap swift_to_s3_headers(const common::http::HeaderMap& swift);
+
+// S3's errors (Swift's s3response classes) beyond those of authentication.
+namespace errors {
+S3Error not_implemented(std::string message = "Not implemented.");
+S3Error invalid_bucket_name(std::string bucket);
+S3Error no_such_bucket(std::string bucket);
+S3Error bucket_already_owned_by_you(std::string bucket);
+S3Error bucket_already_exists(std::string bucket);
+S3Error bucket_not_empty();
+S3Error invalid_location_constraint();
+S3Error malformed_xml();
+S3Error internal_error();
+S3Error service_unavailable();
+S3Error slow_down();
+S3Error method_not_allowed(std::string method, std::string resource_type);
+S3Error invalid_uri(std::string uri);
+}  // namespace errors
+
+}  // namespace apus::proxy::s3api
