@@ -47,6 +47,12 @@ pugi::xml_node add_text(pugi::xml_node parent, const char* name, std::string_vie
   return node;
 }
 
+pugi::xml_node add_optional(pugi::xml_node parent, const char* name,
+                            const std::optional<std::string>& text) {
+  if (text) return add_text(parent, name, *text);
+  return parent.append_child(name);
+}
+
 common::http::Response xml_response(int status, std::string body, std::string_view trans_id) {
   common::http::Response r;
   r.status = status;

@@ -5,6 +5,7 @@
 // Pure functions; thread-safe.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -21,8 +22,12 @@ pugi::xml_document result_document(const char* name, pugi::xml_node* root);
 // The text of `doc` with Swift's declaration.
 std::string to_xml(const pugi::xml_document& doc);
 
-// Adds <name>text</name> under `parent`; returns the new element.
+// Adds <name>text</name> under `parent` (an empty `text` gives <name></name>); returns the new
+// element.
 pugi::xml_node add_text(pugi::xml_node parent, const char* name, std::string_view text);
+// Adds <name>text</name>, or <name/> when `text` is nullopt (as lxml writes a None text).
+pugi::xml_node add_optional(pugi::xml_node parent, const char* name,
+                            const std::optional<std::string>& text);
 
 // An XML response: `status`, Content-Type application/xml, and the x-amz-request-id and
 // x-amz-id-2 headers S3 sends (the trans-id, as Swift's s3api sets them).

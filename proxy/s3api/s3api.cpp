@@ -4,11 +4,15 @@
 #include <boost/json.hpp>
 
 #include <chrono>
+#include <cstdio>
+#include <variant>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "common/config/config.h"
+#include "common/http/date.h"
 #include "common/http/swob.h"
 #include "common/http/url.h"
 #include "common/log/log.h"
@@ -78,7 +82,10 @@ struct S3ApiConfig {
   S3AuthConfig auth;
   std::vector<std::string> storage_domains;
   bool dns_compliant_bucket_names = true;
+  int64_t max_bucket_listing = 1000;
 };
+
+constexpr int64_t kMax32BitInt = 2147483647;
 
 // One S3 request being served.
 struct S3Request {
@@ -321,6 +328,271 @@ net::awaitable<Response> put_bucket(Exchange& ex, S3Request& s3, const S3ApiConf
   co_return out;
 }
 
+
+// ---- ListObjects (v1 and v2) ------------------------------------------------------------------
+
+// Swift's get_validated_param(): an integer query parameter in [0, 2^31-1], capped at `limit`.
+std::variant<int64_t, S3Error> validated_param(const S3Request& s3, const std::string& name,
+                                               int64_t def, int64_t limit = kMax32BitInt) {
+  auto it = s3.params.find(name);
+  if (it == s3.params.end()) return def;
+  auto v = common::parse_python_int(it->second);
+  if (v && *v < 0) {
+    return S3Error::invalid_argument(name, it->second,
+                                     "Argument " + name + " must be an integer between 0 and " +
+                                         std::to_string(kMax32BitInt));
+  }
+  if (!v || *v > kMax32BitInt) {
+    return S3Error::invalid_argument(name, it->second,
+                                     "Provided " + name + " not an integer or within integer range");
+  }
+  return std::min(*v, limit);
+}
+
+// A query parameter that must be UTF-8 (Swift's _validated_utf8_param).
+std::variant<std::optional<std::string>, S3Error> utf8_param(const S3Request& s3,
+                                                             const std::string& name) {
+  auto it = s3.params.find(name);
+  if (it == s3.params.end()) return std::optional<std::string>();
+  if (!it->second.empty() && !common::valid_utf8(it->second)) {
+    return S3Error::invalid_argument(name, common::http::quote(it->second));
+  }
+  return std::optional<std::string>(it->second);
+}
+
+// A listing's last_modified ("2026-12-02T01:30:15.123450") as S3 writes times: rounded up to
+// the second, "2026-12-02T01:30:16.000Z".
+std::string s3_time(std::string_view iso) {
+  if (iso.size() < 19) return std::string(iso);
+  auto num = [&](size_t pos, size_t len) {
+    int v = 0;
+    for (size_t i = pos; i < pos + len; ++i) v = v * 10 + (iso[i] - '0');
+    return v;
+  };
+  int64_t t = common::http::epoch_from_civil(num(0, 4), num(5, 2), num(8, 2), num(11, 2),
+                                             num(14, 2), num(17, 2));
+  bool fraction = false;
+  for (size_t i = 20; i < iso.size(); ++i) fraction = fraction || iso[i] != '0';
+  if (fraction) ++t;
+  auto c = common::http::civil_from_epoch(t);
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%04lld-%02d-%02dT%02d:%02d:%02d.000Z",
+                static_cast<long long>(c.year), c.month, c.day, c.hour, c.minute, c.second);
+  return buf;
+}
+
+std::string base64_encode(std::string_view bytes) {
+  static const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  size_t i = 0;
+  for (; i + 2 < bytes.size(); i += 3) {
+    uint32_t v = (uint8_t(bytes[i]) << 16) | (uint8_t(bytes[i + 1]) << 8) | uint8_t(bytes[i + 2]);
+    out += kAlphabet[v >> 18];
+    out += kAlphabet[(v >> 12) & 63];
+    out += kAlphabet[(v >> 6) & 63];
+    out += kAlphabet[v & 63];
+  }
+  if (i < bytes.size()) {
+    uint32_t v = uint8_t(bytes[i]) << 16;
+    if (i + 1 < bytes.size()) v |= uint8_t(bytes[i + 1]) << 8;
+    out += kAlphabet[v >> 18];
+    out += kAlphabet[(v >> 12) & 63];
+    out += i + 1 < bytes.size() ? kAlphabet[(v >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
+// Python's b64decode(token, validate=True) then UTF-8: nullopt for anything else.
+std::optional<std::string> base64_decode_strict(std::string_view s) {
+  if (s.size() % 4 != 0) return std::nullopt;
+  auto value = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+  };
+  std::string out;
+  for (size_t i = 0; i < s.size(); i += 4) {
+    int v[4];
+    int pad = 0;
+    for (int j = 0; j < 4; ++j) {
+      char c = s[i + j];
+      if (c == '=' && i + 4 == s.size() && j >= 2) {
+        v[j] = 0;
+        ++pad;
+      } else {
+        if (pad) return std::nullopt;
+        v[j] = value(c);
+        if (v[j] < 0) return std::nullopt;
+      }
+    }
+    uint32_t n = (v[0] << 18) | (v[1] << 12) | (v[2] << 6) | v[3];
+    out.push_back(static_cast<char>(n >> 16));
+    if (pad < 2) out.push_back(static_cast<char>((n >> 8) & 0xFF));
+    if (pad < 1) out.push_back(static_cast<char>(n & 0xFF));
+  }
+  if (!common::valid_utf8(out)) return std::nullopt;
+  return out;
+}
+
+std::string json_text(const boost::json::object& o, const char* key) {
+  const auto* v = o.if_contains(key);
+  if (!v) return {};
+  if (v->is_string()) return std::string(v->as_string());
+  if (v->is_int64()) return std::to_string(v->as_int64());
+  if (v->is_uint64()) return std::to_string(v->as_uint64());
+  return {};
+}
+
+// The ETag a listing entry shows S3 clients (Swift's _add_object): a multipart upload's own,
+// an SLO's "<etag>-N", else the quoted MD5.
+std::string listing_etag(const boost::json::object& o) {
+  std::string hash = json_text(o, "hash");
+  // "<md5>; s3_etag=<etag>" (s3api's listing filter splits it off, as here).
+  if (size_t semi = hash.find(';'); semi != std::string::npos) {
+    std::string params = hash.substr(semi);
+    if (size_t at = params.find("s3_etag="); at != std::string::npos) {
+      std::string v = params.substr(at + 8);
+      v = v.substr(0, v.find(';'));
+      while (!v.empty() && v.back() == ' ') v.pop_back();
+      return "\"" + v + "\"";
+    }
+    hash = hash.substr(0, semi);
+  }
+  if (o.contains("slo_etag")) {
+    std::string slo = json_text(o, "slo_etag");
+    std::erase(slo, '"');
+    return "\"" + slo + "-N\"";
+  }
+  if (hash.size() >= 2 && hash.front() == '"' && hash.back() == '"') return hash;
+  return "\"" + hash + "\"";
+}
+
+net::awaitable<Response> list_objects(S3Request& s3, const S3ApiConfig& config) {
+  auto tag = validated_param(s3, "max-keys", config.max_bucket_listing);
+  if (auto* e = std::get_if<S3Error>(&tag)) co_return s3.error(*e);
+  const int64_t tag_max_keys = std::get<int64_t>(tag);
+  const int64_t max_keys = std::min(tag_max_keys, config.max_bucket_listing);
+  std::optional<std::string> encoding;
+  if (auto it = s3.params.find("encoding-type"); it != s3.params.end()) {
+    if (it->second != "url") {
+      co_return s3.error(S3Error::invalid_argument("encoding-type", it->second,
+                                                   "Invalid Encoding Method specified in Request"));
+    }
+    encoding = it->second;
+  }
+  const bool url = encoding.has_value();
+  auto enc = [&](const std::string& v) { return url ? common::http::quote(v, "/") : v; };
+  // Swift's query: one more than asked, to tell whether the listing is truncated.
+  std::map<std::string, std::string> query = {{"limit", std::to_string(max_keys + 1)}};
+  for (const char* name : {"prefix", "delimiter"}) {
+    auto v = utf8_param(s3, name);
+    if (auto* e = std::get_if<S3Error>(&v)) co_return s3.error(*e);
+    if (auto& got = std::get<std::optional<std::string>>(v)) query[name] = *got;
+  }
+  int list_type = 1;
+  if (auto it = s3.params.find("list-type"); it != s3.params.end()) {
+    auto v = common::parse_python_int(it->second);
+    if (!v) {
+      co_return s3.error(S3Error::invalid_argument("list-type", it->second,
+                                                   "Argument list-type must be an integer"));
+    }
+    list_type = *v == 2 ? 2 : 1;
+  }
+  bool fetch_owner = false;
+  if (list_type == 2) {
+    auto start_after = utf8_param(s3, "start-after");
+    if (auto* e = std::get_if<S3Error>(&start_after)) co_return s3.error(*e);
+    if (auto& got = std::get<std::optional<std::string>>(start_after)) query["marker"] = *got;
+    if (auto it = s3.params.find("continuation-token"); it != s3.params.end()) {
+      auto decoded = base64_decode_strict(it->second);
+      if (!decoded) {
+        co_return s3.error(S3Error::invalid_argument("continuation-token",
+                                                     common::http::quote(it->second),
+                                                     "The continuation token provided is incorrect"));
+      }
+      query["marker"] = *decoded;
+    }
+    if (auto it = s3.params.find("fetch-owner"); it != s3.params.end()) {
+      fetch_owner = common::config_true_value(it->second);
+    }
+  } else {
+    auto marker = utf8_param(s3, "marker");
+    if (auto* e = std::get_if<S3Error>(&marker)) co_return s3.error(*e);
+    if (auto& got = std::get<std::optional<std::string>>(marker)) query["marker"] = *got;
+  }
+  std::string qs = "format=json";
+  for (const auto& [k, v] : query) qs += "&" + k + "=" + common::http::quote(v, "");
+  auto answer = co_await call_swift(s3, "GET", s3.bucket, std::nullopt, qs, 64u << 20);
+  if (auto* e = std::get_if<S3Error>(&answer)) co_return s3.error(*e);
+  const Response& r = std::get<Response>(answer);
+  if (r.status == 404) co_return s3.error(errors::no_such_bucket(s3.bucket));
+  if (r.status != 200 && r.status != 204) co_return s3.error(unexpected(s3, r));
+  boost::system::error_code ec;
+  auto listing = boost::json::parse(r.body.empty() ? "[]" : r.body, ec);
+  if (ec || !listing.is_array()) co_return s3.error(errors::internal_error());
+  auto& items = listing.as_array();
+  const bool truncated = max_keys > 0 && static_cast<int64_t>(items.size()) > max_keys;
+  if (static_cast<int64_t>(items.size()) > max_keys) items.resize(static_cast<size_t>(max_keys));
+  auto last_name = [&]() -> std::string {
+    const auto& o = items.back().as_object();
+    return o.contains("name") ? json_text(o, "name") : json_text(o, "subdir");
+  };
+  auto param = [&](const char* name) -> std::optional<std::string> {
+    auto it = s3.params.find(name);
+    if (it == s3.params.end()) return std::nullopt;
+    return it->second;
+  };
+
+  pugi::xml_node root;
+  auto doc = result_document("ListBucketResult", &root);
+  add_text(root, "Name", s3.bucket);
+  std::optional<std::string> prefix = param("prefix");
+  add_optional(root, "Prefix", prefix ? std::optional(enc(*prefix)) : std::nullopt);
+  if (list_type == 2) {
+    if (truncated && !items.empty()) add_text(root, "NextContinuationToken", base64_encode(last_name()));
+    if (auto token = param("continuation-token")) add_text(root, "ContinuationToken", *token);
+    if (auto start_after = param("start-after")) add_text(root, "StartAfter", enc(*start_after));
+    add_text(root, "KeyCount", std::to_string(items.size()));
+  } else {
+    std::optional<std::string> marker = param("marker");
+    add_optional(root, "Marker", marker ? std::optional(enc(*marker)) : std::nullopt);
+    if (truncated && s3.has("delimiter") && !items.empty()) {
+      add_text(root, "NextMarker", enc(last_name()));
+    }
+  }
+  add_text(root, "MaxKeys", std::to_string(tag_max_keys));
+  if (auto delimiter = param("delimiter"); delimiter && !delimiter->empty()) {
+    add_text(root, "Delimiter", enc(*delimiter));
+  }
+  if (url) add_text(root, "EncodingType", "url");
+  add_text(root, "IsTruncated", truncated ? "true" : "false");
+  for (const auto& item : items) {
+    if (!item.is_object()) continue;
+    const auto& o = item.as_object();
+    if (o.contains("subdir")) {
+      pugi::xml_node p = root.append_child("CommonPrefixes");
+      add_text(p, "Prefix", enc(json_text(o, "subdir")));
+      continue;
+    }
+    pugi::xml_node c = root.append_child("Contents");
+    add_text(c, "Key", enc(json_text(o, "name")));
+    add_text(c, "LastModified", s3_time(json_text(o, "last_modified")));
+    add_text(c, "ETag", listing_etag(o));
+    add_text(c, "Size", json_text(o, "bytes"));
+    if (fetch_owner || list_type != 2) {
+      pugi::xml_node owner = c.append_child("Owner");
+      add_text(owner, "ID", s3.user_id());
+      add_text(owner, "DisplayName", s3.user_id());
+    }
+    add_text(c, "StorageClass", "STANDARD");
+  }
+  co_return xml_response(200, to_xml(doc), s3.env.trans_id);
+}
+
 net::awaitable<Response> delete_bucket(S3Request& s3) {
   auto answer = co_await call_swift(s3, "DELETE", s3.bucket, std::nullopt);
   if (auto* e = std::get_if<S3Error>(&answer)) co_return s3.error(*e);
@@ -410,6 +682,7 @@ class S3Api final : public Middleware {
     for (std::string_view p : kSubresources) subresource = subresource || s3.has(p);
     if (!subresource && !s3.key) {
       if (method == "HEAD") co_return co_await head_bucket(s3);
+      if (method == "GET" && !s3.has("versions")) co_return co_await list_objects(s3, config_);
       if (method == "PUT") co_return co_await put_bucket(ex, s3, config_);
       if (method == "DELETE") co_return co_await delete_bucket(s3);
     }
@@ -433,6 +706,10 @@ Result<std::unique_ptr<Middleware>> make_s3api(const common::Section& section,
     return section.invalid("allowable_clock_skew", "must be a positive integer");
   }
   c.storage_domains = section.get_list("storage_domain");
+  APUS_ASSIGN_OR_RETURN(c.max_bucket_listing, section.get_int("max_bucket_listing", 1000));
+  if (c.max_bucket_listing <= 0) {
+    return section.invalid("max_bucket_listing", "must be a positive integer");
+  }
   return std::unique_ptr<Middleware>(std::make_unique<s3api::S3Api>(std::move(c)));
 }
 
