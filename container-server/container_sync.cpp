@@ -93,8 +93,9 @@ Result<ContainerSyncConfig> ContainerSyncConfig::from_config(const common::Confi
   c.swift_dir = s.get_string("swift_dir", "/etc/swift");
   std::string ic_path = s.get_string("internal_client_conf_path", "");
   if (ic_path.empty()) {
-    APUS_LOG_WARNING("Configuration option internal_client_conf_path not defined. Using default "
-                     "configuration, See internal-client.conf-sample for options");
+    // Swift warns here; inside the container server that would be a warning at every start.
+    APUS_LOG_INFO("container sync: no internal_client_conf_path, local object reads use "
+                  "conn_timeout 0.5 and node_timeout 10");
   } else {
     auto loaded = common::Config::load(ic_path);
     if (!loaded.ok()) {
