@@ -1,20 +1,20 @@
 #include "container-server/container_sync.h"
 
-#include <arpa/inet.h>
-#include <ifaddrs.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <unistd.h>
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <random>
 
+#include <arpa/inet.h>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <algorithm>
-#include <chrono>
-#include <map>
-#include <random>
+#include <ifaddrs.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <unistd.h>
 
 #include "common/assert.h"
 #include "common/async.h"
@@ -37,10 +37,10 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-constexpr size_t kInfoPage = 1000;        // database infos read per store walk step
-constexpr size_t kRowPage = 100;          // rows read per objects_since call
-constexpr int64_t kPointFlushRows = 100;  // rows between two writes of a sync point
-constexpr size_t kChunk = 64 * 1024;      // body bytes per read/write of a streamed copy
+constexpr size_t kInfoPage = 1000;            // database infos read per store walk step
+constexpr size_t kRowPage = 100;              // rows read per objects_since call
+constexpr int64_t kPointFlushRows = 100;      // rows between two writes of a sync point
+constexpr size_t kChunk = 64 * 1024;          // body bytes per read/write of a streamed copy
 constexpr size_t kMaxRemoteBody = 64 * 1024;  // a remote answer's body, read to reuse the socket
 // Swift's SimpleClient: PUT and DELETE are tried again this many times after a 5xx or a
 // network error, waiting 1, 2, 4, 5, 5 seconds; HEAD is not.
@@ -94,8 +94,9 @@ Result<ContainerSyncConfig> ContainerSyncConfig::from_config(const common::Confi
   std::string ic_path = s.get_string("internal_client_conf_path", "");
   if (ic_path.empty()) {
     // Swift warns here; inside the container server that would be a warning at every start.
-    APUS_LOG_INFO("container sync: no internal_client_conf_path, local object reads use "
-                  "conn_timeout 0.5 and node_timeout 10");
+    APUS_LOG_INFO(
+        "container sync: no internal_client_conf_path, local object reads use "
+        "conn_timeout 0.5 and node_timeout 10");
   } else {
     auto loaded = common::Config::load(ic_path);
     if (!loaded.ok()) {
@@ -116,8 +117,8 @@ size_t sync_row_owner(const common::HashPathConfig& hash, std::string_view accou
   auto digest = common::hash_path(hash, account, container, name);
   APUS_CHECK(digest.ok() && node_count > 0);
   const auto& d = *digest;
-  uint32_t first = (uint32_t{d[0]} << 24) | (uint32_t{d[1]} << 16) | (uint32_t{d[2]} << 8) |
-                   uint32_t{d[3]};
+  uint32_t first =
+      (uint32_t{d[0]} << 24) | (uint32_t{d[1]} << 16) | (uint32_t{d[2]} << 8) | uint32_t{d[3]};
   return first % node_count;
 }
 
@@ -131,9 +132,10 @@ HeaderMap sync_put_headers(const HeaderMap& object_headers) {
   };
   // Hop-by-hop and per-answer headers that describe the GET, not the object.
   static constexpr std::string_view kDropped[] = {
-      "Date", "Last-Modified", "Content-Length", "Connection", "Keep-Alive",
-      "Transfer-Encoding", "Server", "X-Trans-Id", "X-Openstack-Request-Id", "Accept-Ranges",
-      "Content-Range"};
+      "Date",          "Last-Modified", "Content-Length",
+      "Connection",    "Keep-Alive",    "Transfer-Encoding",
+      "Server",        "X-Trans-Id",    "X-Openstack-Request-Id",
+      "Accept-Ranges", "Content-Range"};
   HeaderMap out;
   for (const auto& [name, value] : object_headers) out.add(name, value);
   for (const auto& [sysmeta, user] : kSymlink) {
@@ -306,8 +308,8 @@ struct ContainerSync::Impl {
       m_deletes = result("deletes");
       m_skips = result("skips");
       m_failures = result("failures");
-      m_bytes = m->counter("apus_container_sync_bytes_total", "Object bytes container sync sent",
-                           {});
+      m_bytes =
+          m->counter("apus_container_sync_bytes_total", "Object bytes container sync sent", {});
     }
   }
 
@@ -323,8 +325,8 @@ struct ContainerSync::Impl {
   net::awaitable<LocalObject> local_get(const SyncJob& job, const std::string& name);
   // Sends one request to the remote container; `body` (nullable) streams `length` bytes.
   net::awaitable<RemoteAnswer> remote(const SyncJob& job, const std::string& method,
-                                      const std::string& name, HeaderMap headers,
-                                      LocalObject* body, uint64_t length);
+                                      const std::string& name, HeaderMap headers, LocalObject* body,
+                                      uint64_t length);
   void add_auth(const SyncJob& job, const std::string& method, const std::string& name,
                 HeaderMap& headers);
   // Waits `s` seconds unless stop() comes first; false when stopped.
@@ -354,16 +356,15 @@ net::awaitable<bool> ContainerSync::Impl::sleep(double s) {
   auto until = Clock::now() + seconds(s);
   while (Clock::now() < until) {
     if (cancelled.load()) co_return false;
-    timer.expires_after(std::min<Clock::duration>(until - Clock::now(),
-                                                  std::chrono::milliseconds(100)));
+    timer.expires_after(
+        std::min<Clock::duration>(until - Clock::now(), std::chrono::milliseconds(100)));
     auto [ec] = co_await timer.async_wait(net::as_tuple(net::use_awaitable));
     (void)ec;
   }
   co_return !cancelled.load();
 }
 
-net::awaitable<bool> ContainerSync::Impl::save_points(const SyncJob& job,
-                                                      std::optional<int64_t> p1,
+net::awaitable<bool> ContainerSync::Impl::save_points(const SyncJob& job, std::optional<int64_t> p1,
                                                       std::optional<int64_t> p2) {
   Status s = co_await devices.pool(job.device).call([&] {
     auto store = devices.store(job.device);
@@ -388,9 +389,8 @@ void ContainerSync::Impl::add_auth(const SyncJob& job, const std::string& method
   if (!job.realm.empty() && !job.realm_key.empty()) {
     std::string nonce = common::crypto::uuid4_hex();
     std::string path = job.url.path + "/" + common::http::quote(name);
-    std::string sig =
-        common::container_sync_sig(method, path, headers.get_or("X-Timestamp", "0"), nonce,
-                                   job.realm_key, job.user_key);
+    std::string sig = common::container_sync_sig(method, path, headers.get_or("X-Timestamp", "0"),
+                                                 nonce, job.realm_key, job.user_key);
     headers.set("X-Container-Sync-Auth", job.realm + " " + nonce + " " + sig);
   } else {
     headers.set("X-Container-Sync-Key", job.user_key);
@@ -399,9 +399,8 @@ void ContainerSync::Impl::add_auth(const SyncJob& job, const std::string& method
 
 net::awaitable<RemoteAnswer> ContainerSync::Impl::remote(const SyncJob& job,
                                                          const std::string& method,
-                                                         const std::string& name,
-                                                         HeaderMap headers, LocalObject* body,
-                                                         uint64_t length) {
+                                                         const std::string& name, HeaderMap headers,
+                                                         LocalObject* body, uint64_t length) {
   RemoteAnswer out;
   // Swift's SimpleClient: the endpoint with its trailing slashes dropped, then the quoted name.
   std::string base = job.endpoint;
@@ -512,10 +511,9 @@ net::awaitable<LocalObject> ContainerSync::Impl::local_get(const SyncJob& job,
       ++asked;
       common::http::ClientRequest r;
       r.method = "GET";
-      r.target = "/" + common::http::quote(dev.device) + "/" +
-                 std::to_string(nodes->partition) +
-                 common::http::quote("/" + job.info.account + "/" + job.info.container + "/" +
-                                     name);
+      r.target =
+          "/" + common::http::quote(dev.device) + "/" + std::to_string(nodes->partition) +
+          common::http::quote("/" + job.info.account + "/" + job.info.container + "/" + name);
       r.headers.set("X-Backend-Storage-Policy-Index",
                     std::to_string(job.info.storage_policy_index));
       r.headers.set("X-Newest", "true");
@@ -570,8 +568,8 @@ net::awaitable<bool> ContainerSync::Impl::sync_row(const SyncJob& job, const Obj
                     common::http::quote(job.info.container) + " => " + job.endpoint);
     } else if (status == 404) {
       APUS_LOG_INFO("Not found " + common::http::quote(job.info.account) + "/" +
-                    common::http::quote(job.info.container) + " => " + job.endpoint +
-                    " - object " + common::py_repr(row.name));
+                    common::http::quote(job.info.container) + " => " + job.endpoint + " - object " +
+                    common::py_repr(row.name));
     } else {
       APUS_LOG_ERROR("ERROR Syncing " + job.db + " row " + std::to_string(row.rowid) + " (" +
                      where + "): " + what);
@@ -629,8 +627,8 @@ net::awaitable<bool> ContainerSync::Impl::sync_row(const SyncJob& job, const Obj
   for (int attempt = 0;; ++attempt) {
     LocalObject local = co_await local_get(job, row.name);
     if (local.status == 200 && local.head.headers.get("X-Object-Sysmeta-Versions-Symlink")) {
-      APUS_LOG_INFO("Skipping versioning symlink " + job.info.account + "/" +
-                    job.info.container + "/" + row.name);
+      APUS_LOG_INFO("Skipping versioning symlink " + job.info.account + "/" + job.info.container +
+                    "/" + row.name);
       co_return true;
     }
     auto local_ts = Timestamp::parse(local.head.headers.get_or("X-Timestamp", "0"));
@@ -693,8 +691,8 @@ net::awaitable<void> ContainerSync::Impl::sync_container(const std::string& devi
   }
   auto check = common::validate_sync_to(job.sync_to, server.allowed_sync_hosts, realms.get());
   if (check.error || !check.target) {
-    APUS_LOG_INFO("ERROR " + db + " (" + name + "): " +
-                  check.error.value_or("no realms configured for " + job.sync_to));
+    APUS_LOG_INFO("ERROR " + db + " (" + name +
+                  "): " + check.error.value_or("no realms configured for " + job.sync_to));
     fail();
     co_return;
   }
@@ -771,8 +769,8 @@ net::awaitable<void> ContainerSync::Impl::sync_container(const std::string& devi
         done = true;
         break;
       }
-      if (sync_row_owner({server.swift.hash_path_prefix, server.swift.hash_path_suffix},
-                         in.account, in.container, row.name, nodes->nodes.size()) == *ordinal) {
+      if (sync_row_owner({server.swift.hash_path_prefix, server.swift.hash_path_suffix}, in.account,
+                         in.container, row.name, nodes->nodes.size()) == *ordinal) {
         (void)co_await sync_row(job, row);
       }
       point1 = row.rowid;
@@ -796,9 +794,8 @@ net::awaitable<void> ContainerSync::Impl::sync_container(const std::string& devi
                  ", time window end: " + secs(stage_time) +
                  ", puts: " + std::to_string(stats.puts - before.puts) +
                  ", posts: 0, deletes: " + std::to_string(stats.deletes - before.deletes) +
-                 ", bytes: " + std::to_string(stats.bytes - before.bytes) +
-                 ", sync_point1: " + std::to_string(point1) +
-                 ", sync_point2: " + std::to_string(*next_point) +
+                 ", bytes: " + std::to_string(stats.bytes - before.bytes) + ", sync_point1: " +
+                 std::to_string(point1) + ", sync_point2: " + std::to_string(*next_point) +
                  ", total_rows: " + std::to_string(in.max_row));
 }
 
@@ -823,8 +820,7 @@ net::awaitable<void> ContainerSync::Impl::sync_device(const std::string& device)
     for (auto& [db, info] : *page) {
       if (cancelled.load()) co_return;
       // Swift's sync store holds only live containers with both values set.
-      if (info.is_deleted(DbType::kContainer) ||
-          !metadata_value(info, "X-Container-Sync-To") ||
+      if (info.is_deleted(DbType::kContainer) || !metadata_value(info, "X-Container-Sync-To") ||
           !metadata_value(info, "X-Container-Sync-Key")) {
         continue;
       }
@@ -868,9 +864,9 @@ ContainerSyncStats ContainerSync::run_once() {
   double secs = std::chrono::duration<double>(Clock::now() - start).count();
   const ContainerSyncStats& s = impl.stats;
   APUS_LOG_INFO("Container sync pass completed: " + std::to_string(secs) + "s, " +
-                std::to_string(s.syncs) + " synced [" + std::to_string(s.deletes) +
-                " deletes, " + std::to_string(s.puts) + " puts], " + std::to_string(s.skips) +
-                " skipped, " + std::to_string(s.failures) + " failed");
+                std::to_string(s.syncs) + " synced [" + std::to_string(s.deletes) + " deletes, " +
+                std::to_string(s.puts) + " puts], " + std::to_string(s.skips) + " skipped, " +
+                std::to_string(s.failures) + " failed");
   return impl.stats;
 }
 

@@ -69,10 +69,10 @@ namespace apus::container {
 
 struct ContainerSyncConfig {
   bool enabled = true;
-  double interval = 300;       // seconds between the starts of two passes
-  double container_time = 60;  // seconds a pass spends on one container at most
-  double conn_timeout = 5;     // seconds for each remote connect, read and write
-  int request_tries = 3;       // local object GET attempts
+  double interval = 300;                  // seconds between the starts of two passes
+  double container_time = 60;             // seconds a pass spends on one container at most
+  double conn_timeout = 5;                // seconds for each remote connect, read and write
+  int request_tries = 3;                  // local object GET attempts
   std::vector<std::string> sync_proxies;  // http://host:port of forward proxies; empty = none
   // The local object GETs (Swift's internal client: internal_client_conf_path's
   // [app:proxy-server]).
