@@ -454,6 +454,10 @@ net::awaitable<RemoteAnswer> ContainerSync::Impl::remote(const SyncJob& job,
     std::vector<char> buf(kChunk);
     uint64_t sent = 0;
     while (sent < length) {
+      if (cancelled.load()) {  // the server stops: a cut body stores nothing remotely
+        out.error = "stopping";
+        co_return out;
+      }
       auto n = co_await body->conn->read_body(
           std::span<char>(buf.data(), std::min<uint64_t>(buf.size(), length - sent)));
       if (!n.ok() || *n == 0) {

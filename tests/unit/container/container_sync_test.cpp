@@ -154,7 +154,7 @@ struct SyncFixture {
   }};
   std::unique_ptr<ContainerSync> sync;
 
-  SyncFixture() {
+  explicit SyncFixture(std::vector<std::string> sync_proxies = {}) {
     std::filesystem::create_directory(dir.path("sd0"));
     config.devices = dir.root();
     config.mount_check = false;
@@ -166,8 +166,15 @@ struct SyncFixture {
     config.swift.hash_path_suffix = "suf";
     config.swift_dir = dir.root();
     devices = std::make_unique<DbDevices>(config, apus::common::io::default_fs(), nullptr);
+    // With sync_proxy set, the cluster's own address is never connected to.
     std::ofstream(dir.path("container-sync-realms.conf"))
-        << "[realm1]\nkey = realmkey\ncluster_c1 = http://127.0.0.1:" << remote.port() << "/v1/\n";
+        << "[realm1]\nkey = realmkey\ncluster_c1 = http://"
+        << (sync_proxies.empty() ? "127.0.0.1:" + std::to_string(remote.port())
+                                 : std::string("127.0.0.9:1"))
+        << "/v1/\n";
+    for (auto& proxy : sync_proxies) {
+      proxy = "http://127.0.0.1:" + std::to_string(remote.port()) + proxy;
+    }
     apus::ring::RingData ring;
     apus::ring::Device dev;
     dev.ip = dev.replication_ip = "127.0.0.1";
@@ -179,6 +186,7 @@ struct SyncFixture {
     ring.part_shift = 32;
     ContainerSyncConfig sc;
     sc.swift_dir = dir.root();
+    sc.sync_proxies = sync_proxies;
     sync = std::make_unique<ContainerSync>(
         sc, config, *devices,
         std::make_shared<apus::common::ContainerSyncRealms>(dir.path("container-sync-realms.conf")),
@@ -309,4 +317,27 @@ TEST_CASE_FIXTURE(SyncFixture, "containers that cannot sync send nothing") {
   }
   CHECK(take().empty());
   CHECK(info().x_container_sync_point1 == -1);
+}
+
+namespace {
+struct ProxiedSyncFixture : SyncFixture {
+  ProxiedSyncFixture() : SyncFixture({""}) {}
+};
+}  // namespace
+
+TEST_CASE_FIXTURE(ProxiedSyncFixture, "sync_proxy gets the absolute URL") {
+  create("//realm1/c1/AUTH_b/dst");
+  tombstone("o 1", "1700000001.00000");
+  auto stats = sync->run_once();
+  CHECK(stats.deletes == 1);
+  auto seen_now = take();
+  REQUIRE(seen_now.size() == 1);
+  CHECK(seen_now[0].path == "http://127.0.0.9:1/v1/AUTH_b/dst/o%201");
+  CHECK(seen_now[0].headers.get_or("Host", "") == "127.0.0.9:1");
+  std::string auth(seen_now[0].headers.get_or("X-Container-Sync-Auth", ""));
+  std::string nonce = auth.substr(7, 32);
+  // The signature covers the path only, as the remote proxy sees it.
+  CHECK(auth.substr(auth.rfind(' ') + 1) ==
+        apus::common::container_sync_sig("DELETE", "/v1/AUTH_b/dst/o%201", "1700000001.00000",
+                                         nonce, "realmkey", "userkey"));
 }
