@@ -143,6 +143,7 @@ HeaderMap sync_put_headers(const HeaderMap& object_headers) {
   }
   for (std::string_view name : kDropped) out.erase(name);
   out.erase_prefix("X-Object-Sysmeta-");
+  out.erase_prefix("X-Object-Transient-Sysmeta-");
   out.erase_prefix("X-Backend-");
   if (auto etag = object_headers.get("Etag")) {
     out.set("Etag", common::http::normalize_etag(*etag));

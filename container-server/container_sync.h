@@ -30,8 +30,8 @@
 // (their replication addresses): every primary is asked (a handoff replaces one that fails)
 // and the newest X-Timestamp wins, as Swift's X-Newest; the winner's body streams into the
 // remote PUT through one 64 KiB buffer, so memory does not grow with the object. The PUT
-// carries the object's headers but Date and Last-Modified, backend headers and sysmeta, with
-// the ETag unquoted, swift_bytes dropped from Content-Type, and symlink sysmeta shown as
+// carries the object's headers but Date and Last-Modified, backend headers and (transient)
+// sysmeta, with the ETag unquoted, swift_bytes dropped from Content-Type, and symlink sysmeta shown as
 // X-Symlink-Target/-Account/-Etag/-Bytes (what Swift's ?symlink=get GET shows), so the remote
 // stores the link, not its target. Object-versioning links and containers with versioning
 // sysmeta are skipped, as Swift does. Each remote request carries X-Timestamp and

@@ -44,6 +44,7 @@ TEST_CASE("sync_put_headers keeps the object's headers and drops the GET's own")
   in.set("Content-Length", "12");
   in.set("X-Object-Meta-Color", "blue");
   in.set("X-Object-Sysmeta-Crypto-Body-Meta", "secret");
+  in.set("X-Object-Transient-Sysmeta-Crypto-Meta", "secret");
   in.set("X-Backend-Timestamp", "1700000000.12345");
   in.set("X-Backend-Data-Timestamp", "1700000000.12345");
   in.set("Content-Disposition", "inline");
@@ -58,7 +59,8 @@ TEST_CASE("sync_put_headers keeps the object's headers and drops the GET's own")
   CHECK(out.get_or("X-Delete-At", "") == "9999999999");
   for (const char* gone :
        {"Last-Modified", "Date", "Content-Length", "Connection",
-        "X-Object-Sysmeta-Crypto-Body-Meta", "X-Backend-Timestamp", "X-Backend-Data-Timestamp"}) {
+        "X-Object-Sysmeta-Crypto-Body-Meta", "X-Object-Transient-Sysmeta-Crypto-Meta",
+        "X-Backend-Timestamp", "X-Backend-Data-Timestamp"}) {
     CHECK_MESSAGE(!out.contains(gone), gone);
   }
 }
