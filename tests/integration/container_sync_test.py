@@ -295,8 +295,9 @@ def apus_sync_proxy(cluster):
     try:
         return cluster.start_proxy(
             "proxy-sync", pipeline="catch_errors gatekeeper healthcheck proxy-logging cache "
-            "listing_formats container_sync tempauth symlink proxy-server",
+            "listing_formats container_sync tempauth slo symlink proxy-server",
             filters="[filter:container_sync]\nuse = egg:swift#container_sync\n"
+                    "[filter:slo]\nuse = egg:swift#slo\n"
                     "[filter:symlink]\nuse = egg:swift#symlink\n")
     except RuntimeError as e:
         print("SKIP Apus to Apus: apus-proxy-server has no container_sync middleware (%s)"
