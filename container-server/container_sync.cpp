@@ -25,6 +25,7 @@
 #include "common/log/log.h"
 #include "common/metrics/metrics.h"
 #include "common/timestamp.h"
+#include "ring/ring_reloader.h"
 
 namespace apus::container {
 
@@ -342,8 +343,12 @@ ring::Ring* ContainerSync::Impl::object_ring(int policy) {
   if (it != object_rings.end()) return it->second.get();
   if (!server.swift.policies.by_index(policy)) return nullptr;
   std::string name = policy == 0 ? "object" : "object-" + std::to_string(policy);
+  // Reloaded by the shared reloader's thread when the file changes, as the container ring.
+  ring::RingOptions options;
+  options.reloader = ring::RingReloader::shared();
   auto r = ring::Ring::open(config.swift_dir + "/" + name + ".ring.gz",
-                            {server.swift.hash_path_prefix, server.swift.hash_path_suffix});
+                            {server.swift.hash_path_prefix, server.swift.hash_path_suffix},
+                            std::move(options));
   if (!r.ok()) {
     APUS_LOG_ERROR("container sync: cannot load the ring of policy " + std::to_string(policy) +
                    ": " + r.status().to_string());
