@@ -130,10 +130,12 @@ std::optional<Response> ContainerServer::bad_sync_to(const Request& req) const {
 }
 
 ContainerServer::ContainerServer(const DbServerConfig& config, DbDevices& devices,
-                                 std::unique_ptr<ContainerUpdater> updater)
+                                 std::unique_ptr<ContainerUpdater> updater,
+                                 std::unique_ptr<ContainerSync> sync)
     : config_(config),
       devices_(devices),
       updater_(std::move(updater)),
+      sync_(std::move(sync)),
       realms_(std::make_shared<common::ContainerSyncRealms>(config.swift_dir +
                                                             "/container-sync-realms.conf")) {
   if (auto* m = devices_.metrics()) {
@@ -145,9 +147,11 @@ ContainerServer::ContainerServer(const DbServerConfig& config, DbDevices& device
 
 void ContainerServer::start_background() {
   if (updater_) updater_->start();
+  if (sync_) sync_->start();
 }
 
 void ContainerServer::stop_background() {
+  if (sync_) sync_->stop();
   if (updater_) updater_->stop();
 }
 
@@ -173,8 +177,27 @@ Result<std::unique_ptr<DbServer>> make_container_server(const common::Config& co
                        ring.status().to_string() + ")");
     }
   }
-  return std::unique_ptr<DbServer>(
-      std::make_unique<ContainerServer>(config, devices, std::move(updater)));
+  auto sync_config = ContainerSyncConfig::from_config(conf);
+  if (!sync_config.ok()) return sync_config.status();
+  std::unique_ptr<ContainerSync> sync;
+  if (sync_config->enabled) {
+    ring::RingOptions ring_options;
+    ring_options.reloader = ring::RingReloader::shared();
+    auto ring = ring::Ring::open(sync_config->swift_dir + "/container.ring.gz",
+                                 {config.swift.hash_path_prefix, config.swift.hash_path_suffix},
+                                 std::move(ring_options));
+    if (ring.ok()) {
+      auto realms = std::make_shared<common::ContainerSyncRealms>(
+          config.swift_dir + "/container-sync-realms.conf");
+      sync = std::make_unique<ContainerSync>(std::move(*sync_config), config, devices,
+                                             std::move(realms), std::move(*ring));
+    } else {
+      APUS_LOG_WARNING("no container sync: no container ring (" + ring.status().to_string() +
+                       ")");
+    }
+  }
+  return std::unique_ptr<DbServer>(std::make_unique<ContainerServer>(
+      config, devices, std::move(updater), std::move(sync)));
 }
 
 net::awaitable<void> ContainerServer::handle(Exchange& ex) {

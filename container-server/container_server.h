@@ -14,6 +14,7 @@
 #include <memory>
 
 #include "common/container_sync_realms.h"
+#include "container-server/container_sync.h"
 #include "container-server/container_updater.h"
 #include "container-server/db_server.h"
 
@@ -21,9 +22,11 @@ namespace apus::container {
 
 class ContainerServer final : public DbServer {
  public:
-  // `config` and `devices` must outlive the server. `updater` (nullable) runs while it serves.
+  // `config` and `devices` must outlive the server. `updater` and `sync` (nullable) run while
+  // it serves.
   ContainerServer(const DbServerConfig& config, DbDevices& devices,
-                  std::unique_ptr<ContainerUpdater> updater = nullptr);
+                  std::unique_ptr<ContainerUpdater> updater = nullptr,
+                  std::unique_ptr<ContainerSync> sync = nullptr);
 
   // DbServer
   boost::asio::awaitable<void> handle(common::http::Exchange& ex) override;
@@ -60,13 +63,15 @@ class ContainerServer final : public DbServer {
   const DbServerConfig& config_;
   DbDevices& devices_;
   std::unique_ptr<ContainerUpdater> updater_;
+  std::unique_ptr<ContainerSync> sync_;
   // container-sync-realms.conf, for the X-Container-Sync-To values a PUT or POST may set.
   std::shared_ptr<common::ContainerSyncRealms> realms_;
   common::HistogramHandle phase_account_update_;  // apus_db_phase_seconds{phase=account_update}
 };
 
 // The container server of a program config (MakeDbServer), with its updater when
-// [container-updater] leaves it enabled and swift_dir has an account ring.
+// [container-updater] leaves it enabled and swift_dir has an account ring, and its container
+// sync when [container-sync] leaves it enabled and swift_dir has a container ring.
 common::Result<std::unique_ptr<DbServer>> make_container_server(const common::Config& conf,
                                                                 const DbServerConfig& config,
                                                                 DbDevices& devices);

@@ -179,6 +179,11 @@ class TimedStore final : public ListingStore {
     common::ScopedTimer t(listing_);
     return inner_->list_containers(db, q);
   }
+  Result<std::vector<ObjectRecord>> objects_since(std::string_view db, int64_t after_rowid,
+                                                  size_t limit) override {
+    common::ScopedTimer t(listing_);
+    return inner_->objects_since(db, after_rowid, limit);
+  }
 
  private:
   std::unique_ptr<ListingStore> inner_;

@@ -432,6 +432,57 @@ class RocksListingStore final : public ListingStore {
     return out;
   }
 
+  Result<std::vector<ObjectRecord>> objects_since(std::string_view db, int64_t after_rowid,
+                                                  size_t limit) override {
+    if (options_.type != DbType::kContainer) {
+      return Status::invalid_argument("objects_since on an account store");
+    }
+    const rocksdb::Snapshot* snap = db_->GetSnapshot();
+    struct Release {
+      rocksdb::DB* db;
+      const rocksdb::Snapshot* snap;
+      ~Release() { db->ReleaseSnapshot(snap); }
+    } release{db_.get(), snap};
+    auto info = read_info(db, snap);
+    if (!info.ok()) return info.status();
+    if (!info->has_value()) return Status::not_found("no such container");
+    std::vector<ObjectRecord> out;
+    // The sequence keys of `db` are "s" + varint(len(db)) + db + be64(rowid); each value is
+    // the row's key without its "r", i.e. the same varint(len(db)) + db, then be32(policy)
+    // and the name.
+    std::string prefix = "s";
+    put_string(prefix, db);
+    std::string end = prefix;
+    put_be64(end, UINT64_MAX);
+    rocksdb::ReadOptions ro;
+    ro.snapshot = snap;
+    rocksdb::Slice upper(end);
+    ro.iterate_upper_bound = &upper;
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro));
+    const size_t db_part = prefix.size() - 1;  // varint(len(db)) + db
+    for (it->Seek(seq_key(db, std::max<int64_t>(after_rowid, -1) + 1));
+         it->Valid() && out.size() < limit; it->Next()) {
+      std::string_view value(it->value().data(), it->value().size());
+      if (value.size() < db_part + 4) return Status::corruption("bad sequence entry");
+      std::string row_key = "r";
+      row_key.append(value);
+      std::string row;
+      rocksdb::Status s = db_->Get(ro, row_key, &row);
+      if (s.IsNotFound()) continue;  // cannot happen: row and entry change in one batch
+      if (!s.ok()) return from_rocksdb(s);
+      ObjectRecord rec;
+      if (!decode_row(row, rec)) return Status::corruption("bad object row");
+      const auto* p = reinterpret_cast<const uint8_t*>(value.data() + db_part);
+      rec.storage_policy_index =
+          static_cast<int>((uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) |
+                           (uint32_t{p[2]} << 8) | uint32_t{p[3]});
+      rec.name = std::string(value.substr(db_part + 4));
+      out.push_back(std::move(rec));
+    }
+    if (!it->status().ok()) return from_rocksdb(it->status());
+    return out;
+  }
+
   Result<std::vector<ContainerEntry>> list_containers(std::string_view db,
                                                       const ListingQuery& q) override {
     std::vector<ContainerEntry> out;
@@ -990,6 +1041,13 @@ class ReopeningStore final : public ListingStore {
     if (!inner_) return closed();
     return inner_->list_containers(db, q);
   }
+  Result<std::vector<ObjectRecord>> objects_since(std::string_view db, int64_t after_rowid,
+                                                  size_t limit) override {
+    if (closed_.load(std::memory_order_acquire)) (void)maybe_reopen();
+    common::ReaderMutexLock lock(&mutex_);
+    if (!inner_) return closed();
+    return inner_->objects_since(db, after_rowid, limit);
+  }
 
  private:
   Status closed() const {
@@ -1053,6 +1111,26 @@ class ReopeningStore final : public ListingStore {
 };
 
 }  // namespace
+
+Status ListingStore::set_sync_points(std::string_view db, std::string_view sync_to,
+                                     std::optional<int64_t> point1,
+                                     std::optional<int64_t> point2) {
+  bool changed = false;
+  Status s = update_info(db, [&](std::optional<DbInfo>& info) -> Result<bool> {
+    if (!info) return Status::not_found("no such container");
+    auto stored = info->metadata.find("X-Container-Sync-To");
+    if (stored == info->metadata.end() || stored->second.value != sync_to) {
+      changed = true;
+      return false;
+    }
+    if (point1) info->x_container_sync_point1 = *point1;
+    if (point2) info->x_container_sync_point2 = *point2;
+    return true;
+  });
+  if (!s.ok()) return s;
+  if (changed) return Status::conflict("X-Container-Sync-To changed");
+  return Status();
+}
 
 Result<std::unique_ptr<ListingStore>> ListingStore::open(const std::string& path,
                                                          StoreOptions options) {

@@ -196,6 +196,22 @@ class ListingStore {
   virtual common::Result<std::vector<ContainerEntry>> list_containers(std::string_view db,
                                                                       const ListingQuery& q) = 0;
 
+  // Swift's get_items_since for container databases: up to `limit` object rows (every policy,
+  // deleted rows included) whose ROWID is greater than `after_rowid`, in ROWID order, each with
+  // its name, policy and rowid set; one ordered walk of the `s` sequence keys on a snapshot.
+  // NotFound when `db` does not exist; InvalidArgument on an account store.
+  virtual common::Result<std::vector<ObjectRecord>> objects_since(std::string_view db,
+                                                                  int64_t after_rowid,
+                                                                  size_t limit) = 0;
+
+  // Swift's set_x_container_sync_points: sets the container's sync points (a nullopt leaves
+  // that point as it is), provided the container still syncs to `sync_to` (its stored
+  // X-Container-Sync-To value): Conflict, with nothing written, when that changed (a new
+  // Sync-To resets both points, which a sync pass begun before must not undo). NotFound when
+  // `db` does not exist.
+  common::Status set_sync_points(std::string_view db, std::string_view sync_to,
+                                 std::optional<int64_t> point1, std::optional<int64_t> point2);
+
  protected:
   explicit ListingStore(StoreOptions options) : options_(options) {}
   StoreOptions options_;

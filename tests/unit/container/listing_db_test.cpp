@@ -310,3 +310,80 @@ TEST_CASE("reclaim drops old tombstones, emptied metadata and dead databases") {
   REQUIRE(gone.ok());
   CHECK_FALSE(gone->has_value());
 }
+
+TEST_CASE_FIXTURE(Store, "objects_since walks rows in ROWID order with tombstones and policies") {
+  create("c");
+  put("c", "b", "1700000001.00000");
+  put("c", "a", "1700000002.00000");
+  put("c", "p1", "1700000003.00000", 5, false, 1);
+  put("c", "b", "1700000004.00000", 0, /*deleted=*/true);  // rewritten: a new ROWID
+  auto all = store->objects_since("c", -1, 100);
+  REQUIRE(all.ok());
+  REQUIRE(all->size() == 3);  // b's old row is gone with its sequence entry
+  CHECK((*all)[0].name == "a");
+  CHECK((*all)[0].rowid == 2);
+  CHECK_FALSE((*all)[0].deleted);
+  CHECK((*all)[1].name == "p1");
+  CHECK((*all)[1].storage_policy_index == 1);
+  CHECK((*all)[1].size == 5);
+  CHECK((*all)[2].name == "b");
+  CHECK((*all)[2].rowid == 4);
+  CHECK((*all)[2].deleted);
+  CHECK((*all)[2].created_at == "1700000004.00000");
+  CHECK(info("c").max_row == 4);
+
+  auto after = store->objects_since("c", 2, 100);
+  REQUIRE(after.ok());
+  REQUIRE(after->size() == 2);
+  CHECK((*after)[0].rowid == 3);
+  auto one = store->objects_since("c", 0, 1);
+  REQUIRE(one.ok());
+  REQUIRE(one->size() == 1);
+  CHECK((*one)[0].name == "a");
+  auto none = store->objects_since("c", 4, 100);
+  REQUIRE(none.ok());
+  CHECK(none->empty());
+  CHECK(store->objects_since("missing", -1, 10).status().code() ==
+        apus::common::Status::Code::kNotFound);
+}
+
+TEST_CASE_FIXTURE(Store, "objects_since stays inside its own database") {
+  // "c" is a prefix of "c2": the varint length in the key keeps their sequences apart.
+  create("c");
+  create("c2");
+  put("c2", "x", "1700000001.00000");
+  put("c", "y", "1700000002.00000");
+  put("c2", "z", "1700000003.00000");
+  auto c = store->objects_since("c", -1, 100);
+  REQUIRE(c.ok());
+  REQUIRE(c->size() == 1);
+  CHECK((*c)[0].name == "y");
+  auto c2 = store->objects_since("c2", -1, 100);
+  REQUIRE(c2.ok());
+  REQUIRE(c2->size() == 2);
+  CHECK((*c2)[1].name == "z");
+}
+
+TEST_CASE_FIXTURE(Store, "set_sync_points sets either point while Sync-To is unchanged") {
+  create("c");
+  REQUIRE(store
+              ->update_info("c",
+                            [](std::optional<DbInfo>& i) -> Result<bool> {
+                              i->metadata["X-Container-Sync-To"] = {"//r/c/a/d", "1"};
+                              return true;
+                            })
+              .ok());
+  CHECK(info("c").x_container_sync_point1 == -1);
+  REQUIRE(store->set_sync_points("c", "//r/c/a/d", 6, std::nullopt).ok());
+  CHECK(info("c").x_container_sync_point1 == 6);
+  CHECK(info("c").x_container_sync_point2 == -1);
+  REQUIRE(store->set_sync_points("c", "//r/c/a/d", std::nullopt, 3).ok());
+  CHECK(info("c").x_container_sync_point1 == 6);
+  CHECK(info("c").x_container_sync_point2 == 3);
+  // Another Sync-To (the server reset the points): nothing is written.
+  CHECK(store->set_sync_points("c", "//r/c/a/other", 9, 9).code() ==
+        apus::common::Status::Code::kConflict);
+  CHECK(info("c").x_container_sync_point1 == 6);
+  CHECK(store->set_sync_points("missing", "x", 1, 1).code() ==
+        apus::common::Status::Code::kNotFound);
+}
