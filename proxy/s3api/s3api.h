@@ -11,9 +11,15 @@
 // adds is kept in Swift's layout (s3api sysmeta), so Swift clients and Swift's own s3api see the
 // same data. Answers go back as S3's XML and headers (s3_response.h).
 //
-// Served so far (issue 15 builds the rest): ListBuckets, and bucket HEAD, PUT (location
-// constraint, canned x-amz-acl) and DELETE. Every other S3 operation answers S3's 501
-// NotImplemented.
+// Served so far (issue 15 builds the rest): ListBuckets; bucket HEAD, PUT (location
+// constraint, canned x-amz-acl), DELETE and ListObjects v1/v2; object GET, HEAD (with S3's
+// Range emulation), PUT (Content-MD5, a signed payload's SHA-256 checked as it streams) and
+// DELETE (a multipart upload's segments too). Every other S3 operation answers S3's 501
+// NotImplemented, as do aws-chunked uploads and PUT-copy for now.
+//
+// Known gap: Apus's HTTP server hands on header names as Swift's WSGI server does ('_' read
+// as '-'), and keeps no raw names, so a Version 4 signature over a header name with '_' (an
+// x-amz-meta-foo_bar) does not check; Swift's s3api reads eventlet's raw headers there.
 //
 // Options ([filter:s3api], Swift's names and defaults): location (us-east-1),
 // storage_domain (virtual-hosted-style buckets), dns_compliant_bucket_names (true),

@@ -1,0 +1,427 @@
+// s3api's service and bucket operations (s3_request.h): ListBuckets, bucket HEAD, PUT and
+// DELETE, ListObjects v1 and v2.
+#include <boost/json.hpp>
+
+#include <array>
+#include <cstdio>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <variant>
+
+#include "common/config/config.h"
+#include "common/http/date.h"
+#include "common/http/url.h"
+#include "common/utf8.h"
+#include "proxy/s3api/s3_response.h"
+#include "proxy/s3api/s3_request.h"
+#include "proxy/s3api/s3api.h"
+
+namespace apus::proxy::s3api {
+
+namespace net = boost::asio;
+using common::http::Exchange;
+using common::http::Request;
+using common::http::Response;
+
+namespace {
+
+// The largest CreateBucketConfiguration body read (Swift's MAX_PUT_BUCKET_BODY_SIZE).
+constexpr size_t kMaxPutBucketBody = 10240;
+// The largest account listing read for ListBuckets.
+constexpr size_t kMaxAccountListing = 64u << 20;
+
+}  // namespace
+
+// ---- the service: ListBuckets ------------------------------------------------------------------
+
+net::awaitable<Response> list_buckets(S3Request& s3) {
+  const S3ApiConfig& config = s3.config;
+  auto answer = co_await call_swift(s3, "GET", "", std::nullopt, "format=json", kMaxAccountListing);
+  if (auto* e = std::get_if<S3Error>(&answer)) co_return s3.error(*e);
+  const Response& r = std::get<Response>(answer);
+  if (r.status != 200) co_return s3.error(unexpected(s3, r));
+  boost::system::error_code ec;
+  auto listing = boost::json::parse(r.body, ec);
+  if (ec || !listing.is_array()) co_return s3.error(errors::internal_error());
+  pugi::xml_node root;
+  auto doc = result_document("ListAllMyBucketsResult", &root);
+  pugi::xml_node owner = root.append_child("Owner");
+  add_text(owner, "ID", s3.user_id());
+  add_text(owner, "DisplayName", s3.user_id());
+  pugi::xml_node buckets = root.append_child("Buckets");
+  for (const auto& item : listing.as_array()) {
+    if (!item.is_object() || !item.as_object().contains("name")) continue;
+    const auto& name = item.as_object().at("name");
+    if (!name.is_string()) continue;
+    std::string n(name.as_string());
+    if (!valid_bucket_name(n, config.dns_compliant_bucket_names)) continue;
+    pugi::xml_node b = buckets.append_child("Bucket");
+    add_text(b, "Name", n);
+    // Swift keeps no creation time a client could use; s3api answers this fixed one.
+    add_text(b, "CreationDate", "2009-02-03T16:45:09.000Z");
+  }
+  co_return xml_response(200, to_xml(doc), s3.env.trans_id);
+}
+
+// ---- buckets ---------------------------------------------------------------------------------
+
+net::awaitable<Response> head_bucket(S3Request& s3) {
+  auto answer = co_await call_swift(s3, "HEAD", s3.bucket, std::nullopt);
+  if (auto* e = std::get_if<S3Error>(&answer)) co_return s3.error(*e);
+  Response& r = std::get<Response>(answer);
+  if (r.status == 404) co_return s3.error(errors::no_such_bucket(s3.bucket));
+  if (r.status != 204) co_return s3.error(unexpected(s3, r));
+  Response out;
+  out.status = 200;
+  out.headers = swift_to_s3_headers(r.headers);
+  out.headers.set("x-amz-id-2", s3.env.trans_id);
+  out.headers.set("x-amz-request-id", s3.env.trans_id);
+  co_return out;
+}
+
+// The body of a bucket PUT: nothing, or a CreateBucketConfiguration naming this location.
+static net::awaitable<std::optional<S3Error>> check_location(Exchange& ex, const S3ApiConfig& config) {
+  const Request& req = ex.request();
+  if (auto te = req.headers.get("Transfer-Encoding");
+      te && common::http::to_lower(*te) != "chunked") {
+    S3Error e = errors::not_implemented(
+        "A header you provided implies functionality that is not implemented");
+    e.details.emplace_back("Header", "Transfer-Encoding");
+    co_return e;
+  }
+  if (req.content_length && *req.content_length > kMaxPutBucketBody) {
+    co_return errors::malformed_xml();
+  }
+  if (!req.chunked && req.content_length.value_or(0) == 0) co_return std::nullopt;
+  std::string body;
+  std::array<char, 4096> buf;
+  for (;;) {
+    auto n = co_await ex.read_body(std::span<char>(buf.data(), buf.size()));
+    if (!n.ok()) co_return errors::internal_error();
+    if (*n == 0) break;
+    body.append(buf.data(), *n);
+    if (body.size() > kMaxPutBucketBody) co_return errors::malformed_xml();
+  }
+  if (body.empty()) co_return std::nullopt;
+  pugi::xml_document doc;
+  // No DOCTYPE or entity expansion: pugixml never fetches or expands external entities.
+  auto parsed = doc.load_buffer(body.data(), body.size(), pugi::parse_default & ~pugi::parse_doctype);
+  pugi::xml_node root = doc.document_element();
+  if (!parsed || std::string_view(root.name()) != "CreateBucketConfiguration") {
+    co_return errors::malformed_xml();
+  }
+  std::string location = root.child("LocationConstraint").text().get();
+  std::string lower = common::http::to_lower(config.auth.location);
+  if (location != config.auth.location && location != lower) {
+    co_return errors::invalid_location_constraint();
+  }
+  co_return std::nullopt;
+}
+
+net::awaitable<Response> put_bucket(Exchange& ex, S3Request& s3) {
+  if (auto e = co_await check_location(ex, s3.config)) co_return s3.error(*e);
+  auto answer = co_await call_swift(s3, "PUT", s3.bucket, std::nullopt);
+  if (auto* e = std::get_if<S3Error>(&answer)) co_return s3.error(*e);
+  Response& r = std::get<Response>(answer);
+  if (r.status == 202) {
+    // The container was there already. Without S3 ACLs no other owner is recorded, so it is
+    // the user's own (Swift's _bucket_put_accepted_error).
+    co_return s3.error(errors::bucket_already_owned_by_you(s3.bucket));
+  }
+  if (r.status != 201) co_return s3.error(unexpected(s3, r));
+  Response out;
+  out.status = 200;
+  out.headers = swift_to_s3_headers(r.headers);
+  out.headers.set("Location", "/" + s3.bucket);
+  out.headers.set("x-amz-id-2", s3.env.trans_id);
+  out.headers.set("x-amz-request-id", s3.env.trans_id);
+  out.body.clear();
+  out.headers.set("Content-Length", "0");
+  co_return out;
+}
+
+
+// ---- ListObjects (v1 and v2) ------------------------------------------------------------------
+
+// Swift's get_validated_param(): an integer query parameter in [0, 2^31-1], capped at `limit`.
+static std::variant<int64_t, S3Error> validated_param(const S3Request& s3, const std::string& name,
+                                               int64_t def, int64_t limit = kMax32BitInt) {
+  auto it = s3.params.find(name);
+  if (it == s3.params.end()) return def;
+  auto v = common::parse_python_int(it->second);
+  if (v && *v < 0) {
+    return S3Error::invalid_argument(name, it->second,
+                                     "Argument " + name + " must be an integer between 0 and " +
+                                         std::to_string(kMax32BitInt));
+  }
+  if (!v || *v > kMax32BitInt) {
+    return S3Error::invalid_argument(name, it->second,
+                                     "Provided " + name + " not an integer or within integer range");
+  }
+  return std::min(*v, limit);
+}
+
+// A query parameter that must be UTF-8 (Swift's _validated_utf8_param).
+static std::variant<std::optional<std::string>, S3Error> utf8_param(const S3Request& s3,
+                                                             const std::string& name) {
+  auto it = s3.params.find(name);
+  if (it == s3.params.end()) return std::optional<std::string>();
+  if (!it->second.empty() && !common::valid_utf8(it->second)) {
+    return S3Error::invalid_argument(name, common::http::quote(it->second));
+  }
+  return std::optional<std::string>(it->second);
+}
+
+// A listing's last_modified ("2026-12-02T01:30:15.123450") as S3 writes times: rounded up to
+// the second, "2026-12-02T01:30:16.000Z".
+static std::string s3_time(std::string_view iso) {
+  if (iso.size() < 19) return std::string(iso);
+  auto num = [&](size_t pos, size_t len) {
+    int v = 0;
+    for (size_t i = pos; i < pos + len; ++i) v = v * 10 + (iso[i] - '0');
+    return v;
+  };
+  int64_t t = common::http::epoch_from_civil(num(0, 4), num(5, 2), num(8, 2), num(11, 2),
+                                             num(14, 2), num(17, 2));
+  bool fraction = false;
+  for (size_t i = 20; i < iso.size(); ++i) fraction = fraction || iso[i] != '0';
+  if (fraction) ++t;
+  auto c = common::http::civil_from_epoch(t);
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%04lld-%02d-%02dT%02d:%02d:%02d.000Z",
+                static_cast<long long>(c.year), c.month, c.day, c.hour, c.minute, c.second);
+  return buf;
+}
+
+static std::string base64_encode(std::string_view bytes) {
+  static const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  size_t i = 0;
+  for (; i + 2 < bytes.size(); i += 3) {
+    uint32_t v = (uint8_t(bytes[i]) << 16) | (uint8_t(bytes[i + 1]) << 8) | uint8_t(bytes[i + 2]);
+    out += kAlphabet[v >> 18];
+    out += kAlphabet[(v >> 12) & 63];
+    out += kAlphabet[(v >> 6) & 63];
+    out += kAlphabet[v & 63];
+  }
+  if (i < bytes.size()) {
+    uint32_t v = uint8_t(bytes[i]) << 16;
+    if (i + 1 < bytes.size()) v |= uint8_t(bytes[i + 1]) << 8;
+    out += kAlphabet[v >> 18];
+    out += kAlphabet[(v >> 12) & 63];
+    out += i + 1 < bytes.size() ? kAlphabet[(v >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
+// Python's b64decode(token, validate=True) then UTF-8: nullopt for anything else.
+static std::optional<std::string> base64_decode_strict(std::string_view s) {
+  if (s.size() % 4 != 0) return std::nullopt;
+  auto value = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+  };
+  std::string out;
+  for (size_t i = 0; i < s.size(); i += 4) {
+    int v[4];
+    int pad = 0;
+    for (int j = 0; j < 4; ++j) {
+      char c = s[i + j];
+      if (c == '=' && i + 4 == s.size() && j >= 2) {
+        v[j] = 0;
+        ++pad;
+      } else {
+        if (pad) return std::nullopt;
+        v[j] = value(c);
+        if (v[j] < 0) return std::nullopt;
+      }
+    }
+    uint32_t n = (v[0] << 18) | (v[1] << 12) | (v[2] << 6) | v[3];
+    out.push_back(static_cast<char>(n >> 16));
+    if (pad < 2) out.push_back(static_cast<char>((n >> 8) & 0xFF));
+    if (pad < 1) out.push_back(static_cast<char>(n & 0xFF));
+  }
+  if (!common::valid_utf8(out)) return std::nullopt;
+  return out;
+}
+
+static std::string json_text(const boost::json::object& o, const char* key) {
+  const auto* v = o.if_contains(key);
+  if (!v) return {};
+  if (v->is_string()) return std::string(v->as_string());
+  if (v->is_int64()) return std::to_string(v->as_int64());
+  if (v->is_uint64()) return std::to_string(v->as_uint64());
+  return {};
+}
+
+// The ETag a listing entry shows S3 clients (Swift's _add_object): a multipart upload's own,
+// an SLO's "<etag>-N", else the quoted MD5.
+static std::string listing_etag(const boost::json::object& o) {
+  std::string hash = json_text(o, "hash");
+  // "<md5>; s3_etag=<etag>" (s3api's listing filter splits it off, as here).
+  if (size_t semi = hash.find(';'); semi != std::string::npos) {
+    std::string params = hash.substr(semi);
+    if (size_t at = params.find("s3_etag="); at != std::string::npos) {
+      std::string v = params.substr(at + 8);
+      v = v.substr(0, v.find(';'));
+      while (!v.empty() && v.back() == ' ') v.pop_back();
+      return "\"" + v + "\"";
+    }
+    hash = hash.substr(0, semi);
+  }
+  if (o.contains("slo_etag")) {
+    std::string slo = json_text(o, "slo_etag");
+    std::erase(slo, '"');
+    return "\"" + slo + "-N\"";
+  }
+  if (hash.size() >= 2 && hash.front() == '"' && hash.back() == '"') return hash;
+  return "\"" + hash + "\"";
+}
+
+net::awaitable<Response> list_objects(S3Request& s3) {
+  const S3ApiConfig& config = s3.config;
+  auto tag = validated_param(s3, "max-keys", config.max_bucket_listing);
+  if (auto* e = std::get_if<S3Error>(&tag)) co_return s3.error(*e);
+  const int64_t tag_max_keys = std::get<int64_t>(tag);
+  const int64_t max_keys = std::min(tag_max_keys, config.max_bucket_listing);
+  std::optional<std::string> encoding;
+  if (auto it = s3.params.find("encoding-type"); it != s3.params.end()) {
+    if (it->second != "url") {
+      co_return s3.error(S3Error::invalid_argument("encoding-type", it->second,
+                                                   "Invalid Encoding Method specified in Request"));
+    }
+    encoding = it->second;
+  }
+  const bool url = encoding.has_value();
+  auto enc = [&](const std::string& v) { return url ? common::http::quote(v, "/") : v; };
+  // Swift's query: one more than asked, to tell whether the listing is truncated.
+  std::map<std::string, std::string> query = {{"limit", std::to_string(max_keys + 1)}};
+  for (const char* name : {"prefix", "delimiter"}) {
+    auto v = utf8_param(s3, name);
+    if (auto* e = std::get_if<S3Error>(&v)) co_return s3.error(*e);
+    if (auto& got = std::get<std::optional<std::string>>(v)) query[name] = *got;
+  }
+  int list_type = 1;
+  if (auto it = s3.params.find("list-type"); it != s3.params.end()) {
+    auto v = common::parse_python_int(it->second);
+    if (!v) {
+      co_return s3.error(S3Error::invalid_argument("list-type", it->second,
+                                                   "Argument list-type must be an integer"));
+    }
+    list_type = *v == 2 ? 2 : 1;
+  }
+  bool fetch_owner = false;
+  if (list_type == 2) {
+    auto start_after = utf8_param(s3, "start-after");
+    if (auto* e = std::get_if<S3Error>(&start_after)) co_return s3.error(*e);
+    if (auto& got = std::get<std::optional<std::string>>(start_after)) query["marker"] = *got;
+    if (auto it = s3.params.find("continuation-token"); it != s3.params.end()) {
+      auto decoded = base64_decode_strict(it->second);
+      if (!decoded) {
+        co_return s3.error(S3Error::invalid_argument("continuation-token",
+                                                     common::http::quote(it->second),
+                                                     "The continuation token provided is incorrect"));
+      }
+      query["marker"] = *decoded;
+    }
+    if (auto it = s3.params.find("fetch-owner"); it != s3.params.end()) {
+      fetch_owner = common::config_true_value(it->second);
+    }
+  } else {
+    auto marker = utf8_param(s3, "marker");
+    if (auto* e = std::get_if<S3Error>(&marker)) co_return s3.error(*e);
+    if (auto& got = std::get<std::optional<std::string>>(marker)) query["marker"] = *got;
+  }
+  std::string qs = "format=json";
+  for (const auto& [k, v] : query) qs += "&" + k + "=" + common::http::quote(v, "");
+  auto answer = co_await call_swift(s3, "GET", s3.bucket, std::nullopt, qs, 64u << 20);
+  if (auto* e = std::get_if<S3Error>(&answer)) co_return s3.error(*e);
+  const Response& r = std::get<Response>(answer);
+  if (r.status == 404) co_return s3.error(errors::no_such_bucket(s3.bucket));
+  if (r.status != 200 && r.status != 204) co_return s3.error(unexpected(s3, r));
+  boost::system::error_code ec;
+  auto listing = boost::json::parse(r.body.empty() ? "[]" : r.body, ec);
+  if (ec || !listing.is_array()) co_return s3.error(errors::internal_error());
+  auto& items = listing.as_array();
+  const bool truncated = max_keys > 0 && static_cast<int64_t>(items.size()) > max_keys;
+  if (static_cast<int64_t>(items.size()) > max_keys) items.resize(static_cast<size_t>(max_keys));
+  auto last_name = [&]() -> std::string {
+    const auto& o = items.back().as_object();
+    return o.contains("name") ? json_text(o, "name") : json_text(o, "subdir");
+  };
+  auto param = [&](const char* name) -> std::optional<std::string> {
+    auto it = s3.params.find(name);
+    if (it == s3.params.end()) return std::nullopt;
+    return it->second;
+  };
+
+  pugi::xml_node root;
+  auto doc = result_document("ListBucketResult", &root);
+  add_text(root, "Name", s3.bucket);
+  std::optional<std::string> prefix = param("prefix");
+  add_optional(root, "Prefix", prefix ? std::optional(enc(*prefix)) : std::nullopt);
+  if (list_type == 2) {
+    if (truncated && !items.empty()) add_text(root, "NextContinuationToken", base64_encode(last_name()));
+    if (auto token = param("continuation-token")) add_text(root, "ContinuationToken", *token);
+    if (auto start_after = param("start-after")) add_text(root, "StartAfter", enc(*start_after));
+    add_text(root, "KeyCount", std::to_string(items.size()));
+  } else {
+    std::optional<std::string> marker = param("marker");
+    add_optional(root, "Marker", marker ? std::optional(enc(*marker)) : std::nullopt);
+    if (truncated && s3.has("delimiter") && !items.empty()) {
+      add_text(root, "NextMarker", enc(last_name()));
+    }
+  }
+  add_text(root, "MaxKeys", std::to_string(tag_max_keys));
+  if (auto delimiter = param("delimiter"); delimiter && !delimiter->empty()) {
+    add_text(root, "Delimiter", enc(*delimiter));
+  }
+  if (url) add_text(root, "EncodingType", "url");
+  add_text(root, "IsTruncated", truncated ? "true" : "false");
+  for (const auto& item : items) {
+    if (!item.is_object()) continue;
+    const auto& o = item.as_object();
+    if (o.contains("subdir")) {
+      pugi::xml_node p = root.append_child("CommonPrefixes");
+      add_text(p, "Prefix", enc(json_text(o, "subdir")));
+      continue;
+    }
+    pugi::xml_node c = root.append_child("Contents");
+    add_text(c, "Key", enc(json_text(o, "name")));
+    add_text(c, "LastModified", s3_time(json_text(o, "last_modified")));
+    add_text(c, "ETag", listing_etag(o));
+    add_text(c, "Size", json_text(o, "bytes"));
+    if (fetch_owner || list_type != 2) {
+      pugi::xml_node owner = c.append_child("Owner");
+      add_text(owner, "ID", s3.user_id());
+      add_text(owner, "DisplayName", s3.user_id());
+    }
+    add_text(c, "StorageClass", "STANDARD");
+  }
+  co_return xml_response(200, to_xml(doc), s3.env.trans_id);
+}
+
+net::awaitable<Response> delete_bucket(S3Request& s3) {
+  auto answer = co_await call_swift(s3, "DELETE", s3.bucket, std::nullopt);
+  if (auto* e = std::get_if<S3Error>(&answer)) co_return s3.error(*e);
+  Response& r = std::get<Response>(answer);
+  if (r.status == 404) co_return s3.error(errors::no_such_bucket(s3.bucket));
+  if (r.status == 409) co_return s3.error(errors::bucket_not_empty());
+  if (r.status != 204) co_return s3.error(unexpected(s3, r));
+  Response out;
+  out.status = 204;
+  out.headers = swift_to_s3_headers(r.headers);
+  out.headers.set("x-amz-id-2", s3.env.trans_id);
+  out.headers.set("x-amz-request-id", s3.env.trans_id);
+  co_return out;
+}
+
+
+}  // namespace apus::proxy::s3api

@@ -1,0 +1,456 @@
+// s3api's object operations (s3_request.h): GET, HEAD, PUT and DELETE of an object, as Swift's
+// s3api ObjectController serves them. GET and PUT stream: the client's exchange goes down the
+// pipeline as the Swift request (an ObjectExchange), its body read through (and, for a signed
+// payload, hashed on the way), and the answer comes back translated into S3's headers, or
+// replaced by S3's XML error.
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <variant>
+
+#include "common/config/config.h"
+#include "common/crypto/hmac.h"
+#include "common/http/range.h"
+#include "common/http/url.h"
+#include "common/timestamp.h"
+#include "proxy/s3api/s3_request.h"
+#include "proxy/s3api/s3_response.h"
+#include "proxy/subrequest.h"
+
+namespace apus::proxy::s3api {
+
+namespace net = boost::asio;
+using common::Status;
+using common::http::Exchange;
+using common::http::ExchangeWrapper;
+using common::http::HeaderMap;
+using common::http::Request;
+using common::http::Response;
+
+namespace {
+
+constexpr std::string_view kEtagSysmeta = "X-Object-Sysmeta-S3api-Etag";
+
+S3Error make(int status, std::string code, std::string message) {
+  return {.status = status, .code = std::move(code), .message = std::move(message), .details = {}};
+}
+S3Error no_such_key(const std::string& key) {
+  S3Error e = make(404, "NoSuchKey", "The specified key does not exist.");
+  e.details.emplace_back("Key", key);
+  return e;
+}
+S3Error no_such_version(const std::string& key, const std::string& version) {
+  S3Error e = make(404, "NoSuchVersion", "The specified version does not exist.");
+  e.details.emplace_back("Key", key);
+  e.details.emplace_back("VersionId", version);
+  return e;
+}
+S3Error precondition_failed() {
+  return make(412, "PreconditionFailed",
+              "At least one of the preconditions you specified did not hold.");
+}
+S3Error request_timeout() {
+  return make(400, "RequestTimeout",
+              "Your socket connection to the server was not read from or written to within the "
+              "timeout period.");
+}
+S3Error sha256_mismatch(const std::string& expected, const std::string& computed) {
+  S3Error e = make(400, "XAmzContentSHA256Mismatch",
+                   "The provided 'x-amz-content-sha256' header does not match what was computed.");
+  e.details.emplace_back("ClientComputedContentSHA256", expected);
+  e.details.emplace_back("S3ComputedContentSHA256", computed);
+  return e;
+}
+
+bool is_hex_sha256(std::string_view v) {
+  return v.size() == 64 && std::all_of(v.begin(), v.end(), [](char c) {
+           return std::isxdigit(static_cast<unsigned char>(c)) != 0;
+         });
+}
+
+// 404 from an object request: NoSuchKey when the bucket is there, else NoSuchBucket (Swift's
+// not_found_handler; segment buckets count as there).
+net::awaitable<S3Error> not_found(S3Request& s3) {
+  if (s3.bucket.ends_with("+segments")) co_return no_such_key(*s3.key);
+  auto head = co_await call_swift(s3, "HEAD", s3.bucket, std::nullopt);
+  if (auto* r = std::get_if<Response>(&head); r && r->status >= 200 && r->status < 300) {
+    co_return no_such_key(*s3.key);
+  }
+  co_return errors::no_such_bucket(s3.bucket);
+}
+
+enum class Op { kGet, kHead, kPut };
+
+// The client's exchange as the Swift request of an object GET, HEAD or PUT: the Swift answer
+// goes back to the client as S3's, an error as S3's XML. A PUT whose payload is signed
+// (x-amz-content-sha256 of the body) is hashed as it is read, and a body that does not match
+// fails before its last bytes reach the object servers, so nothing is stored (Swift's
+// HashingInput).
+class ObjectExchange final : public ExchangeWrapper {
+ public:
+  ObjectExchange(Exchange& client, S3Request& s3, Op op, Request swift)
+      : ExchangeWrapper(client), s3_(s3), op_(op) {
+    mutable_request() = std::move(swift);
+    if (op == Op::kPut) {
+      std::string_view sha = s3.client.headers.get_or("X-Amz-Content-SHA256", "");
+      if (sha != "UNSIGNED-PAYLOAD" && !sha.empty() && s3.client.content_length) {
+        expected_sha_ = common::http::to_lower(sha);
+        left_ = *s3.client.content_length;
+      }
+    }
+  }
+
+  // The S3 error a failed body read stood for, if any (the app answers it as it can).
+  const std::optional<S3Error>& body_error() const { return body_error_; }
+
+  net::awaitable<common::Result<size_t>> read_body(std::span<char> buf) override {
+    auto n = co_await ExchangeWrapper::read_body(buf);
+    if (!n.ok() || !expected_sha_) co_return n;
+    sha_.update(std::string_view(buf.data(), *n));
+    bool bad = false;
+    if (*n > left_) {
+      bad = true;
+    } else {
+      left_ -= *n;
+      bad = (left_ == 0 && sha_.hex_digest() != *expected_sha_) || (*n == 0 && left_ > 0);
+    }
+    if (bad) {
+      body_error_ = sha256_mismatch(*expected_sha_, sha_.hex_digest());
+      co_return Status::invalid_argument("x-amz-content-sha256 mismatch");
+    }
+    co_return n;
+  }
+
+  net::awaitable<Status> write_body(std::string_view chunk) override {
+    if (replaced_) co_return Status();
+    co_return co_await ExchangeWrapper::write_body(chunk);
+  }
+  net::awaitable<Status> finish_response() override {
+    if (replaced_) co_return Status();
+    co_return co_await ExchangeWrapper::finish_response();
+  }
+
+ protected:
+  net::awaitable<Status> do_respond(Response r) override {
+    auto out = co_await translate(r.status, r.headers);
+    if (auto* e = std::get_if<S3Error>(&out)) {
+      replaced_ = true;
+      co_return co_await inner().respond(s3_.error(*e));
+    }
+    auto& [status, headers] = std::get<std::pair<int, HeaderMap>>(out);
+    r.status = status;
+    r.reason.clear();
+    r.headers = std::move(headers);
+    if (op_ == Op::kPut) r.body.clear();
+    co_return co_await inner().respond(std::move(r));
+  }
+
+  net::awaitable<Status> do_start_response(int status, HeaderMap headers,
+                                           std::optional<uint64_t> length) override {
+    auto out = co_await translate(status, headers);
+    if (auto* e = std::get_if<S3Error>(&out)) {
+      replaced_ = true;
+      co_return co_await inner().respond(s3_.error(*e));
+    }
+    auto& [s, h] = std::get<std::pair<int, HeaderMap>>(out);
+    co_return co_await inner().start_response(s, std::move(h), length);
+  }
+
+ private:
+  using Translated = std::variant<std::pair<int, HeaderMap>, S3Error>;
+
+  net::awaitable<Translated> translate(int status, const HeaderMap& swift) {
+    if (body_error_) co_return *body_error_;
+    const bool ok = op_ == Op::kPut ? (status == 201 || status == 202)
+                                    : (status == 200 || status == 206 || status == 304);
+    if (!ok) co_return co_await error_for(status);
+    HeaderMap h = swift_to_s3_headers(swift);
+    if (auto etag = swift.get(kEtagSysmeta); etag && !etag->empty()) {
+      h.set("ETag", *etag);
+    } else if (common::config_true_value(swift.get_or("X-Static-Large-Object", "")) &&
+               h.contains("ETag")) {
+      h.set("ETag", std::string(h.get_or("ETag", "")) + "-N");
+    }
+    if (auto etag = h.get("ETag"); etag && !etag->empty() && etag->front() != '"') {
+      h.set("ETag", "\"" + std::string(*etag) + "\"");
+    }
+    h.set("x-amz-id-2", s3_.env.trans_id);
+    h.set("x-amz-request-id", s3_.env.trans_id);
+    if (op_ == Op::kPut) {
+      h.set("Content-Length", "0");
+      co_return std::make_pair(200, std::move(h));
+    }
+    if (h.contains("x-amz-meta-deleted")) co_return no_such_key(*s3_.key);
+    for (const char* key : {"content-type", "content-language", "expires", "cache-control",
+                            "content-disposition", "content-encoding"}) {
+      auto it = s3_.params.find(std::string("response-") + key);
+      if (it != s3_.params.end()) h.set(key, it->second);
+    }
+    if (op_ == Op::kHead && status == 200) {
+      if (auto range = s3_.client.headers.get("Range")) {
+        auto specs = common::http::parse_range_header(*range);
+        auto length = common::parse_python_int(h.get_or("Content-Length", ""));
+        if (specs && length && *length > 0) {
+          auto ranges = common::http::ranges_for_length(*specs, static_cast<uint64_t>(*length));
+          if (ranges.empty()) {
+            co_return make(416, "InvalidRange", "The requested range cannot be satisfied.");
+          }
+          if (ranges.size() == 1) {
+            h.set("Content-Range", common::http::content_range_value(ranges[0],
+                                                                     static_cast<uint64_t>(*length)));
+            h.set("Content-Length", std::to_string(ranges[0].size()));
+            co_return std::make_pair(206, std::move(h));
+          }
+        }
+      }
+    }
+    co_return std::make_pair(status, std::move(h));
+  }
+
+  net::awaitable<S3Error> error_for(int status) {
+    if (op_ == Op::kPut) {
+      switch (status) {
+        case 404:
+          co_return errors::no_such_bucket(s3_.bucket);
+        case 422: {
+          co_return make(400, "BadDigest",
+                         "The Content-MD5 you specified did not match what we received.");
+        }
+        case 413:
+          co_return make(400, "EntityTooLarge",
+                         "Your proposed upload exceeds the maximum allowed object size.");
+        case 411:
+          co_return make(411, "MissingContentLength",
+                         "You must provide the Content-Length HTTP header.");
+        case 408:
+        case 499:
+          co_return request_timeout();
+        case 412:
+          co_return precondition_failed();
+        default:
+          break;
+      }
+    } else {
+      if (status == 404) co_return co_await not_found(s3_);
+      if (status == 412) co_return precondition_failed();
+      if (status == 416) co_return make(416, "InvalidRange", "The requested range cannot be satisfied.");
+    }
+    co_return unexpected(s3_, Response{.status = status, .reason = {}, .headers = {}, .body = {}});
+  }
+
+  S3Request& s3_;
+  const Op op_;
+  bool replaced_ = false;  // an S3 error went out instead of the Swift answer
+  std::optional<std::string> expected_sha_;
+  uint64_t left_ = 0;
+  common::crypto::Sha256 sha_;
+  std::optional<S3Error> body_error_;
+};
+
+// Swift's validation of Content-MD5: base64 of 16 bytes, as the hex ETag Swift checks.
+std::variant<std::string, S3Error> content_md5_etag(std::string_view value) {
+  S3Error invalid = make(400, "InvalidDigest", "The Content-MD5 you specified was invalid.");
+  invalid.details.emplace_back("ContentMd5", std::string(value));
+  auto decode = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+  };
+  std::string_view v = value;
+  size_t pad = 0;
+  while (!v.empty() && v.back() == '=' && pad < 2) {
+    v.remove_suffix(1);
+    ++pad;
+  }
+  if (v.empty() || (v.size() + pad) % 4 != 0) return invalid;
+  std::string bytes;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (char c : v) {
+    int d = decode(c);
+    if (d < 0) return invalid;
+    acc = (acc << 6) | static_cast<uint32_t>(d);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      bytes.push_back(static_cast<char>((acc >> bits) & 0xFF));
+    }
+  }
+  if (bytes.size() != 16) return invalid;
+  static const char* kHex = "0123456789abcdef";
+  std::string hex;
+  for (unsigned char b : bytes) {
+    hex.push_back(kHex[b >> 4]);
+    hex.push_back(kHex[b & 15]);
+  }
+  return hex;
+}
+
+// GET and HEAD (Swift's GETorHEAD).
+net::awaitable<void> get_or_head(Exchange& ex, S3Request& s3, Op op) {
+  auto headers = swift_headers(s3);
+  if (auto* e = std::get_if<S3Error>(&headers)) co_return co_await ex.reply(s3.error(*e));
+  HeaderMap& h = std::get<HeaderMap>(headers);
+  // An ETag of a multipart upload ("<md5>-N") is also matched without its -N, and the
+  // comparison is made against the stored S3 ETag when there is one.
+  bool had_match = false;
+  for (const char* name : {"If-Match", "If-None-Match"}) {
+    auto value = s3.client.headers.get(name);
+    if (!value) continue;
+    had_match = true;
+    std::string extended(*value);
+    for (const auto& item : common::list_from_csv(*value)) {
+      std::string tag(common::http::normalize_etag(item));
+      if (tag.size() > 2 && tag.ends_with("-N")) extended += ", " + tag.substr(0, tag.size() - 2);
+    }
+    h.set(name, extended);
+  }
+  if (had_match) {
+    std::string at(h.get_or("X-Backend-Etag-Is-At", ""));
+    std::string want = common::http::to_lower(kEtagSysmeta);
+    h.set("X-Backend-Etag-Is-At", at.empty() ? want : at + "," + want);
+  }
+  std::string query;
+  if (auto v = s3.params.find("versionId"); v != s3.params.end()) {
+    if (v->second != "null") {
+      auto info = co_await call_swift(s3, "HEAD", s3.bucket, std::nullopt);
+      auto* r = std::get_if<Response>(&info);
+      if (!r || !r->headers.contains("X-Container-Sysmeta-Versions-Container")) {
+        co_return co_await ex.reply(s3.error(no_such_version(*s3.key, v->second)));
+      }
+    }
+    query = "version-id=" + common::http::quote(v->second, "");
+  }
+  Request swift = make_subrequest(op == Op::kGet ? "GET" : "HEAD", swift_path(s3, s3.bucket, s3.key),
+                                  query, std::move(h));
+  ObjectExchange out(ex, s3, op, std::move(swift));
+  ProxyEnv env = swift_env(s3);
+  co_await s3.next(out, env);
+}
+
+net::awaitable<void> put_object(Exchange& ex, S3Request& s3) {
+  if (static_cast<int64_t>(s3.key->size()) > s3.config.max_object_name_length) {
+    co_return co_await ex.reply(s3.error(make(400, "KeyTooLongError", "Your key is too long.")));
+  }
+  if (s3.client.headers.contains("X-Amz-Copy-Source")) {
+    co_return co_await ex.reply(s3.error(errors::not_implemented()));
+  }
+  std::string_view sha = s3.client.headers.get_or("X-Amz-Content-SHA256", "");
+  if (!sha.empty() && sha != "UNSIGNED-PAYLOAD") {
+    if (sha.starts_with("STREAMING-")) {
+      co_return co_await ex.reply(s3.error(errors::not_implemented(
+          "Transfering payloads in multiple chunks using aws-chunked is not supported.")));
+    }
+    if (!is_hex_sha256(sha) && s3.signature->version() == S3Signature::Version::kV4 &&
+        !s3.signature->presigned()) {
+      co_return co_await ex.reply(s3.error(S3Error::invalid_argument(
+          "x-amz-content-sha256", std::string(sha),
+          "x-amz-content-sha256 must be UNSIGNED-PAYLOAD, STREAMING-UNSIGNED-PAYLOAD-TRAILER, "
+          "STREAMING-AWS4-HMAC-SHA256-PAYLOAD, STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER or a "
+          "valid sha256 value.")));
+    }
+    if (s3.client.content_length == 0 &&
+        common::http::to_lower(sha) != common::crypto::sha256_hex("")) {
+      co_return co_await ex.reply(s3.error(sha256_mismatch(std::string(sha),
+                                                           common::crypto::sha256_hex(""))));
+    }
+  }
+  auto headers = swift_headers(s3);
+  if (auto* e = std::get_if<S3Error>(&headers)) co_return co_await ex.reply(s3.error(*e));
+  HeaderMap& h = std::get<HeaderMap>(headers);
+  if (auto md5 = s3.client.headers.get("Content-MD5")) {
+    auto etag = content_md5_etag(*md5);
+    if (auto* e = std::get_if<S3Error>(&etag)) co_return co_await ex.reply(s3.error(*e));
+    h.set("ETag", std::get<std::string>(etag));
+  }
+  h.set("X-Timestamp", common::Timestamp::now().internal());
+  if (h.get_or("Content-Type", "").empty()) h.set("Content-Type", "binary/octet-stream");
+  // The body is the client's, framed as the client framed it.
+  if (s3.client.content_length) h.set("Content-Length", std::to_string(*s3.client.content_length));
+  if (s3.client.chunked) h.set("Transfer-Encoding", "chunked");
+  Request swift = make_subrequest("PUT", swift_path(s3, s3.bucket, s3.key), "", std::move(h));
+  swift.content_length = s3.client.content_length;
+  swift.chunked = s3.client.chunked;
+  ObjectExchange out(ex, s3, Op::kPut, std::move(swift));
+  ProxyEnv env = swift_env(s3);
+  co_await s3.next(out, env);
+}
+
+// Swift's gen_multipart_manifest_delete_query: an SLO (a multipart upload) is deleted with its
+// segments.
+net::awaitable<std::string> manifest_delete_query(S3Request& s3, const std::string& version) {
+  if (!s3.config.allow_multipart_uploads) co_return std::string();
+  std::string q = "symlink=get";
+  if (!version.empty()) q += "&version-id=" + common::http::quote(version, "");
+  auto head = co_await call_swift(s3, "HEAD", s3.bucket, s3.key, q);
+  auto* r = std::get_if<Response>(&head);
+  if (!r || r->status < 200 || r->status >= 300) co_return std::string();
+  if (!common::config_true_value(r->headers.get_or("X-Static-Large-Object", ""))) {
+    co_return std::string();
+  }
+  if (!r->headers.get_or(kEtagSysmeta, "").empty()) co_return "multipart-manifest=delete&async=on";
+  co_return "multipart-manifest=delete";
+}
+
+net::awaitable<Response> delete_object(S3Request& s3) {
+  std::optional<std::string> version;
+  if (auto v = s3.params.find("versionId"); v != s3.params.end()) version = v->second;
+  auto reply = [&](int status, HeaderMap h) {
+    Response r;
+    r.status = status;
+    r.headers = std::move(h);
+    r.headers.set("x-amz-id-2", s3.env.trans_id);
+    r.headers.set("x-amz-request-id", s3.env.trans_id);
+    return r;
+  };
+  if (version && *version != "null") {
+    auto info = co_await call_swift(s3, "HEAD", s3.bucket, std::nullopt);
+    auto* r = std::get_if<Response>(&info);
+    if (!r || !r->headers.contains("X-Container-Sysmeta-Versions-Container")) {
+      HeaderMap h;
+      h.set("x-amz-version-id", *version);
+      co_return reply(204, std::move(h));
+    }
+  }
+  std::string query = co_await manifest_delete_query(s3, version.value_or(""));
+  const bool manifest = !query.empty();
+  if (version) {
+    query += std::string(query.empty() ? "" : "&") +
+             "version-id=" + common::http::quote(*version, "") + "&symlink=get";
+  }
+  auto answer = co_await call_swift(s3, "DELETE", s3.bucket, s3.key, query, 16u << 20);
+  if (auto* e = std::get_if<S3Error>(&answer)) co_return s3.error(*e);
+  Response& r = std::get<Response>(answer);
+  if (r.status == 404) {
+    S3Error e = co_await not_found(s3);
+    if (e.code == "NoSuchBucket") co_return s3.error(e);
+    // s3api's own empty answer, with swob's default type.
+    HeaderMap h;
+    h.set("Content-Type", "text/html; charset=UTF-8");
+    h.set("Content-Length", "0");
+    co_return reply(204, std::move(h));
+  }
+  if (r.status != 200 && r.status != 204) co_return s3.error(unexpected(s3, r));
+  HeaderMap h = swift_to_s3_headers(r.headers);
+  int status = r.status;
+  if (manifest && status == 200) status = 204;  // the bulk-delete report is not passed on
+  h.set("Content-Length", "0");
+  co_return reply(status, std::move(h));
+}
+
+}  // namespace
+
+net::awaitable<void> object_request(Exchange& ex, S3Request& s3) {
+  const std::string& method = s3.client.method;
+  if (method == "GET") co_return co_await get_or_head(ex, s3, Op::kGet);
+  if (method == "HEAD") co_return co_await get_or_head(ex, s3, Op::kHead);
+  if (method == "PUT") co_return co_await put_object(ex, s3);
+  if (method == "DELETE") co_return co_await ex.reply(co_await delete_object(s3));
+  if (method == "POST") co_return co_await ex.reply(s3.error(errors::not_implemented()));
+  co_return co_await ex.reply(s3.error(errors::method_not_allowed(method, "OBJECT")));
+}
+
+}  // namespace apus::proxy::s3api

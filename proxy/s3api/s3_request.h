@@ -1,0 +1,94 @@
+// What s3api's operations share (s3api.h): the configuration, one S3 request being served,
+// and the Swift subrequests an operation makes for it (Swift's S3Request.get_response and
+// to_swift_req), with the S3 error of an unexpected Swift answer. The operations are in
+// bucket.cpp (ListBuckets, bucket HEAD/PUT/DELETE, ListObjects) and object.cpp.
+//
+// Internal to proxy/s3api. Thread-compatible: an S3Request belongs to one request.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include <boost/asio/awaitable.hpp>
+
+#include "common/http/server.h"
+#include "proxy/pipeline.h"
+#include "proxy/s3api/s3_auth.h"
+
+namespace apus::proxy::s3api {
+
+struct S3ApiConfig {
+  S3AuthConfig auth;
+  std::vector<std::string> storage_domains;
+  bool dns_compliant_bucket_names = true;
+  int64_t max_bucket_listing = 1000;
+  bool allow_multipart_uploads = true;
+  int64_t max_object_name_length = 1024;  // swift.conf's
+};
+
+inline constexpr int64_t kMax32BitInt = 2147483647;
+
+// One S3 request being served.
+struct S3Request {
+  const common::http::Request& client;
+  ProxyEnv& env;
+  const Next& next;
+  const S3ApiConfig& config;
+  std::string bucket;               // empty: the service (ListBuckets)
+  std::optional<std::string> key;   // the object key, if any
+  std::map<std::string, std::string> params;
+  std::shared_ptr<S3Signature> signature;
+  bool acl_header_used = false;     // x-amz-acl went into a subrequest already
+
+  bool has(std::string_view p) const { return params.count(std::string(p)) > 0; }
+  // The user, as Swift's s3api names it for tempauth (Owner/ID): the access key.
+  const std::string& user_id() const { return signature->access_key(); }
+  common::http::Response error(const S3Error& e) const;
+  // The account part of Swift paths: the storage account once the auth middleware found it,
+  // else the access key (which it replaces).
+  const std::string& account() const;
+};
+
+// A Swift answer, or the S3 error that stands for it.
+using SwiftAnswer = std::variant<common::http::Response, S3Error>;
+
+// The headers of a Swift request for `s3` (Swift's to_swift_req): the client's headers but its
+// framing ones, x-amz-meta-* as X-Object-Meta-* (an '_' as "=5F"), and x-amz-acl as container
+// ACL headers the first time (a bad one is the error returned).
+std::variant<common::http::HeaderMap, S3Error> swift_headers(S3Request& s3);
+
+// The Swift path of `bucket` and `key` in the user's account: "/v1/<account>[/b[/k]]".
+std::string swift_path(const S3Request& s3, const std::string& bucket,
+                       const std::optional<std::string>& key);
+
+// Runs a Swift request for `s3` (`query` already encoded) and collects its small answer.
+boost::asio::awaitable<SwiftAnswer> call_swift(S3Request& s3, const std::string& method,
+                                               const std::string& bucket,
+                                               const std::optional<std::string>& key,
+                                               std::string query = {},
+                                               size_t max_body = 1 << 20);
+
+// The ProxyEnv of a Swift subrequest for `s3` (the signature goes along for the auth
+// middleware).
+ProxyEnv swift_env(const S3Request& s3);
+
+// The S3 error for a Swift status no operation expects (the end of Swift's _get_response).
+S3Error unexpected(const S3Request& s3, const common::http::Response& r);
+
+// The operations.
+boost::asio::awaitable<common::http::Response> list_buckets(S3Request& s3);
+boost::asio::awaitable<common::http::Response> head_bucket(S3Request& s3);
+boost::asio::awaitable<common::http::Response> put_bucket(common::http::Exchange& ex,
+                                                          S3Request& s3);
+boost::asio::awaitable<common::http::Response> delete_bucket(S3Request& s3);
+boost::asio::awaitable<common::http::Response> list_objects(S3Request& s3);
+// Object GET, HEAD, PUT and DELETE answer the client themselves (bodies stream).
+boost::asio::awaitable<void> object_request(common::http::Exchange& ex, S3Request& s3);
+
+}  // namespace apus::proxy::s3api
