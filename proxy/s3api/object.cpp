@@ -341,6 +341,7 @@ net::awaitable<void> put_object(Exchange& ex, S3Request& s3) {
   std::string_view sha = s3.client.headers.get_or("X-Amz-Content-SHA256", "");
   if (!sha.empty() && sha != "UNSIGNED-PAYLOAD") {
     if (sha.starts_with("STREAMING-")) {
+      // Not served yet (aws_chunked.h decodes them; the PUT path is next).
       co_return co_await ex.reply(s3.error(errors::not_implemented(
           "Transfering payloads in multiple chunks using aws-chunked is not supported.")));
     }

@@ -67,6 +67,67 @@ bool valid_bucket_name(std::string_view name, bool dns_compliant) {
   return true;
 }
 
+namespace {
+
+// Swift's S3Request._validate_headers(): what an S3 request may not ask for, whatever the
+// operation. (Content-MD5 is read by the operations that take a body.)
+std::optional<S3Error> refused_header(const S3Request& s3) {
+  const auto& h = s3.client.headers;
+  auto make = [](int status, std::string code, std::string message) {
+    return S3Error{.status = status, .code = std::move(code), .message = std::move(message),
+                   .details = {}};
+  };
+  if (s3.client.method == "PUT") {
+    for (const char* name : {"If-Match", "If-None-Match", "If-Modified-Since",
+                             "If-Unmodified-Since"}) {
+      if (h.contains(name)) {
+        return errors::not_implemented("Conditional object PUTs are not supported.");
+      }
+    }
+  }
+  if (auto source = h.get("X-Amz-Copy-Source")) {
+    // check_path_header(): "[/]bucket/key" after unquoting, both parts non-empty.
+    std::string path = common::http::percent_decode(*source);
+    if (!path.starts_with('/')) path.insert(0, "/");
+    auto parts = common::http::split_path(path, 2, 2, true);
+    if (!parts.ok() || !(*parts)[0] || !(*parts)[1]) {
+      return S3Error::invalid_argument(
+          "x-amz-copy-source", std::string(*source),
+          "Copy Source must mention the source bucket and key: sourcebucket/sourcekey");
+    }
+  }
+  if (auto directive = h.get("x-amz-metadata-directive");
+      directive && *directive != "COPY" && *directive != "REPLACE") {
+    return S3Error::invalid_argument("x-amz-metadata-directive", std::string(*directive),
+                                     "Unknown metadata directive.");
+  }
+  if (auto cls = h.get("x-amz-storage-class"); cls && *cls != "STANDARD") {
+    return make(400, "InvalidStorageClass", "The storage class you specified is not valid.");
+  }
+  if (h.contains("x-amz-mfa")) return errors::not_implemented("MFA Delete is not supported.");
+  if (auto sse = h.get("x-amz-server-side-encryption")) {
+    if (*sse != "aws:kms" && *sse != "AES256") {
+      return S3Error::invalid_argument("x-amz-server-side-encryption", std::string(*sse),
+                                       "The encryption method specified is not supported");
+    }
+    // Apus has no encryption middleware yet.
+    return errors::not_implemented("Server-side encryption is not supported.");
+  }
+  if (h.contains("x-amz-website-redirect-location")) {
+    return errors::not_implemented("Website redirection is not supported.");
+  }
+  if (h.get_or("Content-Encoding", "").find("aws-chunked") != std::string_view::npos ||
+      h.get_or("x-amz-content-sha256", "") == "STREAMING-AWS4-HMAC-SHA256-PAYLOAD" ||
+      h.contains("x-amz-decoded-content-length")) {
+    return errors::not_implemented(
+        "Transfering payloads in multiple chunks using aws-chunked is not supported.");
+  }
+  if (h.contains("x-amz-tagging")) return errors::not_implemented("Object tagging is not supported.");
+  return std::nullopt;
+}
+
+}  // namespace
+
 Response S3Request::error(const S3Error& e) const {
   Response r = error_response(e, env.trans_id);
   // A HEAD's error carries no document, and says so (Swift: Content-Length: 0).
@@ -234,6 +295,7 @@ class S3Api final : public Middleware {
         co_return co_await ex.reply(s3.error(errors::invalid_bucket_name(s3.bucket)));
       }
     }
+    if (auto refused = refused_header(s3)) co_return co_await ex.reply(s3.error(*refused));
     if (s3.key && !s3.has("acl") && !s3.has("tagging") && !s3.has("uploads") &&
         !s3.has("uploadId") && !s3.has("partNumber") && !s3.has("object-lock") &&
         !s3.has("delete") && !s3.has("location") && !s3.has("logging") &&

@@ -281,6 +281,16 @@ def objects(pair):
     pair.both("HEAD missing key", "HEAD", "/objects/nosuchkey", compare_body=False)
     pair.both("GET key in a missing bucket", "GET", "/nosuchbucket/nosuchkey")
     pair.both("POST object", "POST", "/objects/obj")
+    for what, headers in (("storage class", {"x-amz-storage-class": "GLACIER"}),
+                          ("conditional", {"If-None-Match": "*"}),
+                          ("MFA", {"x-amz-mfa": "1"}),
+                          ("SSE", {"x-amz-server-side-encryption": "AES256"}),
+                          ("bad SSE", {"x-amz-server-side-encryption": "rot13"}),
+                          ("website redirect", {"x-amz-website-redirect-location": "/x"}),
+                          ("tagging", {"x-amz-tagging": "a=b"}),
+                          ("bad metadata directive", {"x-amz-metadata-directive": "MOVE"}),
+                          ("copy source without key", {"x-amz-copy-source": "bucketonly"})):
+        pair.both("PUT object with %s" % what, "PUT", "/objects/refused", headers, body=b"x")
     pair.both("DELETE object", "DELETE", "/objects/md5")
     pair.both("DELETE missing object", "DELETE", "/objects/md5")
     pair.both("DELETE object in a missing bucket", "DELETE", "/nosuchbucket/md5")
