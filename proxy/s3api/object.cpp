@@ -4,6 +4,8 @@
 // payload, hashed on the way), and the answer comes back translated into S3's headers, or
 // replaced by S3's XML error.
 #include <algorithm>
+#include <array>
+#include <set>
 #include <optional>
 #include <string>
 #include <variant>
@@ -13,6 +15,7 @@
 #include "common/http/range.h"
 #include "common/http/url.h"
 #include "common/timestamp.h"
+#include "proxy/s3api/aws_chunked.h"
 #include "proxy/s3api/s3_request.h"
 #include "proxy/s3api/s3_response.h"
 #include "proxy/subrequest.h"
@@ -62,6 +65,40 @@ S3Error sha256_mismatch(const std::string& expected, const std::string& computed
   return e;
 }
 
+// The S3 error of a failed aws-chunked body (Swift's translate_read_errors).
+S3Error chunked_error(const AwsChunkedDecoder::Failure& f, const S3Signature& sig) {
+  using E = AwsChunkedDecoder::Error;
+  switch (f.error) {
+    case E::kSignatureMismatch: {
+      S3Error e = S3Error::signature_does_not_match();
+      e.details = sig.mismatch_details();
+      return e;
+    }
+    case E::kSize: {
+      S3Error e = make(400, "IncompleteBody",
+                       "You did not provide the number of bytes specified by the Content-Length "
+                       "HTTP header");
+      e.details.emplace_back("NumberBytesExpected", std::to_string(f.expected));
+      e.details.emplace_back("NumberBytesProvided", std::to_string(f.provided));
+      return e;
+    }
+    case E::kChunkTooSmall: {
+      S3Error e = make(403, "InvalidChunkSizeError",
+                       "Only the last chunk is allowed to have a size less than 8192 bytes");
+      e.details.emplace_back("Chunk", std::to_string(f.chunk_number));
+      e.details.emplace_back("BadChunkSize", std::to_string(f.bad_chunk_size));
+      return e;
+    }
+    case E::kMalformedTrailer:
+      return make(400, "MalformedTrailerError",
+                  "The request contained trailing data that was not well-formed or did not "
+                  "conform to our published schema.");
+    case E::kIncomplete:
+      break;
+  }
+  return make(400, "IncompleteBody", "The request body terminated unexpectedly");
+}
+
 bool is_hex_sha256(std::string_view v) {
   return v.size() == 64 && std::all_of(v.begin(), v.end(), [](char c) {
            return std::isxdigit(static_cast<unsigned char>(c)) != 0;
@@ -100,10 +137,14 @@ class ObjectExchange final : public ExchangeWrapper {
     }
   }
 
-  // The S3 error a failed body read stood for, if any (the app answers it as it can).
-  const std::optional<S3Error>& body_error() const { return body_error_; }
+  // Decodes the client's aws-chunked body: the Swift request's body is its payload.
+  void decode_chunked(uint64_t decoded_length) {
+    decoder_.emplace(decoded_length, std::set<std::string>{}, s3_.signature.get());
+    decoded_length_ = decoded_length;
+  }
 
   net::awaitable<common::Result<size_t>> read_body(std::span<char> buf) override {
+    if (decoder_) co_return co_await read_decoded(buf);
     auto n = co_await ExchangeWrapper::read_body(buf);
     if (!n.ok() || !expected_sha_) co_return n;
     sha_.update(std::string_view(buf.data(), *n));
@@ -118,6 +159,39 @@ class ObjectExchange final : public ExchangeWrapper {
       body_error_ = sha256_mismatch(*expected_sha_, sha_.hex_digest());
       co_return Status::invalid_argument("x-amz-content-sha256 mismatch");
     }
+    co_return n;
+  }
+
+  // The payload of an aws-chunked body, as much as fits in `buf`; 0 at its end. A malformed,
+  // truncated or wrongly signed body is an error before its last payload byte is handed on:
+  // the last bytes wait until the final chunk (and trailers) checked out, as Swift's
+  // StreamingInput reads them with the last payload bytes.
+  net::awaitable<common::Result<size_t>> read_decoded(std::span<char> buf) {
+    auto holding_last = [&] {
+      size_t ready = decoded_.size() - decoded_at_;
+      return ready == 0 || (handed_ + ready == decoded_length_ && !decoder_->done());
+    };
+    while (holding_last() && !decoder_->done()) {
+      if (decoded_at_ > 0) {
+        decoded_.erase(0, decoded_at_);
+        decoded_at_ = 0;
+      }
+      decoded_.clear();
+      decoded_at_ = 0;
+      std::array<char, 65536> raw;
+      auto n = co_await ExchangeWrapper::read_body(std::span<char>(raw.data(), raw.size()));
+      if (!n.ok()) co_return n.status();
+      auto failure = *n == 0 ? decoder_->finish()
+                             : decoder_->feed(std::string_view(raw.data(), *n), decoded_);
+      if (failure) {
+        body_error_ = chunked_error(*failure, *s3_.signature);
+        co_return Status::invalid_argument("aws-chunked body: " + body_error_->code);
+      }
+    }
+    size_t n = std::min(buf.size(), decoded_.size() - decoded_at_);
+    std::copy_n(decoded_.data() + decoded_at_, n, buf.data());
+    decoded_at_ += n;
+    handed_ += n;
     co_return n;
   }
 
@@ -245,6 +319,11 @@ class ObjectExchange final : public ExchangeWrapper {
   uint64_t left_ = 0;
   common::crypto::Sha256 sha_;
   std::optional<S3Error> body_error_;
+  std::optional<AwsChunkedDecoder> decoder_;
+  std::string decoded_;     // payload decoded and not yet handed on (from decoded_at_)
+  size_t decoded_at_ = 0;
+  uint64_t decoded_length_ = 0;  // x-amz-decoded-content-length
+  uint64_t handed_ = 0;          // payload bytes handed on so far
 };
 
 // Swift's validation of Content-MD5: base64 of 16 bytes, as the hex ETag Swift checks.
@@ -331,6 +410,28 @@ net::awaitable<void> get_or_head(Exchange& ex, S3Request& s3, Op op) {
   co_await s3.next(out, env);
 }
 
+// The payload length of an aws-chunked upload (x-amz-decoded-content-length), or why it is
+// refused (Swift's _validate_sha256 for the STREAMING-* forms).
+std::variant<uint64_t, S3Error> streaming_length(const S3Request& s3, std::string_view sha) {
+  auto decoded = common::parse_python_int(s3.client.headers.get_or("x-amz-decoded-content-length", ""));
+  if (!decoded) {
+    return make(411, "MissingContentLength", "You must provide the Content-Length HTTP header.");
+  }
+  if (*decoded < 0) {
+    return S3Error::invalid_argument("x-amz-decoded-content-length", std::to_string(*decoded));
+  }
+  if (sha != "STREAMING-AWS4-HMAC-SHA256-PAYLOAD") {
+    // The trailer forms carry checksums, which Apus does not verify yet; ECDSA signing is not
+    // served (as in Swift).
+    return errors::not_implemented("Don't know how to validate " + std::string(sha) + " streams");
+  }
+  if (s3.signature->version() != S3Signature::Version::kV4 || s3.signature->presigned()) {
+    return errors::not_implemented(
+        "Transfering payloads in multiple chunks using aws-chunked is not supported.");
+  }
+  return static_cast<uint64_t>(*decoded);
+}
+
 net::awaitable<void> put_object(Exchange& ex, S3Request& s3) {
   if (static_cast<int64_t>(s3.key->size()) > s3.config.max_object_name_length) {
     co_return co_await ex.reply(s3.error(make(400, "KeyTooLongError", "Your key is too long.")));
@@ -339,12 +440,12 @@ net::awaitable<void> put_object(Exchange& ex, S3Request& s3) {
     co_return co_await ex.reply(s3.error(errors::not_implemented()));
   }
   std::string_view sha = s3.client.headers.get_or("X-Amz-Content-SHA256", "");
-  if (!sha.empty() && sha != "UNSIGNED-PAYLOAD") {
-    if (sha.starts_with("STREAMING-")) {
-      // Not served yet (aws_chunked.h decodes them; the PUT path is next).
-      co_return co_await ex.reply(s3.error(errors::not_implemented(
-          "Transfering payloads in multiple chunks using aws-chunked is not supported.")));
-    }
+  std::optional<uint64_t> decoded_length;  // an aws-chunked body's payload length
+  if (sha.starts_with("STREAMING-")) {
+    auto length = streaming_length(s3, sha);
+    if (auto* e = std::get_if<S3Error>(&length)) co_return co_await ex.reply(s3.error(*e));
+    decoded_length = std::get<uint64_t>(length);
+  } else if (!sha.empty() && sha != "UNSIGNED-PAYLOAD") {
     if (!is_hex_sha256(sha) && s3.signature->version() == S3Signature::Version::kV4 &&
         !s3.signature->presigned()) {
       co_return co_await ex.reply(s3.error(S3Error::invalid_argument(
@@ -369,13 +470,30 @@ net::awaitable<void> put_object(Exchange& ex, S3Request& s3) {
   }
   h.set("X-Timestamp", common::Timestamp::now().internal());
   if (h.get_or("Content-Type", "").empty()) h.set("Content-Type", "binary/octet-stream");
-  // The body is the client's, framed as the client framed it.
-  if (s3.client.content_length) h.set("Content-Length", std::to_string(*s3.client.content_length));
-  if (s3.client.chunked) h.set("Transfer-Encoding", "chunked");
-  Request swift = make_subrequest("PUT", swift_path(s3, s3.bucket, s3.key), "", std::move(h));
-  swift.content_length = s3.client.content_length;
-  swift.chunked = s3.client.chunked;
+  Request swift = make_subrequest("PUT", swift_path(s3, s3.bucket, s3.key), "", HeaderMap());
+  if (decoded_length) {
+    // The payload of the aws-chunked body, without the encoding (Swift's
+    // _cleanup_content_encoding: aws-chunked leaves Content-Encoding).
+    h.erase("x-amz-decoded-content-length");
+    std::string encoding;
+    for (const auto& e : common::list_from_csv(h.get_or("Content-Encoding", ""))) {
+      if (e == "aws-chunked") continue;
+      encoding += (encoding.empty() ? "" : ", ") + e;
+    }
+    h.erase("Content-Encoding");
+    if (!encoding.empty()) h.set("Content-Encoding", encoding);
+    h.set("Content-Length", std::to_string(*decoded_length));
+    swift.content_length = decoded_length;
+  } else {
+    // The body is the client's, framed as the client framed it.
+    if (s3.client.content_length) h.set("Content-Length", std::to_string(*s3.client.content_length));
+    if (s3.client.chunked) h.set("Transfer-Encoding", "chunked");
+    swift.content_length = s3.client.content_length;
+    swift.chunked = s3.client.chunked;
+  }
+  swift.headers = std::move(h);
   ObjectExchange out(ex, s3, Op::kPut, std::move(swift));
+  if (decoded_length) out.decode_chunked(*decoded_length);
   ProxyEnv env = swift_env(s3);
   co_await s3.next(out, env);
 }
