@@ -1,0 +1,53 @@
+// The checksums S3 clients send with uploads (x-amz-checksum-crc32, -crc32c, -crc64nvme,
+// -sha1, -sha256; AWS SDKs send CRC32 or CRC64NVME by default since 2025), computed
+// incrementally as a body streams. CRC32 and CRC32C use ISA-L (Debian's libisal: PCLMUL and
+// SSE4.2 instructions), CRC64NVME a slicing-by-8 table, SHA-1 and SHA-256 OpenSSL. Digests
+// are the big-endian bytes S3 sends base64-encoded.
+//
+// Thread-compatible: a Checksum belongs to one body.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace apus::proxy::s3api {
+
+enum class ChecksumAlgorithm { kCrc32, kCrc32c, kCrc64Nvme, kSha1, kSha256 };
+
+// The algorithm of a header or trailer name ("x-amz-checksum-crc32", any case), or nullopt.
+std::optional<ChecksumAlgorithm> checksum_algorithm_of(std::string_view header);
+// "crc32", "crc32c", "crc64nvme", "sha1", "sha256" (as x-amz-sdk-checksum-algorithm names
+// them, lower-cased).
+std::string_view checksum_name(ChecksumAlgorithm a);
+// The digest's size in bytes (4, 4, 8, 20, 32).
+size_t checksum_size(ChecksumAlgorithm a);
+
+class Checksum {
+ public:
+  explicit Checksum(ChecksumAlgorithm algorithm);
+  ~Checksum();
+  Checksum(const Checksum&) = delete;
+  Checksum& operator=(const Checksum&) = delete;
+
+  ChecksumAlgorithm algorithm() const { return algorithm_; }
+  void update(std::string_view data);
+  // The digest of everything fed so far (raw bytes, big-endian for the CRCs).
+  std::string digest() const;
+
+ private:
+  ChecksumAlgorithm algorithm_;
+  uint64_t crc_ = 0;
+  struct Hash;
+  std::unique_ptr<Hash> hash_;  // SHA-1 / SHA-256
+};
+
+// Base64 of `bytes` (standard alphabet, padded), as S3 writes checksums.
+std::string base64_encode(std::string_view bytes);
+// Swift's strict_b64decode(value, exact_size): standard base64, padded, decoding to exactly
+// `size` bytes; nullopt otherwise.
+std::optional<std::string> decode_checksum(std::string_view value, size_t size);
+
+}  // namespace apus::proxy::s3api
