@@ -176,8 +176,6 @@ class ObjectExchange final : public ExchangeWrapper {
         decoded_.erase(0, decoded_at_);
         decoded_at_ = 0;
       }
-      decoded_.clear();
-      decoded_at_ = 0;
       std::array<char, 65536> raw;
       auto n = co_await ExchangeWrapper::read_body(std::span<char>(raw.data(), raw.size()));
       if (!n.ok()) co_return n.status();

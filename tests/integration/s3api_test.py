@@ -33,6 +33,7 @@ import http.client
 import os
 import re
 import sys
+import time
 from unittest import mock
 from urllib.parse import quote, urlsplit
 
@@ -317,7 +318,7 @@ def objects(pair):
 
 
 def sigv4_streaming_put(port, path, payload, chunk_sizes, key=("test:tester", "testing"),
-                        tamper=None, decoded_length=None, cut=0):
+                        tamper=None, decoded_length=None, cut=0, pause_before_last=False):
     """A PUT with an aws-chunked body signed chunk by chunk (STREAMING-AWS4-HMAC-SHA256-PAYLOAD),
     written here from AWS's description (botocore 1.29 cannot make one). `tamper` changes the
     signature of that chunk; `cut` drops that many bytes off the end of the body."""
@@ -363,7 +364,23 @@ def sigv4_streaming_put(port, path, payload, chunk_sizes, key=("test:tester", "t
         body += b"%x;chunk-signature=%s\r\n" % (len(c), sig.encode()) + c + b"\r\n"
     if cut:
         body = body[:-cut]
-    return send(port, "PUT", path, headers, body)
+    if not pause_before_last:
+        return send(port, "PUT", path, headers, body)
+    # The final, empty chunk a moment after the rest, so that it arrives in a read of its own.
+    final = len(b"0;chunk-signature=%s\r\n\r\n" % (b"0" * 64))
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+    try:
+        conn.putrequest("PUT", path, skip_host=True, skip_accept_encoding=True)
+        for k, v in headers.items():
+            conn.putheader(k, v)
+        conn.endheaders()
+        conn.send(body[:-final])
+        time.sleep(0.5)
+        conn.send(body[-final:])
+        r = conn.getresponse()
+        return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
+    finally:
+        conn.close()
 
 
 def streaming(pair):
@@ -394,6 +411,17 @@ def streaming(pair):
     check(s == 403 and b"SignatureDoesNotMatch" in b, "bad final chunk of 3 MiB: %d %r" % (s, b))
     s, _, _ = pair.swift_api("HEAD", "/objects/badchunked", side="apus")
     check(s == 404, "bad final chunk of 3 MiB stored nothing: %d" % s)
+    s, _, b = sigv4_streaming_put(port, "/objects/badchunked", big, [65536] * 48, tamper=48,
+                                  pause_before_last=True)
+    check(s == 403 and b"SignatureDoesNotMatch" in b,
+          "bad final chunk arriving late: %d %r" % (s, b))
+    s, _, _ = pair.swift_api("HEAD", "/objects/badchunked", side="apus")
+    check(s == 404, "bad final chunk arriving late stored nothing: %d" % s)
+    s, _, b = sigv4_streaming_put(port, "/objects/latechunked", big, [65536] * 48,
+                                  pause_before_last=True)
+    s2, _, got = pair.swift_api("GET", "/objects/latechunked", side="apus")
+    check(s == 200 and s2 == 200 and got == big,
+          "aws-chunked PUT whose final chunk arrives late: %d %d %d bytes" % (s, s2, len(got)))
     s, _, b = sigv4_streaming_put(port, "/objects/bigchunked", big, [65536] * 48)
     s2, _, got = pair.swift_api("GET", "/objects/bigchunked", side="apus")
     check(s == 200 and s2 == 200 and got == big, "3 MiB aws-chunked PUT: %d %d" % (s, s2))
