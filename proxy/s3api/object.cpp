@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <array>
 #include <set>
+#include <vector>
+#include <cctype>
 #include <optional>
 #include <string>
 #include <variant>
@@ -16,6 +18,7 @@
 #include "common/http/url.h"
 #include "common/timestamp.h"
 #include "proxy/s3api/aws_chunked.h"
+#include "proxy/s3api/checksum.h"
 #include "proxy/s3api/s3_request.h"
 #include "proxy/s3api/s3_response.h"
 #include "proxy/subrequest.h"
@@ -99,6 +102,92 @@ S3Error chunked_error(const AwsChunkedDecoder::Failure& f, const S3Signature& si
   return make(400, "IncompleteBody", "The request body terminated unexpectedly");
 }
 
+// The checksum an upload carries (x-amz-checksum-<algorithm>, as a header or announced by
+// x-amz-trailer), as Swift's _validate_checksum_headers reads it.
+struct ChecksumPlan {
+  ChecksumAlgorithm algorithm;
+  std::string name;                  // the header or trailer, lower case
+  std::optional<std::string> value;  // the header's digest (raw); nullopt: in the trailers
+};
+
+std::variant<std::optional<ChecksumPlan>, S3Error> checksum_plan(const S3Request& s3,
+                                                                 bool streaming) {
+  const auto& h = s3.client.headers;
+  std::vector<std::pair<std::string, std::string>> in_headers;
+  for (const auto& [name, value] : h) {
+    std::string n = common::http::to_lower(name);
+    if (!n.starts_with("x-amz-checksum-") || n == "x-amz-checksum-algorithm" ||
+        n == "x-amz-checksum-type") {
+      continue;
+    }
+    if (!checksum_algorithm_of(n)) {
+      return S3Error::invalid_request(
+          "The algorithm type you specified in x-amz-checksum- header is invalid.");
+    }
+    in_headers.emplace_back(n, value);
+  }
+  const std::string multiple =
+      "Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.";
+  if (in_headers.size() > 1) return S3Error::invalid_request(multiple);
+  std::vector<std::string> in_trailer;
+  std::string trailer = std::string(h.get_or("x-amz-trailer", ""));
+  while (!trailer.empty() && std::isspace(static_cast<unsigned char>(trailer.back()))) trailer.pop_back();
+  while (!trailer.empty() && std::isspace(static_cast<unsigned char>(trailer.front()))) trailer.erase(0, 1);
+  while (!trailer.empty() && trailer.back() == ',') trailer.pop_back();
+  if (!trailer.empty()) {
+    std::string_view rest = trailer;
+    for (;;) {
+      size_t comma = rest.find(',');
+      std::string item = common::http::to_lower(rest.substr(0, comma));
+      item.erase(0, item.find_first_not_of(" \t"));
+      item.erase(item.find_last_not_of(" \t") + 1);
+      if (!checksum_algorithm_of(item)) {
+        return S3Error::invalid_request("The value specified in the x-amz-trailer header is not supported");
+      }
+      in_trailer.push_back(item);
+      if (comma == std::string_view::npos) break;
+      rest.remove_prefix(comma + 1);
+    }
+  }
+  if (in_trailer.size() > 1) return S3Error::invalid_request(multiple);
+  if (in_headers.size() + in_trailer.size() > 1) {
+    return S3Error::invalid_request("Expecting a single x-amz-checksum- header");
+  }
+  std::optional<ChecksumPlan> plan;
+  if (!in_headers.empty()) {
+    auto algorithm = *checksum_algorithm_of(in_headers[0].first);
+    auto raw = decode_checksum(in_headers[0].second, checksum_size(algorithm));
+    if (!raw) {
+      return S3Error::invalid_request("Value for " + in_headers[0].first + " header is invalid.");
+    }
+    plan = ChecksumPlan{algorithm, in_headers[0].first, std::move(raw)};
+  } else if (!in_trailer.empty()) {
+    plan = ChecksumPlan{*checksum_algorithm_of(in_trailer[0]), in_trailer[0], std::nullopt};
+  }
+  if (auto algo = h.get("x-amz-sdk-checksum-algorithm")) {
+    if (!plan) {
+      return S3Error::invalid_request(
+          "x-amz-sdk-checksum-algorithm specified, but no corresponding x-amz-checksum-* or "
+          "x-amz-trailer headers were found.");
+    }
+    if (common::http::to_lower(*algo) != checksum_name(plan->algorithm)) {
+      return S3Error::invalid_request("Value for x-amz-sdk-checksum-algorithm header is invalid.");
+    }
+  }
+  if (plan && !plan->value && !streaming) {
+    return make(400, "MalformedTrailerError",
+                "The request contained trailing data that was not well-formed or did not "
+                "conform to our published schema.");
+  }
+  return plan;
+}
+
+S3Error checksum_mismatch(ChecksumAlgorithm a) {
+  std::string name(checksum_name(a));
+  for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return make(400, "BadDigest", "The " + name + " you specified did not match the calculated checksum.");
+}
+
 bool is_hex_sha256(std::string_view v) {
   return v.size() == 64 && std::all_of(v.begin(), v.end(), [](char c) {
            return std::isxdigit(static_cast<unsigned char>(c)) != 0;
@@ -138,14 +227,43 @@ class ObjectExchange final : public ExchangeWrapper {
   }
 
   // Decodes the client's aws-chunked body: the Swift request's body is its payload.
-  void decode_chunked(uint64_t decoded_length) {
-    decoder_.emplace(decoded_length, std::set<std::string>{}, s3_.signature.get());
+  // `trailers`: the lower-case names the body's trailers must have; `signed_chunks`: whether
+  // chunks carry signatures (not STREAMING-UNSIGNED-PAYLOAD-TRAILER).
+  void decode_chunked(uint64_t decoded_length, std::set<std::string> trailers,
+                      bool signed_chunks) {
+    decoder_.emplace(decoded_length, std::move(trailers),
+                     signed_chunks ? s3_.signature.get() : nullptr);
     decoded_length_ = decoded_length;
+  }
+
+  // Checks the payload against `plan`'s checksum before its last bytes are handed on.
+  void verify_checksum(ChecksumPlan plan, std::optional<uint64_t> length) {
+    checksum_.emplace(plan.algorithm);
+    plan_ = std::move(plan);
+    if (!decoder_ && length) checksum_left_ = *length;
   }
 
   net::awaitable<common::Result<size_t>> read_body(std::span<char> buf) override {
     if (decoder_) co_return co_await read_decoded(buf);
     auto n = co_await ExchangeWrapper::read_body(buf);
+    if (n.ok() && checksum_) {
+      checksum_->update(std::string_view(buf.data(), *n));
+      bool bad = false;
+      if (checksum_left_) {
+        // A known length: checked with the read that brings the last byte.
+        bad = *n > *checksum_left_ || (*n == 0 && *checksum_left_ > 0);
+        if (!bad) {
+          *checksum_left_ -= *n;
+          bad = *n > 0 && *checksum_left_ == 0 && checksum_->digest() != *plan_->value;
+        }
+      } else if (*n == 0) {
+        bad = checksum_->digest() != *plan_->value;  // a chunked body: at its end
+      }
+      if (bad) {
+        body_error_ = checksum_mismatch(plan_->algorithm);
+        co_return Status::invalid_argument("checksum mismatch");
+      }
+    }
     if (!n.ok() || !expected_sha_) co_return n;
     sha_.update(std::string_view(buf.data(), *n));
     bool bad = false;
@@ -179,11 +297,21 @@ class ObjectExchange final : public ExchangeWrapper {
       std::array<char, 65536> raw;
       auto n = co_await ExchangeWrapper::read_body(std::span<char>(raw.data(), raw.size()));
       if (!n.ok()) co_return n.status();
+      const size_t before = decoded_.size();
       auto failure = *n == 0 ? decoder_->finish()
                              : decoder_->feed(std::string_view(raw.data(), *n), decoded_);
       if (failure) {
         body_error_ = chunked_error(*failure, *s3_.signature);
         co_return Status::invalid_argument("aws-chunked body: " + body_error_->code);
+      }
+      if (checksum_) {
+        checksum_->update(std::string_view(decoded_).substr(before));
+        if (decoder_->done()) {
+          if (auto e = checksum_error()) {
+            body_error_ = std::move(e);
+            co_return Status::invalid_argument("checksum mismatch");
+          }
+        }
       }
     }
     size_t n = std::min(buf.size(), decoded_.size() - decoded_at_);
@@ -191,6 +319,23 @@ class ObjectExchange final : public ExchangeWrapper {
     decoded_at_ += n;
     handed_ += n;
     co_return n;
+  }
+
+  // The payload's checksum against the header's value or the trailer's (once decoded).
+  std::optional<S3Error> checksum_error() const {
+    std::optional<std::string> want = plan_->value;
+    if (!want) {
+      for (const auto& [name, value] : decoder_->trailers()) {
+        if (common::http::to_lower(name) != plan_->name) continue;
+        want = decode_checksum(value, checksum_size(plan_->algorithm));
+        if (!want) {
+          return S3Error::invalid_request("Value for " + plan_->name +
+                                          " trailing header is invalid.");
+        }
+      }
+    }
+    if (!want || checksum_->digest() != *want) return checksum_mismatch(plan_->algorithm);
+    return std::nullopt;
   }
 
   net::awaitable<Status> write_body(std::string_view chunk) override {
@@ -322,6 +467,9 @@ class ObjectExchange final : public ExchangeWrapper {
   size_t decoded_at_ = 0;
   uint64_t decoded_length_ = 0;  // x-amz-decoded-content-length
   uint64_t handed_ = 0;          // payload bytes handed on so far
+  std::optional<Checksum> checksum_;
+  std::optional<ChecksumPlan> plan_;
+  std::optional<uint64_t> checksum_left_;  // bytes of a plain body still to be checksummed
 };
 
 // Swift's validation of Content-MD5: base64 of 16 bytes, as the hex ETag Swift checks.
@@ -418,9 +566,10 @@ std::variant<uint64_t, S3Error> streaming_length(const S3Request& s3, std::strin
   if (*decoded < 0) {
     return S3Error::invalid_argument("x-amz-decoded-content-length", std::to_string(*decoded));
   }
-  if (sha != "STREAMING-AWS4-HMAC-SHA256-PAYLOAD") {
-    // The trailer forms carry checksums, which Apus does not verify yet; ECDSA signing is not
-    // served (as in Swift).
+  if (sha != "STREAMING-AWS4-HMAC-SHA256-PAYLOAD" &&
+      sha != "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER" &&
+      sha != "STREAMING-UNSIGNED-PAYLOAD-TRAILER") {
+    // ECDSA signing is not served (as in Swift).
     return errors::not_implemented("Don't know how to validate " + std::string(sha) + " streams");
   }
   if (s3.signature->version() != S3Signature::Version::kV4 || s3.signature->presigned()) {
@@ -458,9 +607,14 @@ net::awaitable<void> put_object(Exchange& ex, S3Request& s3) {
                                                            common::crypto::sha256_hex(""))));
     }
   }
+  auto planned = checksum_plan(s3, decoded_length.has_value());
+  if (auto* e = std::get_if<S3Error>(&planned)) co_return co_await ex.reply(s3.error(*e));
+  std::optional<ChecksumPlan> plan = std::move(std::get<std::optional<ChecksumPlan>>(planned));
   auto headers = swift_headers(s3);
   if (auto* e = std::get_if<S3Error>(&headers)) co_return co_await ex.reply(s3.error(*e));
   HeaderMap& h = std::get<HeaderMap>(headers);
+  // The checksum is S3's; Swift has no use for these headers.
+  for (const char* name : {"x-amz-trailer", "x-amz-sdk-checksum-algorithm"}) h.erase(name);
   if (auto md5 = s3.client.headers.get("Content-MD5")) {
     auto etag = content_md5_etag(*md5);
     if (auto* e = std::get_if<S3Error>(&etag)) co_return co_await ex.reply(s3.error(*e));
@@ -491,7 +645,14 @@ net::awaitable<void> put_object(Exchange& ex, S3Request& s3) {
   }
   swift.headers = std::move(h);
   ObjectExchange out(ex, s3, Op::kPut, std::move(swift));
-  if (decoded_length) out.decode_chunked(*decoded_length);
+  if (decoded_length) {
+    std::set<std::string> trailers;
+    if (sha == "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER") trailers.insert("x-amz-trailer-signature");
+    if (plan && !plan->value) trailers.insert(plan->name);
+    out.decode_chunked(*decoded_length, std::move(trailers),
+                       sha != "STREAMING-UNSIGNED-PAYLOAD-TRAILER");
+  }
+  if (plan) out.verify_checksum(std::move(*plan), s3.client.content_length);
   ProxyEnv env = swift_env(s3);
   co_await s3.next(out, env);
 }

@@ -32,8 +32,10 @@ import hmac
 import http.client
 import os
 import re
+import struct
 import sys
 import time
+import zlib
 from unittest import mock
 from urllib.parse import quote, urlsplit
 
@@ -318,7 +320,9 @@ def objects(pair):
 
 
 def sigv4_streaming_put(port, path, payload, chunk_sizes, key=("test:tester", "testing"),
-                        tamper=None, decoded_length=None, cut=0, pause_before_last=False):
+                        tamper=None, decoded_length=None, cut=0, pause_before_last=False,
+                        form="STREAMING-AWS4-HMAC-SHA256-PAYLOAD", trailer=None,
+                        tamper_trailer=False):
     """A PUT with an aws-chunked body signed chunk by chunk (STREAMING-AWS4-HMAC-SHA256-PAYLOAD),
     written here from AWS's description (botocore 1.29 cannot make one). `tamper` changes the
     signature of that chunk; `cut` drops that many bytes off the end of the body."""
@@ -331,17 +335,16 @@ def sigv4_streaming_put(port, path, payload, chunk_sizes, key=("test:tester", "t
         chunks.append(payload[at:at + size])
         at += size
     chunks.append(b"")
-    encoded_len = sum(len("%x;chunk-signature=%s\r\n" % (len(c), "0" * 64)) + len(c) + 2
-                      for c in chunks)
-    headers = {"host": host, "x-amz-date": amz_date,
-               "x-amz-content-sha256": "STREAMING-AWS4-HMAC-SHA256-PAYLOAD",
+    signed_chunks = form != "STREAMING-UNSIGNED-PAYLOAD-TRAILER"
+    headers = {"host": host, "x-amz-date": amz_date, "x-amz-content-sha256": form,
                "content-encoding": "aws-chunked",
                "x-amz-decoded-content-length": str(decoded_length if decoded_length is not None
-                                                   else len(payload)),
-               "content-length": str(encoded_len - cut)}
+                                                   else len(payload))}
+    if trailer:
+        headers["x-amz-trailer"] = trailer[0]
     signed_names = sorted(headers)
     canonical = "\n".join(["PUT", path, ""] + ["%s:%s" % (k, headers[k]) for k in signed_names] +
-                          ["", ";".join(signed_names), "STREAMING-AWS4-HMAC-SHA256-PAYLOAD"])
+                          ["", ";".join(signed_names), form])
 
     def hmac256(k, m):
         return hmac.new(k, m.encode(), hashlib.sha256).digest()
@@ -357,17 +360,36 @@ def sigv4_streaming_put(port, path, payload, chunk_sizes, key=("test:tester", "t
     body = b""
     empty = hashlib.sha256(b"").hexdigest()
     for n, c in enumerate(chunks):
+        if not signed_chunks:
+            body += b"%x\r\n" % len(c) + c + (b"\r\n" if c else b"")
+            continue
         sts = "\n".join(["AWS4-HMAC-SHA256-PAYLOAD", amz_date, scope, previous, empty,
                          hashlib.sha256(c).hexdigest()])
         previous = hmac.new(signing_key, sts.encode(), hashlib.sha256).hexdigest()
         sig = "f" * 64 if tamper == n else previous
-        body += b"%x;chunk-signature=%s\r\n" % (len(c), sig.encode()) + c + b"\r\n"
+        body += b"%x;chunk-signature=%s\r\n" % (len(c), sig.encode()) + c
+        body += b"\r\n" if c or not trailer else b""
+    if trailer:
+        name, value = trailer
+        body += b"%s:%s\r\n" % (name.encode(), value.encode())
+        if form == "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER":
+            canonical_trailers = "%s:%s\n" % (name, value)
+            sts = "\n".join(["AWS4-HMAC-SHA256-TRAILER", amz_date, scope, previous,
+                             hashlib.sha256(canonical_trailers.encode()).hexdigest()])
+            sig = hmac.new(signing_key, sts.encode(), hashlib.sha256).hexdigest()
+            if tamper_trailer:
+                sig = "0" * 64
+            body += b"x-amz-trailer-signature:%s\r\n" % sig.encode()
+        body += b"\r\n"
+    elif not signed_chunks:
+        body += b"\r\n"
     if cut:
         body = body[:-cut]
+    headers["content-length"] = str(len(body))
     if not pause_before_last:
         return send(port, "PUT", path, headers, body)
     # The final, empty chunk a moment after the rest, so that it arrives in a read of its own.
-    final = len(b"0;chunk-signature=%s\r\n\r\n" % (b"0" * 64))
+    final = len(b"0;chunk-signature=%s\r\n\r\n" % (b"0" * 64)) if not trailer else 20
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
     try:
         conn.putrequest("PUT", path, skip_host=True, skip_accept_encoding=True)
@@ -429,6 +451,67 @@ def streaming(pair):
     check(s == 403 and b"<Code>InvalidChunkSizeError</Code>" in b and
           b"<Chunk>2</Chunk><BadChunkSize>100</BadChunkSize>" in b,
           "aws-chunked PUT with a small chunk first: %d %r" % (s, b))
+
+
+def checksums(pair):
+    """x-amz-checksum-* on object PUT, as a header and as a trailer (Swift 2.30.1 ignores
+    them; Apus checks them as AWS does)."""
+    port, creds = pair.ports["apus"], Credentials(*USERS["apus"][:2])
+    data = os.urandom(100000)
+    crc = base64.b64encode(struct.pack(">I", zlib.crc32(data))).decode()
+    sha1 = base64.b64encode(hashlib.sha1(data).digest()).decode()
+
+    def put(name, headers, body=data):
+        target, h = signed(port, "PUT", "/objects/" + name, headers, body, creds=creds)
+        return send(port, "PUT", target, h, body)
+
+    s, _, b = put("crc32", {"x-amz-checksum-crc32": crc, "x-amz-sdk-checksum-algorithm": "CRC32"})
+    check(s == 200, "PUT with a good x-amz-checksum-crc32: %d %r" % (s, b))
+    s, _, b = put("sha1", {"x-amz-checksum-sha1": sha1})
+    check(s == 200, "PUT with a good x-amz-checksum-sha1: %d %r" % (s, b))
+    for what, headers, status, text in (
+            ("a wrong CRC32", {"x-amz-checksum-crc32": "AAAAAA=="}, 400,
+             b"<Code>BadDigest</Code><Message>The CRC32 you specified did not match the "
+             b"calculated checksum.</Message>"),
+            ("a CRC32 that is not one", {"x-amz-checksum-crc32": "AAAA"}, 400,
+             b"Value for x-amz-checksum-crc32 header is invalid."),
+            ("two checksums", {"x-amz-checksum-crc32": crc, "x-amz-checksum-sha1": sha1}, 400,
+             b"Expecting a single x-amz-checksum- header. Multiple checksum Types are not "
+             b"allowed."),
+            ("an unknown algorithm", {"x-amz-checksum-md5": crc}, 400,
+             b"The algorithm type you specified in x-amz-checksum- header is invalid."),
+            ("another SDK algorithm", {"x-amz-checksum-crc32": crc,
+                                       "x-amz-sdk-checksum-algorithm": "SHA1"}, 400,
+             b"Value for x-amz-sdk-checksum-algorithm header is invalid."),
+            ("a trailer without aws-chunked", {"x-amz-trailer": "x-amz-checksum-crc32"}, 400,
+             b"<Code>MalformedTrailerError</Code>")):
+        s, _, b = put("badsum", headers)
+        check(s == status and text in b, "PUT with %s: %d %r" % (what, s, b))
+        s, _, _ = pair.swift_api("HEAD", "/objects/badsum", side="apus")
+        check(s == 404, "PUT with %s stored nothing: %d" % (what, s))
+    for form in ("STREAMING-UNSIGNED-PAYLOAD-TRAILER", "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER"):
+        s, _, b = sigv4_streaming_put(port, "/objects/trailer", data, [65536, 34464], form=form,
+                                      trailer=("x-amz-checksum-crc32", crc))
+        s2, _, got = pair.swift_api("GET", "/objects/trailer", side="apus")
+        check(s == 200 and s2 == 200 and got == data,
+              "%s with a CRC32 trailer: %d %r, GET %d" % (form, s, b, s2))
+        for what, kwargs, text in (
+                ("a wrong trailer", {"trailer": ("x-amz-checksum-crc32", "AAAAAA==")},
+                 b"<Code>BadDigest</Code>"),
+                ("a trailer that is no CRC32", {"trailer": ("x-amz-checksum-crc32", "AA")},
+                 b"Value for x-amz-checksum-crc32 trailing header is invalid."),
+                ("the final chunk late and a wrong trailer",
+                 {"trailer": ("x-amz-checksum-crc32", "AAAAAA=="), "pause_before_last": True},
+                 b"<Code>BadDigest</Code>")):
+            s, _, b = sigv4_streaming_put(port, "/objects/badtrailer", data, [65536, 34464],
+                                          form=form, **kwargs)
+            check(s == 400 and text in b, "%s with %s: %d %r" % (form, what, s, b))
+            s, _, _ = pair.swift_api("HEAD", "/objects/badtrailer", side="apus")
+            check(s == 404, "%s with %s stored nothing: %d" % (form, what, s))
+    s, _, b = sigv4_streaming_put(port, "/objects/badtrailer", data, [65536, 34464],
+                                  form="STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER",
+                                  trailer=("x-amz-checksum-crc32", crc), tamper_trailer=True)
+    check(s == 403 and b"SignatureDoesNotMatch" in b, "a bad trailer signature: %d %r" % (s, b))
 
 
 def auth(pair):
@@ -536,6 +619,7 @@ def main():
         listings(pair)
         objects(pair)
         streaming(pair)
+        checksums(pair)
         auth(pair)
         with_boto3(apus)
     if failures:
