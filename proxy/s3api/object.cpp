@@ -4,6 +4,7 @@
 // payload, hashed on the way), and the answer comes back translated into S3's headers, or
 // replaced by S3's XML error.
 #include <algorithm>
+#include <cstdio>
 #include <array>
 #include <set>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "common/crypto/hmac.h"
 #include "common/http/range.h"
 #include "common/http/url.h"
+#include "common/http/date.h"
 #include "common/timestamp.h"
 #include "proxy/s3api/aws_chunked.h"
 #include "proxy/s3api/checksum.h"
@@ -579,12 +581,133 @@ std::variant<uint64_t, S3Error> streaming_length(const S3Request& s3, std::strin
   return static_cast<uint64_t>(*decoded);
 }
 
+
+// CopyObject: a PUT with x-amz-copy-source, served by the copy middleware's X-Copy-From after a
+// HEAD of the source (Swift's check_copy_source), answered with a CopyObjectResult.
+net::awaitable<Response> copy_object(S3Request& s3) {
+  const std::string source(s3.client.headers.get_or("X-Amz-Copy-Source", ""));
+  if (auto range = s3.client.headers.get("X-Amz-Copy-Source-Range")) {
+    co_return s3.error(S3Error::invalid_argument("x-amz-copy-source-range", std::string(*range),
+                                                 "Illegal copy header"));
+  }
+  std::string_view path_part = std::string_view(source).substr(0, source.find('?'));
+  std::string_view qs = source.find('?') == std::string::npos
+                            ? std::string_view()
+                            : std::string_view(source).substr(source.find('?') + 1);
+  std::string version_query;
+  std::string version;
+  if (!qs.empty()) {
+    auto parsed = common::http::parse_query(qs);
+    if (parsed.size() == 1 && parsed[0].first == "versionId") {
+      version = parsed[0].second;
+      version_query = "version-id=" + common::http::quote(version, "");
+    } else if (!parsed.empty()) {
+      co_return s3.error(S3Error::invalid_argument("X-Amz-Copy-Source", source,
+                                                   "Unsupported copy source parameter."));
+    }
+  }
+  std::string src = common::http::percent_decode(path_part);
+  if (!src.starts_with('/')) src.insert(0, "/");
+  auto parts = common::http::split_path(src, 0, 2, true);
+  if (!parts.ok() || !(*parts)[0] || !(*parts)[1]) co_return s3.error(errors::internal_error());
+  const std::string src_bucket = *(*parts)[0];
+  const std::string src_key = *(*parts)[1];
+  // The source's HEAD, with the x-amz-copy-source-if-* conditions as If-* headers.
+  auto head = co_await call_swift(s3, "HEAD", src_bucket, src_key, version_query, 1 << 16,
+                                  [&](HeaderMap& h) {
+    for (const auto& [name, value] : s3.client.headers) {
+      if (common::http::istarts_with(name, "x-amz-copy-source-")) {
+        h.set(std::string(name).substr(std::string_view("x-amz-copy-source-").size()), value);
+      }
+    }
+  });
+  if (auto* e = std::get_if<S3Error>(&head)) co_return s3.error(*e);
+  const Response& hr = std::get<Response>(head);
+  if (hr.status == 404) {
+    S3Request src_s3{.client = s3.client, .env = s3.env, .next = s3.next, .config = s3.config,
+                     .bucket = src_bucket, .key = src_key, .params = {},
+                     .signature = s3.signature, .acl_header_used = true};
+    co_return s3.error(co_await not_found(src_s3));
+  }
+  if (hr.status == 304 || hr.status == 412) co_return s3.error(precondition_failed());
+  if (hr.status != 200) co_return s3.error(unexpected(s3, hr));
+  const std::string directive(s3.client.headers.get_or("x-amz-metadata-directive", "COPY"));
+  if (src_bucket == s3.bucket && src_key == *s3.key && directive == "COPY" && version.empty()) {
+    co_return s3.error(S3Error::invalid_request(
+        "This copy request is illegal because it is trying to copy an object to itself without "
+        "changing the object's metadata, storage class, website redirect location or "
+        "encryption attributes."));
+  }
+  const common::Timestamp now = common::Timestamp::now();
+  auto put = co_await call_swift(s3, "PUT", s3.bucket, s3.key,
+                                 version.empty() ? "" : "version-id=" +
+                                                            common::http::quote(version, ""),
+                                 1 << 16, [&](HeaderMap& h) {
+    for (const auto& [name, value] : s3.client.headers) {
+      if (common::http::istarts_with(name, "x-amz-copy-source")) h.erase(name);
+    }
+    h.erase("x-amz-metadata-directive");
+    h.set("X-Copy-From", common::http::quote(src));
+    h.set("Content-Length", "0");
+    h.set("X-Timestamp", now.internal());
+    if (directive == "REPLACE") {
+      h.set("X-Fresh-Metadata", "True");
+      if (h.get_or("Content-Type", "").empty()) h.set("Content-Type", "binary/octet-stream");
+    } else {
+      // COPY keeps the source's metadata: what the request says of its own goes.
+      for (const char* name : {"Content-Disposition", "Content-Encoding", "Content-Language",
+                               "Content-Type", "Expires", "Cache-Control", "X-Robots-Tag"}) {
+        h.erase(name);
+      }
+      std::vector<std::string> meta;
+      for (const auto& [name, value] : h) {
+        if (common::http::istarts_with(name, "X-Object-Meta-")) meta.push_back(name);
+      }
+      for (const auto& name : meta) h.erase(name);
+    }
+  });
+  if (auto* e = std::get_if<S3Error>(&put)) co_return s3.error(*e);
+  const Response& pr = std::get<Response>(put);
+  if (pr.status == 404) co_return s3.error(errors::no_such_bucket(s3.bucket));
+  if (pr.status == 412) co_return s3.error(precondition_failed());
+  if (pr.status == 413) {
+    co_return s3.error(make(400, "EntityTooLarge",
+                            "Your proposed upload exceeds the maximum allowed object size."));
+  }
+  if (pr.status != 201 && pr.status != 202) co_return s3.error(unexpected(s3, pr));
+  HeaderMap h = swift_to_s3_headers(pr.headers);
+  std::string etag(h.get_or("ETag", ""));
+  std::erase(etag, '"');
+  std::vector<std::string> meta;
+  for (const auto& [name, value] : h) {
+    if (common::http::istarts_with(name, "x-amz-meta-")) meta.push_back(name);
+  }
+  for (const auto& name : meta) h.erase(name);
+  h.erase("ETag");
+  pugi::xml_node root;
+  auto doc = result_document("CopyObjectResult", &root);
+  // The copy's time as S3 writes times (to the second, rounded up).
+  auto c = common::http::civil_from_epoch(now.ceil());
+  char when[40];
+  std::snprintf(when, sizeof when, "%04lld-%02d-%02dT%02d:%02d:%02d.000Z",
+                static_cast<long long>(c.year), c.month, c.day, c.hour, c.minute, c.second);
+  add_text(root, "LastModified", when);
+  add_text(root, "ETag", "\"" + etag + "\"");
+  Response out = xml_response(200, to_xml(doc), s3.env.trans_id);
+  for (const auto& [name, value] : h) {
+    if (!out.headers.contains(name)) out.headers.set(name, value);
+  }
+  out.headers.set("Content-Type", "application/xml");
+  out.headers.erase("Content-Length");
+  co_return out;
+}
+
 net::awaitable<void> put_object(Exchange& ex, S3Request& s3) {
   if (static_cast<int64_t>(s3.key->size()) > s3.config.max_object_name_length) {
     co_return co_await ex.reply(s3.error(make(400, "KeyTooLongError", "Your key is too long.")));
   }
   if (s3.client.headers.contains("X-Amz-Copy-Source")) {
-    co_return co_await ex.reply(s3.error(errors::not_implemented()));
+    co_return co_await ex.reply(co_await copy_object(s3));
   }
   std::string_view sha = s3.client.headers.get_or("X-Amz-Content-SHA256", "");
   std::optional<uint64_t> decoded_length;  // an aws-chunked body's payload length

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -68,11 +69,14 @@ std::string swift_path(const S3Request& s3, const std::string& bucket,
                        const std::optional<std::string>& key);
 
 // Runs a Swift request for `s3` (`query` already encoded) and collects its small answer.
+// `edit`, when given, changes the request's headers last.
+using HeaderEdit = std::function<void(common::http::HeaderMap&)>;
 boost::asio::awaitable<SwiftAnswer> call_swift(S3Request& s3, const std::string& method,
                                                const std::string& bucket,
                                                const std::optional<std::string>& key,
                                                std::string query = {},
-                                               size_t max_body = 1 << 20);
+                                               size_t max_body = 1 << 20,
+                                               HeaderEdit edit = {});
 
 // The ProxyEnv of a Swift subrequest for `s3` (the signature goes along for the auth
 // middleware).

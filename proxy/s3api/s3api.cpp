@@ -218,9 +218,10 @@ ProxyEnv swift_env(const S3Request& s3) {
 net::awaitable<SwiftAnswer> call_swift(S3Request& s3, const std::string& method,
                                        const std::string& bucket,
                                        const std::optional<std::string>& key, std::string query,
-                                       size_t max_body) {
+                                       size_t max_body, HeaderEdit edit) {
   auto headers = swift_headers(s3);
   if (auto* e = std::get_if<S3Error>(&headers)) co_return std::move(*e);
+  if (edit) edit(std::get<HeaderMap>(headers));
   Request req = make_subrequest(method, swift_path(s3, bucket, key), query,
                                 std::move(std::get<HeaderMap>(headers)));
   auto answer = co_await run_subrequest(s3.next, std::move(req), swift_env(s3), max_body);

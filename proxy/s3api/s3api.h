@@ -13,9 +13,10 @@
 //
 // Served so far (issue 15 builds the rest): ListBuckets; bucket HEAD, PUT (location
 // constraint, canned x-amz-acl), DELETE and ListObjects v1/v2; object GET, HEAD (with S3's
-// Range emulation), PUT (Content-MD5, a signed payload's SHA-256 checked as it streams) and
-// DELETE (a multipart upload's segments too). Every other S3 operation answers S3's 501
-// NotImplemented, as do aws-chunked uploads and PUT-copy for now.
+// Range emulation), PUT (Content-MD5, a signed payload's SHA-256 checked as it streams,
+// aws-chunked bodies with chunk signatures, x-amz-checksum-* as header or trailer), CopyObject
+// and DELETE (a multipart upload's segments too). Every other S3 operation answers S3's 501
+// NotImplemented. Checksums are checked, not yet stored or returned.
 //
 // Known gap: Apus's HTTP server hands on header names as Swift's WSGI server does ('_' read
 // as '-'), and keeps no raw names, so a Version 4 signature over a header name with '_' (an

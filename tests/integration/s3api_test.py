@@ -56,10 +56,11 @@ from symlink_test import start_stock_proxy  # noqa: E402
 BUILD = os.path.abspath(sys.argv[1])
 BIN = os.path.join(BUILD, "bin")
 PIPELINE = ("catch_errors gatekeeper healthcheck proxy-logging cache listing_formats s3api "
-            "tempauth proxy-logging proxy-server")
+            "tempauth copy proxy-logging proxy-server")
 # Continues [filter:tempauth] (cluster.py ends the file with it): a second user, so each proxy
 # works in an account of its own and both see the same state.
-FILTERS = "user_test2_tester2 = testing2 .admin\n[filter:s3api]\nuse = egg:swift#s3api\n"
+FILTERS = ("user_test2_tester2 = testing2 .admin\n[filter:s3api]\nuse = egg:swift#s3api\n"
+           "[filter:copy]\nuse = egg:swift#copy\n")
 USERS = {"apus": ("test:tester", "testing", "AUTH_test"),
          "swift": ("test2:tester2", "testing2", "AUTH_test2")}
 # Content-Length is compared for object answers only: Swift sends its error documents chunked,
@@ -300,6 +301,31 @@ def objects(pair):
                           ("bad metadata directive", {"x-amz-metadata-directive": "MOVE"}),
                           ("copy source without key", {"x-amz-copy-source": "bucketonly"})):
         pair.both("PUT object with %s" % what, "PUT", "/objects/refused", headers, body=b"x")
+    copies = (
+        ("CopyObject", {"x-amz-copy-source": "/objects/obj"}),
+        ("CopyObject without a leading slash", {"x-amz-copy-source": "objects/obj"}),
+        ("CopyObject replacing metadata", {"x-amz-copy-source": "/objects/obj",
+                                           "x-amz-metadata-directive": "REPLACE",
+                                           "x-amz-meta-color": "red", "Content-Type": "a/b"}),
+        ("CopyObject keeping metadata", {"x-amz-copy-source": "/objects/obj",
+                                         "x-amz-meta-color": "red"}),
+        ("CopyObject if-match", {"x-amz-copy-source": "/objects/obj",
+                                 "x-amz-copy-source-if-match": etag}),
+        ("CopyObject if-match other", {"x-amz-copy-source": "/objects/obj",
+                                       "x-amz-copy-source-if-match": '"nope"'}),
+        ("CopyObject if-none-match", {"x-amz-copy-source": "/objects/obj",
+                                      "x-amz-copy-source-if-none-match": etag}),
+        ("CopyObject of a missing key", {"x-amz-copy-source": "/objects/nosuchkey"}),
+        ("CopyObject of a missing bucket", {"x-amz-copy-source": "/nosuchbucket/x"}),
+        ("CopyObject with a bad parameter", {"x-amz-copy-source": "/objects/obj?x=1"}),
+        ("CopyObject with a range", {"x-amz-copy-source": "/objects/obj",
+                                     "x-amz-copy-source-range": "bytes=0-1"}),
+    )
+    for what, headers in copies:
+        pair.both(what, "PUT", "/objects/copy", headers)
+        pair.both(what + ": HEAD of the copy", "HEAD", "/objects/copy", compare_body=False,
+                  extra=("content-length",))
+    pair.both("CopyObject onto itself", "PUT", "/objects/obj", {"x-amz-copy-source": "/objects/obj"})
     pair.both("DELETE object", "DELETE", "/objects/md5")
     pair.both("DELETE missing object", "DELETE", "/objects/md5")
     pair.both("DELETE object in a missing bucket", "DELETE", "/nosuchbucket/md5")
