@@ -424,4 +424,46 @@ net::awaitable<Response> delete_bucket(S3Request& s3) {
 }
 
 
+// The bucket must exist (a HEAD of it, Swift's req.get_response(app, method='HEAD')): nullopt,
+// or the error to answer.
+static net::awaitable<std::optional<S3Error>> bucket_must_exist(S3Request& s3) {
+  auto answer = co_await call_swift(s3, "HEAD", s3.bucket, std::nullopt);
+  if (auto* e = std::get_if<S3Error>(&answer)) co_return *e;
+  const Response& r = std::get<Response>(answer);
+  if (r.status == 404) co_return errors::no_such_bucket(s3.bucket);
+  if (r.status != 204) co_return unexpected(s3, r);
+  co_return std::nullopt;
+}
+
+net::awaitable<Response> bucket_location(S3Request& s3) {
+  if (s3.client.method != "GET") {
+    co_return s3.error(errors::method_not_allowed(s3.client.method, "LOCATION"));
+  }
+  if (auto e = co_await bucket_must_exist(s3)) co_return s3.error(*e);
+  pugi::xml_document doc;
+  pugi::xml_node root = doc.append_child("LocationConstraint");
+  root.append_attribute("xmlns") = "http://s3.amazonaws.com/doc/2006-03-01/";
+  // us-east-1, S3's original region, is named by an empty constraint.
+  if (s3.config.auth.location != "us-east-1") root.text().set(s3.config.auth.location.c_str());
+  co_return xml_response(200, to_xml(doc), s3.env.trans_id);
+}
+
+net::awaitable<Response> bucket_logging(S3Request& s3) {
+  if (s3.client.method != "GET" && s3.client.method != "PUT") {
+    co_return s3.error(errors::method_not_allowed(s3.client.method, "LOGGING_STATUS"));
+  }
+  if (s3.key) {
+    co_return s3.error({.status = 400,
+                        .code = "NoLoggingStatusForKey",
+                        .message = "There is no such thing as a logging status sub-resource for a "
+                                   "key.",
+                        .details = {}});
+  }
+  if (s3.client.method == "PUT") co_return s3.error(errors::not_implemented());
+  if (auto e = co_await bucket_must_exist(s3)) co_return s3.error(*e);
+  pugi::xml_node root;
+  auto doc = result_document("BucketLoggingStatus", &root);
+  co_return xml_response(200, to_xml(doc), s3.env.trans_id);  // logging is never on
+}
+
 }  // namespace apus::proxy::s3api

@@ -92,6 +92,9 @@ boost::asio::awaitable<common::http::Response> put_bucket(common::http::Exchange
                                                           S3Request& s3);
 boost::asio::awaitable<common::http::Response> delete_bucket(S3Request& s3);
 boost::asio::awaitable<common::http::Response> list_objects(S3Request& s3);
+// ?location (GetBucketLocation) and ?logging (GET: never enabled; PUT: not implemented).
+boost::asio::awaitable<common::http::Response> bucket_location(S3Request& s3);
+boost::asio::awaitable<common::http::Response> bucket_logging(S3Request& s3);
 // Object GET, HEAD, PUT and DELETE answer the client themselves (bodies stream).
 boost::asio::awaitable<void> object_request(common::http::Exchange& ex, S3Request& s3);
 

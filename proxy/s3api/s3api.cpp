@@ -343,6 +343,15 @@ class S3Api final : public Middleware {
       if (method == "GET") co_return co_await list_buckets(s3);
       co_return s3.error(errors::method_not_allowed(method, "SERVICE"));
     }
+    // Swift's order of sub-resources (acl, delete come first; not served yet).
+    if (!s3.has("acl") && !s3.has("delete")) {
+      if (s3.has("location")) {
+        // A key with ?location is a bucket operation (Swift's bucket_operation drops the key).
+        s3.key.reset();
+        co_return co_await bucket_location(s3);
+      }
+      if (s3.has("logging")) co_return co_await bucket_logging(s3);
+    }
     static constexpr std::string_view kSubresources[] = {
         "acl",       "delete",     "location", "logging", "partNumber", "uploadId",
         "uploads",   "versioning", "tagging",  "object-lock"};

@@ -201,6 +201,14 @@ def buckets(pair):
     pair.both("DELETE bucket", "DELETE", "/bucket2")
     pair.both("DELETE missing bucket", "DELETE", "/bucket2")
     pair.both("POST bucket", "POST", "/bucket1", compare_body=False)
+    pair.both("GetBucketLocation", "GET", "/bucket1?location")
+    pair.both("GetBucketLocation of a missing bucket", "GET", "/nosuchbucket?location")
+    pair.both("GetBucketLocation with a key", "GET", "/bucket1/key?location")
+    pair.both("GET bucket logging", "GET", "/bucket1?logging")
+    pair.both("GET logging of a key", "GET", "/bucket1/key?logging")
+    pair.both("PUT bucket logging", "PUT", "/bucket1?logging")
+    pair.both("DELETE bucket location", "DELETE", "/bucket1?location")
+    pair.both("POST bucket logging", "POST", "/bucket1?logging")
 
 
 LISTED = ["a.txt", "b/1", "b/2", "b/c/3", "c d", "caf\u00e9", "d%2F", "e&<>", "zz"]
