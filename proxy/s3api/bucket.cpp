@@ -83,31 +83,13 @@ net::awaitable<Response> head_bucket(S3Request& s3) {
 
 // The body of a bucket PUT: nothing, or a CreateBucketConfiguration naming this location.
 static net::awaitable<std::optional<S3Error>> check_location(Exchange& ex, const S3ApiConfig& config) {
-  const Request& req = ex.request();
-  if (auto te = req.headers.get("Transfer-Encoding");
-      te && common::http::to_lower(*te) != "chunked") {
-    S3Error e = errors::not_implemented(
-        "A header you provided implies functionality that is not implemented");
-    e.details.emplace_back("Header", "Transfer-Encoding");
-    co_return e;
-  }
-  if (req.content_length && *req.content_length > kMaxPutBucketBody) {
-    co_return errors::malformed_xml();
-  }
-  if (!req.chunked && req.content_length.value_or(0) == 0) co_return std::nullopt;
-  std::string body;
-  std::array<char, 4096> buf;
-  for (;;) {
-    auto n = co_await ex.read_body(std::span<char>(buf.data(), buf.size()));
-    if (!n.ok()) co_return errors::internal_error();
-    if (*n == 0) break;
-    body.append(buf.data(), *n);
-    if (body.size() > kMaxPutBucketBody) co_return errors::malformed_xml();
-  }
-  if (body.empty()) co_return std::nullopt;
+  auto read = co_await read_xml_body(ex, kMaxPutBucketBody);
+  if (auto* e = std::get_if<S3Error>(&read)) co_return *e;
+  const auto& body = std::get<std::optional<std::string>>(read);
+  if (!body || body->empty()) co_return std::nullopt;
   pugi::xml_document doc;
-  // No DOCTYPE or entity expansion: pugixml never fetches or expands external entities.
-  auto parsed = doc.load_buffer(body.data(), body.size(), pugi::parse_default & ~pugi::parse_doctype);
+  // pugixml neither fetches nor expands external entities (no XXE).
+  auto parsed = doc.load_buffer(body->data(), body->size());
   pugi::xml_node root = doc.document_element();
   if (!parsed || std::string_view(root.name()) != "CreateBucketConfiguration") {
     co_return errors::malformed_xml();

@@ -3,6 +3,8 @@
 // pipeline as the Swift request (an ObjectExchange), its body read through (and, for a signed
 // payload, hashed on the way), and the answer comes back translated into S3's headers, or
 // replaced by S3's XML error.
+#include <boost/json.hpp>
+
 #include <algorithm>
 #include <cstdio>
 #include <array>
@@ -15,6 +17,7 @@
 
 #include "common/config/config.h"
 #include "common/crypto/hmac.h"
+#include "common/crypto/md5.h"
 #include "common/http/range.h"
 #include "common/http/url.h"
 #include "common/http/date.h"
@@ -796,6 +799,60 @@ net::awaitable<std::string> manifest_delete_query(S3Request& s3, const std::stri
   co_return "multipart-manifest=delete";
 }
 
+
+// One key of a DeleteObjects: nullopt when deleted (or not there), else the Code and Message
+// of its Error element.
+net::awaitable<std::optional<std::pair<std::string, std::string>>> delete_one(
+    S3Request& s3, const std::string& key, const std::optional<std::string>& version) {
+  S3Request one{.client = s3.client, .env = s3.env, .next = s3.next, .config = s3.config,
+                .bucket = s3.bucket, .key = key, .params = {}, .signature = s3.signature,
+                .acl_header_used = true};
+  std::string query = co_await manifest_delete_query(one, version.value_or(""));
+  const bool manifest = !query.empty();
+  if (version) {
+    query += std::string(query.empty() ? "" : "&") +
+             "version-id=" + common::http::quote(*version, "") + "&symlink=get";
+  }
+  auto answer = co_await call_swift(one, "DELETE", s3.bucket, key, query, 16u << 20,
+                                    [](HeaderMap& h) {
+    h.erase("Content-Type");
+    h.erase("Content-MD5");
+    h.set("Accept", "application/json");
+  });
+  if (auto* e = std::get_if<S3Error>(&answer)) co_return std::make_pair(e->code, e->message);
+  const Response& r = std::get<Response>(answer);
+  if (r.status == 404) co_return std::nullopt;  // NoSuchKey: deleted as far as S3 goes
+  if (r.status != 200 && r.status != 204) {
+    S3Error e = unexpected(one, r);
+    co_return std::make_pair(e.code, e.message);
+  }
+  if (manifest && r.status != 204) {
+    // A synchronous SLO delete: bulk's JSON report says whether every segment went.
+    boost::system::error_code ec;
+    auto report = boost::json::parse(r.body, ec);
+    const boost::json::object* o = !ec && report.is_object() ? &report.as_object() : nullptr;
+    const boost::json::value* errors = o ? o->if_contains("Errors") : nullptr;
+    if (!errors || !errors->is_array()) {
+      co_return std::make_pair(std::string("SLODeleteError"), std::string("Unexpected swift response"));
+    }
+    if (!errors->as_array().empty()) {
+      std::string message;
+      if (const auto* st = o->if_contains("Response Status"); st && st->is_string()) {
+        message = std::string(st->as_string());
+      }
+      for (const auto& item : errors->as_array()) {
+        if (!item.is_array() || item.as_array().size() != 2) continue;
+        auto text = [](const boost::json::value& v) {
+          return v.is_string() ? std::string(v.as_string()) : boost::json::serialize(v);
+        };
+        message += "\n" + text(item.as_array()[0]) + ": " + text(item.as_array()[1]);
+      }
+      co_return std::make_pair(std::string("SLODeleteError"), message);
+    }
+  }
+  co_return std::nullopt;
+}
+
 net::awaitable<Response> delete_object(S3Request& s3) {
   std::optional<std::string> version;
   if (auto v = s3.params.find("versionId"); v != s3.params.end()) version = v->second;
@@ -843,6 +900,95 @@ net::awaitable<Response> delete_object(S3Request& s3) {
 }
 
 }  // namespace
+
+net::awaitable<Response> delete_objects(Exchange& ex, S3Request& s3) {
+  s3.key.reset();  // a bucket operation (Swift's bucket_operation drops a key)
+  // AWS takes at most 1000 keys and Swift names of 1024 bytes: twice that much XML, capped.
+  const size_t max_body = std::min<size_t>(
+      2 * static_cast<size_t>(s3.config.max_multi_delete_objects) *
+          static_cast<size_t>(s3.config.max_object_name_length),
+      10u << 20);
+  auto read = co_await read_xml_body(ex, max_body);
+  if (auto* e = std::get_if<S3Error>(&read)) co_return s3.error(*e);
+  const auto& body = std::get<std::optional<std::string>>(read);
+  if (!body || body->empty()) {
+    co_return s3.error(make(400, "MissingRequestBodyError", "Request body is empty."));
+  }
+  // Content-MD5 is required, and must be the body's.
+  auto md5 = s3.client.headers.get("Content-MD5");
+  if (!md5) {
+    co_return s3.error(S3Error::invalid_request("Missing required header for this request: Content-MD5"));
+  }
+  const auto digest = common::crypto::md5(*body);
+  if (*md5 != base64_encode(std::string_view(reinterpret_cast<const char*>(digest.data()),
+                                             digest.size()))) {
+    S3Error e = make(400, "BadDigest", "The Content-MD5 you specified did not match what we received.");
+    e.details.emplace_back("ContentMd5", std::string(*md5));
+    co_return s3.error(e);
+  }
+  // <Delete><Quiet>?</Quiet><Object><Key/><VersionId/>?</Object>+</Delete>, as Swift's schema.
+  pugi::xml_document doc;
+  auto parsed = doc.load_buffer(body->data(), body->size());
+  pugi::xml_node root = doc.document_element();
+  if (!parsed || std::string_view(root.name()) != "Delete") co_return s3.error(errors::malformed_xml());
+  bool quiet = false;
+  std::vector<std::pair<std::string, std::optional<std::string>>> keys;
+  for (pugi::xml_node child : root.children()) {
+    if (child.type() != pugi::node_element) continue;
+    std::string_view name = child.name();
+    if (name == "Quiet") {
+      quiet = common::http::to_lower(child.text().get()) == "true";
+    } else if (name == "Object") {
+      pugi::xml_node key = child.child("Key");
+      if (!key) co_return s3.error(errors::malformed_xml());
+      std::string k = key.text().get();
+      if (k.empty()) {
+        co_return s3.error(make(400, "UserKeyMustBeSpecified",
+                                "The bucket POST must contain the specified field name. If it is "
+                                "specified, please check the order of the fields."));
+      }
+      std::optional<std::string> version;
+      if (pugi::xml_node v = child.child("VersionId")) version = std::string(v.text().get());
+      keys.emplace_back(std::move(k), std::move(version));
+    } else {
+      co_return s3.error(errors::malformed_xml());
+    }
+  }
+  if (keys.empty() || static_cast<int64_t>(keys.size()) > s3.config.max_multi_delete_objects) {
+    co_return s3.error(errors::malformed_xml());
+  }
+  pugi::xml_node result;
+  auto out = result_document("DeleteResult", &result);
+  // The bucket must be there; a user who may not see it gets AccessDenied for every key.
+  auto head = co_await call_swift(s3, "HEAD", s3.bucket, std::nullopt);
+  if (auto* e = std::get_if<S3Error>(&head)) co_return s3.error(*e);
+  const Response& hr = std::get<Response>(head);
+  if (hr.status == 404) co_return s3.error(errors::no_such_bucket(s3.bucket));
+  if (hr.status == 401 || hr.status == 403) {
+    S3Error denied = hr.status == 403 ? S3Error::access_denied() : unexpected(s3, hr);
+    for (const auto& [key, version] : keys) {
+      pugi::xml_node e = result.append_child("Error");
+      add_text(e, "Key", key);
+      if (version) add_text(e, "VersionId", *version);
+      add_text(e, "Code", denied.code);
+      add_text(e, "Message", denied.message);
+    }
+    co_return xml_response(200, to_xml(out), s3.env.trans_id);
+  }
+  if (hr.status != 204) co_return s3.error(unexpected(s3, hr));
+  for (const auto& [key, version] : keys) {
+    auto error = co_await delete_one(s3, key, version);
+    if (error) {
+      pugi::xml_node e = result.append_child("Error");
+      add_text(e, "Key", key);
+      add_text(e, "Code", error->first);
+      add_text(e, "Message", error->second);
+    } else if (!quiet) {
+      add_text(result.append_child("Deleted"), "Key", key);
+    }
+  }
+  co_return xml_response(200, to_xml(out), s3.env.trans_id);
+}
 
 net::awaitable<void> object_request(Exchange& ex, S3Request& s3) {
   const std::string& method = s3.client.method;

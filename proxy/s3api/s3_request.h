@@ -31,6 +31,7 @@ struct S3ApiConfig {
   int64_t max_bucket_listing = 1000;
   bool allow_multipart_uploads = true;
   int64_t max_object_name_length = 1024;  // swift.conf's
+  int64_t max_multi_delete_objects = 1000;
 };
 
 inline constexpr int64_t kMax32BitInt = 2147483647;
@@ -85,6 +86,11 @@ ProxyEnv swift_env(const S3Request& s3);
 // The S3 error for a Swift status no operation expects (the end of Swift's _get_response).
 S3Error unexpected(const S3Request& s3, const common::http::Response& r);
 
+// Swift's S3Request.xml(): the request body of an XML document, at most `max_length` bytes
+// (longer: MalformedXML); nullopt when the request has no body.
+boost::asio::awaitable<std::variant<std::optional<std::string>, S3Error>> read_xml_body(
+    common::http::Exchange& ex, size_t max_length);
+
 // The operations.
 boost::asio::awaitable<common::http::Response> list_buckets(S3Request& s3);
 boost::asio::awaitable<common::http::Response> head_bucket(S3Request& s3);
@@ -97,5 +103,8 @@ boost::asio::awaitable<common::http::Response> bucket_location(S3Request& s3);
 boost::asio::awaitable<common::http::Response> bucket_logging(S3Request& s3);
 // Object GET, HEAD, PUT and DELETE answer the client themselves (bodies stream).
 boost::asio::awaitable<void> object_request(common::http::Exchange& ex, S3Request& s3);
+// POST ?delete: DeleteObjects.
+boost::asio::awaitable<common::http::Response> delete_objects(common::http::Exchange& ex,
+                                                              S3Request& s3);
 
 }  // namespace apus::proxy::s3api

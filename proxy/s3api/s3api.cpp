@@ -2,7 +2,9 @@
 // operations share (s3_request.h).
 #include "proxy/s3api/s3api.h"
 
+#include <array>
 #include <cctype>
+#include <span>
 #include <chrono>
 #include <optional>
 #include <string>
@@ -232,6 +234,30 @@ net::awaitable<SwiftAnswer> call_swift(S3Request& s3, const std::string& method,
   co_return std::move(*answer);
 }
 
+net::awaitable<std::variant<std::optional<std::string>, S3Error>> read_xml_body(
+    Exchange& ex, size_t max_length) {
+  const Request& req = ex.request();
+  if (auto te = req.headers.get("Transfer-Encoding");
+      te && common::http::to_lower(*te) != "chunked") {
+    S3Error e = errors::not_implemented(
+        "A header you provided implies functionality that is not implemented");
+    e.details.emplace_back("Header", "Transfer-Encoding");
+    co_return e;
+  }
+  if (req.content_length && *req.content_length > max_length) co_return errors::malformed_xml();
+  if (!req.chunked && req.content_length.value_or(0) == 0) co_return std::optional<std::string>();
+  std::string body;
+  std::array<char, 8192> buf;
+  for (;;) {
+    auto n = co_await ex.read_body(std::span<char>(buf.data(), buf.size()));
+    if (!n.ok()) co_return errors::internal_error();
+    if (*n == 0) break;
+    body.append(buf.data(), *n);
+    if (body.size() > max_length) co_return errors::malformed_xml();
+  }
+  co_return std::optional<std::string>(std::move(body));
+}
+
 S3Error unexpected(const S3Request& s3, const Response& r) {
   switch (r.status) {
     case 400:
@@ -343,7 +369,11 @@ class S3Api final : public Middleware {
       if (method == "GET") co_return co_await list_buckets(s3);
       co_return s3.error(errors::method_not_allowed(method, "SERVICE"));
     }
-    // Swift's order of sub-resources (acl, delete come first; not served yet).
+    if (!s3.has("acl") && s3.has("delete")) {
+      if (method != "POST") co_return s3.error(errors::method_not_allowed(method, "MULTI_OBJECT_DELETE"));
+      co_return co_await delete_objects(ex, s3);
+    }
+    // Swift's order of sub-resources (acl comes first; not served yet).
     if (!s3.has("acl") && !s3.has("delete")) {
       if (s3.has("location")) {
         // A key with ?location is a bucket operation (Swift's bucket_operation drops the key).
@@ -385,6 +415,11 @@ Result<std::unique_ptr<Middleware>> make_s3api(const common::Section& section,
   }
   c.storage_domains = section.get_list("storage_domain");
   APUS_ASSIGN_OR_RETURN(c.max_bucket_listing, section.get_int("max_bucket_listing", 1000));
+  APUS_ASSIGN_OR_RETURN(c.max_multi_delete_objects,
+                        section.get_int("max_multi_delete_objects", 1000));
+  if (c.max_multi_delete_objects <= 0) {
+    return section.invalid("max_multi_delete_objects", "must be a positive integer");
+  }
   if (c.max_bucket_listing <= 0) {
     return section.invalid("max_bucket_listing", "must be a positive integer");
   }

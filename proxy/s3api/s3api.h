@@ -14,8 +14,9 @@
 // Served so far (issue 15 builds the rest): ListBuckets; bucket HEAD, PUT (location
 // constraint, canned x-amz-acl), DELETE, ListObjects v1/v2, GetBucketLocation and logging; object GET, HEAD (with S3's
 // Range emulation), PUT (Content-MD5, a signed payload's SHA-256 checked as it streams,
-// aws-chunked bodies with chunk signatures, x-amz-checksum-* as header or trailer), CopyObject
-// and DELETE (a multipart upload's segments too). Every other S3 operation answers S3's 501
+// aws-chunked bodies with chunk signatures, x-amz-checksum-* as header or trailer), CopyObject,
+// DELETE (a multipart upload's segments too) and DeleteObjects (one key at a time for now;
+// Swift deletes multi_delete_concurrency at once). Every other S3 operation answers S3's 501
 // NotImplemented. Checksums are checked, not yet stored or returned.
 //
 // Known gap: Apus's HTTP server hands on header names as Swift's WSGI server does ('_' read
@@ -24,7 +25,7 @@
 //
 // Options ([filter:s3api], Swift's names and defaults): location (us-east-1),
 // storage_domain (virtual-hosted-style buckets), dns_compliant_bucket_names (true),
-// allowable_clock_skew (900).
+// allowable_clock_skew (900), max_bucket_listing (1000), max_multi_delete_objects (1000).
 //
 // Thread-safe: the middleware keeps only its configuration.
 #pragma once
