@@ -7,6 +7,7 @@
 
 #include "common/assert.h"
 #include "common/config/config.h"
+#include "common/crypto/base64.h"
 #include "common/crypto/md5.h"
 
 namespace apus::proxy::digest {
@@ -20,14 +21,6 @@ int hex_value(char c) {
   return -1;
 }
 
-int b64_value(char c) {
-  if (c >= 'A' && c <= 'Z') return c - 'A';
-  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-  if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '+') return 62;
-  if (c == '/') return 63;
-  return -1;
-}
 
 std::string to_hex(std::string_view bytes) {
   std::string out(bytes.size() * 2, '\0');
@@ -58,7 +51,7 @@ std::optional<std::string> strict_b64decode_padded(std::string_view value) {
                                ? std::string_view()
                                : value.substr(b, value.find_last_not_of('=') - b + 1);
   for (char c : inner) {
-    if (b64_value(c) < 0) return std::nullopt;
+    if (common::crypto::b64_value(c) < 0) return std::nullopt;
   }
   // b64decode(value + "=="): '=' before any data is skipped, and the padding after the data
   // ends it; only the data characters count.
@@ -66,7 +59,7 @@ std::optional<std::string> strict_b64decode_padded(std::string_view value) {
   uint32_t acc = 0;
   int quad = 0;
   for (char c : inner) {
-    acc = (acc << 6) | static_cast<uint32_t>(b64_value(c));
+    acc = (acc << 6) | static_cast<uint32_t>(common::crypto::b64_value(c));
     if (++quad == 4) {
       out.push_back(static_cast<char>((acc >> 16) & 0xff));
       out.push_back(static_cast<char>((acc >> 8) & 0xff));

@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/crypto/base64.h"
 #include "common/http/range.h"
 #include "common/http/server.h"
 
@@ -97,10 +98,9 @@ struct Piece {
 std::vector<Piece> pieces_for_range(const std::vector<StoredSegment>& segments, int64_t first,
                                     int64_t last);
 
-// Swift's strict_b64decode(): the bytes of standard base64 (padding optional past a whole
-// quantum, extra '=' ignored), or nullopt for any other character or a bad length.
-std::optional<std::string> strict_b64decode(std::string_view text);
-std::string b64encode(std::string_view bytes);
+// Base64 (common/crypto/base64.h), by the names SLO's code and tests use.
+using common::crypto::b64encode;
+using common::crypto::strict_b64decode;
 
 // One field of a bulk answer: its key and value (a number is written bare in JSON).
 struct BulkField {

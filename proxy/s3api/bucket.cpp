@@ -11,6 +11,7 @@
 #include <variant>
 
 #include "common/config/config.h"
+#include "common/crypto/base64.h"
 #include "common/http/date.h"
 #include "common/http/url.h"
 #include "common/utf8.h"
@@ -73,12 +74,7 @@ net::awaitable<Response> head_bucket(S3Request& s3) {
   Response& r = std::get<Response>(answer);
   if (r.status == 404) co_return s3.error(errors::no_such_bucket(s3.bucket));
   if (r.status != 204) co_return s3.error(unexpected(s3, r));
-  Response out;
-  out.status = 200;
-  out.headers = swift_to_s3_headers(r.headers);
-  out.headers.set("x-amz-id-2", s3.env.trans_id);
-  out.headers.set("x-amz-request-id", s3.env.trans_id);
-  co_return out;
+  co_return header_response(200, r.headers, s3.env.trans_id);
 }
 
 // The body of a bucket PUT: nothing, or a CreateBucketConfiguration naming this location.
@@ -113,13 +109,8 @@ net::awaitable<Response> put_bucket(Exchange& ex, S3Request& s3) {
     co_return s3.error(errors::bucket_already_owned_by_you(s3.bucket));
   }
   if (r.status != 201) co_return s3.error(unexpected(s3, r));
-  Response out;
-  out.status = 200;
-  out.headers = swift_to_s3_headers(r.headers);
+  Response out = header_response(200, r.headers, s3.env.trans_id);
   out.headers.set("Location", "/" + s3.bucket);
-  out.headers.set("x-amz-id-2", s3.env.trans_id);
-  out.headers.set("x-amz-request-id", s3.env.trans_id);
-  out.body.clear();
   out.headers.set("Content-Length", "0");
   co_return out;
 }
@@ -169,68 +160,15 @@ static std::string s3_time(std::string_view iso) {
                                              num(14, 2), num(17, 2));
   bool fraction = false;
   for (size_t i = 20; i < iso.size(); ++i) fraction = fraction || iso[i] != '0';
-  if (fraction) ++t;
-  auto c = common::http::civil_from_epoch(t);
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%04lld-%02d-%02dT%02d:%02d:%02d.000Z",
-                static_cast<long long>(c.year), c.month, c.day, c.hour, c.minute, c.second);
-  return buf;
+  return s3_xml_time(fraction ? t + 1 : t);
 }
 
-static std::string base64_encode(std::string_view bytes) {
-  static const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  size_t i = 0;
-  for (; i + 2 < bytes.size(); i += 3) {
-    uint32_t v = (uint8_t(bytes[i]) << 16) | (uint8_t(bytes[i + 1]) << 8) | uint8_t(bytes[i + 2]);
-    out += kAlphabet[v >> 18];
-    out += kAlphabet[(v >> 12) & 63];
-    out += kAlphabet[(v >> 6) & 63];
-    out += kAlphabet[v & 63];
-  }
-  if (i < bytes.size()) {
-    uint32_t v = uint8_t(bytes[i]) << 16;
-    if (i + 1 < bytes.size()) v |= uint8_t(bytes[i + 1]) << 8;
-    out += kAlphabet[v >> 18];
-    out += kAlphabet[(v >> 12) & 63];
-    out += i + 1 < bytes.size() ? kAlphabet[(v >> 6) & 63] : '=';
-    out += '=';
-  }
-  return out;
-}
 
 // Python's b64decode(token, validate=True) then UTF-8: nullopt for anything else.
 static std::optional<std::string> base64_decode_strict(std::string_view s) {
-  if (s.size() % 4 != 0) return std::nullopt;
-  auto value = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-  };
-  std::string out;
-  for (size_t i = 0; i < s.size(); i += 4) {
-    int v[4];
-    int pad = 0;
-    for (int j = 0; j < 4; ++j) {
-      char c = s[i + j];
-      if (c == '=' && i + 4 == s.size() && j >= 2) {
-        v[j] = 0;
-        ++pad;
-      } else {
-        if (pad) return std::nullopt;
-        v[j] = value(c);
-        if (v[j] < 0) return std::nullopt;
-      }
-    }
-    uint32_t n = (v[0] << 18) | (v[1] << 12) | (v[2] << 6) | v[3];
-    out.push_back(static_cast<char>(n >> 16));
-    if (pad < 2) out.push_back(static_cast<char>((n >> 8) & 0xFF));
-    if (pad < 1) out.push_back(static_cast<char>(n & 0xFF));
-  }
-  if (!common::valid_utf8(out)) return std::nullopt;
+  if (s.size() % 4 != 0 || s.starts_with('=')) return std::nullopt;
+  auto out = common::crypto::strict_b64decode(s);
+  if (!out || !common::valid_utf8(*out)) return std::nullopt;
   return out;
 }
 
@@ -350,7 +288,7 @@ net::awaitable<Response> list_objects(S3Request& s3) {
   std::optional<std::string> prefix = param("prefix");
   add_optional(root, "Prefix", prefix ? std::optional(enc(*prefix)) : std::nullopt);
   if (list_type == 2) {
-    if (truncated && !items.empty()) add_text(root, "NextContinuationToken", base64_encode(last_name()));
+    if (truncated && !items.empty()) add_text(root, "NextContinuationToken", common::crypto::b64encode(last_name()));
     if (auto token = param("continuation-token")) add_text(root, "ContinuationToken", *token);
     if (auto start_after = param("start-after")) add_text(root, "StartAfter", enc(*start_after));
     add_text(root, "KeyCount", std::to_string(items.size()));
@@ -397,12 +335,7 @@ net::awaitable<Response> delete_bucket(S3Request& s3) {
   if (r.status == 404) co_return s3.error(errors::no_such_bucket(s3.bucket));
   if (r.status == 409) co_return s3.error(errors::bucket_not_empty());
   if (r.status != 204) co_return s3.error(unexpected(s3, r));
-  Response out;
-  out.status = 204;
-  out.headers = swift_to_s3_headers(r.headers);
-  out.headers.set("x-amz-id-2", s3.env.trans_id);
-  out.headers.set("x-amz-request-id", s3.env.trans_id);
-  co_return out;
+  co_return header_response(204, r.headers, s3.env.trans_id);
 }
 
 

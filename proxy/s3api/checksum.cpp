@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "common/assert.h"
+#include "common/crypto/base64.h"
 #include "common/http/headers.h"
 
 namespace apus::proxy::s3api {
@@ -159,34 +160,14 @@ std::string Checksum::digest() const {
   }
 }
 
-std::string base64_encode(std::string_view bytes) {
-  std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
-  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(bytes.data()),
-                          static_cast<int>(bytes.size()));
-  out.resize(static_cast<size_t>(n));
-  return out;
-}
+std::string base64_encode(std::string_view bytes) { return common::crypto::b64encode(bytes); }
 
 std::optional<std::string> decode_checksum(std::string_view value, size_t size) {
-  if (value.empty() || value.size() % 4 != 0 || value.size() > 4 * ((size + 2) / 3)) {
-    return std::nullopt;
-  }
-  for (size_t i = 0; i < value.size(); ++i) {
-    char c = value[i];
-    bool ok = std::isalnum(static_cast<unsigned char>(c)) || c == '+' || c == '/' ||
-              (c == '=' && i + 2 >= value.size());
-    if (!ok) return std::nullopt;
-  }
-  std::string out(value.size() / 4 * 3, '\0');
-  int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(value.data()),
-                          static_cast<int>(value.size()));
-  if (n < 0) return std::nullopt;
-  size_t pad = value.ends_with("==") ? 2 : value.ends_with('=') ? 1 : 0;
-  out.resize(static_cast<size_t>(n) - pad);
-  if (out.size() != size) return std::nullopt;
-  return out;
+  // S3 wants the padded form: a whole number of quanta, nothing before the data.
+  if (value.empty() || value.size() % 4 != 0 || value.front() == '=') return std::nullopt;
+  auto raw = common::crypto::strict_b64decode(value);
+  if (!raw || raw->size() != size) return std::nullopt;
+  return raw;
 }
 
 }  // namespace apus::proxy::s3api

@@ -16,6 +16,7 @@
 #include <variant>
 
 #include "common/config/config.h"
+#include "common/crypto/base64.h"
 #include "common/crypto/hmac.h"
 #include "common/crypto/md5.h"
 #include "common/http/range.h"
@@ -396,8 +397,7 @@ class ObjectExchange final : public ExchangeWrapper {
     if (auto etag = h.get("ETag"); etag && !etag->empty() && etag->front() != '"') {
       h.set("ETag", "\"" + std::string(*etag) + "\"");
     }
-    h.set("x-amz-id-2", s3_.env.trans_id);
-    h.set("x-amz-request-id", s3_.env.trans_id);
+    set_request_ids(h, s3_.env.trans_id);
     if (op_ == Op::kPut) {
       h.set("Content-Length", "0");
       co_return std::make_pair(200, std::move(h));
@@ -481,38 +481,13 @@ class ObjectExchange final : public ExchangeWrapper {
 std::variant<std::string, S3Error> content_md5_etag(std::string_view value) {
   S3Error invalid = make(400, "InvalidDigest", "The Content-MD5 you specified was invalid.");
   invalid.details.emplace_back("ContentMd5", std::string(value));
-  auto decode = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-  };
-  std::string_view v = value;
-  size_t pad = 0;
-  while (!v.empty() && v.back() == '=' && pad < 2) {
-    v.remove_suffix(1);
-    ++pad;
-  }
-  if (v.empty() || (v.size() + pad) % 4 != 0) return invalid;
-  std::string bytes;
-  uint32_t acc = 0;
-  int bits = 0;
-  for (char c : v) {
-    int d = decode(c);
-    if (d < 0) return invalid;
-    acc = (acc << 6) | static_cast<uint32_t>(d);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      bytes.push_back(static_cast<char>((acc >> bits) & 0xFF));
-    }
-  }
-  if (bytes.size() != 16) return invalid;
+  // Swift: '^[A-Za-z0-9+/]+={0,2}$', then base64 that must decode to 16 bytes.
+  if (value.empty() || value.front() == '=') return invalid;
+  auto bytes = common::crypto::strict_b64decode(value);
+  if (!bytes || bytes->size() != 16) return invalid;
   static const char* kHex = "0123456789abcdef";
   std::string hex;
-  for (unsigned char b : bytes) {
+  for (unsigned char b : *bytes) {
     hex.push_back(kHex[b >> 4]);
     hex.push_back(kHex[b & 15]);
   }
@@ -689,12 +664,7 @@ net::awaitable<Response> copy_object(S3Request& s3) {
   h.erase("ETag");
   pugi::xml_node root;
   auto doc = result_document("CopyObjectResult", &root);
-  // The copy's time as S3 writes times (to the second, rounded up).
-  auto c = common::http::civil_from_epoch(now.ceil());
-  char when[40];
-  std::snprintf(when, sizeof when, "%04lld-%02d-%02dT%02d:%02d:%02d.000Z",
-                static_cast<long long>(c.year), c.month, c.day, c.hour, c.minute, c.second);
-  add_text(root, "LastModified", when);
+  add_text(root, "LastModified", s3_xml_time(now.ceil()));  // rounded up to the second
   add_text(root, "ETag", "\"" + etag + "\"");
   Response out = xml_response(200, to_xml(doc), s3.env.trans_id);
   for (const auto& [name, value] : h) {
@@ -860,8 +830,7 @@ net::awaitable<Response> delete_object(S3Request& s3) {
     Response r;
     r.status = status;
     r.headers = std::move(h);
-    r.headers.set("x-amz-id-2", s3.env.trans_id);
-    r.headers.set("x-amz-request-id", s3.env.trans_id);
+    set_request_ids(r.headers, s3.env.trans_id);
     return r;
   };
   if (version && *version != "null") {

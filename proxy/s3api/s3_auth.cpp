@@ -1,7 +1,5 @@
 #include "proxy/s3api/s3_auth.h"
 
-#include <openssl/evp.h>
-
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -9,6 +7,7 @@
 #include <set>
 
 #include "common/config/config.h"
+#include "common/crypto/base64.h"
 #include "common/crypto/hmac.h"
 #include "common/http/date.h"
 #include "common/http/url.h"
@@ -87,14 +86,6 @@ std::string amz_date(int64_t t) {
   return buf;
 }
 
-std::string base64(std::string_view bytes) {
-  std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
-  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(bytes.data()),
-                          static_cast<int>(bytes.size()));
-  out.resize(static_cast<size_t>(n));
-  return out;
-}
 
 // A fixed-width decimal field of `s` at [pos, pos + width), or -1.
 int digits(std::string_view s, size_t pos, size_t width) {
@@ -573,7 +564,7 @@ bool S3Signature::check(std::string_view secret) {
   }
   if (version_ == Version::kV2) {
     std::string mac = common::crypto::hmac_bytes("sha1", secret, string_to_sign_);
-    bool ok = common::crypto::streq_const_time(signature_, base64(mac));
+    bool ok = common::crypto::streq_const_time(signature_, common::crypto::b64encode(mac));
     if (ok) verified_secret_ = std::string(secret);
     return ok;
   }

@@ -1,5 +1,6 @@
 #include "proxy/s3api/s3_response.h"
 
+#include <cstdio>
 #include <optional>
 #include <sstream>
 #include <utility>
@@ -53,16 +54,36 @@ pugi::xml_node add_optional(pugi::xml_node parent, const char* name,
   return parent.append_child(name);
 }
 
+void set_request_ids(common::http::HeaderMap& h, std::string_view trans_id) {
+  if (trans_id.empty()) return;
+  h.set("x-amz-id-2", trans_id);
+  h.set("x-amz-request-id", trans_id);
+}
+
 common::http::Response xml_response(int status, std::string body, std::string_view trans_id) {
   common::http::Response r;
   r.status = status;
   r.headers.set("Content-Type", "application/xml");
-  if (!trans_id.empty()) {
-    r.headers.set("x-amz-id-2", trans_id);
-    r.headers.set("x-amz-request-id", trans_id);
-  }
+  set_request_ids(r.headers, trans_id);
   r.body = std::move(body);
   return r;
+}
+
+common::http::Response header_response(int status, const common::http::HeaderMap& swift,
+                                       std::string_view trans_id) {
+  common::http::Response r;
+  r.status = status;
+  r.headers = swift_to_s3_headers(swift);
+  set_request_ids(r.headers, trans_id);
+  return r;
+}
+
+std::string s3_xml_time(int64_t epoch_seconds) {
+  auto c = common::http::civil_from_epoch(epoch_seconds);
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%04lld-%02d-%02dT%02d:%02d:%02d.000Z",
+                static_cast<long long>(c.year), c.month, c.day, c.hour, c.minute, c.second);
+  return buf;
 }
 
 common::http::Response error_response(const S3Error& error, std::string_view trans_id) {

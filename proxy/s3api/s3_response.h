@@ -5,6 +5,7 @@
 // Pure functions; thread-safe.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -32,6 +33,16 @@ pugi::xml_node add_optional(pugi::xml_node parent, const char* name,
 // An XML response: `status`, Content-Type application/xml, and the x-amz-request-id and
 // x-amz-id-2 headers S3 sends (the trans-id, as Swift's s3api sets them).
 common::http::Response xml_response(int status, std::string body, std::string_view trans_id);
+
+// An answer made of a Swift answer's headers (translated as swift_to_s3_headers() does) and
+// `status`, with the request ids; no body.
+common::http::Response header_response(int status, const common::http::HeaderMap& swift,
+                                       std::string_view trans_id);
+// Sets S3's request id headers (the trans-id, as Swift's s3api sends it in both).
+void set_request_ids(common::http::HeaderMap& h, std::string_view trans_id);
+
+// A time as S3's XML writes it: "2026-12-02T01:30:15.000Z".
+std::string s3_xml_time(int64_t epoch_seconds);
 
 // The response of an error: <Error><Code/><Message/><RequestId/>details...</Error>.
 common::http::Response error_response(const S3Error& error, std::string_view trans_id);
