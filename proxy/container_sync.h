@@ -15,7 +15,10 @@
 //   on every /info request, the current cluster (option `current`) marked "current": true.
 //
 // Options: swift_dir (the realms file is <swift_dir>/container-sync-realms.conf; default
-// /etc/swift), allow_full_urls (default true), current (//REALM/CLUSTER).
+// /etc/swift), allow_full_urls (default true), current (//REALM/CLUSTER; a value that is not two
+// names, or names no cluster of the realms file, is logged as an error and marks nothing).
+//
+// Thread-safe: the middleware keeps its options and a ContainerSyncRealms, which is.
 #pragma once
 
 #include <memory>
