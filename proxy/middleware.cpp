@@ -25,6 +25,7 @@
 #include "common/pickle.h"
 #include "common/timestamp.h"
 #include "proxy/bulk.h"
+#include "proxy/container_sync.h"
 #include "proxy/dlo.h"
 #include "proxy/formpost.h"
 #include "proxy/limits.h"
@@ -914,6 +915,7 @@ constexpr std::pair<std::string_view, MiddlewareFactory> kMiddlewares[] = {
     {"cname_lookup", make_cname_lookup},
     {"versioned_writes", make_versioned_writes},
     {"s3api", make_s3api},
+    {"container_sync", make_container_sync},
 };
 
 // Every paste.filter_factory entry point of Swift 2.35's setup.cfg (2.30.1's, plus

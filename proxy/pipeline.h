@@ -47,6 +47,11 @@ struct ProxyEnv {
   Authorize authorize;                 // swift.authorize; empty: no auth middleware
   std::optional<std::string> acl;      // req.acl: the container ACL authorize() checks
   bool authorize_override = false;     // swift.authorize_override
+  // swift.slo_override and swift.symlink_override: a container sync's request (container_sync
+  // checked its signature); slo passes it on untouched and symlink stores a static link's
+  // ETag and size as sent. Never passed to subrequests.
+  bool slo_override = false;
+  bool symlink_override = false;
   std::string remote_user;             // groups string, as tempauth sets REMOTE_USER
   bool swift_owner = false;            // swift_owner: may see and set owner headers
   bool reseller_request = false;       // reseller_request: a reseller admin's request (quotas)

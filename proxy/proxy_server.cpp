@@ -201,12 +201,12 @@ Result<std::unique_ptr<ProxyServer>> ProxyServer::create(const common::Config& c
       std::none_of(info.begin(), info.end(), [](const auto& s) { return s.first == "symlink"; })) {
     return Status::invalid_argument("object versioning requires symlinks");  // as Swift's check
   }
-  server->app_->set_middleware_info(std::move(info));
   ProxyApp* app = server->app_.get();
   server->pipeline_ = std::make_unique<Pipeline>(
       std::move(filters), [app](common::http::Exchange& ex, ProxyEnv& env) {
         return app->handle(ex, env);
       });
+  app->set_info_sources(&server->pipeline_->filters());
   return server;
 }
 

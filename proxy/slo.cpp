@@ -329,6 +329,7 @@ class Slo final : public Middleware {
   }
 
   net::awaitable<void> call(Exchange& ex, ProxyEnv& env, const Next& next) override {
+    if (env.slo_override) co_return co_await next(ex, env);  // a container sync's raw manifest
     const Request& req = ex.request();
     auto parts = common::http::split_path(common::http::percent_decode(req.path()), 3, 4, true);
     if (!parts.ok()) co_return co_await next(ex, env);

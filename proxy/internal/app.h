@@ -41,13 +41,20 @@ class ProxyApp final : public InfoLookup {
   // The object ring of `policy`, or null when there is none.
   ring::Ring* object_ring(int policy);
 
-  // The sections /info shows besides "swift": one per middleware that has any. Set before the
-  // first request.
-  void set_middleware_info(std::vector<std::pair<std::string, std::string>> sections) {
-    middleware_info_ = std::move(sections);
+  // The middlewares whose sections /info shows besides "swift". Set before the first request;
+  // `filters` must outlive every request.
+  void set_info_sources(const std::vector<std::unique_ptr<Middleware>>* filters) {
+    info_sources_ = filters;
   }
-  const std::vector<std::pair<std::string, std::string>>& middleware_info() const {
-    return middleware_info_;
+  // Those sections, asked of each middleware on every call (container_sync's realms change
+  // while the proxy runs, as Swift registers them again on each /info).
+  std::vector<std::pair<std::string, std::string>> middleware_info() const {
+    std::vector<std::pair<std::string, std::string>> out;
+    if (info_sources_ == nullptr) return out;
+    for (const auto& mw : *info_sources_) {
+      for (auto& section : mw->info_sections()) out.push_back(std::move(section));
+    }
+    return out;
   }
 
   // The app's settings as middlewares are built with them.
@@ -79,7 +86,7 @@ class ProxyApp final : public InfoLookup {
   std::unique_ptr<ring::Ring> container_ring_;
   std::map<int, std::unique_ptr<ring::Ring>> object_rings_;
   NodeHealth health_;
-  std::vector<std::pair<std::string, std::string>> middleware_info_;
+  const std::vector<std::unique_ptr<Middleware>>* info_sources_ = nullptr;
   InfoCache info_cache_;
 };
 
