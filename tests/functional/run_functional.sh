@@ -3,8 +3,8 @@
 # installed Swift, fetched by fetch_suite.sh) against an Apus all-in-one cluster, and compares
 # the failures with tests/functional/known_failures.txt: any failure not listed there fails.
 #   tests/functional/run_functional.sh BUILD_DIR [pytest args...]
-# APUS_FUNCTIONAL_MIX runs a mixed cluster instead, on the core tests (account, container,
-# object) and the large-object and link ones (slo, dlo, symlink): "swift-proxy" puts stock
+# APUS_FUNCTIONAL_MIX runs a mixed cluster instead, on every file of the suite but s3api's (the
+# pipeline has every middleware those files test): "swift-proxy" puts stock
 # swift-proxy-server in front of the Apus storage servers, "swift-proxy-encryption" the same
 # with Swift's keymaster and encryption middlewares (every object PUT then reaches the object
 # servers as MIME with metadata footers), "swift-storage" the Apus proxy in front of stock
@@ -51,6 +51,8 @@ swap_to_swift() {
 if [ "$mix" = stock ]; then
   conf="$APUS_SAIO_DIR/etc/proxy-server.conf"
   sed -i 's/^pipeline = .*$/pipeline = catch_errors gatekeeper healthcheck proxy-logging cache listing_formats bulk tempurl formpost ratelimit crossdomain container_sync tempauth staticweb copy container-quotas account-quotas slo dlo versioned_writes symlink proxy-logging proxy-server/' "$conf"
+  # The all-in-one's domain_remap (APUS_SAIO_STORAGE_DOMAIN) stays, as on Apus.
+  grep -q '^\[filter:domain_remap\]' "$conf" && sed -i 's/^\(pipeline = .*\) listing_formats /\1 domain_remap listing_formats /' "$conf"
   for f in bulk tempurl formpost ratelimit crossdomain container_sync staticweb copy slo dlo symlink; do
     grep -q "^\[filter:$f\]" "$conf" || printf '\n[filter:%s]\nuse = egg:swift#%s\n' "$f" "$f" >>"$conf"
   done
@@ -67,9 +69,7 @@ if [ "$mix" = stock ]; then
   compare_args=(--baseline)
   sleep 2
 elif [ -n "$mix" ]; then
-  tests=(test/functional/test_account.py test/functional/test_container.py
-         test/functional/test_object.py test/functional/test_slo.py
-         test/functional/test_dlo.py test/functional/test_symlink.py)
+  tests=(test/functional --ignore=test/functional/s3api)
   compare_args=(--mixed)
   if [ "$mix" = swift-proxy ]; then
     swap_to_swift proxy-server proxy
@@ -83,6 +83,18 @@ elif [ -n "$mix" ]; then
     for n in 1 2 3 4; do
       for kind in object container account; do swap_to_swift "$kind-server-$n" "$kind"; done
     done
+    # Where a file's xattrs cannot pass one block (ext4 without ea_inode), stock Swift's object
+    # servers answer 507 for an object with the largest metadata the suite sends, and the proxy
+    # then error-limits them (Apus's object server puts such metadata in a sidecar file).
+    if ! /usr/bin/python3 -c 'import os, sys, tempfile
+with tempfile.NamedTemporaryFile(dir=sys.argv[1]) as f: os.setxattr(f.name, "user.probe", b"x" * 8192)' \
+        "$APUS_SAIO_DIR/srv" 2>/dev/null; then
+      for c in TestFile TestFileUTF8; do
+        for t in testMetadataNumberLimit testMetadataOnPost; do
+          tests+=(--deselect "test/functional/tests.py::$c::$t")
+        done
+      done
+    fi
   else
     echo "unknown APUS_FUNCTIONAL_MIX=$mix"; echo "0 passed, 1 failed"; exit 1
   fi
