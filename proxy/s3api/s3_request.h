@@ -32,6 +32,11 @@ struct S3ApiConfig {
   bool allow_multipart_uploads = true;
   int64_t max_object_name_length = 1024;  // swift.conf's
   int64_t max_multi_delete_objects = 1000;
+  // Read for /info as Swift registers them (multipart uploads are not served yet, so /info
+  // says allow_multipart_uploads false whatever the option says).
+  int64_t max_parts_listing = 1000;
+  int64_t max_upload_part_num = 1000;
+  int64_t min_segment_size = 5242880;
 };
 
 inline constexpr int64_t kMax32BitInt = 2147483647;

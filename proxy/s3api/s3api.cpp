@@ -290,6 +290,19 @@ class S3Api final : public Middleware {
  public:
   explicit S3Api(S3ApiConfig config) : config_(std::move(config)) {}
 
+  // Swift's register_swift_info('s3api', ...), key for key.
+  std::optional<std::pair<std::string, std::string>> info() const override {
+    auto n = [](int64_t v) { return std::to_string(v); };
+    return std::make_pair(
+        std::string("s3api"),
+        "{\"max_bucket_listing\": " + n(config_.max_bucket_listing) +
+            ", \"max_parts_listing\": " + n(config_.max_parts_listing) +
+            ", \"max_upload_part_num\": " + n(config_.max_upload_part_num) +
+            ", \"max_multi_delete_objects\": " + n(config_.max_multi_delete_objects) +
+            ", \"allow_multipart_uploads\": false, \"min_segment_size\": " +
+            n(config_.min_segment_size) + ", \"s3_acl\": false}");
+  }
+
   net::awaitable<void> call(Exchange& ex, ProxyEnv& env, const Next& next) override {
     const Request& req = ex.request();
     std::string bucket_in_host = bucket_in_host_of(req);
@@ -417,6 +430,12 @@ Result<std::unique_ptr<Middleware>> make_s3api(const common::Section& section,
   APUS_ASSIGN_OR_RETURN(c.max_bucket_listing, section.get_int("max_bucket_listing", 1000));
   APUS_ASSIGN_OR_RETURN(c.max_multi_delete_objects,
                         section.get_int("max_multi_delete_objects", 1000));
+  APUS_ASSIGN_OR_RETURN(c.max_parts_listing, section.get_int("max_parts_listing", 1000));
+  APUS_ASSIGN_OR_RETURN(c.max_upload_part_num, section.get_int("max_upload_part_num", 1000));
+  APUS_ASSIGN_OR_RETURN(c.min_segment_size, section.get_int("min_segment_size", 5242880));
+  if (common::config_true_value(section.get_string("s3_acl", "false"))) {
+    return section.invalid("s3_acl", "S3 ACLs (s3_acl = true) are not implemented by Apus yet");
+  }
   if (c.max_multi_delete_objects <= 0) {
     return section.invalid("max_multi_delete_objects", "must be a positive integer");
   }
