@@ -26,6 +26,7 @@
 #include "common/thread_annotations.h"
 #include "proxy/memcache.h"
 #include "common/log/log.h"
+#include "proxy/acl.h"
 #include "proxy/middleware.h"
 #include "proxy/s3api/s3_auth.h"
 
@@ -88,30 +89,6 @@ std::string b64_decode(std::string s) {
   return out;
 }
 
-// Swift's referrer_allowed().
-bool referrer_allowed(std::string_view referer, const std::vector<std::string>& acl) {
-  if (acl.empty()) return false;
-  // urlparse(referer).hostname
-  std::string host;
-  size_t scheme_end = referer.find("://");
-  if (scheme_end != std::string_view::npos) {
-    std::string_view rest = referer.substr(scheme_end + 3);
-    rest = rest.substr(0, rest.find_first_of("/?#"));
-    rest = rest.substr(rest.rfind('@') == std::string_view::npos ? 0 : rest.rfind('@') + 1);
-    host = common::http::to_lower(rest.substr(0, rest.find(':')));
-  }
-  if (host.empty()) host = "unknown";
-  bool allow = false;
-  for (std::string m : acl) {
-    if (m.starts_with("-")) {
-      m = m.substr(1);
-      if (m == host || (m.starts_with(".") && host.ends_with(m))) allow = false;
-    } else if (m == "*" || m == host || (m.starts_with(".") && host.ends_with(m))) {
-      allow = true;
-    }
-  }
-  return allow;
-}
 
 class TempAuth final : public Middleware {
  public:
@@ -473,16 +450,9 @@ class TempAuth final : public Middleware {
       }
     }
     if (req.method == "OPTIONS") co_return std::nullopt;
-    std::vector<std::string> referrers, acl_groups;
-    if (env.acl) {
-      for (const auto& v : split(*env.acl, ',')) {
-        if (v.rfind(".r:", 0) == 0) {
-          referrers.push_back(v.substr(3));
-        } else if (!v.empty()) {
-          acl_groups.push_back(common::http::percent_decode(v));
-        }
-      }
-    }
+    ParsedAcl parsed = parse_acl(env.acl.value_or(""));
+    const std::vector<std::string>& referrers = parsed.referrers;
+    const std::vector<std::string>& acl_groups = parsed.groups;
     if (referrer_allowed(req.headers.get_or("Referer", ""), referrers)) {
       if (object || std::find(acl_groups.begin(), acl_groups.end(), ".rlistings") !=
                         acl_groups.end()) {

@@ -15,6 +15,7 @@
 #include "common/http/date.h"
 #include "common/http/url.h"
 #include "common/utf8.h"
+#include "proxy/acl.h"
 #include "proxy/s3api/s3_response.h"
 #include "proxy/s3api/s3_request.h"
 #include "proxy/s3api/s3api.h"
@@ -379,6 +380,127 @@ net::awaitable<Response> bucket_logging(S3Request& s3) {
   pugi::xml_node root;
   auto doc = result_document("BucketLoggingStatus", &root);
   co_return xml_response(200, to_xml(doc), s3.env.trans_id);  // logging is never on
+}
+
+// ---- ACLs (without s3_acl: Swift's container ACLs shown and set as S3 grants) ---------------
+
+namespace {
+
+constexpr const char* kXsi = "http://www.w3.org/2001/XMLSchema-instance";
+constexpr const char* kAllUsers = "http://acs.amazonaws.com/groups/global/AllUsers";
+
+void add_grant(pugi::xml_node list, const char* type, const std::string& who,
+               const char* permission) {
+  pugi::xml_node grant = list.append_child("Grant");
+  pugi::xml_node grantee = grant.append_child("Grantee");
+  grantee.append_attribute("xmlns:xsi") = kXsi;
+  grantee.append_attribute("xsi:type") = type;
+  if (std::string_view(type) == "CanonicalUser") {
+    add_text(grantee, "ID", who);
+    add_text(grantee, "DisplayName", who);
+  } else {
+    add_text(grantee, "URI", who);
+  }
+  add_text(grant, "Permission", permission);
+}
+
+// Swift's swift_acl_translate(xml=True): the canned ACL an AccessControlPolicy document
+// stands for, or nullopt (MalformedACLError).
+std::optional<std::string> canned_acl_of(const std::string& body) {
+  pugi::xml_document doc;
+  if (!doc.load_buffer(body.data(), body.size())) return std::nullopt;
+  pugi::xml_node root = doc.document_element();
+  if (std::string_view(root.name()) != "AccessControlPolicy") return std::nullopt;
+  std::string acl = "unknown";
+  for (pugi::xml_node grant : root.child("AccessControlList").children("Grant")) {
+    std::string permission = grant.child("Permission").text().get();
+    std::string type = grant.child("Grantee").attribute("xsi:type").value();
+    if (permission == "FULL_CONTROL" && type == "CanonicalUser" && acl != "public-read" &&
+        acl != "public-read-write") {
+      acl = "private";
+    } else if (permission == "READ" && type == "Group" && acl != "public-read-write") {
+      acl = "public-read";
+    } else if (permission == "WRITE" && type == "Group") {
+      acl = "public-read-write";
+    } else {
+      acl = "unsupported";
+    }
+  }
+  if (acl == "unknown" || acl == "unsupported") return std::nullopt;
+  return acl;
+}
+
+}  // namespace
+
+net::awaitable<Response> acl_request(Exchange& ex, S3Request& s3) {
+  const std::string& method = s3.client.method;
+  if (method == "GET") {
+    auto head = co_await call_swift(s3, "HEAD", s3.bucket, s3.key);
+    if (auto* e = std::get_if<S3Error>(&head)) co_return s3.error(*e);
+    const Response& r = std::get<Response>(head);
+    if (r.status == 404) {
+      co_return s3.error(s3.key ? co_await object_not_found(s3) : errors::no_such_bucket(s3.bucket));
+    }
+    if (r.status < 200 || r.status >= 300) co_return s3.error(unexpected(s3, r));
+    pugi::xml_node root;
+    auto doc = result_document("AccessControlPolicy", &root);
+    pugi::xml_node owner = root.append_child("Owner");
+    add_text(owner, "ID", s3.user_id());
+    add_text(owner, "DisplayName", s3.user_id());
+    pugi::xml_node list = root.append_child("AccessControlList");
+    add_grant(list, "CanonicalUser", s3.user_id(), "FULL_CONTROL");
+    // The container's own ACLs as S3 grants (Swift 2.30.1 loses these headers on the way and
+    // always answers the owner's grant alone).
+    if (referrer_allowed("unknown", parse_acl(r.headers.get_or("X-Container-Read", "")).referrers)) {
+      add_grant(list, "Group", kAllUsers, "READ");
+    }
+    if (referrer_allowed("unknown", parse_acl(r.headers.get_or("X-Container-Write", "")).referrers)) {
+      add_grant(list, "Group", kAllUsers, "WRITE");
+    }
+    Response out = xml_response(200, to_xml(doc), s3.env.trans_id);
+    out.headers.set("Content-Type", "text/plain");  // as Swift's s3api labels it
+    co_return out;
+  }
+  if (method != "PUT") co_return s3.error(errors::method_not_allowed(method, "ACL"));
+  if (s3.key) co_return s3.error(errors::not_implemented());  // object ACLs: Swift has none
+  auto read = co_await read_xml_body(ex, 200 * 1024);
+  if (auto* e = std::get_if<S3Error>(&read)) co_return s3.error(*e);
+  const auto& body = std::get<std::optional<std::string>>(read);
+  const bool has_body = body && !body->empty();
+  const bool has_header = s3.client.headers.contains("x-amz-acl");
+  if (has_body && has_header) {
+    co_return s3.error({.status = 400, .code = "UnexpectedContent",
+                        .message = "This request does not support content.", .details = {}});
+  }
+  if (!has_body && !has_header) {
+    co_return s3.error({.status = 400, .code = "MissingSecurityHeader",
+                        .message = "Your request was missing a required header.",
+                        .details = {{"MissingHeaderName", "x-amz-acl"}}});
+  }
+  std::optional<std::string> canned;
+  if (has_body) {
+    canned = canned_acl_of(*body);
+    if (!canned || *canned == "authenticated-read" || *canned == "log-delivery-write") {
+      co_return s3.error({.status = 400, .code = "MalformedACLError",
+                          .message = "The XML you provided was not well-formed or did not "
+                                     "validate against our published schema.",
+                          .details = {}});
+    }
+  }
+  std::optional<S3Error> refused;
+  auto answer = co_await call_swift(s3, "POST", s3.bucket, std::nullopt, "", 1 << 16,
+                                    [&](common::http::HeaderMap& h) {
+    if (!canned) return;
+    if (auto e = add_acl_headers(*canned, h)) refused = std::move(e);
+  });
+  if (refused) co_return s3.error(*refused);
+  if (auto* e = std::get_if<S3Error>(&answer)) co_return s3.error(*e);
+  const Response& r = std::get<Response>(answer);
+  if (r.status == 404) co_return s3.error(errors::no_such_bucket(s3.bucket));
+  if (r.status != 204) co_return s3.error(unexpected(s3, r));
+  Response out = header_response(200, r.headers, s3.env.trans_id);
+  out.headers.set("Location", s3.bucket);
+  co_return out;
 }
 
 }  // namespace apus::proxy::s3api

@@ -202,7 +202,11 @@ bool is_hex_sha256(std::string_view v) {
 
 // 404 from an object request: NoSuchKey when the bucket is there, else NoSuchBucket (Swift's
 // not_found_handler; segment buckets count as there).
-net::awaitable<S3Error> not_found(S3Request& s3) {
+net::awaitable<S3Error> not_found(S3Request& s3) { co_return co_await object_not_found(s3); }
+
+}  // namespace
+
+net::awaitable<S3Error> object_not_found(S3Request& s3) {
   if (s3.bucket.ends_with("+segments")) co_return no_such_key(*s3.key);
   auto head = co_await call_swift(s3, "HEAD", s3.bucket, std::nullopt);
   if (auto* r = std::get_if<Response>(&head); r && r->status >= 200 && r->status < 300) {
@@ -210,6 +214,8 @@ net::awaitable<S3Error> not_found(S3Request& s3) {
   }
   co_return errors::no_such_bucket(s3.bucket);
 }
+
+namespace {
 
 enum class Op { kGet, kHead, kPut };
 

@@ -70,6 +70,14 @@ using SwiftAnswer = std::variant<common::http::Response, S3Error>;
 // ACL headers the first time (a bad one is the error returned).
 std::variant<common::http::HeaderMap, S3Error> swift_headers(S3Request& s3);
 
+// Swift's translation of a canned x-amz-acl into container ACL headers set in `h`, or the
+// error it is (InvalidArgument; NotImplemented for authenticated-read, log-delivery-write).
+std::optional<S3Error> add_acl_headers(std::string_view acl, common::http::HeaderMap& h);
+
+// The S3 error for a 404 of s3's object: NoSuchKey when the bucket is there, else
+// NoSuchBucket (Swift's not_found_handler; "+segments" buckets count as there).
+boost::asio::awaitable<S3Error> object_not_found(S3Request& s3);
+
 // The Swift path of `bucket` and `key` in the user's account: "/v1/<account>[/b[/k]]".
 std::string swift_path(const S3Request& s3, const std::string& bucket,
                        const std::optional<std::string>& key);
@@ -108,6 +116,10 @@ boost::asio::awaitable<common::http::Response> bucket_location(S3Request& s3);
 boost::asio::awaitable<common::http::Response> bucket_logging(S3Request& s3);
 // Object GET, HEAD, PUT and DELETE answer the client themselves (bodies stream).
 boost::asio::awaitable<void> object_request(common::http::Exchange& ex, S3Request& s3);
+// ?acl: GET (the owner's grant and the container's public ACLs) and bucket PUT (canned
+// x-amz-acl or an AccessControlPolicy document; object ACLs are not implemented, as in Swift).
+boost::asio::awaitable<common::http::Response> acl_request(common::http::Exchange& ex,
+                                                           S3Request& s3);
 // POST ?delete: DeleteObjects.
 boost::asio::awaitable<common::http::Response> delete_objects(common::http::Exchange& ex,
                                                               S3Request& s3);

@@ -146,7 +146,9 @@ const std::string& S3Request::account() const {
 
 namespace {
 
-// Swift's translation of x-amz-acl into container ACL headers.
+
+}  // namespace
+
 std::optional<S3Error> add_acl_headers(std::string_view acl, HeaderMap& h) {
   if (acl == "public-read") {
     h.set("X-Container-Read", ".r:*,.rlistings");
@@ -164,8 +166,6 @@ std::optional<S3Error> add_acl_headers(std::string_view acl, HeaderMap& h) {
   }
   return std::nullopt;
 }
-
-}  // namespace
 
 std::variant<HeaderMap, S3Error> swift_headers(S3Request& s3) {
   HeaderMap h;
@@ -382,19 +382,20 @@ class S3Api final : public Middleware {
       if (method == "GET") co_return co_await list_buckets(s3);
       co_return s3.error(errors::method_not_allowed(method, "SERVICE"));
     }
-    if (!s3.has("acl") && s3.has("delete")) {
-      if (method != "POST") co_return s3.error(errors::method_not_allowed(method, "MULTI_OBJECT_DELETE"));
+    // Swift's order of sub-resources.
+    if (s3.has("acl")) co_return co_await acl_request(ex, s3);
+    if (s3.has("delete")) {
+      if (method != "POST") {
+        co_return s3.error(errors::method_not_allowed(method, "MULTI_OBJECT_DELETE"));
+      }
       co_return co_await delete_objects(ex, s3);
     }
-    // Swift's order of sub-resources (acl comes first; not served yet).
-    if (!s3.has("acl") && !s3.has("delete")) {
-      if (s3.has("location")) {
-        // A key with ?location is a bucket operation (Swift's bucket_operation drops the key).
-        s3.key.reset();
-        co_return co_await bucket_location(s3);
-      }
-      if (s3.has("logging")) co_return co_await bucket_logging(s3);
+    if (s3.has("location")) {
+      // A key with ?location is a bucket operation (Swift's bucket_operation drops the key).
+      s3.key.reset();
+      co_return co_await bucket_location(s3);
     }
+    if (s3.has("logging")) co_return co_await bucket_logging(s3);
     static constexpr std::string_view kSubresources[] = {
         "acl",       "delete",     "location", "logging", "partNumber", "uploadId",
         "uploads",   "versioning", "tagging",  "object-lock"};

@@ -16,7 +16,8 @@
 // Range emulation), PUT (Content-MD5, a signed payload's SHA-256 checked as it streams,
 // aws-chunked bodies with chunk signatures, x-amz-checksum-* as header or trailer), CopyObject,
 // DELETE (a multipart upload's segments too) and DeleteObjects (one key at a time for now;
-// Swift deletes multi_delete_concurrency at once). Every other S3 operation answers S3's 501
+// Swift deletes multi_delete_concurrency at once), and ACLs as Swift shows and sets them
+// without s3_acl (bucket and object GET, bucket PUT). Every other S3 operation answers S3's 501
 // NotImplemented. Checksums are checked, not yet stored or returned.
 //
 // Known gap: Apus's HTTP server hands on header names as Swift's WSGI server does ('_' read

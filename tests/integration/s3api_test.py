@@ -596,6 +596,40 @@ def multi_delete(pair):
     pair.both("GET ?delete", "GET", "/deletes?delete")
 
 
+def acls(pair):
+    """Bucket and object ACLs as Swift shows and sets them without s3_acl."""
+    pair.both("PUT bucket for ACLs", "PUT", "/acls")
+    pair.swift_api("PUT", "/acls/obj", b"x")
+    pair.both("GET bucket ACL", "GET", "/acls?acl")
+    pair.both("GET object ACL", "GET", "/acls/obj?acl")
+    pair.both("GET ACL of a missing key", "GET", "/acls/nosuchkey?acl")
+    pair.both("GET ACL of a missing bucket", "GET", "/nosuchbucket?acl")
+    pair.both("PUT bucket ACL private", "PUT", "/acls?acl", {"x-amz-acl": "private"})
+    pair.both("PUT bucket ACL nonsense", "PUT", "/acls?acl", {"x-amz-acl": "nonsense"})
+    pair.both("PUT bucket ACL without one", "PUT", "/acls?acl")
+    policy = ('<AccessControlPolicy><Owner><ID>x</ID></Owner><AccessControlList>'
+              '<Grant><Grantee xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" '
+              'xsi:type="Group"><URI>http://acs.amazonaws.com/groups/global/AllUsers</URI>'
+              '</Grantee><Permission>READ</Permission></Grant>'
+              '</AccessControlList></AccessControlPolicy>').encode()
+    pair.both("PUT bucket ACL document", "PUT", "/acls?acl", body=policy)
+    pair.both("PUT bucket ACL document and header", "PUT", "/acls?acl",
+              {"x-amz-acl": "private"}, body=policy)
+    pair.both("PUT bucket ACL bad document", "PUT", "/acls?acl", body=b"<AccessControlPolicy>")
+    pair.both("PUT object ACL", "PUT", "/acls/obj?acl", {"x-amz-acl": "private"})
+    pair.both("PUT ACL of a missing bucket", "PUT", "/nosuchbucket?acl",
+              {"x-amz-acl": "private"})
+    pair.both("DELETE ACL", "DELETE", "/acls?acl")
+    # After public-read, Apus shows the AllUsers READ grant; Swift 2.30.1 loses the header on
+    # the way and shows the owner's grant alone.
+    pair.both("PUT bucket ACL public-read", "PUT", "/acls?acl", {"x-amz-acl": "public-read"})
+    target, h = signed(pair.ports["apus"], "GET", "/acls?acl",
+                       creds=Credentials(*USERS["apus"][:2]))
+    s, _, b = send(pair.ports["apus"], "GET", target, h)
+    check(s == 200 and b"<URI>http://acs.amazonaws.com/groups/global/AllUsers</URI></Grantee>"
+          b"<Permission>READ</Permission>" in b, "public-read shows in the ACL: %d %r" % (s, b))
+
+
 def auth(pair):
     pair.both("Version 4 presigned ListBuckets", "GET", "/", kind="v4q")
     pair.both("Version 2 ListBuckets", "GET", "/", kind="v2")
@@ -703,6 +737,7 @@ def main():
         streaming(pair)
         checksums(pair)
         multi_delete(pair)
+        acls(pair)
         auth(pair)
         with_boto3(apus)
     if failures:
