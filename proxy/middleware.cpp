@@ -393,7 +393,15 @@ class ProxyLogging final : public Middleware {
     line.append("- ");  // headers (access_log_headers is off)
     line.append(times).append(" ");
     field(env.source);
-    line.append("- ");  // log_info
+    // swift.log_info: what middlewares noted of the request (container_sync's verdict...),
+    // comma-joined; "-" when nothing (this instance's own marker is not one of them).
+    std::string info;
+    for (const auto& [entry, value] : env.log_info) {
+      if (entry == "proxy_logging.logged") continue;
+      if (!info.empty()) info.push_back(',');
+      info += value.empty() ? entry : entry + ":" + value;
+    }
+    line.append(info.empty() ? std::string("-") : log_quote(info)).append(" ");
     line.append(stamps).append(" ");
     line.append(log_quote(req.headers.get_or("X-Backend-Storage-Policy-Index", "")));
     common::log::write(common::log::Level::kInfo, line);
