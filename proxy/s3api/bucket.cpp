@@ -382,6 +382,57 @@ net::awaitable<Response> bucket_logging(S3Request& s3) {
   co_return xml_response(200, to_xml(doc), s3.env.trans_id);  // logging is never on
 }
 
+// ---- versioning --------------------------------------------------------------------------------
+
+net::awaitable<Response> bucket_versioning(Exchange& ex, S3Request& s3, bool object_versioning) {
+  const std::string& method = s3.client.method;
+  if (method != "GET" && method != "PUT") {
+    co_return s3.error(errors::method_not_allowed(method, "VERSIONING"));
+  }
+  s3.key.reset();  // a bucket operation
+  if (method == "GET") {
+    auto head = co_await call_swift(s3, "HEAD", s3.bucket, std::nullopt);
+    if (auto* e = std::get_if<S3Error>(&head)) co_return s3.error(*e);
+    const Response& r = std::get<Response>(head);
+    if (r.status == 404) co_return s3.error(errors::no_such_bucket(s3.bucket));
+    if (r.status == 503) co_return s3.error(errors::service_unavailable());
+    if (r.status < 200 || r.status >= 300) co_return s3.error(unexpected(s3, r));
+    pugi::xml_node root;
+    auto doc = result_document("VersioningConfiguration", &root);
+    if (auto enabled = r.headers.get("X-Container-Sysmeta-Versions-Enabled");
+        enabled && !enabled->empty()) {
+      add_text(root, "Status", common::config_true_value(*enabled) ? "Enabled" : "Suspended");
+    }
+    Response out = xml_response(200, to_xml(doc), s3.env.trans_id);
+    out.headers.erase("Content-Type");  // Swift's s3api sends this one without a type
+    co_return out;
+  }
+  if (!object_versioning) co_return s3.error(errors::not_implemented());
+  auto read = co_await read_xml_body(ex, 10240);
+  if (auto* e = std::get_if<S3Error>(&read)) co_return s3.error(*e);
+  const auto& body = std::get<std::optional<std::string>>(read);
+  pugi::xml_document doc;
+  if (!body || !doc.load_buffer(body->data(), body->size()) ||
+      std::string_view(doc.document_element().name()) != "VersioningConfiguration") {
+    co_return s3.error(errors::malformed_xml());
+  }
+  std::string status = doc.document_element().child("Status").text().get();
+  if (status != "Enabled" && status != "Suspended") co_return s3.error(errors::malformed_xml());
+  auto answer = co_await call_swift(s3, "POST", s3.bucket, std::nullopt, "", 1 << 16,
+                                    [&](common::http::HeaderMap& h) {
+    h.set("X-Versions-Enabled", status == "Enabled" ? "true" : "false");
+  });
+  if (auto* e = std::get_if<S3Error>(&answer)) co_return s3.error(*e);
+  const Response& r = std::get<Response>(answer);
+  if (r.status == 404) co_return s3.error(errors::no_such_bucket(s3.bucket));
+  if (r.status != 204) co_return s3.error(unexpected(s3, r));
+  Response out;
+  out.status = 200;
+  out.headers.set("Content-Type", "text/html; charset=UTF-8");
+  set_request_ids(out.headers, s3.env.trans_id);
+  co_return out;
+}
+
 // ---- ACLs (without s3_acl: Swift's container ACLs shown and set as S3 grants) ---------------
 
 namespace {

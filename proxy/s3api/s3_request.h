@@ -116,6 +116,11 @@ boost::asio::awaitable<common::http::Response> bucket_location(S3Request& s3);
 boost::asio::awaitable<common::http::Response> bucket_logging(S3Request& s3);
 // Object GET, HEAD, PUT and DELETE answer the client themselves (bodies stream).
 boost::asio::awaitable<void> object_request(common::http::Exchange& ex, S3Request& s3);
+// ?versioning: GET (the container's X-Versions-Enabled as S3's Status) and PUT (through
+// object_versioning, which must be in the pipeline: `object_versioning`).
+boost::asio::awaitable<common::http::Response> bucket_versioning(common::http::Exchange& ex,
+                                                                 S3Request& s3,
+                                                                 bool object_versioning);
 // ?acl: GET (the owner's grant and the container's public ACLs) and bucket PUT (canned
 // x-amz-acl or an AccessControlPolicy document; object ACLs are not implemented, as in Swift).
 boost::asio::awaitable<common::http::Response> acl_request(common::http::Exchange& ex,

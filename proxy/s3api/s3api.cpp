@@ -2,7 +2,10 @@
 // operations share (s3_request.h).
 #include "proxy/s3api/s3api.h"
 
+#include <boost/json.hpp>
+
 #include <array>
+#include <atomic>
 #include <cctype>
 #include <span>
 #include <chrono>
@@ -396,6 +399,9 @@ class S3Api final : public Middleware {
       co_return co_await bucket_location(s3);
     }
     if (s3.has("logging")) co_return co_await bucket_logging(s3);
+    if (s3.has("versioning")) {
+      co_return co_await bucket_versioning(ex, s3, co_await has_object_versioning(s3));
+    }
     static constexpr std::string_view kSubresources[] = {
         "acl",       "delete",     "location", "logging", "partNumber", "uploadId",
         "uploads",   "versioning", "tagging",  "object-lock"};
@@ -410,7 +416,24 @@ class S3Api final : public Middleware {
     co_return s3.error(errors::not_implemented());
   }
 
+  // Whether the pipeline serves object versioning (Swift: 'object_versioning' in swift info),
+  // found out from /info at the first need and remembered.
+  net::awaitable<bool> has_object_versioning(S3Request& s3) {
+    int known = object_versioning_.load();
+    if (known >= 0) co_return known == 1;
+    ProxyEnv env = subrequest_env(s3.env, "S3");
+    auto answer = co_await run_subrequest(s3.next, make_subrequest("GET", "/info", "", HeaderMap()),
+                                          std::move(env), 1u << 20);
+    if (!answer.ok() || answer->status != 200) co_return false;  // ask again next time
+    boost::system::error_code ec;
+    auto info = boost::json::parse(answer->body, ec);
+    bool present = !ec && info.is_object() && info.as_object().contains("object_versioning");
+    object_versioning_.store(present ? 1 : 0);
+    co_return present;
+  }
+
   const S3ApiConfig config_;
+  std::atomic<int> object_versioning_{-1};  // -1: not known yet
 };
 
 }  // namespace

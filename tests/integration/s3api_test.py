@@ -56,11 +56,14 @@ from symlink_test import start_stock_proxy  # noqa: E402
 BUILD = os.path.abspath(sys.argv[1])
 BIN = os.path.join(BUILD, "bin")
 PIPELINE = ("catch_errors gatekeeper healthcheck proxy-logging cache listing_formats s3api "
-            "tempauth copy proxy-logging proxy-server")
+            "tempauth copy slo versioned_writes symlink proxy-logging proxy-server")
 # Continues [filter:tempauth] (cluster.py ends the file with it): a second user, so each proxy
 # works in an account of its own and both see the same state.
 FILTERS = ("user_test2_tester2 = testing2 .admin\n[filter:s3api]\nuse = egg:swift#s3api\n"
-           "[filter:copy]\nuse = egg:swift#copy\n")
+           "[filter:copy]\nuse = egg:swift#copy\n[filter:slo]\nuse = egg:swift#slo\n"
+           "[filter:symlink]\nuse = egg:swift#symlink\n"
+           "[filter:versioned_writes]\nuse = egg:swift#versioned_writes\n"
+           "allow_object_versioning = true\n")
 USERS = {"apus": ("test:tester", "testing", "AUTH_test"),
          "swift": ("test2:tester2", "testing2", "AUTH_test2")}
 # Content-Length is compared for object answers only: Swift sends its error documents chunked,
@@ -630,6 +633,24 @@ def acls(pair):
           b"<Permission>READ</Permission>" in b, "public-read shows in the ACL: %d %r" % (s, b))
 
 
+def versioning(pair):
+    """Bucket versioning through object_versioning."""
+    pair.both("PUT bucket for versioning", "PUT", "/versioned")
+    pair.both("GET versioning, never set", "GET", "/versioned?versioning")
+    doc = "<VersioningConfiguration><Status>%s</Status></VersioningConfiguration>"
+    pair.both("PUT versioning Enabled", "PUT", "/versioned?versioning",
+              body=(doc % "Enabled").encode())
+    pair.both("GET versioning, enabled", "GET", "/versioned?versioning")
+    pair.both("PUT versioning Suspended", "PUT", "/versioned?versioning",
+              body=(doc % "Suspended").encode())
+    pair.both("GET versioning, suspended", "GET", "/versioned?versioning")
+    pair.both("PUT versioning bogus", "PUT", "/versioned?versioning",
+              body=(doc % "Maybe").encode())
+    pair.both("PUT versioning malformed", "PUT", "/versioned?versioning", body=b"<Vers")
+    pair.both("GET versioning of a missing bucket", "GET", "/nosuchbucket?versioning")
+    pair.both("DELETE versioning", "DELETE", "/versioned?versioning")
+
+
 def auth(pair):
     pair.both("Version 4 presigned ListBuckets", "GET", "/", kind="v4q")
     pair.both("Version 2 ListBuckets", "GET", "/", kind="v2")
@@ -738,6 +759,19 @@ def main():
         checksums(pair)
         multi_delete(pair)
         acls(pair)
+        versioning(pair)
+        # Without object versioning in the pipeline, versioning cannot be turned on.
+        plain = cluster.start_proxy("proxy-s3api-plain",
+                                    pipeline=PIPELINE.replace(" versioned_writes", ""),
+                                    filters=FILTERS)
+        target, h = signed(plain, "PUT", "/versioned?versioning",
+                           body=b"<VersioningConfiguration><Status>Enabled</Status>"
+                                b"</VersioningConfiguration>",
+                           creds=Credentials(*USERS["apus"][:2]))
+        s, _, b = send(plain, "PUT", target, h, b"<VersioningConfiguration><Status>Enabled"
+                                                b"</Status></VersioningConfiguration>")
+        check(s == 501 and b"<Code>NotImplemented</Code>" in b,
+              "versioning PUT without object_versioning: %d %r" % (s, b))
         auth(pair)
         with_boto3(apus)
     if failures:
