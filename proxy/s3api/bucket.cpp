@@ -14,6 +14,7 @@
 #include "common/crypto/base64.h"
 #include "common/http/date.h"
 #include "common/http/url.h"
+#include "common/timestamp.h"
 #include "common/utf8.h"
 #include "proxy/acl.h"
 #include "proxy/s3api/s3_response.h"
@@ -206,7 +207,7 @@ static std::string listing_etag(const boost::json::object& o) {
   return "\"" + hash + "\"";
 }
 
-net::awaitable<Response> list_objects(S3Request& s3) {
+net::awaitable<Response> list_objects(S3Request& s3, bool object_versioning) {
   const S3ApiConfig& config = s3.config;
   auto tag = validated_param(s3, "max-keys", config.max_bucket_listing);
   if (auto* e = std::get_if<S3Error>(&tag)) co_return s3.error(*e);
@@ -229,8 +230,32 @@ net::awaitable<Response> list_objects(S3Request& s3) {
     if (auto* e = std::get_if<S3Error>(&v)) co_return s3.error(*e);
     if (auto& got = std::get<std::optional<std::string>>(v)) query[name] = *got;
   }
+  // ListObjectVersions (?versions): object versioning's listing of every version.
+  const bool versions = s3.has("versions");
   int list_type = 1;
-  if (auto it = s3.params.find("list-type"); it != s3.params.end()) {
+  if (versions) {
+    auto v = utf8_param(s3, "versions");
+    if (auto* e = std::get_if<S3Error>(&v)) co_return s3.error(*e);
+    query["versions"] = std::get<std::optional<std::string>>(v).value_or("");
+    auto version_marker = utf8_param(s3, "version-id-marker");
+    if (auto* e = std::get_if<S3Error>(&version_marker)) co_return s3.error(*e);
+    auto& vm = std::get<std::optional<std::string>>(version_marker);
+    if (s3.has("key-marker")) {
+      auto key_marker = utf8_param(s3, "key-marker");
+      if (auto* e = std::get_if<S3Error>(&key_marker)) co_return s3.error(*e);
+      query["marker"] = std::get<std::optional<std::string>>(key_marker).value_or("");
+      if (vm) {
+        if (*vm != "null" && !common::Timestamp::parse(*vm).ok()) {
+          co_return s3.error(S3Error::invalid_argument("version-id-marker", *vm,
+                                                       "Invalid version id specified"));
+        }
+        query["version_marker"] = *vm;
+      }
+    } else if (vm) {
+      co_return s3.error(S3Error::invalid_argument(
+          "version-id-marker", *vm, "A version-id marker cannot be specified without a key marker."));
+    }
+  } else if (auto it = s3.params.find("list-type"); it != s3.params.end()) {
     auto v = common::parse_python_int(it->second);
     if (!v) {
       co_return s3.error(S3Error::invalid_argument("list-type", it->second,
@@ -239,7 +264,9 @@ net::awaitable<Response> list_objects(S3Request& s3) {
     list_type = *v == 2 ? 2 : 1;
   }
   bool fetch_owner = false;
-  if (list_type == 2) {
+  if (versions) {
+    // the markers are read above
+  } else if (list_type == 2) {
     auto start_after = utf8_param(s3, "start-after");
     if (auto* e = std::get_if<S3Error>(&start_after)) co_return s3.error(*e);
     if (auto& got = std::get<std::optional<std::string>>(start_after)) query["marker"] = *got;
@@ -284,11 +311,28 @@ net::awaitable<Response> list_objects(S3Request& s3) {
   };
 
   pugi::xml_node root;
-  auto doc = result_document("ListBucketResult", &root);
+  auto doc = result_document(versions ? "ListVersionsResult" : "ListBucketResult", &root);
   add_text(root, "Name", s3.bucket);
   std::optional<std::string> prefix = param("prefix");
-  add_optional(root, "Prefix", prefix ? std::optional(enc(*prefix)) : std::nullopt);
-  if (list_type == 2) {
+  add_optional(root, "Prefix", prefix && !prefix->empty() ? std::optional(enc(*prefix)) : prefix);
+  if (versions) {
+    std::optional<std::string> key_marker = param("key-marker");
+    add_optional(root, "KeyMarker",
+                 key_marker && !key_marker->empty() ? std::optional(enc(*key_marker)) : key_marker);
+    add_optional(root, "VersionIdMarker", param("version-id-marker"));
+    if (truncated && !items.empty()) {
+      const auto& last = items.back().as_object();
+      if (last.contains("name")) {
+        add_text(root, "NextKeyMarker", json_text(last, "name"));
+        std::string v = json_text(last, "version_id");
+        add_text(root, "NextVersionIdMarker", v.empty() ? "null" : v);
+      }
+      if (last.contains("subdir")) {
+        add_text(root, "NextKeyMarker", json_text(last, "subdir"));
+        add_text(root, "NextVersionIdMarker", "null");
+      }
+    }
+  } else if (list_type == 2) {
     if (truncated && !items.empty()) add_text(root, "NextContinuationToken", common::crypto::b64encode(last_name()));
     if (auto token = param("continuation-token")) add_text(root, "ContinuationToken", *token);
     if (auto start_after = param("start-after")) add_text(root, "StartAfter", enc(*start_after));
@@ -301,7 +345,8 @@ net::awaitable<Response> list_objects(S3Request& s3) {
     }
   }
   add_text(root, "MaxKeys", std::to_string(tag_max_keys));
-  if (auto delimiter = param("delimiter"); delimiter && !delimiter->empty()) {
+  // (ListObjectVersions names an empty delimiter too; the others only a non-empty one.)
+  if (auto delimiter = param("delimiter"); delimiter && (versions || !delimiter->empty())) {
     add_text(root, "Delimiter", enc(*delimiter));
   }
   if (url) add_text(root, "EncodingType", "url");
@@ -314,17 +359,30 @@ net::awaitable<Response> list_objects(S3Request& s3) {
       add_text(p, "Prefix", enc(json_text(o, "subdir")));
       continue;
     }
-    pugi::xml_node c = root.append_child("Contents");
+    const bool marker =
+        versions && json_text(o, "content_type") == "application/x-deleted;swift_versions_deleted=1";
+    pugi::xml_node c = root.append_child(!versions ? "Contents" : marker ? "DeleteMarker" : "Version");
     add_text(c, "Key", enc(json_text(o, "name")));
+    if (versions) {
+      std::string v = json_text(o, "version_id");
+      add_text(c, "VersionId", v.empty() ? "null" : v);
+      // Without object versioning every listed object is the latest (Swift says so too).
+      const auto* latest = o.if_contains("is_latest");
+      add_text(c, "IsLatest",
+               !object_versioning || (latest && latest->is_bool() && latest->as_bool()) ? "true"
+                                                                                        : "false");
+    }
     add_text(c, "LastModified", s3_time(json_text(o, "last_modified")));
-    add_text(c, "ETag", listing_etag(o));
-    add_text(c, "Size", json_text(o, "bytes"));
+    if (!marker) {
+      add_text(c, "ETag", listing_etag(o));
+      add_text(c, "Size", json_text(o, "bytes"));
+    }
     if (fetch_owner || list_type != 2) {
       pugi::xml_node owner = c.append_child("Owner");
       add_text(owner, "ID", s3.user_id());
       add_text(owner, "DisplayName", s3.user_id());
     }
-    add_text(c, "StorageClass", "STANDARD");
+    if (!marker) add_text(c, "StorageClass", "STANDARD");
   }
   co_return xml_response(200, to_xml(doc), s3.env.trans_id);
 }

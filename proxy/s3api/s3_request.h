@@ -110,7 +110,9 @@ boost::asio::awaitable<common::http::Response> head_bucket(S3Request& s3);
 boost::asio::awaitable<common::http::Response> put_bucket(common::http::Exchange& ex,
                                                           S3Request& s3);
 boost::asio::awaitable<common::http::Response> delete_bucket(S3Request& s3);
-boost::asio::awaitable<common::http::Response> list_objects(S3Request& s3);
+// ListObjects v1/v2 and ListObjectVersions (?versions; `object_versioning`: whether the
+// pipeline serves object versioning, so that versions listings say which one is the latest).
+boost::asio::awaitable<common::http::Response> list_objects(S3Request& s3, bool object_versioning);
 // ?location (GetBucketLocation) and ?logging (GET: never enabled; PUT: not implemented).
 boost::asio::awaitable<common::http::Response> bucket_location(S3Request& s3);
 boost::asio::awaitable<common::http::Response> bucket_logging(S3Request& s3);

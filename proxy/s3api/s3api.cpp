@@ -409,7 +409,10 @@ class S3Api final : public Middleware {
     for (std::string_view p : kSubresources) subresource = subresource || s3.has(p);
     if (!subresource && !s3.key) {
       if (method == "HEAD") co_return co_await head_bucket(s3);
-      if (method == "GET" && !s3.has("versions")) co_return co_await list_objects(s3);
+      if (method == "GET") {
+        const bool versioning = s3.has("versions") && co_await has_object_versioning(s3);
+        co_return co_await list_objects(s3, versioning);
+      }
       if (method == "PUT") co_return co_await put_bucket(ex, s3);
       if (method == "DELETE") co_return co_await delete_bucket(s3);
     }
