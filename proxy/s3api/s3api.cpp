@@ -399,6 +399,21 @@ class S3Api final : public Middleware {
       co_return co_await bucket_location(s3);
     }
     if (s3.has("logging")) co_return co_await bucket_logging(s3);
+    if (s3.has("tagging")) {
+      // Swift's s3api keeps no tags: GET answers an empty set, whatever the resource.
+      if (method == "GET") {
+        pugi::xml_node root;
+        auto doc = result_document("Tagging", &root);
+        root.append_child("TagSet");
+        Response out = xml_response(200, to_xml(doc), s3.env.trans_id);
+        out.headers.erase("Content-Type");  // as Swift's s3api answers it
+        co_return out;
+      }
+      if (method == "PUT" || method == "DELETE") {
+        co_return s3.error(errors::not_implemented("The requested resource is not implemented"));
+      }
+      co_return s3.error(errors::method_not_allowed(method, "TAGGING"));
+    }
     if (s3.has("versioning")) {
       co_return co_await bucket_versioning(ex, s3, co_await has_object_versioning(s3));
     }

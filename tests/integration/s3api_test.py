@@ -654,6 +654,10 @@ def versioning(pair):
     pair.both("PUT versioning malformed", "PUT", "/versioned?versioning", body=b"<Vers")
     pair.both("GET versioning of a missing bucket", "GET", "/nosuchbucket?versioning")
     pair.both("DELETE versioning", "DELETE", "/versioned?versioning")
+    for method, path in (("GET", "/versioned?tagging"), ("GET", "/versioned/obj?tagging"),
+                         ("PUT", "/versioned?tagging"), ("DELETE", "/versioned/obj?tagging"),
+                         ("POST", "/versioned?tagging")):
+        pair.both("%s tagging %s" % (method, path), method, path)
     pair.both("PUT versioning Enabled again", "PUT", "/versioned?versioning",
               body=(doc % "Enabled").encode())
     for body in (b"one", b"two"):
