@@ -844,9 +844,17 @@ ContainerSync::ContainerSync(ContainerSyncConfig config, const DbServerConfig& s
                              std::shared_ptr<common::ContainerSyncRealms> realms,
                              std::unique_ptr<ring::Ring> container_ring)
     : impl_(std::make_unique<Impl>(std::move(config), server, devices, std::move(realms),
-                                   std::move(container_ring))) {}
+                                   std::move(container_ring))),
+      thread_(impl_->config.interval, /*spread_start=*/true, [this] { (void)run_once(); }) {}
 
 ContainerSync::~ContainerSync() { stop(); }
+
+void ContainerSync::start() { thread_.start(); }
+
+void ContainerSync::stop() {
+  impl_->cancelled = true;  // a pass under way ends early
+  thread_.stop();
+}
 
 ContainerSyncStats ContainerSync::run_once() {
   Impl& impl = *impl_;
@@ -878,38 +886,6 @@ ContainerSyncStats ContainerSync::run_once() {
                 std::to_string(s.puts) + " puts], " + std::to_string(s.skips) + " skipped, " +
                 std::to_string(s.failures) + " failed");
   return impl.stats;
-}
-
-void ContainerSync::start() {
-  if (thread_.joinable()) return;
-  thread_ = std::thread([this] {
-    std::mt19937_64 rng(std::random_device{}());
-    double first = std::uniform_real_distribution<double>(0, impl_->config.interval)(rng);
-    auto next = Clock::now() + seconds(first);
-    for (;;) {
-      {
-        common::MutexLock lock(&mutex_);
-        auto stopping = [this] {
-          mutex_.assert_held();  // wait_until runs the predicate with mutex_ held
-          return stopping_;
-        };
-        if (wake_.wait_until(&mutex_, next, stopping)) return;
-      }
-      auto began = Clock::now();
-      (void)run_once();
-      next = began + seconds(impl_->config.interval);
-    }
-  });
-}
-
-void ContainerSync::stop() {
-  impl_->cancelled = true;
-  {
-    common::MutexLock lock(&mutex_);
-    stopping_ = true;
-  }
-  wake_.signal_all();
-  if (thread_.joinable()) thread_.join();
 }
 
 }  // namespace apus::container

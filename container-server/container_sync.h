@@ -61,6 +61,7 @@
 #include "common/container_sync_realms.h"
 #include "common/hash_path.h"
 #include "common/http/headers.h"
+#include "common/periodic_thread.h"
 #include "common/thread_annotations.h"
 #include "container-server/db_server.h"
 #include "ring/ring.h"
@@ -140,10 +141,7 @@ class ContainerSync {
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
-  std::thread thread_;
-  common::Mutex mutex_;
-  common::CondVar wake_;  // signalled by stop()
-  bool stopping_ APUS_GUARDED_BY(mutex_) = false;
+  common::PeriodicThread thread_;
 };
 
 }  // namespace apus::container

@@ -199,9 +199,17 @@ net::awaitable<void> ContainerUpdater::Impl::sweep_device(const std::string& dev
 
 ContainerUpdater::ContainerUpdater(ContainerUpdaterConfig config, const DbServerConfig& server,
                                    DbDevices& devices, std::unique_ptr<ring::Ring> account_ring)
-    : impl_(std::make_unique<Impl>(config, server, devices, std::move(account_ring))) {}
+    : impl_(std::make_unique<Impl>(config, server, devices, std::move(account_ring))),
+      thread_(config.interval, /*spread_start=*/true, [this] { (void)run_once(); }) {}
 
 ContainerUpdater::~ContainerUpdater() { stop(); }
+
+void ContainerUpdater::start() { thread_.start(); }
+
+void ContainerUpdater::stop() {
+  impl_->cancelled = true;  // a pass under way ends early
+  thread_.stop();
+}
 
 ContainerUpdaterStats ContainerUpdater::run_once() {
   Impl& impl = *impl_;
@@ -230,39 +238,6 @@ ContainerUpdaterStats ContainerUpdater::run_once() {
   return impl.stats;
 }
 
-void ContainerUpdater::start() {
-  if (thread_.joinable()) return;
-  thread_ = std::thread([this] {
-    std::mt19937_64 rng(std::random_device{}());
-    double first = std::uniform_real_distribution<double>(0, impl_->config.interval)(rng);
-    auto next = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                   std::chrono::duration<double>(first));
-    for (;;) {
-      {
-        // Sleeping on the condition variable costs nothing between passes.
-        common::MutexLock lock(&mutex_);
-        auto stopping = [this] {
-          mutex_.assert_held();  // wait_until runs the predicate with mutex_ held
-          return stopping_;
-        };
-        if (wake_.wait_until(&mutex_, next, stopping)) return;
-      }
-      auto began = Clock::now();
-      (void)run_once();
-      next = began + std::chrono::duration_cast<Clock::duration>(
-                         std::chrono::duration<double>(impl_->config.interval));
-    }
-  });
-}
 
-void ContainerUpdater::stop() {
-  impl_->cancelled = true;
-  {
-    common::MutexLock lock(&mutex_);
-    stopping_ = true;
-  }
-  wake_.signal_all();
-  if (thread_.joinable()) thread_.join();
-}
 
 }  // namespace apus::container

@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "common/config/config.h"
+#include "common/periodic_thread.h"
 #include "common/thread_annotations.h"
 #include "container-server/db_server.h"
 #include "ring/ring.h"
@@ -63,10 +64,7 @@ class ContainerUpdater {
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
-  std::thread thread_;
-  common::Mutex mutex_;
-  common::CondVar wake_;  // signalled by stop()
-  bool stopping_ APUS_GUARDED_BY(mutex_) = false;
+  common::PeriodicThread thread_;
 };
 
 }  // namespace apus::container

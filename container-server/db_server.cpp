@@ -243,9 +243,19 @@ Result<std::unique_ptr<Reclaimer>> Reclaimer::create(const common::Config& conf,
 
 Reclaimer::Reclaimer(const DbServerConfig& config, DbDevices& devices, double interval,
                      double reclaim_age)
-    : config_(config), devices_(devices), interval_(interval), reclaim_age_(reclaim_age) {}
+    : config_(config),
+      devices_(devices),
+      reclaim_age_(reclaim_age),
+      thread_(interval, /*spread_start=*/false, [this] { (void)run_once(); }) {}
 
 Reclaimer::~Reclaimer() { stop(); }
+
+void Reclaimer::start() { thread_.start(); }
+
+void Reclaimer::stop() {
+  cancelled_ = true;  // a pass under way ends after its current page
+  thread_.stop();
+}
 
 int64_t Reclaimer::run_once() {
   auto listed = devices_.fs().list_dir(config_.devices);
@@ -272,41 +282,11 @@ int64_t Reclaimer::run_once() {
         auto n = (*store)->reclaim(db, age);
         if (n.ok()) removed += *n;
       }
-      common::MutexLock lock(&mutex_);
-      if (stopping_) return removed;
+      if (cancelled_.load()) return removed;
     }
   }
   if (removed) APUS_LOG_INFO("reclaimed " + std::to_string(removed) + " rows older than " + age);
   return removed;
-}
-
-void Reclaimer::start() {
-  if (thread_.joinable()) return;
-  thread_ = std::thread([this] {
-    for (;;) {
-      auto next = std::chrono::steady_clock::now() +
-                  std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                      std::chrono::duration<double>(interval_));
-      {
-        common::MutexLock lock(&mutex_);
-        auto stopping = [this] {
-          mutex_.assert_held();  // wait_until runs the predicate with mutex_ held
-          return stopping_;
-        };
-        if (wake_.wait_until(&mutex_, next, stopping)) return;
-      }
-      (void)run_once();
-    }
-  });
-}
-
-void Reclaimer::stop() {
-  {
-    common::MutexLock lock(&mutex_);
-    stopping_ = true;
-  }
-  wake_.signal_all();
-  if (thread_.joinable()) thread_.join();
 }
 
 // ---- request rules ---------------------------------------------------------------------------

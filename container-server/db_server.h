@@ -26,6 +26,7 @@
 #include "common/io/device.h"
 #include "common/io/fs.h"
 #include "common/metrics/metrics.h"
+#include "common/periodic_thread.h"
 #include "common/thread_annotations.h"
 #include "common/timestamp.h"
 #include "container-server/listing_db.h"
@@ -142,12 +143,9 @@ class Reclaimer {
             double reclaim_age);
   const DbServerConfig& config_;
   DbDevices& devices_;
-  double interval_;
   double reclaim_age_;
-  std::thread thread_;
-  common::Mutex mutex_;
-  common::CondVar wake_;  // signalled by stop()
-  bool stopping_ APUS_GUARDED_BY(mutex_) = false;
+  std::atomic<bool> cancelled_{false};
+  common::PeriodicThread thread_;
 };
 
 // ---- request rules ---------------------------------------------------------------------------
