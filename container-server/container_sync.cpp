@@ -810,25 +810,10 @@ net::awaitable<void> ContainerSync::Impl::sync_container(const std::string& devi
 }
 
 net::awaitable<void> ContainerSync::Impl::sync_device(const std::string& device) {
-  auto& disk = devices.pool(device);
-  bool usable = co_await disk.call(
-      [&] { return devices.check_device(device).ok() && devices.has_store(device); });
-  if (!usable) co_return;
-  std::string after;
-  for (;;) {
-    auto page = co_await disk.call([&]() -> Result<std::vector<std::pair<std::string, DbInfo>>> {
-      auto store = devices.store(device);
-      if (!store.ok()) return store.status();
-      return (*store)->list_infos(after, kInfoPage);
-    });
-    if (!page.ok()) {
-      APUS_LOG_ERROR("container sync of " + device + ": " + page.status().to_string());
-      co_return;
-    }
-    if (page->empty() || cancelled.load()) co_return;
-    after = page->back().first;
-    for (auto& [db, info] : *page) {
-      if (cancelled.load()) co_return;
+  co_await walk_infos(devices, device, kInfoPage, "container sync",
+                      [&](InfoPage& page) -> net::awaitable<bool> {
+    for (auto& [db, info] : page) {
+      if (cancelled.load()) co_return false;
       // Swift's sync store holds only live containers with both values set.
       if (info.is_deleted(DbType::kContainer) || !metadata_value(info, "X-Container-Sync-To") ||
           !metadata_value(info, "X-Container-Sync-Key")) {
@@ -836,7 +821,8 @@ net::awaitable<void> ContainerSync::Impl::sync_device(const std::string& device)
       }
       co_await sync_container(device, db, std::move(info));
     }
-  }
+    co_return !cancelled.load();
+  });
 }
 
 ContainerSync::ContainerSync(ContainerSyncConfig config, const DbServerConfig& server,

@@ -133,10 +133,6 @@ net::awaitable<void> ContainerUpdater::Impl::report(const std::string& device,
 }
 
 net::awaitable<void> ContainerUpdater::Impl::sweep_device(const std::string& device) {
-  auto& disk = devices.pool(device);
-  bool usable = co_await disk.call(
-      [&] { return devices.check_device(device).ok() && devices.has_store(device); });
-  if (!usable) co_return;
   common::http::ConnectionPool pool(
       {.conn_timeout = config.conn_timeout, .node_timeout = config.node_timeout});
   auto executor = co_await net::this_coro::executor;
@@ -144,21 +140,11 @@ net::awaitable<void> ContainerUpdater::Impl::sweep_device(const std::string& dev
                                                           : 0.0;
   auto pace_start = Clock::now();
   size_t paced = 0;
-  std::string after;
-  for (;;) {
-    auto page = co_await disk.call([&]() -> Result<std::vector<std::pair<std::string, DbInfo>>> {
-      auto store = devices.store(device);
-      if (!store.ok()) return store.status();
-      return (*store)->list_infos(after, kPage);
-    });
-    if (!page.ok()) {
-      APUS_LOG_ERROR("container update sweep of " + device + ": " + page.status().to_string());
-      co_return;
-    }
-    if (page->empty() || cancelled.load()) co_return;
-    after = page->back().first;
+  co_await walk_infos(devices, device, kPage, "container update sweep",
+                      [&](InfoPage& page) -> net::awaitable<bool> {
+    if (cancelled.load()) co_return false;
     std::vector<std::pair<std::string, DbInfo>> todo;
-    for (auto& entry : *page) {
+    for (auto& entry : page) {
       if (needs_report(entry.second)) {
         todo.push_back(std::move(entry));
       } else {
@@ -194,7 +180,8 @@ net::awaitable<void> ContainerUpdater::Impl::sweep_device(const std::string& dev
       auto [ec] = co_await all_done.async_wait(net::as_tuple(net::use_awaitable));
       (void)ec;
     }
-  }
+    co_return true;
+  });
 }
 
 ContainerUpdater::ContainerUpdater(ContainerUpdaterConfig config, const DbServerConfig& server,

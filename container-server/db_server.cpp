@@ -16,6 +16,7 @@
 
 namespace apus::container {
 
+namespace net = boost::asio;
 using common::Result;
 using common::Status;
 using common::Timestamp;
@@ -492,6 +493,30 @@ OrRefusal<std::string> listing_content_type(const Request& req,
   if (n.status == 0) return std::move(n.content_type);
   if (n.status == 400) return common::http::swob_response_with_body(400, n.error_body);
   return common::http::swob_response(n.status);
+}
+
+net::awaitable<void> walk_infos(DbDevices& devices, const std::string& device, size_t page_size,
+                                std::string_view what,
+                                const std::function<net::awaitable<bool>(InfoPage&)>& fn) {
+  auto& disk = devices.pool(device);
+  bool usable = co_await disk.call(
+      [&] { return devices.check_device(device).ok() && devices.has_store(device); });
+  if (!usable) co_return;
+  std::string after;
+  for (;;) {
+    auto page = co_await disk.call([&]() -> Result<InfoPage> {
+      auto store = devices.store(device);
+      if (!store.ok()) return store.status();
+      return (*store)->list_infos(after, page_size);
+    });
+    if (!page.ok()) {
+      APUS_LOG_ERROR(std::string(what) + " of " + device + ": " + page.status().to_string());
+      co_return;
+    }
+    if (page->empty()) co_return;
+    after = page->back().first;
+    if (!co_await fn(*page)) co_return;
+  }
 }
 
 std::string new_db_id(std::string_view device) {

@@ -200,6 +200,15 @@ common::http::OrRefusal<ListingParams> listing_params(const common::http::Reques
 common::http::OrRefusal<std::string> listing_content_type(
     const common::http::Request& req, const std::optional<std::string>& format);
 
+// Walks every database of `device` in name order, a page of `page_size` infos at a time read
+// on the device's disk pool, handing each page to `fn` (on the caller's executor), which returns
+// false to stop. Does nothing for a device that is missing or unmounted, or that has no store
+// yet; a store that cannot be read is logged (naming `what`) and ends the walk.
+using InfoPage = std::vector<std::pair<std::string, DbInfo>>;
+boost::asio::awaitable<void> walk_infos(
+    DbDevices& devices, const std::string& device, size_t page_size, std::string_view what,
+    const std::function<boost::asio::awaitable<bool>(InfoPage&)>& fn);
+
 // Swift's HTTPInsufficientStorage for `device`.
 common::http::Response insufficient_storage(const std::string& device);
 
