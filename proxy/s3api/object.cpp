@@ -3,6 +3,10 @@
 // pipeline as the Swift request (an ObjectExchange), its body read through (and, for a signed
 // payload, hashed on the way), and the answer comes back translated into S3's headers, or
 // replaced by S3's XML error.
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
 
 #include <algorithm>
@@ -15,6 +19,7 @@
 #include <string>
 #include <variant>
 
+#include "common/async.h"
 #include "common/config/config.h"
 #include "common/crypto/base64.h"
 #include "common/crypto/hmac.h"
@@ -951,15 +956,40 @@ net::awaitable<Response> delete_objects(Exchange& ex, S3Request& s3) {
     co_return xml_response(200, to_xml(out), s3.env.trans_id);
   }
   if (hr.status != 204) co_return s3.error(unexpected(s3, hr));
-  for (const auto& [key, version] : keys) {
-    auto error = co_await delete_one(s3, key, version);
-    if (error) {
+  // multi_delete_concurrency keys at a time; the result lists them in the request's order.
+  std::vector<std::optional<std::pair<std::string, std::string>>> errors(keys.size());
+  auto executor = co_await net::this_coro::executor;
+  size_t next = 0, running = 0;
+  net::steady_timer all_done(executor, net::steady_timer::time_point::max());
+  const size_t workers = std::min<size_t>(keys.size(),
+                                          static_cast<size_t>(s3.config.multi_delete_concurrency));
+  for (size_t w = 0; w < workers; ++w) {
+    ++running;
+    common::spawn_logged(
+        executor,
+        [&]() -> net::awaitable<void> {
+          while (next < keys.size()) {
+            size_t i = next++;
+            errors[i] = co_await delete_one(s3, keys[i].first, keys[i].second);
+          }
+          if (--running == 0) all_done.cancel();
+        },
+        "s3api DeleteObjects worker", [&] {
+          if (--running == 0) all_done.cancel();
+        });
+  }
+  if (running > 0) {
+    auto [ec] = co_await all_done.async_wait(net::as_tuple(net::use_awaitable));
+    (void)ec;
+  }
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (errors[i]) {
       pugi::xml_node e = result.append_child("Error");
-      add_text(e, "Key", key);
-      add_text(e, "Code", error->first);
-      add_text(e, "Message", error->second);
+      add_text(e, "Key", keys[i].first);
+      add_text(e, "Code", errors[i]->first);
+      add_text(e, "Message", errors[i]->second);
     } else if (!quiet) {
-      add_text(result.append_child("Deleted"), "Key", key);
+      add_text(result.append_child("Deleted"), "Key", keys[i].first);
     }
   }
   co_return xml_response(200, to_xml(out), s3.env.trans_id);

@@ -32,6 +32,7 @@ struct S3ApiConfig {
   bool allow_multipart_uploads = true;
   int64_t max_object_name_length = 1024;  // swift.conf's
   int64_t max_multi_delete_objects = 1000;
+  int64_t multi_delete_concurrency = 2;  // DeleteObjects' keys deleted at a time
   // Read for /info as Swift registers them (multipart uploads are not served yet, so /info
   // says allow_multipart_uploads false whatever the option says).
   int64_t max_parts_listing = 1000;

@@ -472,6 +472,12 @@ Result<std::unique_ptr<Middleware>> make_s3api(const common::Section& section,
   APUS_ASSIGN_OR_RETURN(c.max_bucket_listing, section.get_int("max_bucket_listing", 1000));
   APUS_ASSIGN_OR_RETURN(c.max_multi_delete_objects,
                         section.get_int("max_multi_delete_objects", 1000));
+  APUS_ASSIGN_OR_RETURN(c.multi_delete_concurrency,
+                        section.get_int("multi_delete_concurrency", 2));
+  if (c.multi_delete_concurrency <= 0) {
+    return section.invalid("multi_delete_concurrency", "must be a positive integer");
+  }
+  c.multi_delete_concurrency = std::min<int64_t>(c.multi_delete_concurrency, 1000);
   APUS_ASSIGN_OR_RETURN(c.max_parts_listing, section.get_int("max_parts_listing", 1000));
   APUS_ASSIGN_OR_RETURN(c.max_upload_part_num, section.get_int("max_upload_part_num", 1000));
   APUS_ASSIGN_OR_RETURN(c.min_segment_size, section.get_int("min_segment_size", 5242880));

@@ -17,8 +17,8 @@
 // it) and tagging as Swift's (an empty TagSet; PUT and DELETE not implemented); object GET, HEAD (with S3's
 // Range emulation), PUT (Content-MD5, a signed payload's SHA-256 checked as it streams,
 // aws-chunked bodies with chunk signatures, x-amz-checksum-* as header or trailer), CopyObject,
-// DELETE (a multipart upload's segments too) and DeleteObjects (one key at a time for now;
-// Swift deletes multi_delete_concurrency at once), and ACLs as Swift shows and sets them
+// DELETE (a multipart upload's segments too) and DeleteObjects (multi_delete_concurrency keys
+// at a time), and ACLs as Swift shows and sets them
 // without s3_acl (bucket and object GET, bucket PUT). Every other S3 operation answers S3's 501
 // NotImplemented. Checksums are checked, not yet stored or returned.
 //
@@ -28,7 +28,8 @@
 //
 // Options ([filter:s3api], Swift's names and defaults): location (us-east-1),
 // storage_domain (virtual-hosted-style buckets), dns_compliant_bucket_names (true),
-// allowable_clock_skew (900), max_bucket_listing (1000), max_multi_delete_objects (1000).
+// allowable_clock_skew (900), max_bucket_listing (1000), max_multi_delete_objects (1000),
+// multi_delete_concurrency (2).
 //
 // Thread-safe: the middleware keeps only its configuration.
 #pragma once
