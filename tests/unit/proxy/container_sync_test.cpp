@@ -20,6 +20,7 @@
 #include "proxy/middleware.h"
 #include "proxy/pipeline.h"
 #include "tests/support/temp_dir.h"
+#include "tests/unit/proxy/recording_exchange.h"
 
 namespace apus::proxy {
 namespace {
@@ -40,34 +41,7 @@ constexpr const char* kSigLatin1Nonce = "2b94456c23b81ef9a1022f7e6919d668b2935a1
 constexpr const char* kUnauthorizedBody =
     "X-Container-Sync-Auth header not valid; contact cluster operator for support.";
 
-class RecordingExchange final : public common::http::Exchange {
- public:
-  explicit RecordingExchange(Request req) : req_(std::move(req)) {}
-  const Request& request() const override { return req_; }
-  net::awaitable<common::Result<size_t>> read_body(std::span<char>) override { co_return 0; }
-  net::awaitable<common::Status> send_continue() override { co_return common::Status(); }
-  net::awaitable<common::Status> write_body(std::string_view) override {
-    co_return common::Status();
-  }
-  net::awaitable<common::Status> finish_response() override { co_return common::Status(); }
-  bool response_started() const override { return response_.has_value(); }
-  int response_status() const override { return response_ ? response_->status : 0; }
-  std::optional<Response> response_;
-
- protected:
-  net::awaitable<common::Status> do_respond(Response response) override {
-    response_ = std::move(response);
-    co_return common::Status();
-  }
-  net::awaitable<common::Status> do_start_response(int status, HeaderMap headers,
-                                                   std::optional<uint64_t>) override {
-    response_ = Response{status, "", std::move(headers), ""};
-    co_return common::Status();
-  }
-
- private:
-  Request req_;
-};
+using testing::RecordingExchange;
 
 class ScriptedInfo final : public InfoLookup {
  public:

@@ -16,6 +16,7 @@
 #include "common/config/config.h"
 #include "proxy/middleware.h"
 #include "proxy/pipeline.h"
+#include "tests/unit/proxy/recording_exchange.h"
 
 namespace apus::proxy {
 namespace {
@@ -25,35 +26,7 @@ using common::http::HeaderMap;
 using common::http::Request;
 using common::http::Response;
 
-// Keeps the one response sent through it.
-class RecordingExchange final : public common::http::Exchange {
- public:
-  explicit RecordingExchange(Request req) : req_(std::move(req)) {}
-  const Request& request() const override { return req_; }
-  net::awaitable<common::Result<size_t>> read_body(std::span<char>) override { co_return 0; }
-  net::awaitable<common::Status> send_continue() override { co_return common::Status(); }
-  net::awaitable<common::Status> write_body(std::string_view) override {
-    co_return common::Status();
-  }
-  net::awaitable<common::Status> finish_response() override { co_return common::Status(); }
-  bool response_started() const override { return response_.has_value(); }
-  int response_status() const override { return response_ ? response_->status : 0; }
-  std::optional<Response> response_;
-
- protected:
-  net::awaitable<common::Status> do_respond(Response response) override {
-    response_ = std::move(response);
-    co_return common::Status();
-  }
-  net::awaitable<common::Status> do_start_response(int status, HeaderMap headers,
-                                                   std::optional<uint64_t>) override {
-    response_ = Response{status, "", std::move(headers), ""};
-    co_return common::Status();
-  }
-
- private:
-  Request req_;
-};
+using testing::RecordingExchange;
 
 // Account and container info as the test scripts it.
 class ScriptedInfo final : public InfoLookup {

@@ -14,6 +14,7 @@
 #include "common/config/config.h"
 #include "common/crypto/random.h"
 #include "proxy/pipeline.h"
+#include "tests/unit/proxy/recording_exchange.h"
 
 namespace apus::proxy {
 namespace {
@@ -35,35 +36,7 @@ struct FixedRandom {
 // uuid4().hex of sixteen 0xab bytes: version nibble 4 at index 12, variant bits at index 16.
 constexpr const char* kFixedUuid4 = "abababababab4bababababababababab";
 
-// Keeps the one whole response the middleware sends.
-class RecordingExchange final : public common::http::Exchange {
- public:
-  explicit RecordingExchange(Request req) : req_(std::move(req)) {}
-  const Request& request() const override { return req_; }
-  net::awaitable<common::Result<size_t>> read_body(std::span<char>) override { co_return 0; }
-  net::awaitable<common::Status> send_continue() override { co_return common::Status(); }
-  net::awaitable<common::Status> write_body(std::string_view) override {
-    co_return common::Status();
-  }
-  net::awaitable<common::Status> finish_response() override { co_return common::Status(); }
-  bool response_started() const override { return response_.has_value(); }
-  int response_status() const override { return response_ ? response_->status : 0; }
-  std::optional<Response> response_;
-
- protected:
-  net::awaitable<common::Status> do_respond(Response response) override {
-    response_ = std::move(response);
-    co_return common::Status();
-  }
-  net::awaitable<common::Status> do_start_response(int status, HeaderMap headers,
-                                                   std::optional<uint64_t>) override {
-    response_ = Response{status, "", std::move(headers), ""};
-    co_return common::Status();
-  }
-
- private:
-  Request req_;
-};
+using testing::RecordingExchange;
 
 // Info lookups that find every account with no metadata.
 class NoInfo final : public InfoLookup {
