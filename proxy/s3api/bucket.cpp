@@ -121,8 +121,8 @@ net::awaitable<Response> put_bucket(Exchange& ex, S3Request& s3) {
 // ---- ListObjects (v1 and v2) ------------------------------------------------------------------
 
 // Swift's get_validated_param(): an integer query parameter in [0, 2^31-1], capped at `limit`.
-static std::variant<int64_t, S3Error> validated_param(const S3Request& s3, const std::string& name,
-                                               int64_t def, int64_t limit = kMax32BitInt) {
+std::variant<int64_t, S3Error> validated_param(const S3Request& s3, const std::string& name,
+                                               int64_t def, int64_t limit) {
   auto it = s3.params.find(name);
   if (it == s3.params.end()) return def;
   auto v = common::parse_python_int(it->second);
@@ -151,7 +151,7 @@ static std::variant<std::optional<std::string>, S3Error> utf8_param(const S3Requ
 
 // A listing's last_modified ("2026-12-02T01:30:15.123450") as S3 writes times: rounded up to
 // the second, "2026-12-02T01:30:16.000Z".
-static std::string s3_time(std::string_view iso) {
+std::string s3_listing_time(std::string_view iso) {
   if (iso.size() < 19) return std::string(iso);
   auto num = [&](size_t pos, size_t len) {
     int v = 0;
@@ -372,7 +372,7 @@ net::awaitable<Response> list_objects(S3Request& s3, bool object_versioning) {
                !object_versioning || (latest && latest->is_bool() && latest->as_bool()) ? "true"
                                                                                         : "false");
     }
-    add_text(c, "LastModified", s3_time(json_text(o, "last_modified")));
+    add_text(c, "LastModified", s3_listing_time(json_text(o, "last_modified")));
     if (!marker) {
       add_text(c, "ETag", listing_etag(o));
       add_text(c, "Size", json_text(o, "bytes"));

@@ -105,6 +105,15 @@ S3Error unexpected(const S3Request& s3, const common::http::Response& r);
 boost::asio::awaitable<std::variant<std::optional<std::string>, S3Error>> read_xml_body(
     common::http::Exchange& ex, size_t max_length);
 
+// Swift's get_validated_param(): an integer query parameter in [0, 2^31-1] (InvalidArgument
+// otherwise), `def` when absent, capped at `limit`.
+std::variant<int64_t, S3Error> validated_param(const S3Request& s3, const std::string& name,
+                                               int64_t def, int64_t limit = kMax32BitInt);
+
+// A listing's last_modified ("2026-12-02T01:30:15.123450") as S3 writes times, rounded up to
+// the second ("2026-12-02T01:30:16.000Z").
+std::string s3_listing_time(std::string_view iso);
+
 // The operations.
 boost::asio::awaitable<common::http::Response> list_buckets(S3Request& s3);
 boost::asio::awaitable<common::http::Response> head_bucket(S3Request& s3);
@@ -128,6 +137,8 @@ boost::asio::awaitable<common::http::Response> bucket_versioning(common::http::E
 // x-amz-acl or an AccessControlPolicy document; object ACLs are not implemented, as in Swift).
 boost::asio::awaitable<common::http::Response> acl_request(common::http::Exchange& ex,
                                                            S3Request& s3);
+// GET ?uploads: ListMultipartUploads (multipart.cpp).
+boost::asio::awaitable<common::http::Response> list_multipart_uploads(S3Request& s3);
 // POST ?delete: DeleteObjects.
 boost::asio::awaitable<common::http::Response> delete_objects(common::http::Exchange& ex,
                                                               S3Request& s3);

@@ -393,6 +393,9 @@ class S3Api final : public Middleware {
       }
       co_return co_await delete_objects(ex, s3);
     }
+    if (s3.has("uploads") && !s3.has("partNumber") && !s3.has("uploadId") && method == "GET") {
+      co_return co_await list_multipart_uploads(s3);
+    }
     if (s3.has("location")) {
       // A key with ?location is a bucket operation (Swift's bucket_operation drops the key).
       s3.key.reset();

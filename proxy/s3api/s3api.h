@@ -14,7 +14,8 @@
 // Served so far (issue 15 builds the rest): ListBuckets; bucket HEAD, PUT (location
 // constraint, canned x-amz-acl), DELETE, ListObjects v1/v2, ListObjectVersions,
 // GetBucketLocation, logging, versioning (through object_versioning, when the pipeline has
-// it) and tagging as Swift's (an empty TagSet; PUT and DELETE not implemented); object GET, HEAD (with S3's
+// it), tagging as Swift's (an empty TagSet; PUT and DELETE not implemented) and
+// ListMultipartUploads (of uploads in Swift's layout; creating them is not served yet); object GET, HEAD (with S3's
 // Range emulation), PUT (Content-MD5, a signed payload's SHA-256 checked as it streams,
 // aws-chunked bodies with chunk signatures, x-amz-checksum-* as header or trailer), CopyObject,
 // DELETE (a multipart upload's segments too) and DeleteObjects (multi_delete_concurrency keys
