@@ -355,13 +355,16 @@ struct S3AuthParser {
       // _validate_expire_param
       const std::string* expires = param(params, "X-Amz-Expires");
       if (!expires) return S3Error::access_denied();
+      // Python's int(): any size. Below zero, or 2^63 and more ("should be a number"), are
+      // told apart from the sign of a saturated read and the failure of an exact one.
       auto n = common::parse_python_int_saturating(*expires);
+      auto exact = common::parse_python_int(*expires);
       std::optional<std::string> err;
       if (!n) {
         err = "X-Amz-Expires should be a number";
       } else if (*n < 0) {
         err = "X-Amz-Expires must be non-negative";
-      } else if (*n == INT64_MAX) {
+      } else if (!exact) {
         err = "X-Amz-Expires should be a number";
       } else if (*n > kOneWeek) {
         err = "X-Amz-Expires must be less than a week (in seconds); that is, the given "

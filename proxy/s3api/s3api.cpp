@@ -433,6 +433,8 @@ class S3Api final : public Middleware {
       }
       if (method == "PUT") co_return co_await put_bucket(ex, s3);
       if (method == "DELETE") co_return co_await delete_bucket(s3);
+      // Swift's BucketController: POST is S3NotImplemented, other methods are not its own.
+      if (method != "POST") co_return s3.error(errors::method_not_allowed(method, "BUCKET"));
     }
     co_return s3.error(errors::not_implemented());
   }

@@ -210,6 +210,7 @@ def buckets(pair):
     pair.both("DELETE bucket", "DELETE", "/bucket2")
     pair.both("DELETE missing bucket", "DELETE", "/bucket2")
     pair.both("POST bucket", "POST", "/bucket1", compare_body=False)
+    pair.both("GETPUT bucket", "GETPUT", "/bucket1")
     pair.both("GetBucketLocation", "GET", "/bucket1?location")
     pair.both("GetBucketLocation of a missing bucket", "GET", "/nosuchbucket?location")
     pair.both("GetBucketLocation with a key", "GET", "/bucket1/key?location")

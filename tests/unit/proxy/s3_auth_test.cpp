@@ -204,7 +204,12 @@ TEST_CASE("s3 auth: dates, skew and expiry") {
              {"-1", "X-Amz-Expires must be non-negative"},
              {"604801",
               "X-Amz-Expires must be less than a week (in seconds); that is, the given "
-              "X-Amz-Expires must be less than 604800 seconds"}}) {
+              "X-Amz-Expires must be less than 604800 seconds"},
+             {"9223372036854775807",
+              "X-Amz-Expires must be less than a week (in seconds); that is, the given "
+              "X-Amz-Expires must be less than 604800 seconds"},
+             {"9223372036854775808", "X-Amz-Expires should be a number"},
+             {"-99999999999999999999", "X-Amz-Expires must be non-negative"}}) {
       Signed s = with_expires(value);
       HeaderMap h = header_map(s);
       auto out = parse(s, h);
