@@ -604,6 +604,12 @@ def multi_delete(pair):
     pair.both("DeleteObjects in a missing bucket", "POST", "/nosuchbucket?delete",
               {"Content-MD5": md5_of(body)}, body=body)
     pair.both("GET ?delete", "GET", "/deletes?delete")
+    body = doc(["a"])
+    s, _, b = pair.both("DeleteObjects with a wrong secret", "POST", "/deletes?delete",
+                        {"Content-MD5": md5_of(body)}, body=body, compare_body=False,
+                        creds=Credentials("test:tester", "wrong"))
+    check(s == 403 and b"<Code>SignatureDoesNotMatch</Code>" in b,
+          "DeleteObjects with a wrong secret: %d %r" % (s, b))
 
 
 def acls(pair):
