@@ -160,8 +160,6 @@ std::string Checksum::digest() const {
   }
 }
 
-std::string base64_encode(std::string_view bytes) { return common::crypto::b64encode(bytes); }
-
 std::optional<std::string> decode_checksum(std::string_view value, size_t size) {
   // S3 wants the padded form: a whole number of quanta, nothing before the data.
   if (value.empty() || value.size() % 4 != 0 || value.front() == '=') return std::nullopt;

@@ -44,8 +44,6 @@ class Checksum {
   std::unique_ptr<Hash> hash_;  // SHA-1 / SHA-256
 };
 
-// Base64 of `bytes` (standard alphabet, padded), as S3 writes checksums.
-std::string base64_encode(std::string_view bytes);
 // Swift's strict_b64decode(value, exact_size): standard base64, padded, decoding to exactly
 // `size` bytes; nullopt otherwise.
 std::optional<std::string> decode_checksum(std::string_view value, size_t size);

@@ -79,8 +79,11 @@ net::awaitable<Response> list_multipart_uploads(S3Request& s3) {
   const std::string segments = s3.bucket + std::string(kSegmentsSuffix);
   std::vector<Upload> uploads;
   std::set<std::string> prefixes;
-  // Pages of the segments container until enough uploads (a part is skipped; Swift's loop).
-  while (uploads.size() < max_uploads) {
+  // Pages of the segments container until enough uploads (a part is skipped). Swift counts
+  // only uploads here, so with a delimiter it may gather every common prefix of the whole
+  // container in memory; common prefixes count too here, which bounds the answer by
+  // max-uploads.
+  while (uploads.size() + prefixes.size() < max_uploads) {
     std::string qs = "format=json&marker=" + common::http::quote(marker, "");
     if (prefix) qs += "&prefix=" + common::http::quote(*prefix, "");
     auto answer = co_await call_swift(s3, "GET", segments, std::nullopt, qs, 64u << 20);
@@ -117,7 +120,7 @@ net::awaitable<Response> list_multipart_uploads(S3Request& s3) {
     if (last.empty()) break;
     marker = last;
   }
-  const bool truncated = uploads.size() >= max_uploads;
+  const bool truncated = uploads.size() + prefixes.size() >= max_uploads;
   if (uploads.size() > max_uploads) uploads.resize(max_uploads);
   std::string next_key, next_upload;
   if (uploads.size() > 1) {  // (Swift's condition)

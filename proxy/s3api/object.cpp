@@ -51,26 +51,6 @@ constexpr std::string_view kEtagSysmeta = "X-Object-Sysmeta-S3api-Etag";
 S3Error make(int status, std::string code, std::string message) {
   return {.status = status, .code = std::move(code), .message = std::move(message), .details = {}};
 }
-S3Error no_such_key(const std::string& key) {
-  S3Error e = make(404, "NoSuchKey", "The specified key does not exist.");
-  e.details.emplace_back("Key", key);
-  return e;
-}
-S3Error no_such_version(const std::string& key, const std::string& version) {
-  S3Error e = make(404, "NoSuchVersion", "The specified version does not exist.");
-  e.details.emplace_back("Key", key);
-  e.details.emplace_back("VersionId", version);
-  return e;
-}
-S3Error precondition_failed() {
-  return make(412, "PreconditionFailed",
-              "At least one of the preconditions you specified did not hold.");
-}
-S3Error request_timeout() {
-  return make(400, "RequestTimeout",
-              "Your socket connection to the server was not read from or written to within the "
-              "timeout period.");
-}
 S3Error sha256_mismatch(const std::string& expected, const std::string& computed) {
   S3Error e = make(400, "XAmzContentSHA256Mismatch",
                    "The provided 'x-amz-content-sha256' header does not match what was computed.");
@@ -89,9 +69,7 @@ S3Error chunked_error(const AwsChunkedDecoder::Failure& f, const S3Signature& si
       return e;
     }
     case E::kSize: {
-      S3Error e = make(400, "IncompleteBody",
-                       "You did not provide the number of bytes specified by the Content-Length "
-                       "HTTP header");
+      S3Error e = errors::incomplete_body();
       e.details.emplace_back("NumberBytesExpected", std::to_string(f.expected));
       e.details.emplace_back("NumberBytesProvided", std::to_string(f.provided));
       return e;
@@ -104,13 +82,11 @@ S3Error chunked_error(const AwsChunkedDecoder::Failure& f, const S3Signature& si
       return e;
     }
     case E::kMalformedTrailer:
-      return make(400, "MalformedTrailerError",
-                  "The request contained trailing data that was not well-formed or did not "
-                  "conform to our published schema.");
+      return errors::malformed_trailer();
     case E::kIncomplete:
       break;
   }
-  return make(400, "IncompleteBody", "The request body terminated unexpectedly");
+  return errors::incomplete_body("The request body terminated unexpectedly");
 }
 
 // The checksum an upload carries (x-amz-checksum-<algorithm>, as a header or announced by
@@ -186,9 +162,7 @@ std::variant<std::optional<ChecksumPlan>, S3Error> checksum_plan(const S3Request
     }
   }
   if (plan && !plan->value && !streaming) {
-    return make(400, "MalformedTrailerError",
-                "The request contained trailing data that was not well-formed or did not "
-                "conform to our published schema.");
+    return errors::malformed_trailer();
   }
   return plan;
 }
@@ -207,15 +181,13 @@ bool is_hex_sha256(std::string_view v) {
 
 // 404 from an object request: NoSuchKey when the bucket is there, else NoSuchBucket (Swift's
 // not_found_handler; segment buckets count as there).
-net::awaitable<S3Error> not_found(S3Request& s3) { co_return co_await object_not_found(s3); }
-
 }  // namespace
 
 net::awaitable<S3Error> object_not_found(S3Request& s3) {
-  if (s3.bucket.ends_with("+segments")) co_return no_such_key(*s3.key);
+  if (s3.bucket.ends_with("+segments")) co_return errors::no_such_key(*s3.key);
   auto head = co_await call_swift(s3, "HEAD", s3.bucket, std::nullopt);
   if (auto* r = std::get_if<Response>(&head); r && r->status >= 200 && r->status < 300) {
-    co_return no_such_key(*s3.key);
+    co_return errors::no_such_key(*s3.key);
   }
   co_return errors::no_such_bucket(s3.bucket);
 }
@@ -413,7 +385,7 @@ class ObjectExchange final : public ExchangeWrapper {
       h.set("Content-Length", "0");
       co_return std::make_pair(200, std::move(h));
     }
-    if (h.contains("x-amz-meta-deleted")) co_return no_such_key(*s3_.key);
+    if (h.contains("x-amz-meta-deleted")) co_return errors::no_such_key(*s3_.key);
     for (const char* key : {"content-type", "content-language", "expires", "cache-control",
                             "content-disposition", "content-encoding"}) {
       auto it = s3_.params.find(std::string("response-") + key);
@@ -426,7 +398,7 @@ class ObjectExchange final : public ExchangeWrapper {
         if (specs && length && *length > 0) {
           auto ranges = common::http::ranges_for_length(*specs, static_cast<uint64_t>(*length));
           if (ranges.empty()) {
-            co_return make(416, "InvalidRange", "The requested range cannot be satisfied.");
+            co_return errors::invalid_range();
           }
           if (ranges.size() == 1) {
             h.set("Content-Range", common::http::content_range_value(ranges[0],
@@ -446,27 +418,24 @@ class ObjectExchange final : public ExchangeWrapper {
         case 404:
           co_return errors::no_such_bucket(s3_.bucket);
         case 422: {
-          co_return make(400, "BadDigest",
-                         "The Content-MD5 you specified did not match what we received.");
+          co_return errors::bad_digest();
         }
         case 413:
-          co_return make(400, "EntityTooLarge",
-                         "Your proposed upload exceeds the maximum allowed object size.");
+          co_return errors::entity_too_large();
         case 411:
-          co_return make(411, "MissingContentLength",
-                         "You must provide the Content-Length HTTP header.");
+          co_return errors::missing_content_length();
         case 408:
         case 499:
-          co_return request_timeout();
+          co_return errors::request_timeout();
         case 412:
-          co_return precondition_failed();
+          co_return errors::precondition_failed();
         default:
           break;
       }
     } else {
-      if (status == 404) co_return co_await not_found(s3_);
-      if (status == 412) co_return precondition_failed();
-      if (status == 416) co_return make(416, "InvalidRange", "The requested range cannot be satisfied.");
+      if (status == 404) co_return co_await object_not_found(s3_);
+      if (status == 412) co_return errors::precondition_failed();
+      if (status == 416) co_return errors::invalid_range();
     }
     co_return unexpected(s3_, Response{.status = status, .reason = {}, .headers = {}, .body = {}});
   }
@@ -496,12 +465,8 @@ std::variant<std::string, S3Error> content_md5_etag(std::string_view value) {
   if (value.empty() || value.front() == '=') return invalid;
   auto bytes = common::crypto::strict_b64decode(value);
   if (!bytes || bytes->size() != 16) return invalid;
-  static const char* kHex = "0123456789abcdef";
-  std::string hex;
-  for (unsigned char b : *bytes) {
-    hex.push_back(kHex[b >> 4]);
-    hex.push_back(kHex[b & 15]);
-  }
+  std::string hex(32, '\0');
+  common::crypto::write_hex({reinterpret_cast<const uint8_t*>(bytes->data()), 16}, hex.data());
   return hex;
 }
 
@@ -535,7 +500,7 @@ net::awaitable<void> get_or_head(Exchange& ex, S3Request& s3, Op op) {
       auto info = co_await call_swift(s3, "HEAD", s3.bucket, std::nullopt);
       auto* r = std::get_if<Response>(&info);
       if (!r || !r->headers.contains("X-Container-Sysmeta-Versions-Container")) {
-        co_return co_await ex.reply(s3.error(no_such_version(*s3.key, v->second)));
+        co_return co_await ex.reply(s3.error(errors::no_such_version(*s3.key, v->second)));
       }
     }
     query = "version-id=" + common::http::quote(v->second, "");
@@ -552,7 +517,7 @@ net::awaitable<void> get_or_head(Exchange& ex, S3Request& s3, Op op) {
 std::variant<uint64_t, S3Error> streaming_length(const S3Request& s3, std::string_view sha) {
   auto decoded = common::parse_python_int(s3.client.headers.get_or("x-amz-decoded-content-length", ""));
   if (!decoded) {
-    return make(411, "MissingContentLength", "You must provide the Content-Length HTTP header.");
+    return errors::missing_content_length();
   }
   if (*decoded < 0) {
     return S3Error::invalid_argument("x-amz-decoded-content-length", std::to_string(*decoded));
@@ -616,9 +581,9 @@ net::awaitable<Response> copy_object(S3Request& s3) {
     S3Request src_s3{.client = s3.client, .env = s3.env, .next = s3.next, .config = s3.config,
                      .bucket = src_bucket, .key = src_key, .params = {},
                      .signature = s3.signature, .acl_header_used = true};
-    co_return s3.error(co_await not_found(src_s3));
+    co_return s3.error(co_await object_not_found(src_s3));
   }
-  if (hr.status == 304 || hr.status == 412) co_return s3.error(precondition_failed());
+  if (hr.status == 304 || hr.status == 412) co_return s3.error(errors::precondition_failed());
   if (hr.status != 200) co_return s3.error(unexpected(s3, hr));
   const std::string directive(s3.client.headers.get_or("x-amz-metadata-directive", "COPY"));
   if (src_bucket == s3.bucket && src_key == *s3.key && directive == "COPY" && version.empty()) {
@@ -658,10 +623,9 @@ net::awaitable<Response> copy_object(S3Request& s3) {
   if (auto* e = std::get_if<S3Error>(&put)) co_return s3.error(*e);
   const Response& pr = std::get<Response>(put);
   if (pr.status == 404) co_return s3.error(errors::no_such_bucket(s3.bucket));
-  if (pr.status == 412) co_return s3.error(precondition_failed());
+  if (pr.status == 412) co_return s3.error(errors::precondition_failed());
   if (pr.status == 413) {
-    co_return s3.error(make(400, "EntityTooLarge",
-                            "Your proposed upload exceeds the maximum allowed object size."));
+    co_return s3.error(errors::entity_too_large());
   }
   if (pr.status != 201 && pr.status != 202) co_return s3.error(unexpected(s3, pr));
   HeaderMap h = swift_to_s3_headers(pr.headers);
@@ -863,7 +827,7 @@ net::awaitable<Response> delete_object(S3Request& s3) {
   if (auto* e = std::get_if<S3Error>(&answer)) co_return s3.error(*e);
   Response& r = std::get<Response>(answer);
   if (r.status == 404) {
-    S3Error e = co_await not_found(s3);
+    S3Error e = co_await object_not_found(s3);
     if (e.code == "NoSuchBucket") co_return s3.error(e);
     // s3api's own empty answer, with swob's default type.
     HeaderMap h;
@@ -900,9 +864,9 @@ net::awaitable<Response> delete_objects(Exchange& ex, S3Request& s3) {
     co_return s3.error(S3Error::invalid_request("Missing required header for this request: Content-MD5"));
   }
   const auto digest = common::crypto::md5(*body);
-  if (*md5 != base64_encode(std::string_view(reinterpret_cast<const char*>(digest.data()),
-                                             digest.size()))) {
-    S3Error e = make(400, "BadDigest", "The Content-MD5 you specified did not match what we received.");
+  if (*md5 != common::crypto::b64encode(std::string_view(
+                  reinterpret_cast<const char*>(digest.data()), digest.size()))) {
+    S3Error e = errors::bad_digest();
     e.details.emplace_back("ContentMd5", std::string(*md5));
     co_return s3.error(e);
   }

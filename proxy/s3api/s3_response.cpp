@@ -265,6 +265,47 @@ S3Error invalid_uri(std::string uri) {
   return e;
 }
 
+S3Error no_such_key(std::string key) {
+  S3Error e = make(404, "NoSuchKey", "The specified key does not exist.");
+  e.details.emplace_back("Key", std::move(key));
+  return e;
+}
+S3Error no_such_version(std::string key, std::string version) {
+  S3Error e = make(404, "NoSuchVersion", "The specified version does not exist.");
+  e.details.emplace_back("Key", std::move(key));
+  e.details.emplace_back("VersionId", std::move(version));
+  return e;
+}
+S3Error precondition_failed() {
+  return make(412, "PreconditionFailed",
+              "At least one of the preconditions you specified did not hold.");
+}
+S3Error request_timeout() {
+  return make(400, "RequestTimeout",
+              "Your socket connection to the server was not read from or written to within the "
+              "timeout period.");
+}
+S3Error invalid_range() {
+  return make(416, "InvalidRange", "The requested range cannot be satisfied.");
+}
+S3Error entity_too_large() {
+  return make(400, "EntityTooLarge", "Your proposed upload exceeds the maximum allowed object size.");
+}
+S3Error missing_content_length() {
+  return make(411, "MissingContentLength", "You must provide the Content-Length HTTP header.");
+}
+S3Error bad_digest() {
+  return make(400, "BadDigest", "The Content-MD5 you specified did not match what we received.");
+}
+S3Error malformed_trailer() {
+  return make(400, "MalformedTrailerError",
+              "The request contained trailing data that was not well-formed or did not conform "
+              "to our published schema.");
+}
+S3Error incomplete_body(std::string message) {
+  return make(400, "IncompleteBody", std::move(message));
+}
+
 }  // namespace errors
 
 }  // namespace apus::proxy::s3api

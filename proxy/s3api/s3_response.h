@@ -68,6 +68,17 @@ S3Error service_unavailable();
 S3Error slow_down();
 S3Error method_not_allowed(std::string method, std::string resource_type);
 S3Error invalid_uri(std::string uri);
+S3Error no_such_key(std::string key);
+S3Error no_such_version(std::string key, std::string version);
+S3Error precondition_failed();
+S3Error request_timeout();
+S3Error invalid_range();
+S3Error entity_too_large();
+S3Error missing_content_length();
+S3Error bad_digest();  // Content-MD5
+S3Error malformed_trailer();
+S3Error incomplete_body(std::string message = "You did not provide the number of bytes specified "
+                                              "by the Content-Length HTTP header");
 }  // namespace errors
 
 }  // namespace apus::proxy::s3api

@@ -4,12 +4,13 @@
 
 #include <doctest/doctest.h>
 
+#include "common/crypto/base64.h"
+
 #include <random>
 #include <string>
 
 namespace {
 
-using apus::proxy::s3api::base64_encode;
 using apus::proxy::s3api::Checksum;
 using apus::proxy::s3api::checksum_algorithm_of;
 using apus::proxy::s3api::checksum_size;
@@ -75,7 +76,7 @@ TEST_CASE("checksums: header names and base64 values") {
   CHECK(!checksum_algorithm_of("x-amz-checksum-md5"));
   CHECK(!checksum_algorithm_of("x-amz-checksum-algorithm"));
   // CRC32 of "hello" as botocore sends it.
-  CHECK(base64_encode(digest_of(ChecksumAlgorithm::kCrc32, "hello")) == "NhCmhg==");
+  CHECK(apus::common::crypto::b64encode(digest_of(ChecksumAlgorithm::kCrc32, "hello")) == "NhCmhg==");
   auto raw = decode_checksum("NhCmhg==", 4);
   REQUIRE(raw);
   CHECK(hex(*raw) == "3610a686");
