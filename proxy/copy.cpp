@@ -255,6 +255,16 @@ class Copy final : public Middleware {
     if (status == 200 && !source.contains("X-Static-Large-Object") &&
         !source.contains("X-Object-Manifest")) {
       if (auto etag = source.get("Etag")) h.set("Etag", *etag);
+    } else {
+      // Without the source's etag, the listing may not show an override of it either (a range
+      // of an object, an SLO's content): the sink's own etag goes to its container.
+      std::vector<std::string> overrides;
+      for (const auto& [k, v] : h) {
+        if (common::http::istarts_with(k, "X-Object-Sysmeta-Container-Update-Override-")) {
+          overrides.push_back(k);
+        }
+      }
+      for (const auto& k : overrides) h.erase(k);
     }
     h.erase("X-Copy-From");
     h.erase("X-Copy-From-Account");

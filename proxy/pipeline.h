@@ -74,6 +74,13 @@ struct ProxyEnv {
   // swift.content_type_overridden: a middleware set the PUT's Content-Type itself (SLO's
   // ";swift_bytes="), so the app neither guesses it nor refuses its swift_* parameters.
   bool content_type_overridden = false;
+  // swift.callback.slo_manifest_hook: more checks of a manifest slo is about to store, given its
+  // object segments' names ("/container/object") and sizes in order; the problems it returns,
+  // (segment name, message), join slo's own. s3api sets it for CompleteMultipartUpload (every
+  // part but the last at least min_segment_size). Never passed to subrequests.
+  std::function<std::vector<std::pair<std::string, std::string>>(
+      const std::vector<std::pair<std::string, int64_t>>& segments)>
+      slo_manifest_hook;
   // swift.format_listing: false when a middleware answers a listing in its own format (object
   // versioning's ?versions), which listing_formats then passes on as it is.
   bool format_listing = true;
@@ -115,6 +122,9 @@ struct MiddlewareContext {
   // The proxy app's own section ([app:proxy-server] with [DEFAULT]), for the settings Swift
   // still reads from there when a filter's section lacks them (dlo's). Null: none (tests).
   const common::Section* app = nullptr;
+  // The entry points of the pipeline's filters, in order (s3api serves multipart uploads only
+  // when slo follows it, as Swift's check_pipeline).
+  std::vector<std::string> pipeline{};
 };
 
 using Next = std::function<boost::asio::awaitable<void>(common::http::Exchange&, ProxyEnv&)>;

@@ -168,8 +168,9 @@ Result<std::unique_ptr<ProxyServer>> ProxyServer::create(const common::Config& c
   }
   std::vector<std::unique_ptr<Middleware>> filters;
   std::vector<std::pair<std::string, std::string>> info;
-  const MiddlewareContext context = server->app_->middleware_context();
   const std::vector<PipelineEntry> pipeline = with_required_filters(std::move(entries));
+  MiddlewareContext context = server->app_->middleware_context();
+  for (const PipelineEntry& e : pipeline) context.pipeline.push_back(e.entry_point);
   if (pipeline.size() + 1 != names->size()) {
     std::string shown;
     for (const PipelineEntry& e : pipeline) shown += e.name + " ";

@@ -197,21 +197,6 @@ class ManifestCatcher final : public ExchangeWrapper {
   static net::awaitable<Status> ok() { co_return Status(); }
 };
 
-// A request body from a string.
-class StringBody final : public BodySource {
- public:
-  explicit StringBody(std::string_view data) : data_(data) {}
-  net::awaitable<Result<size_t>> read(std::span<char> buf) override {
-    size_t n = std::min(buf.size(), data_.size());
-    std::memcpy(buf.data(), data_.data(), n);
-    data_.remove_prefix(n);
-    co_return n;
-  }
-
- private:
-  std::string_view data_;
-};
-
 // Walks the segments of one byte range of a large object, descending into nested SLOs (whose
 // manifests it fetches), one piece at a time.
 class SegmentWalker final : public PieceSource {
@@ -513,6 +498,15 @@ class Slo final : public Middleware {
       total += c.length;
       stored[i] = std::move(c.stored);
     }
+    if (env.slo_manifest_hook) {
+      std::vector<std::pair<std::string, int64_t>> sizes;
+      for (const auto& s : stored) {
+        if (s && !s->is_data) sizes.emplace_back(s->name, s->bytes);
+      }
+      for (auto& [name, message] : env.slo_manifest_hook(sizes)) {
+        problems.push_back({std::move(name), std::move(message)});
+      }
+    }
     if (!problems.empty()) {
       if (heartbeat) {
         co_return co_await finish_heartbeat(
@@ -636,7 +630,8 @@ class Slo final : public Middleware {
       std::string manifest_etag(h.get_or("Etag", ""));
       r.headers.set("Etag", "\"" + std::string(*slo_etag) + "\"");
       r.headers.set("X-Manifest-Etag", manifest_etag);
-      r.headers.set("Content-Length", *slo_size);
+      // A 304 or 412 has no body, and swob says so (Content-Length 0), as for a plain object.
+      r.headers.set("Content-Length", is_conditional ? "0" : std::string(*slo_size));
       co_return co_await ex.reply(std::move(r));
     }
     int status = catcher.status;

@@ -490,4 +490,11 @@ net::awaitable<SubrequestPile::Done> SubrequestPile::next_done() {
   co_return d;
 }
 
+net::awaitable<Result<size_t>> StringBody::read(std::span<char> buf) {
+  size_t n = std::min(buf.size(), data_.size());
+  std::memcpy(buf.data(), data_.data(), n);
+  data_.remove_prefix(n);
+  co_return n;
+}
+
 }  // namespace apus::proxy

@@ -165,6 +165,16 @@ class BodySource {
   virtual boost::asio::awaitable<common::Result<size_t>> read(std::span<char> buf) = 0;
 };
 
+// A request body from a string, which must outlive it.
+class StringBody final : public BodySource {
+ public:
+  explicit StringBody(std::string_view data) : data_(data) {}
+  boost::asio::awaitable<common::Result<size_t>> read(std::span<char> buf) override;
+
+ private:
+  std::string_view data_;
+};
+
 // As run_subrequest(), with the request body read from `body` (set req.content_length or
 // req.chunked to match). `body` must outlive the call.
 boost::asio::awaitable<common::Result<common::http::Response>> run_subrequest_with_body(

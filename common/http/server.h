@@ -72,6 +72,10 @@ struct Request {
   std::string_view path() const;   // target before '?'
   std::string_view query() const;  // target after '?', empty when none
   HeaderMap headers;
+  // The header fields as received (names as the client spelt them, repeats apart), kept only
+  // when a name has an underscore: the one case where `headers` (WSGI's names, '_' read as
+  // '-') loses what was sent. S3 signs names as sent (eventlet's headers_raw, as s3api reads it).
+  std::vector<std::pair<std::string, std::string>> raw_headers;
   int version = 11;                        // 10 or 11
   std::optional<uint64_t> content_length;  // nullopt when chunked or absent
   bool chunked = false;

@@ -388,6 +388,9 @@ net::awaitable<Response> list_objects(S3Request& s3, bool object_versioning) {
 }
 
 net::awaitable<Response> delete_bucket(S3Request& s3) {
+  if (s3.config.allow_multipart_uploads) {
+    if (auto e = co_await delete_segments_container(s3)) co_return s3.error(*e);
+  }
   auto answer = co_await call_swift(s3, "DELETE", s3.bucket, std::nullopt);
   if (auto* e = std::get_if<S3Error>(&answer)) co_return s3.error(*e);
   Response& r = std::get<Response>(answer);
@@ -398,9 +401,7 @@ net::awaitable<Response> delete_bucket(S3Request& s3) {
 }
 
 
-// The bucket must exist (a HEAD of it, Swift's req.get_response(app, method='HEAD')): nullopt,
-// or the error to answer.
-static net::awaitable<std::optional<S3Error>> bucket_must_exist(S3Request& s3) {
+net::awaitable<std::optional<S3Error>> bucket_must_exist(S3Request& s3) {
   auto answer = co_await call_swift(s3, "HEAD", s3.bucket, std::nullopt);
   if (auto* e = std::get_if<S3Error>(&answer)) co_return *e;
   const Response& r = std::get<Response>(answer);

@@ -1,27 +1,50 @@
-// s3api's multipart uploads (s3_request.h), in Swift's layout: an upload is the marker object
-// "<key>/<upload id>" in the container "<bucket>+segments", its parts "<key>/<upload id>/<n>"
-// beside it, and a completed upload an SLO manifest. So far: ListMultipartUploads.
+// s3api's multipart uploads (s3_request.h), in Swift's layout, so that Swift's s3api and Apus
+// serve the same uploads: an upload is the empty marker object "<key>/<upload id>" in the
+// container "<bucket>+segments" (made with the bucket's policy and ACLs at the first upload),
+// holding the upload's metadata; its parts are the objects "<key>/<upload id>/<n>" beside it;
+// and CompleteMultipartUpload stores an SLO manifest of the parts as the object, with the S3
+// ETag ("<md5 of the parts' md5s>-<parts>") in X-Object-Sysmeta-S3api-Etag, then deletes the
+// marker. Parts are separate objects, so parallel part uploads never touch each other.
 #include <boost/json.hpp>
 
 #include <algorithm>
+#include <array>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "common/config/config.h"
+#include "common/crypto/base64.h"
+#include "common/crypto/md5.h"
+#include "common/crypto/random.h"
+#include "common/http/range.h"
 #include "common/http/url.h"
+#include "common/timestamp.h"
 #include "proxy/s3api/s3_request.h"
 #include "proxy/s3api/s3_response.h"
+#include "proxy/subrequest.h"
 
 namespace apus::proxy::s3api {
 
 namespace net = boost::asio;
+using common::http::Exchange;
+using common::http::HeaderMap;
 using common::http::Response;
 
 namespace {
 
 constexpr int64_t kDefaultMaxUploads = 1000;
+constexpr int64_t kDefaultMaxParts = 1000;
 constexpr std::string_view kSegmentsSuffix = "+segments";
+// A CompleteMultipartUpload document: 10,000 parts of about 200 bytes each, as Swift bounds it.
+constexpr size_t kMaxCompleteBody = 2048 * 1024;
+constexpr std::string_view kUploadIdSysmeta = "X-Object-Sysmeta-S3api-Upload-Id";
+constexpr std::string_view kEtagSysmeta = "X-Object-Sysmeta-S3api-Etag";
+constexpr std::string_view kHasContentTypeSysmeta = "X-Object-Sysmeta-S3api-Has-Content-Type";
+constexpr std::string_view kContentTypeSysmeta = "X-Object-Sysmeta-S3api-Content-Type";
+constexpr std::string_view kOverrideEtag = "X-Object-Sysmeta-Container-Update-Override-Etag";
 
 struct Upload {
   std::string key;
@@ -43,7 +66,131 @@ std::optional<std::string> param(const S3Request& s3, const char* name) {
   return it->second;
 }
 
+S3Error no_such_upload(std::string upload_id) {
+  return {.status = 404,
+          .code = "NoSuchUpload",
+          .message = "The specified multipart upload does not exist. The upload ID might be "
+                     "invalid, or the multipart upload might have been aborted or completed.",
+          .details = {{"UploadId", std::move(upload_id)}}};
+}
+
+S3Error invalid_part(std::string upload_id, std::optional<int64_t> part_number = std::nullopt) {
+  S3Error e{.status = 400,
+            .code = "InvalidPart",
+            .message = "One or more of the specified parts could not be found. The part might "
+                       "not have been uploaded, or the specified entity tag might not have "
+                       "matched the part's entity tag.",
+            .details = {{"UploadId", std::move(upload_id)}}};
+  if (part_number) e.details.emplace_back("PartNumber", std::to_string(*part_number));
+  return e;
+}
+
+S3Error invalid_part_order(std::string upload_id) {
+  return {.status = 400,
+          .code = "InvalidPartOrder",
+          .message = "The list of parts was not in ascending order.Parts list must specified in "
+                     "order by part number.",
+          .details = {{"UploadId", std::move(upload_id)}}};
+}
+
+S3Error entity_too_small() {
+  return {.status = 400,
+          .code = "EntityTooSmall",
+          .message = "Your proposed upload is smaller than the minimum allowed object size.",
+          .details = {}};
+}
+
+// A new upload id, as Swift's unique_id(): the URL-safe base64 of a random UUID's text.
+std::string new_upload_id() {
+  const std::string hex = common::crypto::uuid4_hex();
+  const std::string text = hex.substr(0, 8) + "-" + hex.substr(8, 4) + "-" + hex.substr(12, 4) +
+                           "-" + hex.substr(16, 4) + "-" + hex.substr(20);
+  std::string id = common::crypto::b64encode(text);
+  for (char& c : id) {
+    if (c == '+') c = '-';
+    if (c == '/') c = '_';
+  }
+  return id;
+}
+
+std::string segments_container(const S3Request& s3) {
+  return s3.bucket + std::string(kSegmentsSuffix);
+}
+
+std::string marker_name(const S3Request& s3, const std::string& upload_id) {
+  return *s3.key + "/" + upload_id;
+}
+
+// The HEAD answer of an upload (Swift's _get_upload_info): its marker's, or once it is gone the
+// completed object's when that object came from this upload (a retried Complete), with whether
+// it is the marker's; NoSuchUpload otherwise.
+struct UploadInfo {
+  Response head;
+  bool is_marker = true;
+};
+net::awaitable<std::variant<UploadInfo, S3Error>> upload_info(S3Request& s3,
+                                                              const std::string& upload_id) {
+  // The client's copy source and conditions are for the part or the object, not the marker.
+  auto plain = [](HeaderMap& h) {
+    for (const char* name : {"X-Amz-Copy-Source", "If-Match", "If-None-Match",
+                             "If-Modified-Since", "If-Unmodified-Since", "Range"}) {
+      h.erase(name);
+    }
+  };
+  auto marker = co_await call_swift(s3, "HEAD", segments_container(s3),
+                                    marker_name(s3, upload_id), "", 1 << 16, plain);
+  if (auto* e = std::get_if<S3Error>(&marker)) co_return std::move(*e);
+  Response& m = std::get<Response>(marker);
+  if (m.status >= 200 && m.status < 300) co_return UploadInfo{std::move(m), true};
+  if (m.status != 404) co_return unexpected(s3, m);
+  auto object = co_await call_swift(s3, "HEAD", s3.bucket, s3.key, "", 1 << 16, plain);
+  if (auto* e = std::get_if<S3Error>(&object)) co_return std::move(*e);
+  Response& o = std::get<Response>(object);
+  if (o.status >= 200 && o.status < 300 && o.headers.get_or(kUploadIdSysmeta, "") == upload_id) {
+    co_return UploadInfo{std::move(o), false};
+  }
+  co_return no_such_upload(upload_id);
+}
+
+// What every operation on an object's upload checks first (Swift's object_operation and
+// check_container_existence): a key, and the bucket.
+net::awaitable<std::optional<S3Error>> object_and_bucket(S3Request& s3) {
+  if (!s3.key) co_return S3Error::invalid_request("A key must be specified");
+  co_return co_await bucket_must_exist(s3);
+}
+
+// The objects of one listing page of the segments container, or the error; empty at the end.
+net::awaitable<std::variant<boost::json::array, S3Error>> list_segments(S3Request& s3,
+                                                                         const std::string& qs) {
+  auto answer = co_await call_swift(s3, "GET", segments_container(s3), std::nullopt,
+                                    "format=json&" + qs, 64u << 20);
+  if (auto* e = std::get_if<S3Error>(&answer)) co_return std::move(*e);
+  const Response& r = std::get<Response>(answer);
+  if (r.status == 404) co_return errors::no_such_bucket(s3.bucket);
+  if (r.status != 200 && r.status != 204) co_return unexpected(s3, r);
+  boost::system::error_code ec;
+  auto listing = boost::json::parse(r.body.empty() ? "[]" : r.body, ec);
+  if (ec || !listing.is_array()) co_return errors::internal_error();
+  co_return std::move(listing.as_array());
+}
+
+std::string json_string(const boost::json::object& o, const char* key) {
+  const auto* v = o.if_contains(key);
+  return v && v->is_string() ? std::string(v->as_string()) : std::string();
+}
+
+// A part's number from its name "<key>/<upload id>/<n>", or nullopt for a name that is not one.
+std::optional<int64_t> part_number_of(std::string_view name) {
+  size_t slash = name.rfind('/');
+  if (slash == std::string_view::npos || !is_part(name)) return std::nullopt;
+  std::string_view digits = name.substr(slash + 1);
+  if (digits.size() > 9) return std::nullopt;  // beyond any part number
+  return common::parse_python_int(digits);
+}
+
 }  // namespace
+
+namespace {
 
 net::awaitable<Response> list_multipart_uploads(S3Request& s3) {
   if (s3.key) {
@@ -153,6 +300,470 @@ net::awaitable<Response> list_multipart_uploads(S3Request& s3) {
   }
   for (const auto& p : prefixes) add_text(root.append_child("CommonPrefixes"), "Prefix", p);
   co_return xml_response(200, to_xml(doc), s3.env.trans_id);
+}
+
+// CreateMultipartUpload (POST ?uploads): the segments container when it is not there yet, then
+// the upload's marker with the object's metadata and Content-Type (in sysmeta: the marker's own
+// is application/directory).
+net::awaitable<Response> create_multipart_upload(S3Request& s3) {
+  if (!s3.key) co_return s3.error(S3Error::invalid_request("A key must be specified"));
+  auto bucket = co_await call_swift(s3, "HEAD", s3.bucket, std::nullopt);
+  if (auto* e = std::get_if<S3Error>(&bucket)) co_return s3.error(*e);
+  const Response& b = std::get<Response>(bucket);
+  if (b.status == 404) co_return s3.error(errors::no_such_bucket(s3.bucket));
+  if (b.status < 200 || b.status >= 300) co_return s3.error(unexpected(s3, b));
+  if (static_cast<int64_t>(s3.key->size()) > s3.config.max_object_name_length) {
+    co_return s3.error(errors::key_too_long());
+  }
+  const std::string upload_id = new_upload_id();
+  const std::string segments = segments_container(s3);
+  auto seg = co_await call_swift(s3, "HEAD", segments, std::nullopt);
+  if (auto* e = std::get_if<S3Error>(&seg)) co_return s3.error(*e);
+  if (std::get<Response>(seg).status == 404) {
+    // The same storage policy and ACLs as the bucket's.
+    auto made = co_await call_swift(s3, "PUT", segments, std::nullopt, "", 1 << 16,
+                                    [&](HeaderMap& h) {
+      h.set("Content-Length", "0");
+      if (auto policy = b.headers.get("X-Storage-Policy")) h.set("X-Storage-Policy", *policy);
+      for (const char* acl : {"X-Container-Read", "X-Container-Write"}) {
+        if (auto v = b.headers.get(acl); v && !v->empty()) h.set(acl, *v);
+      }
+    });
+    if (auto* e = std::get_if<S3Error>(&made)) co_return s3.error(*e);
+    const Response& m = std::get<Response>(made);
+    // 202: made at the same time by another upload.
+    if (m.status != 201 && m.status != 202) co_return s3.error(unexpected(s3, m));
+  }
+  auto put = co_await call_swift(s3, "PUT", segments, marker_name(s3, upload_id), "", 1 << 16,
+                                 [&](HeaderMap& h) {
+    std::string type(s3.client.headers.get_or("Content-Type", ""));
+    h.set(kHasContentTypeSysmeta, type.empty() ? "no" : "yes");
+    if (!type.empty()) h.set(kContentTypeSysmeta, type);
+    h.set("Content-Type", "application/directory");
+    h.set("Content-Length", "0");
+    for (const char* name : {"Etag", "Content-MD5", "Transfer-Encoding"}) h.erase(name);
+  });
+  if (auto* e = std::get_if<S3Error>(&put)) co_return s3.error(*e);
+  const Response& p = std::get<Response>(put);
+  if (p.status == 404) co_return s3.error(errors::no_such_bucket(s3.bucket));
+  if (p.status != 201) co_return s3.error(unexpected(s3, p));
+  pugi::xml_node root;
+  auto doc = result_document("InitiateMultipartUploadResult", &root);
+  add_text(root, "Bucket", s3.bucket);
+  add_text(root, "Key", *s3.key);
+  add_text(root, "UploadId", upload_id);
+  co_return xml_response(200, to_xml(doc), s3.env.trans_id);
+}
+
+// ListParts (GET ?uploadId): the upload's parts after part-number-marker, in number order.
+// Swift lists every part and sorts them; only the max-parts + 1 lowest numbers are kept here, so
+// a segments container with many odd objects costs no more memory than a normal answer.
+net::awaitable<Response> list_parts(S3Request& s3, const std::string& upload_id) {
+  std::optional<std::string> encoding = param(s3, "encoding-type");
+  if (encoding && *encoding != "url") {
+    co_return s3.error(S3Error::invalid_argument("encoding-type", *encoding,
+                                                 "Invalid Encoding Method specified in Request"));
+  }
+  auto info = co_await upload_info(s3, upload_id);
+  if (auto* e = std::get_if<S3Error>(&info)) co_return s3.error(*e);
+  auto max = validated_param(s3, "max-parts", kDefaultMaxParts, s3.config.max_parts_listing);
+  if (auto* e = std::get_if<S3Error>(&max)) co_return s3.error(*e);
+  auto marker_param = validated_param(s3, "part-number-marker", 0);
+  if (auto* e = std::get_if<S3Error>(&marker_param)) co_return s3.error(*e);
+  const auto max_parts = static_cast<size_t>(std::get<int64_t>(max));
+  const int64_t part_marker = std::get<int64_t>(marker_param);
+
+  struct Part {
+    std::string last_modified, hash;
+    int64_t bytes = 0;
+  };
+  std::map<int64_t, Part> parts;  // the lowest numbers past the marker, at most max_parts + 1
+  const std::string prefix = marker_name(s3, upload_id) + "/";
+  std::string marker;
+  for (;;) {
+    auto page = co_await list_segments(
+        s3, "prefix=" + common::http::quote(prefix, "") + "&delimiter=%2F&marker=" +
+                common::http::quote(marker, ""));
+    if (auto* e = std::get_if<S3Error>(&page)) co_return s3.error(*e);
+    const auto& objects = std::get<boost::json::array>(page);
+    if (objects.empty()) break;
+    for (const auto& item : objects) {
+      if (!item.is_object()) continue;
+      const auto& o = item.as_object();
+      std::string name = json_string(o, "name");
+      if (name.empty()) name = json_string(o, "subdir");
+      marker = name;
+      auto number = part_number_of(name);
+      if (!number || *number <= part_marker) continue;
+      const auto* bytes = o.if_contains("bytes");
+      parts[*number] = Part{json_string(o, "last_modified"), json_string(o, "hash"),
+                            bytes && bytes->is_int64() ? bytes->as_int64() : 0};
+      if (parts.size() > max_parts + 1) parts.erase(std::prev(parts.end()));
+    }
+    if (marker.empty()) break;
+  }
+  const bool truncated = parts.size() > max_parts;
+  if (truncated) parts.erase(std::prev(parts.end()));
+
+  pugi::xml_node root;
+  auto doc = result_document("ListPartsResult", &root);
+  add_text(root, "Bucket", s3.bucket);
+  add_text(root, "Key", encoding ? common::http::quote(*s3.key, "/") : *s3.key);
+  add_text(root, "UploadId", upload_id);
+  for (const char* who : {"Initiator", "Owner"}) {
+    pugi::xml_node w = root.append_child(who);
+    add_text(w, "ID", s3.user_id());
+    add_text(w, "DisplayName", s3.user_id());
+  }
+  add_text(root, "StorageClass", "STANDARD");
+  add_text(root, "PartNumberMarker", std::to_string(part_marker));
+  add_text(root, "NextPartNumberMarker", std::to_string(parts.empty() ? 0 : parts.rbegin()->first));
+  add_text(root, "MaxParts", std::to_string(max_parts));
+  if (encoding) add_text(root, "EncodingType", *encoding);
+  add_text(root, "IsTruncated", truncated ? "true" : "false");
+  for (const auto& [number, part] : parts) {
+    pugi::xml_node e = root.append_child("Part");
+    add_text(e, "PartNumber", std::to_string(number));
+    add_text(e, "LastModified", s3_listing_time(part.last_modified));
+    add_text(e, "ETag", "\"" + part.hash + "\"");
+    add_text(e, "Size", std::to_string(part.bytes));
+  }
+  co_return xml_response(200, to_xml(doc), s3.env.trans_id);
+}
+
+// Deletes every object of the segments container listed with `qs_base` (a prefix), page by
+// page. A part gone already (a concurrent abort) is no error.
+net::awaitable<std::optional<S3Error>> delete_listed_segments(S3Request& s3,
+                                                              const std::string& qs_base) {
+  std::string marker;
+  for (;;) {
+    auto page = co_await list_segments(s3, qs_base + "marker=" + common::http::quote(marker, ""));
+    if (auto* e = std::get_if<S3Error>(&page)) co_return std::move(*e);
+    const auto& objects = std::get<boost::json::array>(page);
+    if (objects.empty()) co_return std::nullopt;
+    for (const auto& item : objects) {
+      if (!item.is_object()) continue;
+      std::string name = json_string(item.as_object(), "name");
+      if (name.empty()) name = json_string(item.as_object(), "subdir");
+      if (name.empty()) continue;
+      marker = name;
+      if (name.ends_with('/')) continue;  // a subdir: nothing to delete
+      auto gone = co_await call_swift(s3, "DELETE", segments_container(s3), name);
+      if (auto* e = std::get_if<S3Error>(&gone)) co_return std::move(*e);
+      const Response& r = std::get<Response>(gone);
+      if (r.status != 204 && r.status != 404) co_return unexpected(s3, r);
+    }
+    if (marker.empty()) co_return std::nullopt;
+  }
+}
+
+// AbortMultipartUpload (DELETE ?uploadId): the marker, then every part.
+net::awaitable<Response> abort_multipart_upload(S3Request& s3, const std::string& upload_id) {
+  auto info = co_await upload_info(s3, upload_id);
+  if (auto* e = std::get_if<S3Error>(&info)) co_return s3.error(*e);
+  const std::string marker = marker_name(s3, upload_id);
+  auto gone = co_await call_swift(s3, "DELETE", segments_container(s3), marker);
+  if (auto* e = std::get_if<S3Error>(&gone)) co_return s3.error(*e);
+  const Response& r = std::get<Response>(gone);
+  // An upload completed already has no marker left: Swift answers its DELETE's NoSuchKey.
+  if (r.status == 404) co_return s3.error(errors::no_such_key(marker));
+  if (r.status != 204) co_return s3.error(unexpected(s3, r));
+  auto e = co_await delete_listed_segments(
+      s3, "prefix=" + common::http::quote(marker + "/", "") + "&delimiter=%2F&");
+  if (e) co_return s3.error(*e);
+  Response out;
+  out.status = 204;
+  out.headers.set("Content-Type", "text/html; charset=UTF-8");  // swob's HTTPNoContent
+  out.headers.set("Content-Length", "0");
+  set_request_ids(out.headers, s3.env.trans_id);
+  co_return out;
+}
+
+// The scheme and authority of the object's URL: the Host header's host and its first port
+// (boto's SigV4 signer sends "host:port:port", which Swift mends the same way).
+std::string host_url(std::string_view host) {
+  std::string_view name = host, port;
+  size_t after = host.starts_with('[') ? host.find(']') : 0;  // an IPv6 literal's end
+  if (after == std::string_view::npos) after = 0;
+  if (size_t colon = host.find(':', after); colon != std::string_view::npos) {
+    name = host.substr(0, colon);
+    port = host.substr(colon + 1);
+    port = port.substr(0, port.find(':'));
+  }
+  return "http://" + std::string(name) + (port.empty() ? "" : ":" + std::string(port));
+}
+
+// The CompleteMultipartUploadResult document.
+std::string complete_result(const S3Request& s3, const std::string& s3_etag) {
+  pugi::xml_node root;
+  auto doc = result_document("CompleteMultipartUploadResult", &root);
+  add_text(root, "Location",
+           host_url(s3.client.headers.get_or("Host", "")) +
+               common::http::quote(common::http::percent_decode(s3.client.path()), "/"));
+  add_text(root, "Bucket", s3.bucket);
+  add_text(root, "Key", *s3.key);
+  add_text(root, "ETag", "\"" + s3_etag + "\"");
+  return to_xml(doc);
+}
+
+// The S3 error of a failed manifest PUT (Swift reads SLO's answer the same way): a part too
+// small is EntityTooSmall, a part missing or changed InvalidPart.
+S3Error manifest_put_error(const S3Request& s3, const Response& r, const std::string& upload_id,
+                           const std::string& too_small) {
+  if (r.status == 412) return errors::precondition_failed();
+  if (r.status == 413) return errors::entity_too_large();
+  if (r.status == 404) return errors::no_such_bucket(s3.bucket);
+  if (r.status != 400) return unexpected(s3, r);
+  boost::system::error_code ec;
+  auto body = boost::json::parse(r.body, ec);
+  const boost::json::array* problems = nullptr;
+  if (!ec && body.is_object()) {
+    if (const auto* v = body.as_object().if_contains("Errors"); v && v->is_array()) {
+      problems = &v->as_array();
+    }
+  }
+  if (!problems) return S3Error::invalid_request(r.body);
+  std::string message;
+  for (const auto& p : *problems) {
+    if (!p.is_array() || p.as_array().size() != 2 || !p.as_array()[1].is_string()) continue;
+    std::string_view what = p.as_array()[1].as_string();
+    if (what == too_small) return entity_too_small();
+    if (what == "Etag Mismatch" || what == "404 Not Found") return invalid_part(upload_id);
+    if (p.as_array()[0].is_string()) {
+      if (!message.empty()) message += "\n";
+      message += std::string(p.as_array()[0].as_string()) + ": " + std::string(what);
+    }
+  }
+  return S3Error::invalid_request(message);
+}
+
+// CompleteMultipartUpload (POST ?uploadId): the parts named in the request, checked by SLO as it
+// stores their manifest as the object (with the marker's metadata), then the marker deleted.
+net::awaitable<Response> complete_multipart_upload(Exchange& ex, S3Request& s3,
+                                                   const std::string& upload_id) {
+  // Conditions would bleed into the marker's HEAD; only If-None-Match: * goes on (to the PUT).
+  if (s3.client.headers.get_or("If-None-Match", "*") != "*" ||
+      s3.client.headers.contains("If-Match") || s3.client.headers.contains("If-Modified-Since") ||
+      s3.client.headers.contains("If-Unmodified-Since")) {
+    co_return s3.error(errors::not_implemented("Conditional uploads are not supported."));
+  }
+  auto found = co_await upload_info(s3, upload_id);
+  if (auto* e = std::get_if<S3Error>(&found)) co_return s3.error(*e);
+  const UploadInfo& info = std::get<UploadInfo>(found);
+
+  auto read = co_await read_xml_body(ex, kMaxCompleteBody);
+  if (auto* e = std::get_if<S3Error>(&read)) co_return s3.error(*e);
+  const auto& xml = std::get<std::optional<std::string>>(read);
+  if (!xml || xml->empty()) {
+    co_return s3.error(S3Error::invalid_request("You must specify at least one part"));
+  }
+  if (auto md5 = s3.client.headers.get("Content-MD5")) {
+    const auto digest = common::crypto::md5(*xml);
+    if (*md5 != common::crypto::b64encode(std::string_view(
+                    reinterpret_cast<const char*>(digest.data()), digest.size()))) {
+      S3Error e = errors::bad_digest();
+      e.details.emplace_back("ContentMd5", std::string(*md5));
+      co_return s3.error(e);
+    }
+  }
+  // <CompleteMultipartUpload><Part><PartNumber/><ETag/><Checksum*/>?</Part>+ (Swift's schema,
+  // with newer Swift's checksum elements). pugixml never loads external entities.
+  pugi::xml_document doc;
+  auto parsed = doc.load_buffer(xml->data(), xml->size());
+  pugi::xml_node root = doc.document_element();
+  if (!parsed || std::string_view(root.name()) != "CompleteMultipartUpload") {
+    co_return s3.error(errors::malformed_xml());
+  }
+  const std::string segments = segments_container(s3);
+  boost::json::array manifest;
+  common::crypto::Md5 s3_etag_hash;
+  int64_t previous = 0;
+  size_t count = 0;
+  for (pugi::xml_node part : root.children()) {
+    if (part.type() != pugi::node_element) continue;
+    if (std::string_view(part.name()) != "Part") co_return s3.error(errors::malformed_xml());
+    std::optional<std::string> number_text, etag_text;
+    for (pugi::xml_node field : part.children()) {
+      if (field.type() != pugi::node_element) continue;
+      std::string_view name = field.name();
+      std::optional<std::string>* slot = name == "PartNumber" ? &number_text
+                                         : name == "ETag"     ? &etag_text
+                                                              : nullptr;
+      if (slot) {
+        if (*slot) co_return s3.error(errors::malformed_xml());  // twice
+        *slot = field.text().get();
+      } else if (!name.starts_with("Checksum")) {
+        co_return s3.error(errors::malformed_xml());
+      }
+    }
+    if (!number_text || !etag_text) co_return s3.error(errors::malformed_xml());
+    auto number = common::parse_python_int(*number_text);
+    if (!number || *number < -kMax32BitInt - 1 || *number > kMax32BitInt) {
+      co_return s3.error(errors::malformed_xml());  // not an xsd:int
+    }
+    if (*number <= previous) co_return s3.error(invalid_part_order(upload_id));
+    previous = *number;
+    const std::string etag(common::http::normalize_etag(*etag_text));
+    if (etag.size() != 32 || !std::all_of(etag.begin(), etag.end(), [](char c) {
+          return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+        })) {
+      co_return s3.error(invalid_part(upload_id, *number));
+    }
+    manifest.push_back({{"path", "/" + segments + "/" + marker_name(s3, upload_id) + "/" +
+                                     std::to_string(*number)},
+                        {"etag", etag}});
+    std::array<uint8_t, 16> raw;
+    for (size_t i = 0; i < raw.size(); ++i) {
+      auto nibble = [](char c) { return c <= '9' ? c - '0' : c - 'a' + 10; };
+      raw[i] = static_cast<uint8_t>(nibble(etag[2 * i]) * 16 + nibble(etag[2 * i + 1]));
+    }
+    s3_etag_hash.update(std::span<const uint8_t>(raw));
+    ++count;
+  }
+  if (count == 0) co_return s3.error(errors::malformed_xml());
+  const std::string s3_etag = s3_etag_hash.hex_digest() + "-" + std::to_string(count);
+  const std::string done_etag(info.head.headers.get_or(kEtagSysmeta, ""));
+  if (done_etag == s3_etag) {
+    // Completed already (the marker is gone): the same parts give the same answer.
+    co_return xml_response(200, complete_result(s3, s3_etag), s3.env.trans_id);
+  }
+  if (!done_etag.empty()) co_return s3.error(no_such_upload(upload_id));
+
+  // The manifest PUT: the marker's metadata and content headers, the S3 ETag in sysmeta and in
+  // the container listing.
+  HeaderMap h;
+  auto client_headers = swift_headers(s3);
+  if (auto* e = std::get_if<S3Error>(&client_headers)) co_return s3.error(*e);
+  for (const auto& [name, value] : std::get<HeaderMap>(client_headers)) {
+    if (common::http::istarts_with(name, "X-Auth-") || common::http::iequals(name, "Host") ||
+        common::http::iequals(name, "If-None-Match") || common::http::iequals(name, "User-Agent")) {
+      h.set(name, value);
+    }
+  }
+  h.set("Accept", "application/json");
+  h.set(kUploadIdSysmeta, upload_id);
+  for (const auto& [name, value] : info.head.headers) {
+    if (common::http::istarts_with(name, "X-Object-Meta-")) {
+      h.set(name, value);
+    } else {
+      for (const char* keep : {"Content-Encoding", "Content-Language", "Content-Disposition",
+                               "Expires", "Cache-Control"}) {
+        if (common::http::iequals(name, keep)) h.set(name, value);
+      }
+    }
+  }
+  const std::string has_type(info.head.headers.get_or(kHasContentTypeSysmeta, ""));
+  if (has_type == "yes") {
+    std::string type(info.head.headers.get_or(kContentTypeSysmeta, ""));
+    if (!type.empty()) h.set("Content-Type", type);
+  } else if (has_type.empty()) {
+    std::string type(info.head.headers.get_or("Content-Type", ""));
+    if (!type.empty()) h.set("Content-Type", type);
+  }
+  h.set(kEtagSysmeta, s3_etag);
+  h.set(kOverrideEtag, "; s3_etag=" + s3_etag);  // slo puts the manifest's etag in front
+  const std::string body = boost::json::serialize(manifest);
+  h.set("Content-Length", std::to_string(body.size()));
+  auto put = make_subrequest("PUT", swift_path(s3, s3.bucket, s3.key),
+                             "multipart-manifest=put", std::move(h));
+  put.content_length = body.size();
+  ProxyEnv env = swift_env(s3);
+  const std::string too_small = "s3api requires that each segment be at least " +
+                                std::to_string(s3.config.min_segment_size) + " bytes";
+  const int64_t min_size = s3.config.min_segment_size;
+  env.slo_manifest_hook = [too_small, min_size](
+                              const std::vector<std::pair<std::string, int64_t>>& segments) {
+    std::vector<std::pair<std::string, std::string>> problems;
+    for (size_t i = 0; i + 1 < segments.size(); ++i) {
+      if (segments[i].second < min_size) problems.emplace_back(segments[i].first, too_small);
+    }
+    return problems;
+  };
+  StringBody source(body);
+  auto answer = co_await run_subrequest_with_body(s3.next, std::move(put), std::move(env), source,
+                                                  1 << 20);
+  if (!answer.ok()) co_return s3.error(errors::internal_error());
+  if (answer->status != 201) {
+    co_return s3.error(manifest_put_error(s3, *answer, upload_id, too_small));
+  }
+  // The marker goes; one gone already (a concurrent or retried Complete) is as good.
+  auto gone = co_await call_swift(s3, "DELETE", segments, marker_name(s3, upload_id));
+  if (auto* e = std::get_if<S3Error>(&gone)) co_return s3.error(*e);
+  co_return xml_response(200, complete_result(s3, s3_etag), s3.env.trans_id);
+}
+
+}  // namespace
+
+net::awaitable<void> uploads_request(Exchange& ex, S3Request& s3) {
+  const std::string& method = s3.client.method;
+  if (method == "GET") co_return co_await ex.reply(co_await list_multipart_uploads(s3));
+  if (method == "POST") co_return co_await ex.reply(co_await create_multipart_upload(s3));
+  co_return co_await ex.reply(s3.error(errors::method_not_allowed(method, "UPLOADS")));
+}
+
+net::awaitable<void> part_request(Exchange& ex, S3Request& s3) {
+  if (s3.client.method != "PUT") {
+    co_return co_await ex.reply(s3.error(errors::method_not_allowed(s3.client.method, "PART")));
+  }
+  if (auto e = co_await object_and_bucket(s3)) co_return co_await ex.reply(s3.error(*e));
+  auto upload_id = param(s3, "uploadId");
+  if (!upload_id) {
+    co_return co_await ex.reply(s3.error(S3Error::invalid_argument(
+        "ResourceType", "partNumber", "Unexpected query string parameter")));
+  }
+  const std::string number_text = param(s3, "partNumber").value_or("");
+  auto number = common::parse_python_int(number_text);
+  if (!number || *number < 1 || *number > s3.config.max_upload_part_num) {
+    co_return co_await ex.reply(s3.error(S3Error::invalid_argument(
+        "partNumber", number_text,
+        "Part number must be an integer between 1 and " +
+            std::to_string(s3.config.max_upload_part_num) + ", inclusive")));
+  }
+  auto info = co_await upload_info(s3, *upload_id);
+  if (auto* e = std::get_if<S3Error>(&info)) co_return co_await ex.reply(s3.error(*e));
+  co_await put_object(ex, s3,
+                      PutTarget{segments_container(s3),
+                                marker_name(s3, *upload_id) + "/" + std::to_string(*number), true});
+}
+
+net::awaitable<void> upload_request(Exchange& ex, S3Request& s3) {
+  const std::string& method = s3.client.method;
+  if (method != "GET" && method != "DELETE" && method != "POST") {
+    co_return co_await ex.reply(s3.error(errors::method_not_allowed(method, "UPLOAD")));
+  }
+  if (auto e = co_await object_and_bucket(s3)) co_return co_await ex.reply(s3.error(*e));
+  const std::string upload_id = param(s3, "uploadId").value_or("");
+  if (method == "GET") co_return co_await ex.reply(co_await list_parts(s3, upload_id));
+  if (method == "DELETE") {
+    co_return co_await ex.reply(co_await abort_multipart_upload(s3, upload_id));
+  }
+  co_return co_await ex.reply(co_await complete_multipart_upload(ex, s3, upload_id));
+}
+
+net::awaitable<std::optional<S3Error>> delete_segments_container(S3Request& s3) {
+  auto head = co_await call_swift(s3, "HEAD", s3.bucket, std::nullopt);
+  if (auto* e = std::get_if<S3Error>(&head)) co_return std::move(*e);
+  const Response& h = std::get<Response>(head);
+  if (h.status == 404) co_return std::nullopt;  // the bucket's own DELETE says NoSuchBucket
+  if (h.status < 200 || h.status >= 300) co_return unexpected(s3, h);
+  if (common::parse_python_int(h.headers.get_or("X-Container-Object-Count", "0")).value_or(0) > 0) {
+    S3Error e = errors::bucket_not_empty();
+    if (!h.headers.get_or("X-Container-Sysmeta-Versions-Enabled", "").empty()) {
+      e.message = "The bucket you tried to delete is not empty. You must delete all versions in "
+                  "the bucket.";
+    }
+    co_return e;
+  }
+  auto e = co_await delete_listed_segments(s3, "");
+  if (e) {
+    if (e->code == "NoSuchBucket") co_return std::nullopt;  // no segments container
+    co_return errors::service_unavailable();
+  }
+  auto gone = co_await call_swift(s3, "DELETE", segments_container(s3), std::nullopt);
+  if (auto* err = std::get_if<S3Error>(&gone)) co_return std::move(*err);
+  const Response& r = std::get<Response>(gone);
+  if (r.status == 204 || r.status == 404) co_return std::nullopt;
+  co_return errors::service_unavailable();  // a part arrived meanwhile (409), or trouble
 }
 
 }  // namespace apus::proxy::s3api

@@ -536,11 +536,12 @@ std::variant<uint64_t, S3Error> streaming_length(const S3Request& s3, std::strin
 }
 
 
-// CopyObject: a PUT with x-amz-copy-source, served by the copy middleware's X-Copy-From after a
-// HEAD of the source (Swift's check_copy_source), answered with a CopyObjectResult.
-net::awaitable<Response> copy_object(S3Request& s3) {
+// CopyObject and UploadPartCopy: a PUT with x-amz-copy-source, served by the copy middleware's
+// X-Copy-From after a HEAD of the source (Swift's check_copy_source), answered with a
+// CopyObjectResult or CopyPartResult. Only a part copies a range of its source.
+net::awaitable<Response> copy_object(S3Request& s3, const PutTarget& target) {
   const std::string source(s3.client.headers.get_or("X-Amz-Copy-Source", ""));
-  if (auto range = s3.client.headers.get("X-Amz-Copy-Source-Range")) {
+  if (auto range = s3.client.headers.get("X-Amz-Copy-Source-Range"); range && !target.part) {
     co_return s3.error(S3Error::invalid_argument("x-amz-copy-source-range", std::string(*range),
                                                  "Illegal copy header"));
   }
@@ -586,17 +587,37 @@ net::awaitable<Response> copy_object(S3Request& s3) {
   if (hr.status == 304 || hr.status == 412) co_return s3.error(errors::precondition_failed());
   if (hr.status != 200) co_return s3.error(unexpected(s3, hr));
   const std::string directive(s3.client.headers.get_or("x-amz-metadata-directive", "COPY"));
-  if (src_bucket == s3.bucket && src_key == *s3.key && directive == "COPY" && version.empty()) {
+  if (!target.part && src_bucket == s3.bucket && src_key == *s3.key && directive == "COPY" &&
+      version.empty()) {
     co_return s3.error(S3Error::invalid_request(
         "This copy request is illegal because it is trying to copy an object to itself without "
         "changing the object's metadata, storage class, website redirect location or "
         "encryption attributes."));
   }
+  std::optional<std::string> range;  // a part's x-amz-copy-source-range
+  if (auto r = s3.client.headers.get("X-Amz-Copy-Source-Range"); r && target.part) {
+    auto specs = common::http::parse_range_header(*r);
+    if (!specs || specs->size() != 1) {
+      co_return s3.error(S3Error::invalid_argument(
+          "x-amz-source-range", std::string(*r),
+          "The x-amz-copy-source-range value must be of the form bytes=first-last where first "
+          "and last are the zero-based offsets of the first and last bytes to copy"));
+    }
+    const std::string size(hr.headers.get_or("Content-Length", "0"));
+    auto length = common::parse_python_int(size);
+    if (!length || *length < 0 ||
+        common::http::ranges_for_length(*specs, static_cast<uint64_t>(*length)).empty()) {
+      co_return s3.error(S3Error::invalid_argument(
+          "x-amz-source-range", std::string(*r),
+          "Range specified is not valid for source object of size: " + size));
+    }
+    range = std::string(*r);
+  }
   const common::Timestamp now = common::Timestamp::now();
-  auto put = co_await call_swift(s3, "PUT", s3.bucket, s3.key,
-                                 version.empty() ? "" : "version-id=" +
-                                                            common::http::quote(version, ""),
-                                 1 << 16, [&](HeaderMap& h) {
+  const std::string put_query =
+      version.empty() || target.part ? "" : "version-id=" + common::http::quote(version, "");
+  auto put = co_await call_swift(s3, "PUT", target.container, target.object, put_query, 1 << 16,
+                                 [&](HeaderMap& h) {
     for (const auto& [name, value] : s3.client.headers) {
       if (common::http::istarts_with(name, "x-amz-copy-source")) h.erase(name);
     }
@@ -604,6 +625,16 @@ net::awaitable<Response> copy_object(S3Request& s3) {
     h.set("X-Copy-From", common::http::quote(src));
     h.set("Content-Length", "0");
     h.set("X-Timestamp", now.internal());
+    if (range) h.set("Range", *range);
+    if (target.part) {
+      // A part is a plain object: what made the source a multipart upload or an SLO must not
+      // come along (Swift's PartController clears the same headers).
+      for (const char* name : {"X-Object-Sysmeta-S3api-Etag", "X-Object-Sysmeta-Swift3-Etag",
+                               "X-Object-Sysmeta-Slo-Etag", "X-Object-Sysmeta-Slo-Size",
+                               "X-Object-Sysmeta-Container-Update-Override-Etag"}) {
+        h.set(name, "");
+      }
+    }
     if (directive == "REPLACE") {
       h.set("X-Fresh-Metadata", "True");
       if (h.get_or("Content-Type", "").empty()) h.set("Content-Type", "binary/octet-stream");
@@ -638,7 +669,7 @@ net::awaitable<Response> copy_object(S3Request& s3) {
   for (const auto& name : meta) h.erase(name);
   h.erase("ETag");
   pugi::xml_node root;
-  auto doc = result_document("CopyObjectResult", &root);
+  auto doc = result_document(target.part ? "CopyPartResult" : "CopyObjectResult", &root);
   add_text(root, "LastModified", s3_xml_time(now.ceil()));  // rounded up to the second
   add_text(root, "ETag", "\"" + etag + "\"");
   Response out = xml_response(200, to_xml(doc), s3.env.trans_id);
@@ -650,12 +681,14 @@ net::awaitable<Response> copy_object(S3Request& s3) {
   co_return out;
 }
 
-net::awaitable<void> put_object(Exchange& ex, S3Request& s3) {
-  if (static_cast<int64_t>(s3.key->size()) > s3.config.max_object_name_length) {
-    co_return co_await ex.reply(s3.error(make(400, "KeyTooLongError", "Your key is too long.")));
+}  // namespace
+
+net::awaitable<void> put_object(Exchange& ex, S3Request& s3, const PutTarget& target) {
+  if (!target.part && static_cast<int64_t>(s3.key->size()) > s3.config.max_object_name_length) {
+    co_return co_await ex.reply(s3.error(errors::key_too_long()));
   }
   if (s3.client.headers.contains("X-Amz-Copy-Source")) {
-    co_return co_await ex.reply(co_await copy_object(s3));
+    co_return co_await ex.reply(co_await copy_object(s3, target));
   }
   std::string_view sha = s3.client.headers.get_or("X-Amz-Content-SHA256", "");
   std::optional<uint64_t> decoded_length;  // an aws-chunked body's payload length
@@ -693,7 +726,8 @@ net::awaitable<void> put_object(Exchange& ex, S3Request& s3) {
   }
   h.set("X-Timestamp", common::Timestamp::now().internal());
   if (h.get_or("Content-Type", "").empty()) h.set("Content-Type", "binary/octet-stream");
-  Request swift = make_subrequest("PUT", swift_path(s3, s3.bucket, s3.key), "", HeaderMap());
+  Request swift = make_subrequest("PUT", swift_path(s3, target.container, target.object), "",
+                                  HeaderMap());
   if (decoded_length) {
     // The payload of the aws-chunked body, without the encoding (Swift's
     // _cleanup_content_encoding: aws-chunked leaves Content-Encoding).
@@ -727,6 +761,8 @@ net::awaitable<void> put_object(Exchange& ex, S3Request& s3) {
   ProxyEnv env = swift_env(s3);
   co_await s3.next(out, env);
 }
+
+namespace {
 
 // Swift's gen_multipart_manifest_delete_query: an SLO (a multipart upload) is deleted with its
 // segments.
@@ -965,7 +1001,7 @@ net::awaitable<void> object_request(Exchange& ex, S3Request& s3) {
   const std::string& method = s3.client.method;
   if (method == "GET") co_return co_await get_or_head(ex, s3, Op::kGet);
   if (method == "HEAD") co_return co_await get_or_head(ex, s3, Op::kHead);
-  if (method == "PUT") co_return co_await put_object(ex, s3);
+  if (method == "PUT") co_return co_await put_object(ex, s3, {s3.bucket, *s3.key, false});
   if (method == "DELETE") co_return co_await ex.reply(co_await delete_object(s3));
   if (method == "POST") co_return co_await ex.reply(s3.error(errors::not_implemented()));
   co_return co_await ex.reply(s3.error(errors::method_not_allowed(method, "OBJECT")));

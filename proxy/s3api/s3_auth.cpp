@@ -206,6 +206,12 @@ struct S3AuthParser {
   bool v2_query() const { return param(params, "AWSAccessKeyId") != nullptr; }
   bool header_auth() const { return headers.contains("Authorization"); }
 
+  // The header fields a signature covers: as received when WSGI's names lost an underscore.
+  std::vector<std::pair<std::string, std::string>> signed_fields() const {
+    if (req.raw_headers && !req.raw_headers->empty()) return *req.raw_headers;
+    return {headers.begin(), headers.end()};
+  }
+
   // The time the client signed at, as signing_timestamp reads it.
   std::optional<S3Error> signing_time(bool v4) {
     std::optional<int64_t> t;
@@ -424,7 +430,7 @@ struct S3AuthParser {
     out += header_strip(headers.get("Content-Type")).value_or("");
     // x-amz-* headers: names lower-cased, values trimmed, repeats joined with ','.
     std::map<std::string, std::string> amz;
-    for (const auto& [name, value] : headers) {
+    for (const auto& [name, value] : signed_fields()) {
       std::string key = lower(name);
       if (!key.starts_with("x-amz-")) continue;
       key = trim(key);
@@ -461,7 +467,7 @@ struct S3AuthParser {
     // Names lower-cased and trimmed; values stripped, inner whitespace runs made one space;
     // repeats joined with ','. Kept in arrival order for the unsigned-header check.
     std::vector<std::pair<std::string, std::string>> fields;
-    for (const auto& [name, value] : headers) {
+    for (const auto& [name, value] : signed_fields()) {
       std::string key = trim(lower(name));
       std::string v;
       for (const auto& word : common::split_words(header_strip(value).value_or(""))) {

@@ -60,6 +60,9 @@ struct S3AuthRequest {
   std::string_view raw_path;  // the path as received, percent-encoding kept
   std::string_view query;     // the query string as received, without '?'
   const common::http::HeaderMap* headers = nullptr;
+  // The fields as received when a name has an underscore (Request::raw_headers), else empty:
+  // signatures cover the names the client sent.
+  const std::vector<std::pair<std::string, std::string>>* raw_headers = nullptr;
   // The bucket named by a virtual-hosted-style Host (Version 2 signs "/<bucket><path>");
   // empty for path-style requests.
   std::string_view bucket_in_host;

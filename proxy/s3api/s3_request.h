@@ -1,7 +1,7 @@
 // What s3api's operations share (s3api.h): the configuration, one S3 request being served,
 // and the Swift subrequests an operation makes for it (Swift's S3Request.get_response and
 // to_swift_req), with the S3 error of an unexpected Swift answer. The operations are in
-// bucket.cpp (ListBuckets, bucket HEAD/PUT/DELETE, ListObjects) and object.cpp.
+// bucket.cpp (ListBuckets, bucket HEAD/PUT/DELETE, ListObjects), object.cpp and multipart.cpp.
 //
 // Internal to proxy/s3api. Thread-compatible: an S3Request belongs to one request.
 #pragma once
@@ -29,12 +29,11 @@ struct S3ApiConfig {
   std::vector<std::string> storage_domains;
   bool dns_compliant_bucket_names = true;
   int64_t max_bucket_listing = 1000;
-  bool allow_multipart_uploads = true;
+  bool allow_multipart_uploads = true;  // and slo follows s3api in the pipeline
+  bool info_allow_multipart_uploads = true;  // the option, as /info shows it
   int64_t max_object_name_length = 1024;  // swift.conf's
   int64_t max_multi_delete_objects = 1000;
   int64_t multi_delete_concurrency = 2;  // DeleteObjects' keys deleted at a time
-  // Read for /info as Swift registers them (multipart uploads are not served yet, so /info
-  // says allow_multipart_uploads false whatever the option says).
   int64_t max_parts_listing = 1000;
   int64_t max_upload_part_num = 1000;
   int64_t min_segment_size = 5242880;
@@ -137,8 +136,30 @@ boost::asio::awaitable<common::http::Response> bucket_versioning(common::http::E
 // x-amz-acl or an AccessControlPolicy document; object ACLs are not implemented, as in Swift).
 boost::asio::awaitable<common::http::Response> acl_request(common::http::Exchange& ex,
                                                            S3Request& s3);
-// GET ?uploads: ListMultipartUploads (multipart.cpp).
-boost::asio::awaitable<common::http::Response> list_multipart_uploads(S3Request& s3);
+// The bucket must exist (a HEAD of it, Swift's check_container_existence): nullopt, or the
+// error to answer (NoSuchBucket).
+boost::asio::awaitable<std::optional<S3Error>> bucket_must_exist(S3Request& s3);
+
+// Where an object PUT stores what it is sent: the client's bucket and key, or (UploadPart) a
+// part's object in the segments container.
+struct PutTarget {
+  std::string container;
+  std::string object;
+  bool part = false;  // UploadPart: no key length check; a copy may take a range of its source
+};
+// Object PUT, or with x-amz-copy-source a copy (CopyObject, UploadPartCopy) (object.cpp).
+boost::asio::awaitable<void> put_object(common::http::Exchange& ex, S3Request& s3,
+                                        const PutTarget& target);
+
+// Multipart uploads (multipart.cpp), each on the sub-resource Swift's controllers serve it:
+// ?uploads (ListMultipartUploads, CreateMultipartUpload), ?partNumber (UploadPart,
+// UploadPartCopy), ?uploadId (ListParts, AbortMultipartUpload, CompleteMultipartUpload).
+boost::asio::awaitable<void> uploads_request(common::http::Exchange& ex, S3Request& s3);
+boost::asio::awaitable<void> part_request(common::http::Exchange& ex, S3Request& s3);
+boost::asio::awaitable<void> upload_request(common::http::Exchange& ex, S3Request& s3);
+// What a bucket DELETE does first (Swift's _delete_segments_bucket): an empty bucket's segments
+// container is emptied and deleted. nullopt, or the error to answer.
+boost::asio::awaitable<std::optional<S3Error>> delete_segments_container(S3Request& s3);
 // POST ?delete: DeleteObjects.
 boost::asio::awaitable<common::http::Response> delete_objects(common::http::Exchange& ex,
                                                               S3Request& s3);

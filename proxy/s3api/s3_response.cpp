@@ -297,6 +297,7 @@ S3Error missing_content_length() {
 S3Error bad_digest() {
   return make(400, "BadDigest", "The Content-MD5 you specified did not match what we received.");
 }
+S3Error key_too_long() { return make(400, "KeyTooLongError", "Your key is too long."); }
 S3Error malformed_trailer() {
   return make(400, "MalformedTrailerError",
               "The request contained trailing data that was not well-formed or did not conform "

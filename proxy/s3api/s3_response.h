@@ -76,6 +76,7 @@ S3Error invalid_range();
 S3Error entity_too_large();
 S3Error missing_content_length();
 S3Error bad_digest();  // Content-MD5
+S3Error key_too_long();
 S3Error malformed_trailer();
 S3Error incomplete_body(std::string message = "You did not provide the number of bytes specified "
                                               "by the Content-Length HTTP header");

@@ -3,10 +3,9 @@
 pipeline on the same cluster (tests/support/cluster.py): Swift's all-in-one pipeline, every
 middleware Swift's functional suite looks for in /info, plus s3api, domain_remap and
 etag_quoter. The suite decides what to run from /info, so each section and value must be
-Swift's, but for these, each a deliberate difference:
+Swift's, but for this deliberate difference:
 
-- swift.allow_open_expired: Apus serves X-Open-Expired as Swift 2.34+ does, and says so;
-- s3api.allow_multipart_uploads: false until Apus's s3api serves multipart uploads.
+- swift.allow_open_expired: Apus serves X-Open-Expired as Swift 2.34+ does, and says so.
 
 usage: info_test.py <build-dir>
 """
@@ -37,8 +36,7 @@ FILTERS = "".join("[filter:%s]\nuse = egg:swift#%s\n" % (f, f) for f in (
     "[filter:account-quotas]\nuse = egg:swift#account_quotas\n"
     "[filter:versioned_writes]\nuse = egg:swift#versioned_writes\n"
     "allow_versioned_writes = true\nallow_object_versioning = true\n")
-EXPECTED_DIFFERENCES = {("swift", "allow_open_expired"): (False, None),
-                        ("s3api", "allow_multipart_uploads"): (False, True)}
+EXPECTED_DIFFERENCES = {("swift", "allow_open_expired"): (False, None)}
 
 
 def info(port):

@@ -16,6 +16,8 @@ as boto3 signs) and sent to both; status, the headers that matter and the XML bo
   encoding-type=url, continuation tokens (and a bad one), fetch-owner, a missing bucket;
 - object PUT, GET, HEAD, DELETE (Content-MD5, ranges, conditionals, response-* overrides,
   refused headers);
+- multipart uploads: create, upload part (and copy, with ranges), list parts, complete (with
+  its checks), abort, list uploads, the object completed, a bucket DELETE with uploads left;
 - a request without S3 credentials passes on to Swift's API untouched.
 
 Apus only (Swift 2.30.1 has no answer to compare with): a body other than the one whose
@@ -128,7 +130,9 @@ def send(port, method, target, headers, body=b""):
 
 
 def normalized(body):
-    body = re.sub(rb"<RequestId>[^<]*</RequestId>", b"<RequestId/>", body)
+    # (Swift's CompleteMultipartUpload writes its errors without a RequestId, which S3 and Apus
+    # always send.)
+    body = re.sub(rb"<RequestId>[^<]*</RequestId>", b"", body)
     # Version ids are the times of each side's own writes. (Swift 2.30.1 always says "null" for
     # NextVersionIdMarker, reading a key its listing does not have; Apus gives the version's id,
     # as AWS and later Swift do.)
@@ -136,6 +140,8 @@ def normalized(body):
     body = re.sub(rb"<NextVersionIdMarker>([0-9.]+|null)</", rb"<NextVersionIdMarker>V</", body)
     body = re.sub(rb"<LastModified>[^<]*</LastModified>", b"<LastModified/>", body)
     body = re.sub(rb"<Initiated>[^<]*</Initiated>", b"<Initiated/>", body)
+    body = re.sub(rb"<(UploadId|NextUploadIdMarker)>[^<]+</", rb"<\1>U</", body)
+    body = re.sub(rb"<Location>http://[^/<]*", b"<Location>http://HOST", body)
     return body.replace(b"test2:tester2", b"test:tester")
 
 
@@ -151,8 +157,11 @@ class Pair:
             c = creds or Credentials(user, key)
             if creds and creds.access_key == "test:tester":
                 c = Credentials(user, creds.secret_key)
-            target, h = signed(port, method, path, headers, body, creds=c, **sign)
-            answers[side] = send(port, method, target, h, body)
+            # A path or body may depend on the side (each has its own upload ids).
+            p = path(side) if callable(path) else path
+            b = body(side) if callable(body) else body
+            target, h = signed(port, method, p, headers, b, creds=c, **sign)
+            answers[side] = send(port, method, target, h, b)
         (sa, ha, ba), (ss, hs, bs) = answers["apus"], answers["swift"]
         check(sa == ss, "%s: status apus %d, swift %d (%r / %r)" % (what, sa, ss, ba, bs))
         for k in COMPARED + tuple(extra):
@@ -696,6 +705,126 @@ def uploads(pair):
     pair.both("ListMultipartUploads of a missing bucket", "GET", "/nosuchbucket?uploads")
 
 
+def multipart(pair):
+    """Multipart uploads from start to end on both sides, each with its own upload ids: the
+    errors of each step, ListParts, UploadPartCopy with ranges, CompleteMultipartUpload's checks
+    (order, ETags, sizes, Content-MD5), the object it makes, a retried Complete, Abort, and a
+    bucket DELETE that removes the segments container."""
+    ids = {}
+
+    def initiate(what, key, headers=None):
+        ids[key] = {}
+        answers = {}
+        for side, port in pair.ports.items():
+            user, secret, _ = USERS[side]
+            target, h = signed(port, "POST", "/mpb/%s?uploads" % key, headers,
+                               creds=Credentials(user, secret))
+            answers[side] = send(port, "POST", target, h)
+            found = re.search(rb"<UploadId>([^<]+)</UploadId>", answers[side][2])
+            ids[key][side] = found.group(1).decode() if found else "none"
+        (sa, _, ba), (ss, _, bs) = answers["apus"], answers["swift"]
+        check(sa == ss == 200, "%s: status apus %d, swift %d (%r / %r)" % (what, sa, ss, ba, bs))
+        check(normalized(ba) == normalized(bs), "%s: body\n  apus  %r\n  swift %r" % (what, ba, bs))
+
+    def on(key, query=""):
+        return lambda side: "/mpb/%s?uploadId=%s%s" % (key, ids[key][side], query)
+
+    pair.both("CreateMultipartUpload of a missing bucket", "POST", "/nosuchbucket/k?uploads")
+    pair.both("PUT bucket for multipart", "PUT", "/mpb")
+    pair.both("CreateMultipartUpload without a key", "POST", "/mpb?uploads")
+    pair.both("CreateMultipartUpload of a key too long", "POST", "/mpb/%s?uploads" % ("k" * 1025))
+    initiate("CreateMultipartUpload", "obj",
+             {"Content-Type": "text/x-mp", "x-amz-meta-color": "blue",
+              "Cache-Control": "no-cache"})
+    initiate("CreateMultipartUpload, small parts", "small")
+    initiate("CreateMultipartUpload, to abort", "gone")
+    pair.both("ListMultipartUploads", "GET", "/mpb?uploads")
+    big = b"a" * (5 * 1024 * 1024)
+    pair.both("UploadPart 1", "PUT", on("obj", "&partNumber=1"), body=big)
+    pair.both("UploadPart 2", "PUT", on("obj", "&partNumber=2"), body=b"tail")
+    pair.both("UploadPart 3, replaced", "PUT", on("obj", "&partNumber=3"), body=b"first")
+    pair.both("UploadPart 3 again", "PUT", on("obj", "&partNumber=3"), body=b"second")
+    for n in ("0", "1001", "x", "-1"):
+        pair.both("UploadPart number %s" % n, "PUT", on("obj", "&partNumber=" + n), body=b"x")
+    pair.both("UploadPart without uploadId", "PUT", "/mpb/obj?partNumber=1", body=b"x")
+    pair.both("UploadPart of an unknown upload", "PUT", "/mpb/obj?partNumber=1&uploadId=nope",
+              body=b"x")
+    pair.both("UploadPart of another key's upload", "PUT",
+              lambda side: "/mpb/other?partNumber=1&uploadId=" + ids["obj"][side], body=b"x")
+    pair.both("GET ?partNumber", "GET", on("obj", "&partNumber=1"))
+    pair.both("UploadPart without a key", "PUT", "/mpb?partNumber=1&uploadId=x", body=b"x")
+    pair.both("PUT a copy source", "PUT", "/mpb/src", body=b"0123456789" * 10)
+    for rng in ("bytes=10-19", "bytes=0-", "bytes=90-200", "bytes=200-300", "bytes=1-2,4-5",
+                "nonsense"):
+        pair.both("UploadPartCopy %s" % rng, "PUT", on("small", "&partNumber=2"),
+                  {"x-amz-copy-source": "/mpb/src", "x-amz-copy-source-range": rng},
+                  compare_body=False)
+    pair.both("UploadPartCopy whole", "PUT", on("small", "&partNumber=1"),
+              {"x-amz-copy-source": "/mpb/src"}, compare_body=False)
+    pair.both("UploadPartCopy of a missing source", "PUT", on("small", "&partNumber=3"),
+              {"x-amz-copy-source": "/mpb/nosuch"})
+    for q in ("", "&max-parts=1", "&max-parts=2&part-number-marker=1", "&part-number-marker=3",
+              "&encoding-type=url", "&encoding-type=bad", "&max-parts=-1"):
+        pair.both("ListParts %s" % q, "GET", on("obj", q))
+    pair.both("ListParts of an unknown upload", "GET", "/mpb/obj?uploadId=nope")
+
+    md5 = {n: hashlib.md5(d).hexdigest() for n, d in
+           ((1, big), (2, b"tail"), (3, b"second"))}
+
+    def doc(parts):
+        return ("<CompleteMultipartUpload>" + "".join(
+            "<Part><PartNumber>%s</PartNumber><ETag>%s</ETag></Part>" % p for p in parts) +
+            "</CompleteMultipartUpload>").encode()
+
+    good = doc([(1, '"%s"' % md5[1]), (3, md5[3]), (2, md5[2])])
+    for what, body in (("malformed", b"<CompleteMultipartUpload><Part>"),
+                       ("no parts", b"<CompleteMultipartUpload></CompleteMultipartUpload>"),
+                       ("empty", b""),
+                       ("another root", b"<Complete><Part/></Complete>"),
+                       ("out of order", doc([(2, md5[2]), (1, md5[1])])),
+                       ("repeated part", doc([(1, md5[1]), (1, md5[1])])),
+                       ("bad etag", doc([(1, "xyz")])),
+                       ("wrong etag", doc([(1, md5[2]), (2, md5[2])])),
+                       ("missing part", doc([(1, md5[1]), (7, md5[2])])),
+                       ("part too small", doc([(2, md5[2]), (3, md5[3])])),
+                       ("part number not a number", doc([("one", md5[1])]))):
+        pair.both("CompleteMultipartUpload %s" % what, "POST", on("obj"), body=body)
+    pair.both("CompleteMultipartUpload with a wrong Content-MD5", "POST", on("obj"),
+              {"Content-MD5": base64.b64encode(hashlib.md5(b"x").digest()).decode()}, body=good)
+    pair.both("CompleteMultipartUpload of an unknown upload", "POST", "/mpb/obj?uploadId=nope",
+              body=good)
+    pair.both("CompleteMultipartUpload", "POST", on("obj"),
+              {"Content-MD5": base64.b64encode(hashlib.md5(good).digest()).decode()}, body=good)
+    pair.both("HEAD the completed object", "HEAD", "/mpb/obj")
+    pair.both("GET the completed object's end", "GET", "/mpb/obj", {"Range": "bytes=-10"})
+    pair.both("GET the completed object, If-Match", "GET", "/mpb/obj",
+              {"If-Match": '"%s-3"' % hashlib.md5(bytes.fromhex(md5[1] + md5[3] + md5[2]))
+                                              .hexdigest(), "Range": "bytes=0-3"})
+    for cond in ("If-None-Match", "If-Match"):
+        pair.both("HEAD the completed object, %s its ETag" % cond, "HEAD", "/mpb/obj",
+                  {cond: '"%s-3"' % hashlib.md5(bytes.fromhex(md5[1] + md5[3] + md5[2]))
+                                          .hexdigest()}, extra=("content-length",))
+        pair.both("HEAD the completed object, %s another" % cond, "HEAD", "/mpb/obj",
+                  {cond: '"x"'}, extra=("content-length",))
+    pair.both("ListObjects shows the upload's ETag", "GET", "/mpb?prefix=obj")
+    pair.both("CompleteMultipartUpload retried", "POST", on("obj"), body=good)
+    pair.both("ListParts of a completed upload", "GET", on("obj"))
+    pair.both("AbortMultipartUpload of a completed upload", "DELETE", on("obj"))
+    pair.both("UploadPart of a completed upload", "PUT", on("obj", "&partNumber=4"), body=b"x")
+    pair.both("AbortMultipartUpload", "DELETE", on("gone"))
+    pair.both("AbortMultipartUpload again", "DELETE", on("gone"))
+    pair.both("ListMultipartUploads after", "GET", "/mpb?uploads")
+    pair.both("POST ?uploadId without a key", "POST", "/mpb?uploadId=x", body=good)
+    pair.both("PUT ?uploadId", "PUT", on("obj"), body=b"x")
+    pair.both("DELETE bucket with an object", "DELETE", "/mpb")
+    pair.both("DELETE the object", "DELETE", "/mpb/obj")
+    pair.both("DELETE the source", "DELETE", "/mpb/src")
+    pair.both("DELETE bucket with an upload left", "DELETE", "/mpb")
+    for side in USERS:
+        check(pair.swift_api("HEAD", "/mpb+segments", side=side)[0] == 404,
+              "%s: the segments container goes with the bucket" % side)
+
+
 def auth(pair):
     pair.both("Version 4 presigned ListBuckets", "GET", "/", kind="v4q")
     pair.both("Version 2 ListBuckets", "GET", "/", kind="v2")
@@ -806,6 +935,7 @@ def main():
         acls(pair)
         versioning(pair)
         uploads(pair)
+        multipart(pair)
         # Without object versioning in the pipeline, versioning cannot be turned on.
         plain = cluster.start_proxy("proxy-s3api-plain",
                                     pipeline=PIPELINE.replace(" versioned_writes", ""),

@@ -185,6 +185,27 @@ TEST_CASE("a handler refusing before 100-continue answers and closes") {
   CHECK(r->headers.get_or("Connection", "") == "close");
 }
 
+TEST_CASE("a client sending a body answered without being read gets the answer") {
+  // A refusal that never reads the body, to a client that sends all of it before reading
+  // (no Expect): the server drains what it sends, so its send completes and the answer waits.
+  TestServer server([](Exchange& ex) -> net::awaitable<void> {
+    Response r;
+    r.status = 413;
+    r.body = "too big";
+    (void)co_await ex.respond(std::move(r));
+  });
+  RawClient c(server.port());
+  const std::string body(32 << 20, 'x');
+  REQUIRE(c.send("PUT /o HTTP/1.1\r\nContent-Length: " + std::to_string(body.size()) +
+                 "\r\n\r\n"));
+  CHECK(c.send(body));
+  auto r = c.read_response();
+  REQUIRE(r);
+  CHECK(r->status == 413);
+  CHECK(r->body == "too big");
+  CHECK(c.closed_by_peer());
+}
+
 TEST_CASE("streams a response: chunked without a length, fixed with one") {
   TestServer server([](Exchange& ex) -> net::awaitable<void> {
     bool known = ex.request().path() == "/known";

@@ -312,6 +312,7 @@ class Session : public Exchange, public std::enable_shared_from_this<Session> {
   std::optional<std::pair<int, std::string_view>> check_limits() const;
   void fill_request();
   net::awaitable<void> serve_one();
+  net::awaitable<void> discard_until_closed();
   net::awaitable<Status> write_buffers(std::span<const net::const_buffer> buffers);
   std::string format_head(int status, const HeaderMap& headers, std::optional<uint64_t> length,
                           bool chunked, std::string_view reason = {});
@@ -338,6 +339,7 @@ class Session : public Exchange, public std::enable_shared_from_this<Session> {
   bool chunked_response_ = false;
   bool response_done_ = false;
   bool must_close_ = false;   // connection cannot be reused after this response
+  bool unread_body_ = false;  // answered with the request body unread: linger before closing
   uint64_t bytes_in_ = 0;
   uint64_t bytes_out_ = 0;
   std::optional<uint64_t> response_length_;  // declared Content-Length, for the access log
@@ -354,7 +356,32 @@ net::awaitable<void> Session::run() {
     co_await serve_one();
     if (must_close_ || !request_.keep_alive || worker_.draining) break;
   }
+  if (unread_body_ && !worker_.draining) co_await discard_until_closed();
   close_and_finish();
+}
+
+// A client still sending a body that was answered without being read (an early refusal, as
+// s3api's of a 100 MB DeleteObjects document) gets a reset instead of the answer when the
+// socket closes with its data unread. So, as nginx's lingering close: our side shuts down,
+// then what the client sends is read and dropped until it closes, for at most
+// kLingerTotal, and kLingerIdle without a byte.
+net::awaitable<void> Session::discard_until_closed() {
+  constexpr auto kLingerTotal = std::chrono::seconds(30);
+  constexpr auto kLingerIdle = std::chrono::seconds(5);
+  beast::error_code ec;
+  stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+  if (ec) co_return;
+  buffer_.clear();
+  buffer_.shrink_to_fit();
+  std::array<char, 16384> sink;
+  const auto deadline = std::chrono::steady_clock::now() + kLingerTotal;
+  for (;;) {
+    const auto left = deadline - std::chrono::steady_clock::now();
+    if (left <= std::chrono::steady_clock::duration::zero()) break;
+    stream_.expires_after(std::min<std::chrono::steady_clock::duration>(left, kLingerIdle));
+    auto [e, n] = co_await stream_.async_read_some(net::buffer(sink), kAsTuple);
+    if (e) break;
+  }
 }
 
 void Session::close_and_finish() {
@@ -442,8 +469,15 @@ void Session::fill_request() {
   request_.headers.reserve(16);
   // Names and repeats as Swift's WSGI layer presents them (X-Object-Meta-under_score arrives as
   // X-Object-Meta-Under-Score), so every server stores and compares what Swift does.
+  bool underscore = false;
   for (const auto& field : msg) {
     add_wsgi_field(request_.headers, field.name_string(), field.value());
+    underscore = underscore || field.name_string().find('_') != std::string_view::npos;
+  }
+  if (underscore) {
+    for (const auto& field : msg) {
+      request_.raw_headers.emplace_back(field.name_string(), field.value());
+    }
   }
   request_.chunked = parser_->chunked();
   if (auto len = parser_->content_length()) request_.content_length = *len;
@@ -515,8 +549,13 @@ net::awaitable<void> Session::serve_one() {
   } else if (!response_done_) {
     must_close_ = true;  // a streamed response cut short: the client sees a short body
   }
-  // A body the handler did not read would be taken for the next request; close instead.
-  if (!body_done_) must_close_ = true;
+  // A body the handler did not read would be taken for the next request; close instead,
+  // reading what the client still sends so that it gets the answer (discard_until_closed).
+  if (!body_done_) {
+    must_close_ = true;
+    // A client told no 100 Continue sends no body.
+    unread_body_ = response_done_ && !(request_.expect_continue && !continue_sent_);
+  }
   // Keep-alive connections wait with a small buffer: a thousand idle clients cost little.
   if (buffer_.size() == 0 && buffer_.capacity() > kIdleBufferBytes) buffer_.shrink_to_fit();
 
