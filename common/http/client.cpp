@@ -22,6 +22,7 @@
 #include <cstdio>
 
 #include "common/http/internal/asio_util.h"
+#include "common/http/internal/read_head.h"
 
 namespace apus::common::http {
 
@@ -76,6 +77,7 @@ class ClientConnectionImpl {
   ClientOptions options_;
   beast::flat_buffer buffer_;
   std::optional<bhttp::response_parser<bhttp::buffer_body>> parser_;
+  std::vector<std::string> masked_names_;  // field names the parser saw masked (read_head())
   bool chunked_request_ = false;
   bool head_only_ = false;
   bool head_read_ = false;
@@ -154,7 +156,10 @@ net::awaitable<Result<int>> ClientConnectionImpl::send_head(const ClientRequest&
 
 net::awaitable<Status> ClientConnectionImpl::read_head_into_parser() {
   stream_.expires_after(to_duration(options_.node_timeout));
-  auto [ec, n] = co_await bhttp::async_read_header(stream_, buffer_, *parser_, kAsTuple);
+  // Beast's default limit for a response head.
+  constexpr size_t kMaxResponseHead = 8192;
+  beast::error_code ec =
+      co_await internal::read_head(stream_, buffer_, *parser_, kMaxResponseHead, masked_names_);
   if (ec) {
     reusable_ = false;
     co_return peer_error(peer_, ec, "read from");
@@ -186,7 +191,9 @@ ClientResponse ClientConnectionImpl::make_response() const {
   const auto& msg = parser_->get();
   ClientResponse r;
   r.status = static_cast<int>(msg.result_int());
-  for (const auto& field : msg) r.headers.add(field.name_string(), field.value());
+  for (const auto& field : msg) {
+    r.headers.add(unmask_field_name(field.name_string(), masked_names_), field.value());
+  }
   if (auto len = parser_->content_length()) r.content_length = *len;
   r.keep_alive = msg.keep_alive();
   return r;

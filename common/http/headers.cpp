@@ -176,4 +176,56 @@ std::pair<std::string, std::optional<std::string>> extract_swift_bytes(std::stri
   return {std::move(out), std::move(swift_bytes)};
 }
 
+namespace {
+// RFC 9110's tchar, as Beast's parser checks field names.
+bool is_tchar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+         std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+}
+}  // namespace
+
+std::optional<std::string> mask_field_names(std::string_view head,
+                                            std::vector<std::string>& names) {
+  std::optional<std::string> out;
+  size_t copied = 0;  // bytes of `head` already in *out
+  size_t line = head.find("\r\n");
+  while (line != std::string_view::npos) {
+    const size_t start = line + 2;
+    const size_t end = head.find("\r\n", start);
+    if (end == std::string_view::npos || end == start) break;  // the empty line ends the head
+    line = end;
+    std::string_view field = head.substr(start, end - start);
+    const size_t colon = field.find(':');
+    if (colon == std::string_view::npos || colon == 0 || field[0] == ' ' || field[0] == '\t') {
+      continue;  // continuation lines and malformed ones are the parser's to judge
+    }
+    std::string_view name = field.substr(0, colon);
+    bool visible = true, token = true;
+    for (char c : name) {
+      visible = visible && c > 0x20 && c < 0x7f;
+      token = token && is_tchar(c);
+    }
+    if (token || !visible) continue;
+    if (!out) out.emplace();
+    out->append(head.substr(copied, start - copied));
+    out->append(kMaskedFieldPrefix).append(std::to_string(names.size()));
+    names.emplace_back(name);
+    copied = start + colon;
+  }
+  if (out) out->append(head.substr(copied));
+  return out;
+}
+
+std::string_view unmask_field_name(std::string_view name, const std::vector<std::string>& names) {
+  if (names.empty() || !name.starts_with(kMaskedFieldPrefix)) return name;
+  std::string_view digits = name.substr(kMaskedFieldPrefix.size());
+  size_t n = 0;
+  if (digits.empty() || digits.size() > 6) return name;
+  for (char c : digits) {
+    if (c < '0' || c > '9') return name;
+    n = n * 10 + static_cast<size_t>(c - '0');
+  }
+  return n < names.size() ? std::string_view(names[n]) : name;
+}
+
 }  // namespace apus::common::http

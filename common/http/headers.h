@@ -85,4 +85,15 @@ class HeaderMap {
 // Verified against Swift 2.30.1 with eventlet 0.33.1.
 void add_wsgi_field(HeaderMap& map, std::string_view name, std::string_view value);
 
+// Field names outside RFC 9110's tokens that Swift's WSGI server (eventlet) takes and Beast's
+// parser refuses: any visible ASCII but ':' ('=' in s3api's "X-Object-Meta-Foo=5Fbar", '(' in
+// S3 user metadata). `head` is a request head (request line to the empty line); when a name
+// there has such a byte, the head comes back with that name replaced by
+// kMaskedFieldPrefix + "<n>", the original being names[n]; nullopt when nothing needs it (a
+// name with a control byte, space or byte >= 0x80 stays, for the parser to refuse).
+inline constexpr std::string_view kMaskedFieldPrefix = "Apus-Masked-Field-";
+std::optional<std::string> mask_field_names(std::string_view head, std::vector<std::string>& names);
+// The original of a name mask_field_names() put in, or `name` itself.
+std::string_view unmask_field_name(std::string_view name, const std::vector<std::string>& names);
+
 }  // namespace apus::common::http

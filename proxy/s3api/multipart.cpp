@@ -557,15 +557,7 @@ net::awaitable<Response> complete_multipart_upload(Exchange& ex, S3Request& s3,
   if (!xml || xml->empty()) {
     co_return s3.error(S3Error::invalid_request("You must specify at least one part"));
   }
-  if (auto md5 = s3.client.headers.get("Content-MD5")) {
-    const auto digest = common::crypto::md5(*xml);
-    if (*md5 != common::crypto::b64encode(std::string_view(
-                    reinterpret_cast<const char*>(digest.data()), digest.size()))) {
-      S3Error e = errors::bad_digest();
-      e.details.emplace_back("ContentMd5", std::string(*md5));
-      co_return s3.error(e);
-    }
-  }
+  if (auto e = content_md5_mismatch(s3, *xml)) co_return s3.error(*e);
   // <CompleteMultipartUpload><Part><PartNumber/><ETag/><Checksum*/>?</Part>+ (Swift's schema,
   // with newer Swift's checksum elements). pugixml never loads external entities.
   pugi::xml_document doc;

@@ -304,6 +304,18 @@ class ObjectExchange final : public ExchangeWrapper {
       }
     }
     size_t n = std::min(buf.size(), decoded_.size() - decoded_at_);
+    if (n == 0 && !outer_done_) {
+      // The aws-chunked body ended; so must the HTTP body around it (a chunked one still has
+      // its last chunk to come), or the connection could not be kept. Nothing may follow.
+      std::array<char, 512> rest;
+      auto more = co_await ExchangeWrapper::read_body(std::span<char>(rest.data(), rest.size()));
+      if (!more.ok()) co_return more.status();
+      if (*more > 0) {
+        body_error_ = errors::incomplete_body("The request body continues after its last chunk.");
+        co_return Status::invalid_argument("data after the aws-chunked body");
+      }
+      outer_done_ = true;
+    }
     std::copy_n(decoded_.data() + decoded_at_, n, buf.data());
     decoded_at_ += n;
     handed_ += n;
@@ -452,6 +464,7 @@ class ObjectExchange final : public ExchangeWrapper {
   size_t decoded_at_ = 0;
   uint64_t decoded_length_ = 0;  // x-amz-decoded-content-length
   uint64_t handed_ = 0;          // payload bytes handed on so far
+  bool outer_done_ = false;      // the HTTP body around the aws-chunked one was read to its end
   std::optional<Checksum> checksum_;
   std::optional<ChecksumPlan> plan_;
   std::optional<uint64_t> checksum_left_;  // bytes of a plain body still to be checksummed
@@ -894,17 +907,21 @@ net::awaitable<Response> delete_objects(Exchange& ex, S3Request& s3) {
   if (!body || body->empty()) {
     co_return s3.error(make(400, "MissingRequestBodyError", "Request body is empty."));
   }
-  // Content-MD5 is required, and must be the body's.
+  // Content-MD5 or an x-amz-checksum-* header is required (AWS SDKs send only the latter since
+  // 2025, as newer Swift takes it), and must be the body's.
   auto md5 = s3.client.headers.get("Content-MD5");
-  if (!md5) {
-    co_return s3.error(S3Error::invalid_request("Missing required header for this request: Content-MD5"));
+  auto planned = checksum_plan(s3, false);
+  if (auto* e = std::get_if<S3Error>(&planned)) co_return s3.error(*e);
+  const auto& plan = std::get<std::optional<ChecksumPlan>>(planned);
+  if (!md5 && !plan) {
+    co_return s3.error(S3Error::invalid_request(
+        "Missing required header for this request: Content-MD5 OR x-amz-checksum-*"));
   }
-  const auto digest = common::crypto::md5(*body);
-  if (*md5 != common::crypto::b64encode(std::string_view(
-                  reinterpret_cast<const char*>(digest.data()), digest.size()))) {
-    S3Error e = errors::bad_digest();
-    e.details.emplace_back("ContentMd5", std::string(*md5));
-    co_return s3.error(e);
+  if (auto e = content_md5_mismatch(s3, *body)) co_return s3.error(*e);
+  if (plan) {
+    Checksum sum(plan->algorithm);
+    sum.update(*body);
+    if (sum.digest() != *plan->value) co_return s3.error(checksum_mismatch(plan->algorithm));
   }
   // <Delete><Quiet>?</Quiet><Object><Key/><VersionId/>?</Object>+</Delete>, as Swift's schema.
   pugi::xml_document doc;
@@ -995,6 +1012,19 @@ net::awaitable<Response> delete_objects(Exchange& ex, S3Request& s3) {
     }
   }
   co_return xml_response(200, to_xml(out), s3.env.trans_id);
+}
+
+std::optional<S3Error> content_md5_mismatch(const S3Request& s3, std::string_view body) {
+  auto md5 = s3.client.headers.get("Content-MD5");
+  if (!md5) return std::nullopt;
+  const auto digest = common::crypto::md5(body);
+  if (*md5 == common::crypto::b64encode(std::string_view(
+                  reinterpret_cast<const char*>(digest.data()), digest.size()))) {
+    return std::nullopt;
+  }
+  S3Error e = errors::bad_digest();
+  e.details.emplace_back("ContentMd5", std::string(*md5));
+  return e;
 }
 
 net::awaitable<void> object_request(Exchange& ex, S3Request& s3) {

@@ -104,6 +104,10 @@ S3Error unexpected(const S3Request& s3, const common::http::Response& r);
 boost::asio::awaitable<std::variant<std::optional<std::string>, S3Error>> read_xml_body(
     common::http::Exchange& ex, size_t max_length);
 
+// BadDigest (with the ContentMd5 Swift names) when the request has a Content-MD5 that is not
+// `body`'s; nullopt when it matches or is absent.
+std::optional<S3Error> content_md5_mismatch(const S3Request& s3, std::string_view body);
+
 // Swift's get_validated_param(): an integer query parameter in [0, 2^31-1] (InvalidArgument
 // otherwise), `def` when absent, capped at `limit`.
 std::variant<int64_t, S3Error> validated_param(const S3Request& s3, const std::string& name,

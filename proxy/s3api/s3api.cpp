@@ -122,8 +122,13 @@ std::optional<S3Error> refused_header(const S3Request& s3) {
   if (h.contains("x-amz-website-redirect-location")) {
     return errors::not_implemented("Website redirection is not supported.");
   }
-  // aws-chunked bodies: object PUTs decode them (object.cpp); nothing else takes them yet.
-  const bool object_put = s3.client.method == "PUT" && s3.key && s3.params.empty();
+  // aws-chunked bodies: object PUTs and UploadPart decode them (object.cpp); nothing else
+  // takes them yet. (x-id is the operation's name, which AWS SDKs add to every URL.)
+  const bool object_put =
+      s3.client.method == "PUT" && s3.key &&
+      std::all_of(s3.params.begin(), s3.params.end(), [](const auto& p) {
+        return p.first == "x-id" || p.first == "partNumber" || p.first == "uploadId";
+      });
   if (!object_put &&
       (h.get_or("Content-Encoding", "").find("aws-chunked") != std::string_view::npos ||
        h.get_or("x-amz-content-sha256", "").starts_with("STREAMING-") ||

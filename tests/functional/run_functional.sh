@@ -50,10 +50,10 @@ swap_to_swift() {
 }
 if [ "$mix" = stock ]; then
   conf="$APUS_SAIO_DIR/etc/proxy-server.conf"
-  sed -i 's/^pipeline = .*$/pipeline = catch_errors gatekeeper healthcheck proxy-logging cache listing_formats bulk tempurl formpost ratelimit crossdomain container_sync tempauth staticweb copy container-quotas account-quotas slo dlo versioned_writes symlink proxy-logging proxy-server/' "$conf"
+  sed -i 's/^pipeline = .*$/pipeline = catch_errors gatekeeper healthcheck proxy-logging cache listing_formats bulk tempurl formpost ratelimit crossdomain container_sync s3api tempauth staticweb copy container-quotas account-quotas slo dlo versioned_writes symlink proxy-logging proxy-server/' "$conf"
   # The all-in-one's domain_remap (APUS_SAIO_STORAGE_DOMAIN) stays, as on Apus.
   grep -q '^\[filter:domain_remap\]' "$conf" && sed -i 's/^\(pipeline = .*\) listing_formats /\1 domain_remap listing_formats /' "$conf"
-  for f in bulk tempurl formpost ratelimit crossdomain container_sync staticweb copy slo dlo symlink; do
+  for f in bulk tempurl formpost ratelimit crossdomain container_sync s3api staticweb copy slo dlo symlink; do
     grep -q "^\[filter:$f\]" "$conf" || printf '\n[filter:%s]\nuse = egg:swift#%s\n' "$f" "$f" >>"$conf"
   done
   grep -q '^\[filter:container-quotas\]' "$conf" ||

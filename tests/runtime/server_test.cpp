@@ -203,6 +203,7 @@ TEST_CASE("a client sending a body answered without being read gets the answer")
   REQUIRE(r);
   CHECK(r->status == 413);
   CHECK(r->body == "too big");
+  CHECK(r->headers.get_or("Connection", "") == "close");
   CHECK(c.closed_by_peer());
 }
 
@@ -833,4 +834,33 @@ TEST_CASE("issue 12: OrRefusal holds a value or the response refusing the reques
   CHECK(bad.refusal().status == 400);
   Response moved = std::move(bad).refusal();
   CHECK(moved.body == "Missing number");
+}
+
+TEST_CASE("field names beyond RFC tokens arrive as sent, as eventlet takes them") {
+  HeaderMap seen;
+  std::vector<std::pair<std::string, std::string>> raw;
+  TestServer server([&](Exchange& ex) -> net::awaitable<void> {
+    seen = ex.request().headers;
+    raw = ex.request().raw_headers;
+    Response r;
+    (void)co_await ex.respond(std::move(r));
+  });
+  RawClient c(server.port());
+  REQUIRE(c.send("GET /o HTTP/1.1\r\nX-Object-Meta-Foo=5Fbar: 1\r\nx-amz-meta-(: 2\r\n"
+                 "X-Meta_Under: 3\r\n\r\n"));
+  auto r = c.read_response();
+  REQUIRE(r);
+  CHECK(r->status == 200);
+  CHECK(seen.get_or("X-Object-Meta-Foo=5fbar", "") == "1");
+  CHECK(seen.get_or("X-Amz-Meta-(", "") == "2");
+  CHECK(seen.get_or("X-Meta-Under", "") == "3");
+  REQUIRE(raw.size() == 3);
+  CHECK(raw[1].first == "x-amz-meta-(");
+  CHECK(raw[2].first == "X-Meta_Under");
+  // A space in a name is still refused.
+  RawClient d(server.port());
+  REQUIRE(d.send("GET /o HTTP/1.1\r\nX Bad: 1\r\n\r\n"));
+  r = d.read_response();
+  REQUIRE(r);
+  CHECK(r->status == 400);
 }

@@ -41,6 +41,7 @@
 #include "common/async.h"
 #include "common/http/date.h"
 #include "common/http/internal/asio_util.h"
+#include "common/http/internal/read_head.h"
 #include "common/log/log.h"
 #include "common/metrics/metrics.h"
 #include "common/process.h"
@@ -326,6 +327,7 @@ class Session : public Exchange, public std::enable_shared_from_this<Session> {
   const bool admin_;  // a connection to the admin (metrics) listener
   beast::tcp_stream stream_;
   beast::flat_buffer buffer_;
+  std::vector<std::string> masked_names_;  // field names the parser saw masked (read_head())
   std::optional<bhttp::request_parser<bhttp::buffer_body>> parser_;
   Request request_;
   bool idle_ = false;
@@ -375,6 +377,7 @@ net::awaitable<void> Session::discard_until_closed() {
   buffer_.shrink_to_fit();
   std::array<char, 16384> sink;
   const auto deadline = std::chrono::steady_clock::now() + kLingerTotal;
+  idle_ = true;  // answered: a drain closes the connection at once (close_if_idle())
   for (;;) {
     const auto left = deadline - std::chrono::steady_clock::now();
     if (left <= std::chrono::steady_clock::duration::zero()) break;
@@ -382,6 +385,7 @@ net::awaitable<void> Session::discard_until_closed() {
     auto [e, n] = co_await stream_.async_read_some(net::buffer(sink), kAsTuple);
     if (e) break;
   }
+  idle_ = false;
 }
 
 void Session::close_and_finish() {
@@ -402,7 +406,8 @@ net::awaitable<Session::HeadResult> Session::read_request_head() {
   parser_->body_limit(boost::none);  // handlers enforce max_file_size themselves
   stream_.expires_after(to_duration(opt.client_timeout));
   idle_ = true;
-  auto [ec, n] = co_await bhttp::async_read_header(stream_, buffer_, *parser_, kAsTuple);
+  beast::error_code ec = co_await internal::read_head(
+      stream_, buffer_, *parser_, opt.max_request_line + opt.max_total_headers, masked_names_);
   idle_ = false;
   if (!ec) {
     if (auto refusal = check_limits()) {
@@ -471,12 +476,14 @@ void Session::fill_request() {
   // X-Object-Meta-Under-Score), so every server stores and compares what Swift does.
   bool underscore = false;
   for (const auto& field : msg) {
-    add_wsgi_field(request_.headers, field.name_string(), field.value());
-    underscore = underscore || field.name_string().find('_') != std::string_view::npos;
+    std::string_view name = unmask_field_name(field.name_string(), masked_names_);
+    add_wsgi_field(request_.headers, name, field.value());
+    underscore = underscore || name.find('_') != std::string_view::npos;
   }
   if (underscore) {
     for (const auto& field : msg) {
-      request_.raw_headers.emplace_back(field.name_string(), field.value());
+      request_.raw_headers.emplace_back(unmask_field_name(field.name_string(), masked_names_),
+                                        field.value());
     }
   }
   request_.chunked = parser_->chunked();
@@ -549,11 +556,11 @@ net::awaitable<void> Session::serve_one() {
   } else if (!response_done_) {
     must_close_ = true;  // a streamed response cut short: the client sees a short body
   }
-  // A body the handler did not read would be taken for the next request; close instead,
-  // reading what the client still sends so that it gets the answer (discard_until_closed).
+  // A body the handler did not read would be taken for the next request; close instead (the
+  // answer said so: format_head()), reading what the client still sends so that it gets the
+  // answer (discard_until_closed). A client told no 100 Continue sends no body.
   if (!body_done_) {
     must_close_ = true;
-    // A client told no 100 Continue sends no body.
     unread_body_ = response_done_ && !(request_.expect_continue && !continue_sent_);
   }
   // Keep-alive connections wait with a small buffer: a thousand idle clients cost little.
@@ -656,9 +663,10 @@ net::awaitable<Status> Session::send_continue() {
 std::string Session::format_head(int status, const HeaderMap& headers,
                                  std::optional<uint64_t> length, bool chunked,
                                  std::string_view reason) {
-  // A client that asked for 100-continue and got a final answer instead may still send its
-  // body; eventlet closes such connections, and so do we.
-  if (request_.expect_continue && !continue_sent_ && !body_done_) must_close_ = true;
+  // An answer given before the request body was all read ends the connection, and says so:
+  // the rest of the body would be taken for the next request (a client that asked for
+  // 100-continue and got a final answer may still send its body; eventlet closes those too).
+  if (!body_done_) must_close_ = true;
   if (worker_.draining) must_close_ = true;
   std::string head;
   head.reserve(256);
