@@ -13,7 +13,9 @@ may provide what Apus lacks.
 With --baseline (stock Swift alone, APUS_FUNCTIONAL_MIX=stock), only the counts are printed:
 the run is the reference Apus is compared with (compare_stock.py), not a test of Apus.
 
-usage: compare_failures.py [--mixed | --baseline] JUNIT_XML KNOWN_FAILURES
+--suite=NAME names the suite in the counts line (default: Swift functional suite).
+
+usage: compare_failures.py [--mixed | --baseline] [--suite=NAME] JUNIT_XML KNOWN_FAILURES
 """
 import fnmatch
 import sys
@@ -35,6 +37,7 @@ def main():
     args = sys.argv[1:]
     mixed = "--mixed" in args
     baseline = "--baseline" in args
+    suite = ([a[8:] for a in args if a.startswith("--suite=")] or ["Swift functional suite"])[-1]
     junit, known_path = [a for a in args if not a.startswith("--")][:2]
     known = load_known(known_path)
     passed, failed, skipped = [], [], []
@@ -54,15 +57,15 @@ def main():
         else:
             passed.append(tid)
     if baseline:
-        print("Swift functional suite on stock Swift: %d passed, %d failed, %d skipped"
-              % (len(passed), len(failed), len(skipped)))
+        print("%s on stock Swift: %d passed, %d failed, %d skipped"
+              % (suite, len(passed), len(failed), len(skipped)))
         print("%d passed, 0 failed" % len(passed))
         return 0
     unexpected = [t for t in failed if not any(fnmatch.fnmatchcase(t, p) for p, _ in known)]
     fixed = [] if mixed else [p for p, _ in known
                               if not any(c in p for c in "*?[") and p in passed]
-    print("Swift functional suite on Apus: %d passed, %d failed (%d known), %d skipped"
-          % (len(passed), len(failed), len(failed) - len(unexpected), len(skipped)))
+    print("%s on Apus: %d passed, %d failed (%d known), %d skipped"
+          % (suite, len(passed), len(failed), len(failed) - len(unexpected), len(skipped)))
     for t in unexpected:
         print("UNEXPECTED FAILURE:", t)
         if why.get(t):
