@@ -75,11 +75,17 @@ struct ProxyEnv {
   // ";swift_bytes="), so the app neither guesses it nor refuses its swift_* parameters.
   bool content_type_overridden = false;
   // swift.callback.slo_manifest_hook: more checks of a manifest slo is about to store, given its
-  // object segments' names ("/container/object") and sizes in order; the problems it returns,
-  // (segment name, message), join slo's own. s3api sets it for CompleteMultipartUpload (every
-  // part but the last at least min_segment_size). Never passed to subrequests.
+  // object segments in order; the problems it returns, (segment name, message), join slo's own.
+  // s3api sets it for CompleteMultipartUpload (every part but the last at least
+  // min_segment_size, each part's stored checksum the one the client names). Never passed to
+  // subrequests.
+  struct SloSegment {
+    std::string name;  // "/container/object"
+    int64_t bytes = 0;
+    const common::http::HeaderMap* headers = nullptr;  // its HEAD answer's
+  };
   std::function<std::vector<std::pair<std::string, std::string>>(
-      const std::vector<std::pair<std::string, int64_t>>& segments)>
+      const std::vector<SloSegment>& segments)>
       slo_manifest_hook;
   // swift.format_listing: false when a middleware answers a listing in its own format (object
   // versioning's ?versions), which listing_formats then passes on as it is.

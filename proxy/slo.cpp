@@ -499,11 +499,14 @@ class Slo final : public Middleware {
       stored[i] = std::move(c.stored);
     }
     if (env.slo_manifest_hook) {
-      std::vector<std::pair<std::string, int64_t>> sizes;
-      for (const auto& s : stored) {
-        if (s && !s->is_data) sizes.emplace_back(s->name, s->bytes);
+      std::vector<ProxyEnv::SloSegment> segments;
+      for (size_t i = 0; i < parsed->size(); ++i) {
+        const auto& s = stored[i];
+        if (s && !s->is_data) {
+          segments.push_back({s->name, s->bytes, &heads.at((*parsed)[i].path).headers});
+        }
       }
-      for (auto& [name, message] : env.slo_manifest_hook(sizes)) {
+      for (auto& [name, message] : env.slo_manifest_hook(segments)) {
         problems.push_back({std::move(name), std::move(message)});
       }
     }

@@ -168,4 +168,10 @@ std::optional<std::string> decode_checksum(std::string_view value, size_t size) 
   return raw;
 }
 
+std::string checksum_sysmeta(ChecksumAlgorithm a) {
+  std::string name(checksum_name(a));
+  name[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(name[0])));
+  return "X-Object-Sysmeta-S3api-Checksum-" + name;
+}
+
 }  // namespace apus::proxy::s3api

@@ -44,6 +44,13 @@ class Checksum {
   std::unique_ptr<Hash> hash_;  // SHA-1 / SHA-256
 };
 
+// Where an object keeps the checksum it was uploaded with (Apus's own sysmeta; Swift's s3api
+// stores none): "X-Object-Sysmeta-S3api-Checksum-Crc32" and so on, the value as S3 sends it
+// (base64, "-<parts>" after a multipart upload's composite one), and its type
+// (FULL_OBJECT or COMPOSITE) in X-Object-Sysmeta-S3api-Checksum-Type.
+std::string checksum_sysmeta(ChecksumAlgorithm a);
+inline constexpr std::string_view kChecksumTypeSysmeta = "X-Object-Sysmeta-S3api-Checksum-Type";
+
 // Swift's strict_b64decode(value, exact_size): standard base64, padded, decoding to exactly
 // `size` bytes; nullopt otherwise.
 std::optional<std::string> decode_checksum(std::string_view value, size_t size);

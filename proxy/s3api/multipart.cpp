@@ -22,6 +22,7 @@
 #include "common/http/range.h"
 #include "common/http/url.h"
 #include "common/timestamp.h"
+#include "proxy/s3api/checksum.h"
 #include "proxy/s3api/s3_request.h"
 #include "proxy/s3api/s3_response.h"
 #include "proxy/subrequest.h"
@@ -45,6 +46,9 @@ constexpr std::string_view kEtagSysmeta = "X-Object-Sysmeta-S3api-Etag";
 constexpr std::string_view kHasContentTypeSysmeta = "X-Object-Sysmeta-S3api-Has-Content-Type";
 constexpr std::string_view kContentTypeSysmeta = "X-Object-Sysmeta-S3api-Content-Type";
 constexpr std::string_view kOverrideEtag = "X-Object-Sysmeta-Container-Update-Override-Etag";
+// The checksum algorithm and type an upload was created with (x-amz-checksum-algorithm and
+// -type), kept on its marker.
+constexpr std::string_view kChecksumAlgorithmSysmeta = "X-Object-Sysmeta-S3api-Checksum-Algorithm";
 
 struct Upload {
   std::string key;
@@ -302,6 +306,43 @@ net::awaitable<Response> list_multipart_uploads(S3Request& s3) {
   co_return xml_response(200, to_xml(doc), s3.env.trans_id);
 }
 
+// The checksum an upload is created with: x-amz-checksum-algorithm and x-amz-checksum-type
+// (COMPOSITE unless said otherwise; CRC64NVME is FULL_OBJECT only, the SHAs COMPOSITE only).
+struct UploadChecksum {
+  ChecksumAlgorithm algorithm;
+  std::string type;
+};
+std::variant<std::optional<UploadChecksum>, S3Error> upload_checksum(const S3Request& s3) {
+  auto name = s3.client.headers.get("x-amz-checksum-algorithm");
+  if (!name) return std::optional<UploadChecksum>();
+  auto algorithm = checksum_algorithm_of("x-amz-checksum-" + common::http::to_lower(*name));
+  if (!algorithm) {
+    return S3Error::invalid_request(
+        "Checksum algorithm provided is unsupported. Please try again with any of the valid "
+        "types: [CRC32, CRC32C, CRC64NVME, SHA1, SHA256]");
+  }
+  const bool crc64 = *algorithm == ChecksumAlgorithm::kCrc64Nvme;
+  const bool sha = *algorithm == ChecksumAlgorithm::kSha1 || *algorithm == ChecksumAlgorithm::kSha256;
+  std::string type(s3.client.headers.get_or("x-amz-checksum-type", crc64 ? "FULL_OBJECT" : "COMPOSITE"));
+  for (char& c : type) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (type != "COMPOSITE" && type != "FULL_OBJECT") {
+    return S3Error::invalid_request("Value for x-amz-checksum-type header is invalid.");
+  }
+  if ((crc64 && type == "COMPOSITE") || (sha && type == "FULL_OBJECT")) {
+    std::string upper(checksum_name(*algorithm));
+    for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    return S3Error::invalid_request("The " + type + " checksum type cannot be used with the " +
+                                    upper + " checksum algorithm.");
+  }
+  return std::optional<UploadChecksum>(UploadChecksum{*algorithm, type});
+}
+
+std::string upper_name(ChecksumAlgorithm a) {
+  std::string upper(checksum_name(a));
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return upper;
+}
+
 // CreateMultipartUpload (POST ?uploads): the segments container when it is not there yet, then
 // the upload's marker with the object's metadata and Content-Type (in sysmeta: the marker's own
 // is application/directory).
@@ -315,6 +356,9 @@ net::awaitable<Response> create_multipart_upload(S3Request& s3) {
   if (static_cast<int64_t>(s3.key->size()) > s3.config.max_object_name_length) {
     co_return s3.error(errors::key_too_long());
   }
+  auto wanted = upload_checksum(s3);
+  if (auto* e = std::get_if<S3Error>(&wanted)) co_return s3.error(*e);
+  const std::optional<UploadChecksum> checksum = std::get<std::optional<UploadChecksum>>(wanted);
   const std::string upload_id = new_upload_id();
   const std::string segments = segments_container(s3);
   auto seg = co_await call_swift(s3, "HEAD", segments, std::nullopt);
@@ -342,6 +386,10 @@ net::awaitable<Response> create_multipart_upload(S3Request& s3) {
     h.set("Content-Type", "application/directory");
     h.set("Content-Length", "0");
     for (const char* name : {"Etag", "Content-MD5", "Transfer-Encoding"}) h.erase(name);
+    if (checksum) {
+      h.set(kChecksumAlgorithmSysmeta, upper_name(checksum->algorithm));
+      h.set(kChecksumTypeSysmeta, checksum->type);
+    }
   });
   if (auto* e = std::get_if<S3Error>(&put)) co_return s3.error(*e);
   const Response& p = std::get<Response>(put);
@@ -352,7 +400,12 @@ net::awaitable<Response> create_multipart_upload(S3Request& s3) {
   add_text(root, "Bucket", s3.bucket);
   add_text(root, "Key", *s3.key);
   add_text(root, "UploadId", upload_id);
-  co_return xml_response(200, to_xml(doc), s3.env.trans_id);
+  Response out = xml_response(200, to_xml(doc), s3.env.trans_id);
+  if (checksum) {
+    out.headers.set("x-amz-checksum-algorithm", upper_name(checksum->algorithm));
+    out.headers.set("x-amz-checksum-type", checksum->type);
+  }
+  co_return out;
 }
 
 // ListParts (GET ?uploadId): the upload's parts after part-number-marker, in number order.
@@ -494,7 +547,9 @@ std::string host_url(std::string_view host) {
 }
 
 // The CompleteMultipartUploadResult document.
-std::string complete_result(const S3Request& s3, const std::string& s3_etag) {
+std::string complete_result(const S3Request& s3, const std::string& s3_etag,
+                            const std::optional<std::pair<ChecksumAlgorithm, std::string>>&
+                                checksum = std::nullopt) {
   pugi::xml_node root;
   auto doc = result_document("CompleteMultipartUploadResult", &root);
   add_text(root, "Location",
@@ -503,6 +558,10 @@ std::string complete_result(const S3Request& s3, const std::string& s3_etag) {
   add_text(root, "Bucket", s3.bucket);
   add_text(root, "Key", *s3.key);
   add_text(root, "ETag", "\"" + s3_etag + "\"");
+  if (checksum) {
+    add_text(root, ("Checksum" + upper_name(checksum->first)).c_str(), checksum->second);
+    add_text(root, "ChecksumType", "COMPOSITE");
+  }
   return to_xml(doc);
 }
 
@@ -528,7 +587,9 @@ S3Error manifest_put_error(const S3Request& s3, const Response& r, const std::st
     if (!p.is_array() || p.as_array().size() != 2 || !p.as_array()[1].is_string()) continue;
     std::string_view what = p.as_array()[1].as_string();
     if (what == too_small) return entity_too_small();
-    if (what == "Etag Mismatch" || what == "404 Not Found") return invalid_part(upload_id);
+    if (what == "Etag Mismatch" || what == "404 Not Found" || what == "Checksum Mismatch") {
+      return invalid_part(upload_id);
+    }
     if (p.as_array()[0].is_string()) {
       if (!message.empty()) message += "\n";
       message += std::string(p.as_array()[0].as_string()) + ": " + std::string(what);
@@ -567,6 +628,16 @@ net::awaitable<Response> complete_multipart_upload(Exchange& ex, S3Request& s3,
     co_return s3.error(errors::malformed_xml());
   }
   const std::string segments = segments_container(s3);
+  // A composite checksum when the upload was created with one (a FULL_OBJECT checksum, which
+  // needs the parts combined by their lengths, is not kept yet).
+  std::optional<Checksum> composite;
+  if (info.is_marker && info.head.headers.get_or(kChecksumTypeSysmeta, "") == "COMPOSITE") {
+    std::string name(info.head.headers.get_or(kChecksumAlgorithmSysmeta, ""));
+    if (auto a = checksum_algorithm_of("x-amz-checksum-" + common::http::to_lower(name))) {
+      composite.emplace(*a);
+    }
+  }
+  std::vector<std::string> part_checksums;  // as the client names them, in part order
   boost::json::array manifest;
   common::crypto::Md5 s3_etag_hash;
   int64_t previous = 0;
@@ -575,6 +646,7 @@ net::awaitable<Response> complete_multipart_upload(Exchange& ex, S3Request& s3,
     if (part.type() != pugi::node_element) continue;
     if (std::string_view(part.name()) != "Part") co_return s3.error(errors::malformed_xml());
     std::optional<std::string> number_text, etag_text;
+    std::map<std::string, std::string> checksums;  // "ChecksumCRC32" -> its text
     for (pugi::xml_node field : part.children()) {
       if (field.type() != pugi::node_element) continue;
       std::string_view name = field.name();
@@ -584,7 +656,9 @@ net::awaitable<Response> complete_multipart_upload(Exchange& ex, S3Request& s3,
       if (slot) {
         if (*slot) co_return s3.error(errors::malformed_xml());  // twice
         *slot = field.text().get();
-      } else if (!name.starts_with("Checksum")) {
+      } else if (name.starts_with("Checksum")) {
+        checksums[std::string(name)] = field.text().get();
+      } else {
         co_return s3.error(errors::malformed_xml());
       }
     }
@@ -611,6 +685,22 @@ net::awaitable<Response> complete_multipart_upload(Exchange& ex, S3Request& s3,
     }
     s3_etag_hash.update(std::span<const uint8_t>(raw));
     ++count;
+    if (composite) {
+      // Each part's checksum, as it was uploaded; the composite one is their checksum.
+      auto it = checksums.find("Checksum" + upper_name(composite->algorithm()));
+      std::optional<std::string> digest;
+      if (it != checksums.end()) {
+        digest = decode_checksum(it->second, checksum_size(composite->algorithm()));
+      }
+      if (!digest) {
+        co_return s3.error(S3Error::invalid_request(
+            "The upload was created using a " + std::string(checksum_name(composite->algorithm())) +
+            " checksum. The complete request must include the checksum for each part. It was "
+            "missing for part " + std::to_string(*number) + " in the request."));
+      }
+      composite->update(*digest);
+      part_checksums.push_back(common::crypto::b64encode(*digest));
+    }
   }
   if (count == 0) co_return s3.error(errors::malformed_xml());
   const std::string s3_etag = s3_etag_hash.hex_digest() + "-" + std::to_string(count);
@@ -653,6 +743,14 @@ net::awaitable<Response> complete_multipart_upload(Exchange& ex, S3Request& s3,
     if (!type.empty()) h.set("Content-Type", type);
   }
   h.set(kEtagSysmeta, s3_etag);
+  std::optional<std::pair<ChecksumAlgorithm, std::string>> checksum;
+  if (composite) {
+    const std::string digest = composite->digest();
+    checksum.emplace(composite->algorithm(),
+                     common::crypto::b64encode(digest) + "-" + std::to_string(count));
+    h.set(checksum_sysmeta(checksum->first), checksum->second);
+    h.set(kChecksumTypeSysmeta, "COMPOSITE");
+  }
   h.set(kOverrideEtag, "; s3_etag=" + s3_etag);  // slo puts the manifest's etag in front
   const std::string body = boost::json::serialize(manifest);
   h.set("Content-Length", std::to_string(body.size()));
@@ -663,11 +761,20 @@ net::awaitable<Response> complete_multipart_upload(Exchange& ex, S3Request& s3,
   const std::string too_small = "s3api requires that each segment be at least " +
                                 std::to_string(s3.config.min_segment_size) + " bytes";
   const int64_t min_size = s3.config.min_segment_size;
-  env.slo_manifest_hook = [too_small, min_size](
-                              const std::vector<std::pair<std::string, int64_t>>& segments) {
+  const std::string sysmeta =
+      checksum ? checksum_sysmeta(checksum->first) : std::string();
+  env.slo_manifest_hook = [too_small, min_size, sysmeta, &part_checksums](
+                              const std::vector<ProxyEnv::SloSegment>& segments) {
     std::vector<std::pair<std::string, std::string>> problems;
     for (size_t i = 0; i + 1 < segments.size(); ++i) {
-      if (segments[i].second < min_size) problems.emplace_back(segments[i].first, too_small);
+      if (segments[i].bytes < min_size) problems.emplace_back(segments[i].name, too_small);
+    }
+    // A part's checksum, kept when it was uploaded with it in a header, is the one named.
+    for (size_t i = 0; !sysmeta.empty() && i < segments.size() && i < part_checksums.size(); ++i) {
+      std::string_view kept = segments[i].headers ? segments[i].headers->get_or(sysmeta, "") : "";
+      if (!kept.empty() && kept != part_checksums[i]) {
+        problems.emplace_back(segments[i].name, "Checksum Mismatch");
+      }
     }
     return problems;
   };
@@ -681,7 +788,7 @@ net::awaitable<Response> complete_multipart_upload(Exchange& ex, S3Request& s3,
   // The marker goes; one gone already (a concurrent or retried Complete) is as good.
   auto gone = co_await call_swift(s3, "DELETE", segments, marker_name(s3, upload_id));
   if (auto* e = std::get_if<S3Error>(&gone)) co_return s3.error(*e);
-  co_return xml_response(200, complete_result(s3, s3_etag), s3.env.trans_id);
+  co_return xml_response(200, complete_result(s3, s3_etag, checksum), s3.env.trans_id);
 }
 
 }  // namespace

@@ -395,9 +395,16 @@ class ObjectExchange final : public ExchangeWrapper {
     set_request_ids(h, s3_.env.trans_id);
     if (op_ == Op::kPut) {
       h.set("Content-Length", "0");
+      // The checksum the upload was checked against, as S3 answers it (SDKs copy a part's into
+      // CompleteMultipartUpload).
+      if (checksum_ && checksum_->digest().size() == checksum_size(plan_->algorithm)) {
+        h.set("x-amz-checksum-" + std::string(checksum_name(plan_->algorithm)),
+              common::crypto::b64encode(checksum_->digest()));
+      }
       co_return std::make_pair(200, std::move(h));
     }
     if (h.contains("x-amz-meta-deleted")) co_return errors::no_such_key(*s3_.key);
+    add_stored_checksum(status, swift, h);
     for (const char* key : {"content-type", "content-language", "expires", "cache-control",
                             "content-disposition", "content-encoding"}) {
       auto it = s3_.params.find(std::string("response-") + key);
@@ -422,6 +429,25 @@ class ObjectExchange final : public ExchangeWrapper {
       }
     }
     co_return std::make_pair(status, std::move(h));
+  }
+
+  // GetObject and HeadObject with x-amz-checksum-mode: ENABLED: the checksum the whole object
+  // was uploaded with, if it was kept (not for a range: it covers the whole object).
+  void add_stored_checksum(int status, const HeaderMap& swift, HeaderMap& h) const {
+    if (status != 200 || !common::http::iequals(
+                             s3_.client.headers.get_or("x-amz-checksum-mode", ""), "ENABLED")) {
+      return;
+    }
+    if (op_ == Op::kHead && s3_.client.headers.contains("Range")) return;
+    for (ChecksumAlgorithm a : {ChecksumAlgorithm::kCrc32, ChecksumAlgorithm::kCrc32c,
+                                ChecksumAlgorithm::kCrc64Nvme, ChecksumAlgorithm::kSha1,
+                                ChecksumAlgorithm::kSha256}) {
+      auto value = swift.get(checksum_sysmeta(a));
+      if (!value || value->empty()) continue;
+      h.set("x-amz-checksum-" + std::string(checksum_name(a)), *value);
+      h.set("x-amz-checksum-type", swift.get_or(kChecksumTypeSysmeta, "FULL_OBJECT"));
+      return;
+    }
   }
 
   net::awaitable<S3Error> error_for(int status) {
@@ -648,6 +674,14 @@ net::awaitable<Response> copy_object(S3Request& s3, const PutTarget& target) {
         h.set(name, "");
       }
     }
+    if (target.part && range) {
+      // The source's checksum is not the range's.
+      for (ChecksumAlgorithm a : {ChecksumAlgorithm::kCrc32, ChecksumAlgorithm::kCrc32c,
+                                  ChecksumAlgorithm::kCrc64Nvme, ChecksumAlgorithm::kSha1,
+                                  ChecksumAlgorithm::kSha256}) {
+        h.set(checksum_sysmeta(a), "");
+      }
+    }
     if (directive == "REPLACE") {
       h.set("X-Fresh-Metadata", "True");
       if (h.get_or("Content-Type", "").empty()) h.set("Content-Type", "binary/octet-stream");
@@ -732,6 +766,13 @@ net::awaitable<void> put_object(Exchange& ex, S3Request& s3, const PutTarget& ta
   HeaderMap& h = std::get<HeaderMap>(headers);
   // The checksum is S3's; Swift has no use for these headers.
   for (const char* name : {"x-amz-trailer", "x-amz-sdk-checksum-algorithm"}) h.erase(name);
+  // A checksum sent as a header is kept with the object (GET returns it when asked). One in a
+  // trailer is checked but not kept: it comes after the object servers took the metadata.
+  h.erase_prefix("X-Object-Sysmeta-S3api-Checksum-");
+  if (plan && plan->value) {
+    h.set(checksum_sysmeta(plan->algorithm), common::crypto::b64encode(*plan->value));
+    h.set(kChecksumTypeSysmeta, "FULL_OBJECT");
+  }
   if (auto md5 = s3.client.headers.get("Content-MD5")) {
     auto etag = content_md5_etag(*md5);
     if (auto* e = std::get_if<S3Error>(&etag)) co_return co_await ex.reply(s3.error(*e));

@@ -21,7 +21,8 @@ as boto3 signs) and sent to both; status, the headers that matter and the XML bo
 - a request without S3 credentials passes on to Swift's API untouched.
 
 Apus only (Swift 2.30.1 has no answer to compare with): a body other than the one whose
-SHA-256 was signed, and aws-chunked uploads (signed chunks; bad, truncated, mis-sized bodies).
+SHA-256 was signed, aws-chunked uploads (signed chunks; bad, truncated, mis-sized bodies), and
+checksums kept and returned (x-amz-checksum-mode; composite checksums of multipart uploads).
 
 Then the same operations through boto3's client against the Apus proxy only, as a user would.
 
@@ -839,6 +840,78 @@ def multipart(pair):
               "%s: the segments container goes with the bucket" % side)
 
 
+def stored_checksums(pair):
+    """Apus only (Swift's s3api keeps no checksum): a checksum sent as a header is kept and
+    returned with x-amz-checksum-mode: ENABLED (not for a range, not without the mode); a
+    multipart upload created with x-amz-checksum-algorithm gets the composite checksum of its
+    parts' checksums, checked against what each part was uploaded with."""
+    port = pair.ports["apus"]
+    creds = Credentials(*USERS["apus"][:2])
+
+    def call(method, path, headers=None, body=b""):
+        target, h = signed(port, method, path, headers, body, creds=creds)
+        return send(port, method, target, h, body)
+
+    def crc(data):
+        return base64.b64encode(struct.pack(">I", zlib.crc32(data))).decode()
+
+    call("PUT", "/sums")
+    data = b"checksummed body\n"
+    s, _, _ = call("PUT", "/sums/o", {"x-amz-checksum-crc32": crc(data)}, data)
+    check(s == 200, "PUT with x-amz-checksum-crc32: %d" % s)
+    _, h, _ = call("HEAD", "/sums/o", {"x-amz-checksum-mode": "ENABLED"})
+    check(h.get("x-amz-checksum-crc32") == crc(data) and
+          h.get("x-amz-checksum-type") == "FULL_OBJECT",
+          "HEAD with the checksum mode returns the checksum: %r" % h)
+    _, h, _ = call("GET", "/sums/o", {"x-amz-checksum-mode": "enabled"})
+    check(h.get("x-amz-checksum-crc32") == crc(data), "GET with the checksum mode: %r" % h)
+    _, h, _ = call("GET", "/sums/o")
+    check("x-amz-checksum-crc32" not in h, "GET without the mode: no checksum: %r" % h)
+    _, h, _ = call("GET", "/sums/o", {"x-amz-checksum-mode": "ENABLED", "Range": "bytes=0-3"})
+    check("x-amz-checksum-crc32" not in h, "ranged GET: no checksum: %r" % h)
+
+    s, h, b = call("POST", "/sums/mp?uploads", {"x-amz-checksum-algorithm": "CRC32"})
+    check(s == 200 and h.get("x-amz-checksum-algorithm") == "CRC32" and
+          h.get("x-amz-checksum-type") == "COMPOSITE",
+          "CreateMultipartUpload with a checksum algorithm: %d %r" % (s, h))
+    upload = re.search(rb"<UploadId>([^<]+)<", b).group(1).decode()
+    s, _, _ = call("POST", "/sums/bad?uploads", {"x-amz-checksum-algorithm": "MD5"})
+    check(s == 400, "CreateMultipartUpload with an unknown algorithm: %d" % s)
+    parts = [b"p" * (5 << 20), b"last part"]
+    etags = []
+    for n, part in enumerate(parts, 1):
+        s, h, _ = call("PUT", "/sums/mp?partNumber=%d&uploadId=%s" % (n, upload),
+                       {"x-amz-checksum-crc32": crc(part)}, part)
+        etags.append(h.get("etag"))
+        check(s == 200, "UploadPart %d with its checksum: %d" % (n, s))
+
+    def complete(sums):
+        doc = "<CompleteMultipartUpload>" + "".join(
+            "<Part><PartNumber>%d</PartNumber><ETag>%s</ETag>%s</Part>" % (
+                n, etags[n - 1], "<ChecksumCRC32>%s</ChecksumCRC32>" % c if c else "")
+            for n, c in enumerate(sums, 1)) + "</CompleteMultipartUpload>"
+        return call("POST", "/sums/mp?uploadId=" + upload, body=doc.encode())
+
+    s, _, b = complete([crc(parts[0]), None])
+    check(s == 400 and b"<Code>InvalidRequest</Code>" in b and b"missing for part 2" in b,
+          "Complete without a part's checksum: %d %r" % (s, b))
+    s, _, b = complete([crc(parts[0]), crc(b"other")])
+    check(s == 400 and b"<Code>InvalidPart</Code>" in b,
+          "Complete with a wrong part checksum: %d %r" % (s, b))
+    want = base64.b64encode(struct.pack(">I", zlib.crc32(
+        base64.b64decode(crc(parts[0])) + base64.b64decode(crc(parts[1]))))).decode() + "-2"
+    s, _, b = complete([crc(p) for p in parts])
+    check(s == 200 and ("<ChecksumCRC32>%s</ChecksumCRC32>" % want).encode() in b and
+          b"<ChecksumType>COMPOSITE</ChecksumType>" in b,
+          "Complete gives the composite checksum %s: %d %r" % (want, s, b))
+    _, h, _ = call("HEAD", "/sums/mp", {"x-amz-checksum-mode": "ENABLED"})
+    check(h.get("x-amz-checksum-crc32") == want and h.get("x-amz-checksum-type") == "COMPOSITE",
+          "HEAD of the upload returns the composite checksum: %r" % h)
+    for key in ("o", "mp"):
+        call("DELETE", "/sums/" + key)
+    call("DELETE", "/sums")
+
+
 def auth(pair):
     pair.both("Version 4 presigned ListBuckets", "GET", "/", kind="v4q")
     pair.both("Version 2 ListBuckets", "GET", "/", kind="v2")
@@ -950,6 +1023,7 @@ def main():
         versioning(pair)
         uploads(pair)
         multipart(pair)
+        stored_checksums(pair)
         # Without object versioning in the pipeline, versioning cannot be turned on.
         plain = cluster.start_proxy("proxy-s3api-plain",
                                     pipeline=PIPELINE.replace(" versioned_writes", ""),

@@ -74,6 +74,15 @@ const ranged = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: "dir/bi
                                                     Range: "bytes=5242870-5242889" }));
 check((await body(ranged)).equals(big.subarray(5242870, 5242890)),
       "ranged GetObject across a part boundary");
+// The SDK asks for checksums (x-amz-checksum-mode) and validates a whole object's.
+const checked = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: "small.txt",
+                                                     ChecksumMode: "ENABLED" }));
+check((await body(checked)).equals(small) && /^[A-Za-z0-9+/]{6}==$/.test(checked.ChecksumCRC32 || ""),
+      "GetObject with ChecksumMode: CRC32 " + checked.ChecksumCRC32 + ", validated by the SDK");
+const headSum = await s3.send(new HeadObjectCommand({ Bucket: bucket, Key: "dir/big.bin",
+                                                      ChecksumMode: "ENABLED" }));
+check(/-3$/.test(headSum.ChecksumCRC32 || "") && headSum.ChecksumType === "COMPOSITE",
+      "HeadObject of the multipart object: composite CRC32 " + headSum.ChecksumCRC32);
 const head = await s3.send(new HeadObjectCommand({ Bucket: bucket, Key: "dir/big.bin" }));
 check(head.ContentLength === big.length && head.ETag === done.ETag &&
       head.ContentType === "application/x-big", "HeadObject of the multipart object");
