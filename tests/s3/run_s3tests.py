@@ -36,8 +36,10 @@ sys.path.insert(0, os.path.join(TOP, "tests", "support"))
 import procs  # noqa: E402
 from cluster import Cluster  # noqa: E402
 
-SUITE_TARBALL = os.environ.get(
-    "APUS_S3TESTS_TARBALL",
+# shared/ lies beside the checkout (a worktree's, or CI's fresh clone's).
+SUITE_TARBALL = os.environ.get("APUS_S3TESTS_TARBALL") or next(
+    (p for p in (os.path.join(TOP, "..", "shared", "testdata", "s3-tests-8f0ae7b.tar.gz"),
+                 "/work/shared/testdata/s3-tests-8f0ae7b.tar.gz") if os.path.exists(p)),
     os.path.join(TOP, "..", "shared", "testdata", "s3-tests-8f0ae7b.tar.gz"))
 SUITE_REV = "8f0ae7b"
 CACHE = os.environ.get("APUS_S3TESTS_CACHE", "/var/cache/apus/s3-tests/" + SUITE_REV)
@@ -86,6 +88,7 @@ def suite_dir():
     parent = os.path.dirname(CACHE)
     os.makedirs(parent, exist_ok=True)
     work = tempfile.mkdtemp(prefix=".s3-tests.", dir=parent)
+    os.chmod(work, 0o755)
     try:
         with tarfile.open(SUITE_TARBALL) as tar:
             for member in tar.getmembers():  # the tarball is ours, but stay inside work
