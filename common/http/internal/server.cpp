@@ -1030,6 +1030,14 @@ void ServerImpl::take_connection(Worker& worker) {
   APUS_ASSERT(worker.on_loop());
   Accepted conn;
   if (!accepted_.try_dequeue(conn)) {
+    // The queue is not linearizable: with another worker dequeuing at the same moment,
+    // try_dequeue can miss the connection this wake-up stands for, which would then wait for
+    // the next accept (the last connection of a burst, forever). Look again once the others
+    // had their turn; give up only when the queue is empty.
+    if (accepted_.size_approx() > 0) {
+      net::post(worker.ioc, [this, &worker] { take_connection(worker); });
+      return;
+    }
     worker.connections.fetch_sub(1, std::memory_order_relaxed);
     return;
   }
