@@ -965,8 +965,10 @@ net::awaitable<Response> delete_objects(Exchange& ex, S3Request& s3) {
     if (sum.digest() != *plan->value) co_return s3.error(checksum_mismatch(plan->algorithm));
   }
   // <Delete><Quiet>?</Quiet><Object><Key/><VersionId/>?</Object>+</Delete>, as Swift's schema.
+  // Whitespace is kept: " " is a key.
   pugi::xml_document doc;
-  auto parsed = doc.load_buffer(body->data(), body->size());
+  auto parsed = doc.load_buffer(body->data(), body->size(),
+                                pugi::parse_default | pugi::parse_ws_pcdata_single);
   pugi::xml_node root = doc.document_element();
   if (!parsed || std::string_view(root.name()) != "Delete") co_return s3.error(errors::malformed_xml());
   bool quiet = false;

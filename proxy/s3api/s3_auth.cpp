@@ -378,7 +378,8 @@ struct S3AuthParser {
       }
       if (err) return S3Error::authorization_query_parameters_error(*err);
       if (auto e = signing_time(true)) return e;
-      if (sig.signing_time_ + *n < static_cast<int64_t>(now)) {
+      // Against the clock with its fraction, as Swift: X-Amz-Expires=0 is expired at once.
+      if (static_cast<double>(sig.signing_time_ + *n) < now) {
         return S3Error::access_denied("Request has expired");
       }
       // _parse_query_authentication

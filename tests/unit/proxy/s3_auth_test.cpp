@@ -187,6 +187,11 @@ TEST_CASE("s3 auth: dates, skew and expiry") {
     CHECK(out.error->code == "AccessDenied");
     CHECK(out.error->message == "Request has expired");
     CHECK(!parse(kV4Presigned, h, kSignedAt + 3599).error);
+    // The clock's fraction counts, as in Swift: past the last second is expired.
+    CHECK(!parse(kV4Presigned, h, kSignedAt + 3600).error);
+    auto late = parse(kV4Presigned, h, kSignedAt + 3600.25);
+    REQUIRE(late.error);
+    CHECK(late.error->message == "Request has expired");
     HeaderMap h2 = header_map(kV2Presigned);
     auto v2 = parse(kV2Presigned, h2, 1796178616);
     REQUIRE(v2.error);
