@@ -63,23 +63,6 @@ FILTERS = ("user_test2_tester2 = testing2 .admin\nuser_test3_tester3 = testing3 
            "allow_object_versioning = true\n")
 
 
-def unique_ports():
-    """procs.free_port may hand the same port out twice before anything binds it (cluster.py
-    picks all 12 storage ports first): a container ring entry then pointed at an object
-    server. In this process every port is handed out once."""
-    given = set()
-    free_port = procs.free_port
-
-    def once():
-        while True:
-            port = free_port()
-            if port not in given:
-                given.add(port)
-                return port
-
-    procs.free_port = once
-
-
 def suite_dir():
     """The suite extracted once into CACHE (atomically: a half-extracted tree is never used)."""
     marker = os.path.join(CACHE, "s3-tests", FILES[0])
@@ -187,7 +170,6 @@ def terminated(signum, frame):
 
 def main():
     signal.signal(signal.SIGTERM, terminated)
-    unique_ports()
     args = sys.argv[1:]
     if not args or args[0].startswith("-"):
         print(__doc__)

@@ -13,12 +13,21 @@ import tempfile
 import time
 
 
+_given_ports = set()
+
+
 def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+    """A free loopback port, never one this process was given before: the kernel may hand the
+    same ephemeral port out twice before anything binds it (cluster.py picks all its storage
+    ports first; a container ring entry once pointed at an object server)."""
+    while True:
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        s.close()
+        if port not in _given_ports:
+            _given_ports.add(port)
+            return port
 
 
 class Processes:
