@@ -34,8 +34,6 @@ sys.path.insert(0, SUPPORT)
 import procs  # noqa: E402
 from cluster import Cluster  # noqa: E402
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__))))
-from symlink_test import start_stock_proxy  # noqa: E402
 
 from swift.common.container_sync_realms import ContainerSyncRealms  # noqa: E402
 
@@ -362,10 +360,10 @@ def main():
         realms_path = os.path.join(cluster.etc, "container-sync-realms.conf")
         apus = cluster.start_proxy("proxy-cs", pipeline=PIPELINE,
                                    filters=FILTERS + SYNC_FILTER + "current = //realm1/c1\n")
-        swift = start_stock_proxy(cluster, "proxy-cs")
+        swift = cluster.start_stock_proxy("proxy-cs")
         apus_off = cluster.start_proxy("proxy-cs-off", pipeline=PIPELINE,
                                        filters=FILTERS + SYNC_FILTER + "allow_full_urls = false\n")
-        swift_off = start_stock_proxy(cluster, "proxy-cs-off")
+        swift_off = cluster.start_stock_proxy("proxy-cs-off")
         realms = ContainerSyncRealms(realms_path, logging.getLogger("test"))
         pair = Pair({"apus": apus, "swift": swift}, realms)
         full_urls_off = Pair({"apus": apus_off, "swift": swift_off}, realms)

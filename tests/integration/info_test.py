@@ -19,8 +19,6 @@ sys.path.insert(0, SUPPORT)
 import procs  # noqa: E402
 from cluster import Cluster  # noqa: E402
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__))))
-from symlink_test import start_stock_proxy  # noqa: E402
 
 BIN = os.path.join(os.path.abspath(sys.argv[1]), "bin")
 PIPELINE = ("catch_errors gatekeeper healthcheck proxy-logging cache domain_remap "
@@ -54,7 +52,7 @@ def main():
     with procs.TempDir("apus-info-") as root, procs.Processes() as ps:
         cluster = Cluster(BIN, root, ps)
         apus = cluster.start_proxy("proxy-info", pipeline=PIPELINE, filters=FILTERS)
-        swift = start_stock_proxy(cluster, "proxy-info")
+        swift = cluster.start_stock_proxy("proxy-info")
         (sa, ia), (ss, isw) = info(apus), info(swift)
     if sa != 200 or ss != 200:
         failures.append("status apus %d, swift %d" % (sa, ss))

@@ -88,28 +88,6 @@ def request(port, method, path, headers=None, body=b"", chunked=False):
         conn.close()
 
 
-def start_stock_proxy(cluster, name):
-    """Stock swift-proxy-server on the config of the Apus proxy `name` (another port)."""
-    port = procs.free_port()
-    with open(os.path.join(cluster.etc, name + ".conf")) as f:
-        conf = f.read()
-    lines = []
-    for line in conf.splitlines():
-        if line.startswith("bind_port"):
-            line = "bind_port = %d" % port
-        lines.append(line)
-        if line == "[DEFAULT]":
-            lines.append("user = root")
-    path = os.path.join(cluster.etc, "stock-" + name + ".conf")
-    with open(path, "w") as f:
-        f.write("\n".join(lines) + "\n")
-    log = os.path.join(cluster.root, "stock-" + name + ".out")
-    proc = cluster.ps.start(["/usr/bin/python3", os.path.join(SUPPORT, "run_swift_server.py"),
-                             cluster.etc, "proxy", path], log)
-    procs.wait_for_port(port, timeout=30, proc=proc, log_path=log)
-    return port
-
-
 def token(port, user, key):
     _, h, _ = request(port, "GET", "/auth/v1.0", {"X-Auth-User": user, "X-Auth-Key": key})
     return h.get("x-auth-token", "")
@@ -456,7 +434,7 @@ def main():
         cluster = Cluster(BIN, root, ps)
         mark_read_only(cluster)
         apus = cluster.start_proxy("proxy-limits", pipeline=PIPELINE, filters=FILTERS)
-        swift = start_stock_proxy(cluster, "proxy-limits")
+        swift = cluster.start_stock_proxy("proxy-limits")
         pair = Pair({"apus": apus, "swift": swift})
         container_quotas(pair)
         account_quotas(pair)

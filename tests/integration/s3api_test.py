@@ -53,8 +53,6 @@ sys.path.insert(0, SUPPORT)
 import procs  # noqa: E402
 from cluster import Cluster  # noqa: E402
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__))))
-from symlink_test import start_stock_proxy  # noqa: E402
 
 BUILD = os.path.abspath(sys.argv[1])
 BIN = os.path.join(BUILD, "bin")
@@ -1014,7 +1012,7 @@ def main():
     with procs.TempDir("apus-s3api-") as root, procs.Processes() as ps:
         cluster = Cluster(BIN, root, ps)
         apus = cluster.start_proxy("proxy-s3api", pipeline=PIPELINE, filters=FILTERS)
-        swift = start_stock_proxy(cluster, "proxy-s3api")
+        swift = cluster.start_stock_proxy("proxy-s3api")
         pair = Pair({"apus": apus, "swift": swift})
         shared_info_cache(pair)
         buckets(pair)

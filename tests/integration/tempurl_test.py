@@ -66,28 +66,6 @@ def request(port, method, path, headers=None, body=b""):
         conn.close()
 
 
-def start_stock_proxy(cluster, name):
-    """Stock swift-proxy-server on the config of the Apus proxy `name` (another port)."""
-    port = procs.free_port()
-    with open(os.path.join(cluster.etc, name + ".conf")) as f:
-        conf = f.read()
-    lines = []
-    for line in conf.splitlines():
-        if line.startswith("bind_port"):
-            line = "bind_port = %d" % port
-        lines.append(line)
-        if line == "[DEFAULT]":
-            lines.append("user = root")
-    path = os.path.join(cluster.etc, "stock-" + name + ".conf")
-    with open(path, "w") as f:
-        f.write("\n".join(lines) + "\n")
-    log = os.path.join(cluster.root, "stock-" + name + ".out")
-    proc = cluster.ps.start(["/usr/bin/python3", os.path.join(SUPPORT, "run_swift_server.py"),
-                             cluster.etc, "proxy", path], log)
-    procs.wait_for_port(port, timeout=30, proc=proc, log_path=log)
-    return port
-
-
 def sign(method, expires, path, key, digest="sha256", ip_range=None, encoding="hex"):
     body = "%s\n%s\n%s" % (method, expires, path)
     if ip_range:
@@ -307,7 +285,7 @@ def main():
     with procs.TempDir("apus-tempurl-") as root, procs.Processes() as ps:
         cluster = Cluster(BIN, root, ps)
         apus = cluster.start_proxy("proxy-tempurl", pipeline=PIPELINE, filters=FILTERS)
-        swift = start_stock_proxy(cluster, "proxy-tempurl")
+        swift = cluster.start_stock_proxy("proxy-tempurl")
         pair = Pair({"apus": apus, "swift": swift})
         s, _, _ = pair.admin("POST", "/v1/AUTH_test", {"X-Account-Meta-Temp-URL-Key": AKEY})
         check(s == 204, "account key POST: %d" % s)

@@ -60,28 +60,6 @@ def request(port, method, path, headers=None, body=b""):
         conn.close()
 
 
-def start_stock_proxy(cluster, name):
-    """Stock swift-proxy-server on the config of the Apus proxy `name` (another port)."""
-    port = procs.free_port()
-    with open(os.path.join(cluster.etc, name + ".conf")) as f:
-        conf = f.read()
-    lines = []
-    for line in conf.splitlines():
-        if line.startswith("bind_port"):
-            line = "bind_port = %d" % port
-        lines.append(line)
-        if line == "[DEFAULT]":
-            lines.append("user = root")
-    path = os.path.join(cluster.etc, "stock-" + name + ".conf")
-    with open(path, "w") as f:
-        f.write("\n".join(lines) + "\n")
-    log = os.path.join(cluster.root, "stock-" + name + ".out")
-    proc = cluster.ps.start(["/usr/bin/python3", os.path.join(SUPPORT, "run_swift_server.py"),
-                             cluster.etc, "proxy", path], log)
-    procs.wait_for_port(port, timeout=30, proc=proc, log_path=log)
-    return port
-
-
 class Client:
     def __init__(self, port):
         self.port = port
@@ -230,7 +208,7 @@ def main():
     with procs.TempDir("apus-versioning-") as root, procs.Processes() as ps:
         cluster = Cluster(BIN, root, ps)
         port = cluster.start_proxy("proxy-versioning", pipeline=PIPELINE, filters=FILTERS)
-        stock = start_stock_proxy(cluster, "proxy-versioning")
+        stock = cluster.start_stock_proxy("proxy-versioning")
         apus, swift = Client(port), Client(stock)
         s, _, body = request(port, "GET", "/info")
         info = json.loads(body)

@@ -86,28 +86,6 @@ def normalized(body):
     return re.sub(rb"<last_modified>[^<]*</last_modified>", b"<last_modified/>", body)
 
 
-def start_stock_proxy(cluster, name):
-    """Stock swift-proxy-server on the config of the Apus proxy `name` (another port)."""
-    port = procs.free_port()
-    with open(os.path.join(cluster.etc, name + ".conf")) as f:
-        conf = f.read()
-    lines = []
-    for line in conf.splitlines():
-        if line.startswith("bind_port"):
-            line = "bind_port = %d" % port
-        lines.append(line)
-        if line == "[DEFAULT]":
-            lines.append("user = root")
-    path = os.path.join(cluster.etc, "stock-" + name + ".conf")
-    with open(path, "w") as f:
-        f.write("\n".join(lines) + "\n")
-    log = os.path.join(cluster.root, "stock-" + name + ".out")
-    proc = cluster.ps.start(["/usr/bin/python3", os.path.join(SUPPORT, "run_swift_server.py"),
-                             cluster.etc, "proxy", path], log)
-    procs.wait_for_port(port, timeout=30, proc=proc, log_path=log)
-    return port
-
-
 class Pair:
     """An Apus proxy and a stock Swift proxy on the same config, each with its own token."""
 
@@ -434,11 +412,11 @@ def large_objects(pair):
 def main():
     with procs.TempDir("apus-proxy-interop-") as root, procs.Processes() as ps:
         cluster = Cluster(BIN, root, ps)
-        main_pair = Pair(cluster, cluster.proxy_port, start_stock_proxy(cluster, "proxy-server"))
+        main_pair = Pair(cluster, cluster.proxy_port, cluster.start_stock_proxy("proxy-server"))
         bare_apus = cluster.start_proxy("proxy-bare", pipeline=BARE_PIPELINE)
-        bare_pair = Pair(cluster, bare_apus, start_stock_proxy(cluster, "proxy-bare"))
+        bare_pair = Pair(cluster, bare_apus, cluster.start_stock_proxy("proxy-bare"))
         lo_apus = cluster.start_proxy("proxy-lo", pipeline=LO_PIPELINE, filters=LO_FILTERS)
-        lo_pair = Pair(cluster, lo_apus, start_stock_proxy(cluster, "proxy-lo"))
+        lo_pair = Pair(cluster, lo_apus, cluster.start_stock_proxy("proxy-lo"))
         setup(main_pair)
         steps = [(accept_ranges, main_pair), (not_allowed, main_pair),
                  (error_answers, main_pair), (empty_content_type, main_pair),

@@ -88,29 +88,6 @@ def suite_dir():
     return os.path.join(CACHE, "s3-tests")
 
 
-def start_stock_proxy(cluster, name):
-    """Stock swift-proxy-server on the config of the Apus proxy `name` (another port)."""
-    port = procs.free_port()
-    with open(os.path.join(cluster.etc, name + ".conf")) as f:
-        conf = f.read()
-    lines = []
-    for line in conf.splitlines():
-        if line.startswith("bind_port"):
-            line = "bind_port = %d" % port
-        lines.append(line)
-        if line == "[DEFAULT]":
-            lines.append("user = root")
-    path = os.path.join(cluster.etc, "stock-" + name + ".conf")
-    with open(path, "w") as f:
-        f.write("\n".join(lines) + "\n")
-    log = os.path.join(cluster.root, "stock-" + name + ".out")
-    proc = cluster.ps.start(["/usr/bin/python3", os.path.join(TOP, "tests", "support",
-                                                              "run_swift_server.py"),
-                             cluster.etc, "proxy", path], log)
-    procs.wait_for_port(port, timeout=30, proc=proc, log_path=log)
-    return port
-
-
 def write_conf(path, port):
     """The suite's config: every S3 user a tempauth user; the IAM sections it reads at start are
     dummies (no test of the two files run here needs IAM to work)."""
@@ -192,7 +169,7 @@ def main():
         cluster = Cluster(os.path.join(build, "bin"), root, ps)
         port = cluster.start_proxy("proxy-s3api", pipeline=PIPELINE, filters=FILTERS)
         if stock:
-            port = start_stock_proxy(cluster, "proxy-s3api")
+            port = cluster.start_stock_proxy("proxy-s3api")
         conf = os.path.join(root, "s3tests.conf")
         write_conf(conf, port)
         junit = os.path.join(root, "junit.xml")

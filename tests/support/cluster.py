@@ -82,6 +82,29 @@ class Cluster:
         procs.wait_for_port(port, proc=proxy, log_path=log)
         return port
 
+    def start_stock_proxy(self, name):
+        """Stock swift-proxy-server (Debian's) on the config of the Apus proxy `name`, on
+        another port: the reference an interop test compares the Apus proxy with."""
+        port = procs.free_port()
+        with open(os.path.join(self.etc, name + ".conf")) as f:
+            conf = f.read()
+        lines = []
+        for line in conf.splitlines():
+            if line.startswith("bind_port"):
+                line = "bind_port = %d" % port
+            lines.append(line)
+            if line == "[DEFAULT]":
+                lines.append("user = root")
+        path = os.path.join(self.etc, "stock-" + name + ".conf")
+        with open(path, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        log = os.path.join(self.root, "stock-" + name + ".out")
+        here = os.path.dirname(os.path.abspath(__file__))
+        proc = self.ps.start(["/usr/bin/python3", os.path.join(here, "run_swift_server.py"),
+                              self.etc, "proxy", path], log)
+        procs.wait_for_port(port, timeout=30, proc=proc, log_path=log)
+        return port
+
     def ring_builder(self, *args):
         subprocess.run([os.path.join(self.bin, "apus-ring-builder")] + list(args), check=True,
                        stdout=subprocess.DEVNULL)
