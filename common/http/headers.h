@@ -66,6 +66,7 @@ class HeaderMap {
   void clear() { fields_.clear(); }
   void reserve(size_t n) { fields_.reserve(n); }
 
+  const std::vector<Field>& fields() const { return fields_; }
   auto begin() const { return fields_.begin(); }
   auto end() const { return fields_.end(); }
 

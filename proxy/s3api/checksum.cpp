@@ -168,6 +168,12 @@ std::optional<std::string> decode_checksum(std::string_view value, size_t size) 
   return raw;
 }
 
+std::string checksum_upper_name(ChecksumAlgorithm a) {
+  std::string name(checksum_name(a));
+  for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return name;
+}
+
 std::string checksum_sysmeta(ChecksumAlgorithm a) {
   std::string name(checksum_name(a));
   name[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(name[0])));

@@ -19,9 +19,16 @@ enum class ChecksumAlgorithm { kCrc32, kCrc32c, kCrc64Nvme, kSha1, kSha256 };
 
 // The algorithm of a header or trailer name ("x-amz-checksum-crc32", any case), or nullopt.
 std::optional<ChecksumAlgorithm> checksum_algorithm_of(std::string_view header);
+inline constexpr ChecksumAlgorithm kChecksumAlgorithms[] = {
+    ChecksumAlgorithm::kCrc32, ChecksumAlgorithm::kCrc32c, ChecksumAlgorithm::kCrc64Nvme,
+    ChecksumAlgorithm::kSha1, ChecksumAlgorithm::kSha256};
+
 // "crc32", "crc32c", "crc64nvme", "sha1", "sha256" (as x-amz-sdk-checksum-algorithm names
 // them, lower-cased).
 std::string_view checksum_name(ChecksumAlgorithm a);
+// "CRC32", "CRC32C", ...: as S3 writes them in x-amz-checksum-algorithm, messages and XML
+// element names (ChecksumCRC32).
+std::string checksum_upper_name(ChecksumAlgorithm a);
 // The digest's size in bytes (4, 4, 8, 20, 32).
 size_t checksum_size(ChecksumAlgorithm a);
 

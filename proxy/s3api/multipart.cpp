@@ -134,6 +134,11 @@ struct UploadInfo {
 };
 net::awaitable<std::variant<UploadInfo, S3Error>> upload_info(S3Request& s3,
                                                               const std::string& upload_id) {
+  // Ids are made of base64url characters: one with a '/' would name a part of another upload
+  // (Swift takes it; refusing it keeps a client from aborting or writing into the wrong one).
+  if (upload_id.empty() || upload_id.find('/') != std::string::npos) {
+    co_return no_such_upload(upload_id);
+  }
   // The client's copy source and conditions are for the part or the object, not the marker.
   auto plain = [](HeaderMap& h) {
     for (const char* name : {"X-Amz-Copy-Source", "If-Match", "If-None-Match",
@@ -227,7 +232,6 @@ net::awaitable<Response> list_multipart_uploads(S3Request& s3) {
   } else if (!key_marker.empty()) {
     marker = key_marker + "/~";  // past every upload of that key
   }
-  const std::string segments = s3.bucket + std::string(kSegmentsSuffix);
   std::vector<Upload> uploads;
   std::set<std::string> prefixes;
   // Pages of the segments container until enough uploads (a part is skipped). Swift counts
@@ -235,29 +239,25 @@ net::awaitable<Response> list_multipart_uploads(S3Request& s3) {
   // container in memory; common prefixes count too here, which bounds the answer by
   // max-uploads.
   while (uploads.size() + prefixes.size() < max_uploads) {
-    std::string qs = "format=json&marker=" + common::http::quote(marker, "");
+    std::string qs = "marker=" + common::http::quote(marker, "");
     if (prefix) qs += "&prefix=" + common::http::quote(*prefix, "");
-    auto answer = co_await call_swift(s3, "GET", segments, std::nullopt, qs, 64u << 20);
-    if (auto* e = std::get_if<S3Error>(&answer)) co_return s3.error(*e);
-    const Response& r = std::get<Response>(answer);
-    if (r.status == 404) break;  // no segments container: no uploads
-    if (r.status != 200 && r.status != 204) co_return s3.error(unexpected(s3, r));
-    boost::system::error_code ec;
-    auto listing = boost::json::parse(r.body.empty() ? "[]" : r.body, ec);
-    if (ec || !listing.is_array()) co_return s3.error(errors::internal_error());
-    if (listing.as_array().empty()) break;
+    auto page = co_await list_segments(s3, qs);
+    if (auto* e = std::get_if<S3Error>(&page)) {
+      if (e->code == "NoSuchBucket") break;  // no segments container: no uploads
+      co_return s3.error(*e);
+    }
+    const auto& objects = std::get<boost::json::array>(page);
+    if (objects.empty()) break;
     std::string last;
-    for (const auto& item : listing.as_array()) {
-      if (!item.is_object() || !item.as_object().contains("name")) continue;
+    for (const auto& item : objects) {
+      if (!item.is_object()) continue;
       const auto& o = item.as_object();
-      std::string name(o.at("name").as_string());
+      std::string name = json_string(o, "name");
+      if (name.empty()) continue;
       last = name;
       size_t slash = name.rfind('/');
       if (is_part(name) || slash == std::string::npos) continue;
-      Upload u{name.substr(0, slash), name.substr(slash + 1), ""};
-      if (const auto* lm = o.if_contains("last_modified"); lm && lm->is_string()) {
-        u.last_modified = std::string(lm->as_string());
-      }
+      Upload u{name.substr(0, slash), name.substr(slash + 1), json_string(o, "last_modified")};
       if (delimiter) {
         const std::string& p = prefix.value_or("");
         size_t end = u.key.find(*delimiter, p.size());
@@ -329,18 +329,19 @@ std::variant<std::optional<UploadChecksum>, S3Error> upload_checksum(const S3Req
     return S3Error::invalid_request("Value for x-amz-checksum-type header is invalid.");
   }
   if ((crc64 && type == "COMPOSITE") || (sha && type == "FULL_OBJECT")) {
-    std::string upper(checksum_name(*algorithm));
-    for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     return S3Error::invalid_request("The " + type + " checksum type cannot be used with the " +
-                                    upper + " checksum algorithm.");
+                                    checksum_upper_name(*algorithm) + " checksum algorithm.");
   }
   return std::optional<UploadChecksum>(UploadChecksum{*algorithm, type});
 }
 
-std::string upper_name(ChecksumAlgorithm a) {
-  std::string upper(checksum_name(a));
-  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return upper;
+// A part's checksum element of CompleteMultipartUpload (ChecksumCRC32 ...), as newer Swift's
+// schema allows them; any other element is MalformedXML.
+bool known_checksum_element(std::string_view name) {
+  for (ChecksumAlgorithm a : kChecksumAlgorithms) {
+    if (name == "Checksum" + checksum_upper_name(a)) return true;
+  }
+  return false;
 }
 
 // CreateMultipartUpload (POST ?uploads): the segments container when it is not there yet, then
@@ -387,7 +388,7 @@ net::awaitable<Response> create_multipart_upload(S3Request& s3) {
     h.set("Content-Length", "0");
     for (const char* name : {"Etag", "Content-MD5", "Transfer-Encoding"}) h.erase(name);
     if (checksum) {
-      h.set(kChecksumAlgorithmSysmeta, upper_name(checksum->algorithm));
+      h.set(kChecksumAlgorithmSysmeta, checksum_upper_name(checksum->algorithm));
       h.set(kChecksumTypeSysmeta, checksum->type);
     }
   });
@@ -402,7 +403,7 @@ net::awaitable<Response> create_multipart_upload(S3Request& s3) {
   add_text(root, "UploadId", upload_id);
   Response out = xml_response(200, to_xml(doc), s3.env.trans_id);
   if (checksum) {
-    out.headers.set("x-amz-checksum-algorithm", upper_name(checksum->algorithm));
+    out.headers.set("x-amz-checksum-algorithm", checksum_upper_name(checksum->algorithm));
     out.headers.set("x-amz-checksum-type", checksum->type);
   }
   co_return out;
@@ -559,7 +560,7 @@ std::string complete_result(const S3Request& s3, const std::string& s3_etag,
   add_text(root, "Key", *s3.key);
   add_text(root, "ETag", "\"" + s3_etag + "\"");
   if (checksum) {
-    add_text(root, ("Checksum" + upper_name(checksum->first)).c_str(), checksum->second);
+    add_text(root, ("Checksum" + checksum_upper_name(checksum->first)).c_str(), checksum->second);
     add_text(root, "ChecksumType", "COMPOSITE");
   }
   return to_xml(doc);
@@ -656,7 +657,7 @@ net::awaitable<Response> complete_multipart_upload(Exchange& ex, S3Request& s3,
       if (slot) {
         if (*slot) co_return s3.error(errors::malformed_xml());  // twice
         *slot = field.text().get();
-      } else if (name.starts_with("Checksum")) {
+      } else if (known_checksum_element(name)) {
         checksums[std::string(name)] = field.text().get();
       } else {
         co_return s3.error(errors::malformed_xml());
@@ -687,7 +688,7 @@ net::awaitable<Response> complete_multipart_upload(Exchange& ex, S3Request& s3,
     ++count;
     if (composite) {
       // Each part's checksum, as it was uploaded; the composite one is their checksum.
-      auto it = checksums.find("Checksum" + upper_name(composite->algorithm()));
+      auto it = checksums.find("Checksum" + checksum_upper_name(composite->algorithm()));
       std::optional<std::string> digest;
       if (it != checksums.end()) {
         digest = decode_checksum(it->second, checksum_size(composite->algorithm()));

@@ -168,9 +168,8 @@ std::variant<std::optional<ChecksumPlan>, S3Error> checksum_plan(const S3Request
 }
 
 S3Error checksum_mismatch(ChecksumAlgorithm a) {
-  std::string name(checksum_name(a));
-  for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return make(400, "BadDigest", "The " + name + " you specified did not match the calculated checksum.");
+  return make(400, "BadDigest", "The " + checksum_upper_name(a) +
+                                    " you specified did not match the calculated checksum.");
 }
 
 bool is_hex_sha256(std::string_view v) {
@@ -397,7 +396,7 @@ class ObjectExchange final : public ExchangeWrapper {
       h.set("Content-Length", "0");
       // The checksum the upload was checked against, as S3 answers it (SDKs copy a part's into
       // CompleteMultipartUpload).
-      if (checksum_ && checksum_->digest().size() == checksum_size(plan_->algorithm)) {
+      if (checksum_) {
         h.set("x-amz-checksum-" + std::string(checksum_name(plan_->algorithm)),
               common::crypto::b64encode(checksum_->digest()));
       }
@@ -439,9 +438,7 @@ class ObjectExchange final : public ExchangeWrapper {
       return;
     }
     if (op_ == Op::kHead && s3_.client.headers.contains("Range")) return;
-    for (ChecksumAlgorithm a : {ChecksumAlgorithm::kCrc32, ChecksumAlgorithm::kCrc32c,
-                                ChecksumAlgorithm::kCrc64Nvme, ChecksumAlgorithm::kSha1,
-                                ChecksumAlgorithm::kSha256}) {
+    for (ChecksumAlgorithm a : kChecksumAlgorithms) {
       auto value = swift.get(checksum_sysmeta(a));
       if (!value || value->empty()) continue;
       h.set("x-amz-checksum-" + std::string(checksum_name(a)), *value);
@@ -676,9 +673,7 @@ net::awaitable<Response> copy_object(S3Request& s3, const PutTarget& target) {
     }
     if (target.part && range) {
       // The source's checksum is not the range's.
-      for (ChecksumAlgorithm a : {ChecksumAlgorithm::kCrc32, ChecksumAlgorithm::kCrc32c,
-                                  ChecksumAlgorithm::kCrc64Nvme, ChecksumAlgorithm::kSha1,
-                                  ChecksumAlgorithm::kSha256}) {
+      for (ChecksumAlgorithm a : kChecksumAlgorithms) {
         h.set(checksum_sysmeta(a), "");
       }
     }

@@ -207,9 +207,9 @@ struct S3AuthParser {
   bool header_auth() const { return headers.contains("Authorization"); }
 
   // The header fields a signature covers: as received when WSGI's names lost an underscore.
-  std::vector<std::pair<std::string, std::string>> signed_fields() const {
+  const std::vector<std::pair<std::string, std::string>>& signed_fields() const {
     if (req.raw_headers && !req.raw_headers->empty()) return *req.raw_headers;
-    return {headers.begin(), headers.end()};
+    return headers.fields();
   }
 
   // The time the client signed at, as signing_timestamp reads it.

@@ -804,7 +804,11 @@ def multipart(pair):
                        ("wrong etag", doc([(1, md5[2]), (2, md5[2])])),
                        ("missing part", doc([(1, md5[1]), (7, md5[2])])),
                        ("part too small", doc([(2, md5[2]), (3, md5[3])])),
-                       ("part number not a number", doc([("one", md5[1])]))):
+                       ("part number not a number", doc([("one", md5[1])])),
+                       ("with an unknown element",
+                        b"<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>" +
+                        md5[1].encode() + b"</ETag><ChecksumMD5>x</ChecksumMD5></Part>"
+                        b"</CompleteMultipartUpload>")):
         pair.both("CompleteMultipartUpload %s" % what, "POST", on("obj"), body=body)
     pair.both("CompleteMultipartUpload with a wrong Content-MD5", "POST", on("obj"),
               {"Content-MD5": base64.b64encode(hashlib.md5(b"x").digest()).decode()}, body=good)
@@ -886,6 +890,12 @@ def stored_checksums(pair):
                        {"x-amz-checksum-crc32": crc(part)}, part)
         etags.append(h.get("etag"))
         check(s == 200, "UploadPart %d with its checksum: %d" % (n, s))
+    # An upload id with a '/' names a part of another upload (here part 1, which exists), and
+    # is no upload (Apus only; Swift takes it).
+    s, _, b = call("PUT", "/sums/mp?partNumber=1&uploadId=%s" % quote(upload + "/1", safe=""),
+                   {}, b"x")
+    check(s == 404 and b"<Code>NoSuchUpload</Code>" in b,
+          "UploadPart with an upload id holding a '/': %d %r" % (s, b))
 
     def complete(sums):
         doc = "<CompleteMultipartUpload>" + "".join(
