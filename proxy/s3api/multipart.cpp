@@ -25,6 +25,7 @@
 #include "proxy/s3api/checksum.h"
 #include "proxy/s3api/s3_request.h"
 #include "proxy/s3api/s3_response.h"
+#include "proxy/s3api/tagging.h"
 #include "proxy/subrequest.h"
 
 namespace apus::proxy::s3api {
@@ -379,8 +380,12 @@ net::awaitable<Response> create_multipart_upload(S3Request& s3) {
     // 202: made at the same time by another upload.
     if (m.status != 201 && m.status != 202) co_return s3.error(unexpected(s3, m));
   }
+  auto tagging = tagging_header_sysmeta(s3);
+  if (auto* e = std::get_if<S3Error>(&tagging)) co_return s3.error(*e);
+  const std::optional<std::string> tags = std::get<std::optional<std::string>>(tagging);
   auto put = co_await call_swift(s3, "PUT", segments, marker_name(s3, upload_id), "", 1 << 16,
                                  [&](HeaderMap& h) {
+    if (tags && !tags->empty()) h.set(kObjectTaggingSysmeta, *tags);
     std::string type(s3.client.headers.get_or("Content-Type", ""));
     h.set(kHasContentTypeSysmeta, type.empty() ? "no" : "yes");
     if (!type.empty()) h.set(kContentTypeSysmeta, type);
@@ -726,7 +731,8 @@ net::awaitable<Response> complete_multipart_upload(Exchange& ex, S3Request& s3,
   h.set("Accept", "application/json");
   h.set(kUploadIdSysmeta, upload_id);
   for (const auto& [name, value] : info.head.headers) {
-    if (common::http::istarts_with(name, "X-Object-Meta-")) {
+    if (common::http::istarts_with(name, "X-Object-Meta-") ||
+        common::http::iequals(name, kObjectTaggingSysmeta)) {
       h.set(name, value);
     } else {
       for (const char* keep : {"Content-Encoding", "Content-Language", "Content-Disposition",

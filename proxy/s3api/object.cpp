@@ -32,6 +32,7 @@
 #include "proxy/s3api/checksum.h"
 #include "proxy/s3api/s3_request.h"
 #include "proxy/s3api/s3_response.h"
+#include "proxy/s3api/tagging.h"
 #include "proxy/subrequest.h"
 
 namespace apus::proxy::s3api {
@@ -404,6 +405,9 @@ class ObjectExchange final : public ExchangeWrapper {
     }
     if (h.contains("x-amz-meta-deleted")) co_return errors::no_such_key(*s3_.key);
     add_stored_checksum(status, swift, h);
+    if (size_t tags = decode_tags(swift.get_or(kObjectTaggingSysmeta, "")).size(); tags > 0) {
+      h.set("x-amz-tagging-count", std::to_string(tags));
+    }
     for (const char* key : {"content-type", "content-language", "expires", "cache-control",
                             "content-disposition", "content-encoding"}) {
       auto it = s3_.params.find(std::string("response-") + key);
@@ -649,6 +653,13 @@ net::awaitable<Response> copy_object(S3Request& s3, const PutTarget& target) {
     }
     range = std::string(*r);
   }
+  // The copy's tags: the source's (x-amz-tagging-directive COPY, the default) or the request's.
+  std::string tags(hr.headers.get_or(kObjectTaggingSysmeta, ""));
+  if (!target.part && s3.client.headers.get_or("x-amz-tagging-directive", "COPY") == "REPLACE") {
+    auto tagging = tagging_header_sysmeta(s3);
+    if (auto* e = std::get_if<S3Error>(&tagging)) co_return s3.error(*e);
+    tags = std::get<std::optional<std::string>>(tagging).value_or("");
+  }
   const common::Timestamp now = common::Timestamp::now();
   const std::string put_query =
       version.empty() || target.part ? "" : "version-id=" + common::http::quote(version, "");
@@ -658,6 +669,8 @@ net::awaitable<Response> copy_object(S3Request& s3, const PutTarget& target) {
       if (common::http::istarts_with(name, "x-amz-copy-source")) h.erase(name);
     }
     h.erase("x-amz-metadata-directive");
+    h.erase(kObjectTaggingSysmeta);
+    if (!target.part) h.set(kObjectTaggingSysmeta, tags);  // empty: none
     h.set("X-Copy-From", common::http::quote(src));
     h.set("Content-Length", "0");
     h.set("X-Timestamp", now.internal());
@@ -759,6 +772,13 @@ net::awaitable<void> put_object(Exchange& ex, S3Request& s3, const PutTarget& ta
   auto headers = swift_headers(s3);
   if (auto* e = std::get_if<S3Error>(&headers)) co_return co_await ex.reply(s3.error(*e));
   HeaderMap& h = std::get<HeaderMap>(headers);
+  if (!target.part) {
+    auto tagging = tagging_header_sysmeta(s3);
+    if (auto* e = std::get_if<S3Error>(&tagging)) co_return co_await ex.reply(s3.error(*e));
+    if (auto& stored = std::get<std::optional<std::string>>(tagging); stored && !stored->empty()) {
+      h.set(kObjectTaggingSysmeta, *stored);
+    }
+  }
   // The checksum is S3's; Swift has no use for these headers.
   for (const char* name : {"x-amz-trailer", "x-amz-sdk-checksum-algorithm"}) h.erase(name);
   // A checksum sent as a header is kept with the object (GET returns it when asked). One in a

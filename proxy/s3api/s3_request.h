@@ -164,6 +164,13 @@ boost::asio::awaitable<void> upload_request(common::http::Exchange& ex, S3Reques
 // What a bucket DELETE does first (Swift's _delete_segments_bucket): an empty bucket's segments
 // container is emptied and deleted. nullopt, or the error to answer.
 boost::asio::awaitable<std::optional<S3Error>> delete_segments_container(S3Request& s3);
+// ?tagging on an object or a bucket: GET, PUT and DELETE of its tags (tagging.cpp).
+boost::asio::awaitable<common::http::Response> tagging_request(common::http::Exchange& ex,
+                                                               S3Request& s3);
+// The x-amz-tagging header of an object write as the value to store in
+// X-Object-Transient-Sysmeta-S3api-Tagging: nullopt when there is none, or the error
+// (InvalidTag).
+std::variant<std::optional<std::string>, S3Error> tagging_header_sysmeta(const S3Request& s3);
 // POST ?delete: DeleteObjects.
 boost::asio::awaitable<common::http::Response> delete_objects(common::http::Exchange& ex,
                                                               S3Request& s3);

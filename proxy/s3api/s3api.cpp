@@ -136,7 +136,11 @@ std::optional<S3Error> refused_header(const S3Request& s3) {
     return errors::not_implemented(
         "Transfering payloads in multiple chunks using aws-chunked is not supported.");
   }
-  if (h.contains("x-amz-tagging")) return errors::not_implemented("Object tagging is not supported.");
+  if (auto directive = h.get("x-amz-tagging-directive");
+      directive && *directive != "COPY" && *directive != "REPLACE") {
+    return S3Error::invalid_argument("x-amz-tagging-directive", std::string(*directive),
+                                     "Unknown tagging directive.");
+  }
   return std::nullopt;
 }
 
@@ -433,21 +437,7 @@ class S3Api final : public Middleware {
       co_return co_await bucket_location(s3);
     }
     if (s3.has("logging")) co_return co_await bucket_logging(s3);
-    if (s3.has("tagging")) {
-      // Swift's s3api keeps no tags: GET answers an empty set, whatever the resource.
-      if (method == "GET") {
-        pugi::xml_node root;
-        auto doc = result_document("Tagging", &root);
-        root.append_child("TagSet");
-        Response out = xml_response(200, to_xml(doc), s3.env.trans_id);
-        out.headers.erase("Content-Type");  // as Swift's s3api answers it
-        co_return out;
-      }
-      if (method == "PUT" || method == "DELETE") {
-        co_return s3.error(errors::not_implemented("The requested resource is not implemented"));
-      }
-      co_return s3.error(errors::method_not_allowed(method, "TAGGING"));
-    }
+    if (s3.has("tagging")) co_return co_await tagging_request(ex, s3);
     if (s3.has("versioning")) {
       co_return co_await bucket_versioning(ex, s3, co_await has_object_versioning(s3));
     }

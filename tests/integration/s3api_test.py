@@ -22,7 +22,8 @@ as boto3 signs) and sent to both; status, the headers that matter and the XML bo
 
 Apus only (Swift 2.30.1 has no answer to compare with): a body other than the one whose
 SHA-256 was signed, aws-chunked uploads (signed chunks; bad, truncated, mis-sized bodies), and
-checksums kept and returned (x-amz-checksum-mode; composite checksums of multipart uploads).
+checksums kept and returned (x-amz-checksum-mode; composite checksums of multipart uploads),
+and object and bucket tags (tagging()).
 
 Then the same operations through boto3's client against the Apus proxy only, as a user would.
 
@@ -323,7 +324,6 @@ def objects(pair):
                           ("SSE", {"x-amz-server-side-encryption": "AES256"}),
                           ("bad SSE", {"x-amz-server-side-encryption": "rot13"}),
                           ("website redirect", {"x-amz-website-redirect-location": "/x"}),
-                          ("tagging", {"x-amz-tagging": "a=b"}),
                           ("bad metadata directive", {"x-amz-metadata-directive": "MOVE"}),
                           ("copy source without key", {"x-amz-copy-source": "bucketonly"})):
         pair.both("PUT object with %s" % what, "PUT", "/objects/refused", headers, body=b"x")
@@ -688,10 +688,7 @@ def versioning(pair):
     pair.both("PUT versioning malformed", "PUT", "/versioned?versioning", body=b"<Vers")
     pair.both("GET versioning of a missing bucket", "GET", "/nosuchbucket?versioning")
     pair.both("DELETE versioning", "DELETE", "/versioned?versioning")
-    for method, path in (("GET", "/versioned?tagging"), ("GET", "/versioned/obj?tagging"),
-                         ("PUT", "/versioned?tagging"), ("DELETE", "/versioned/obj?tagging"),
-                         ("POST", "/versioned?tagging")):
-        pair.both("%s tagging %s" % (method, path), method, path)
+    pair.both("POST tagging", "POST", "/versioned?tagging")
     pair.both("PUT versioning Enabled again", "PUT", "/versioned?versioning",
               body=(doc % "Enabled").encode())
     for body in (b"one", b"two"):
@@ -924,6 +921,162 @@ def stored_checksums(pair):
     call("DELETE", "/sums")
 
 
+def tagging(pair):
+    """Apus only (Swift's s3api keeps no tags: GET answers an empty set, PUT is NotImplemented):
+    bucket and object tags kept, with S3's limits; x-amz-tagging on PUT, copies (the tagging
+    directive) and multipart uploads; a tag change keeps the object's data, metadata, content
+    headers and expiry; versions."""
+    port = pair.ports["apus"]
+    s3 = boto3.client("s3", endpoint_url="http://127.0.0.1:%d" % port,
+                      aws_access_key_id="test:tester", aws_secret_access_key="testing",
+                      region_name="us-east-1",
+                      config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 0}))
+    creds = Credentials(*USERS["apus"][:2])
+
+    def call(method, path, headers=None, body=b""):
+        target, h = signed(port, method, path, headers, body, creds=creds)
+        return send(port, method, target, h, body)
+
+    def error(fn, **kw):
+        try:
+            fn(**kw)
+        except s3.exceptions.ClientError as e:
+            return e.response["ResponseMetadata"]["HTTPStatusCode"], e.response["Error"]["Code"]
+        return 200, None
+
+    def tags(n, key="k%d", value="v%d"):
+        def fill(form, i):
+            return form % i if "%" in form else form
+        return {"TagSet": [{"Key": fill(key, i), "Value": fill(value, i)} for i in range(n)]}
+
+    s3.create_bucket(Bucket="tags")
+    check(error(s3.get_bucket_tagging, Bucket="tags") == (404, "NoSuchTagSet"),
+          "GetBucketTagging of an untagged bucket: NoSuchTagSet")
+    r = s3.put_bucket_tagging(Bucket="tags", Tagging=tags(50))
+    check(r["ResponseMetadata"]["HTTPStatusCode"] == 204, "PutBucketTagging, 50 tags: 204")
+    check(s3.get_bucket_tagging(Bucket="tags")["TagSet"] ==
+          sorted(tags(50)["TagSet"], key=lambda t: t["Key"]),
+          "GetBucketTagging returns the 50 tags, sorted by key")
+    check(error(s3.put_bucket_tagging, Bucket="tags", Tagging=tags(51)) == (400, "InvalidTag"),
+          "PutBucketTagging, 51 tags: InvalidTag")
+    check(len(s3.get_bucket_tagging(Bucket="tags")["TagSet"]) == 50,
+          "a refused PutBucketTagging changes nothing")
+    r = s3.delete_bucket_tagging(Bucket="tags")
+    check(r["ResponseMetadata"]["HTTPStatusCode"] == 204, "DeleteBucketTagging: 204")
+    check(error(s3.get_bucket_tagging, Bucket="tags") == (404, "NoSuchTagSet"),
+          "GetBucketTagging after DeleteBucketTagging: NoSuchTagSet")
+    check(error(s3.get_bucket_tagging, Bucket="nosuchbucket") == (404, "NoSuchBucket"),
+          "GetBucketTagging of a missing bucket: NoSuchBucket")
+
+    # X-Delete-At (Swift's, passed on as s3api passes headers) is an expiry a tag change keeps.
+    delete_at = str(int(time.time()) + 86400)
+    s, _, _ = call("PUT", "/tags/o", {"x-amz-tagging": "c=&a=1&b=two%20words",
+                                      "x-amz-meta-color": "blue", "X-Delete-At": delete_at,
+                                      "Content-Disposition": "attachment",
+                                      "Cache-Control": "no-cache"}, b"tagged body")
+    check(s == 200, "PUT with x-amz-tagging: %d" % s)
+    got = s3.get_object_tagging(Bucket="tags", Key="o")["TagSet"]
+    check(got == [{"Key": "a", "Value": "1"}, {"Key": "b", "Value": "two words"},
+                  {"Key": "c", "Value": ""}], "GetObjectTagging after a tagged PUT: %r" % got)
+    _, h, _ = call("HEAD", "/tags/o")
+    check(h.get("x-amz-tagging-count") == "3", "HEAD says x-amz-tagging-count 3: %r" % h)
+    before = s3.get_object(Bucket="tags", Key="o")
+    body = before["Body"].read()
+    s, _, b = call("PUT", "/tags/bad", {"x-amz-tagging": "a=1&a=2"}, b"x")
+    check(s == 400 and b"<Code>InvalidTag</Code>" in b, "PUT with a key tagged twice: %d" % s)
+    check(error(s3.head_object, Bucket="tags", Key="bad")[0] == 404,
+          "a PUT with bad tags stores nothing")
+    r = s3.put_object_tagging(Bucket="tags", Key="o", Tagging=tags(10))
+    check(r["ResponseMetadata"]["HTTPStatusCode"] == 200, "PutObjectTagging, 10 tags: 200")
+    check(s3.get_object_tagging(Bucket="tags", Key="o")["TagSet"] == tags(10)["TagSet"],
+          "GetObjectTagging returns the 10 tags")
+    after = s3.get_object(Bucket="tags", Key="o")
+    check(after["Body"].read() == body and after["ETag"] == before["ETag"] and
+          after["Metadata"] == {"color": "blue"} and
+          after["ContentDisposition"] == "attachment" and after["CacheControl"] == "no-cache",
+          "PutObjectTagging keeps the data, ETag, metadata and content headers: %r" %
+          {k: v for k, v in after.items() if k != "Body"})
+    _, h, _ = pair.swift_api("HEAD", "/tags/o", side="apus")
+    check(h.get("x-delete-at") == delete_at, "PutObjectTagging keeps X-Delete-At: %r" % h)
+    for what, tagset in (("11 tags", tags(11)),
+                         ("a 129-character key", tags(1, key="k" * 129)),
+                         ("a 257-character value", tags(1, value="v" * 257)),
+                         ("an aws: key", tags(1, key="aws:x%d")),
+                         ("a key twice", {"TagSet": [{"Key": "k", "Value": "1"},
+                                                     {"Key": "k", "Value": "2"}]})):
+        check(error(s3.put_object_tagging, Bucket="tags", Key="o", Tagging=tagset) ==
+              (400, "InvalidTag"), "PutObjectTagging with %s: InvalidTag" % what)
+    ok = tags(1, key="\u00e9" * 128, value="\u00e9" * 256)  # characters, not bytes
+    check(error(s3.put_object_tagging, Bucket="tags", Key="o", Tagging=ok) == (200, None),
+          "PutObjectTagging with a 128-character key and a 256-character value")
+    check(s3.get_object_tagging(Bucket="tags", Key="o")["TagSet"] == ok["TagSet"],
+          "non-ASCII tags come back as sent")
+    s, _, b = call("PUT", "/tags/o?tagging", {}, b"<Tagging><Tag/></Tagging>")
+    check(s == 400 and b"<Code>MalformedXML</Code>" in b, "PutObjectTagging malformed: %d" % s)
+    check(error(s3.get_object_tagging, Bucket="tags", Key="nokey") == (404, "NoSuchKey"),
+          "GetObjectTagging of a missing key: NoSuchKey")
+    check(error(s3.put_object_tagging, Bucket="tags", Key="nokey", Tagging=tags(1)) ==
+          (404, "NoSuchKey"), "PutObjectTagging of a missing key: NoSuchKey")
+    r = s3.delete_object_tagging(Bucket="tags", Key="o")
+    check(r["ResponseMetadata"]["HTTPStatusCode"] == 204, "DeleteObjectTagging: 204")
+    check(s3.get_object_tagging(Bucket="tags", Key="o")["TagSet"] == [],
+          "no tags after DeleteObjectTagging")
+    _, h, _ = call("HEAD", "/tags/o")
+    check("x-amz-tagging-count" not in h and h.get("x-amz-meta-color") == "blue",
+          "HEAD after DeleteObjectTagging: no count, metadata kept: %r" % h)
+
+    s3.put_object_tagging(Bucket="tags", Key="o", Tagging=tags(2))
+    s3.copy_object(Bucket="tags", Key="copy", CopySource="tags/o")
+    check(s3.get_object_tagging(Bucket="tags", Key="copy")["TagSet"] == tags(2)["TagSet"],
+          "CopyObject copies the tags")
+    s3.copy_object(Bucket="tags", Key="copy", CopySource="tags/o", MetadataDirective="REPLACE")
+    check(s3.get_object_tagging(Bucket="tags", Key="copy")["TagSet"] == tags(2)["TagSet"],
+          "CopyObject replacing the metadata still copies the tags")
+    s3.copy_object(Bucket="tags", Key="copy", CopySource="tags/o", TaggingDirective="REPLACE",
+                   Tagging="new=tag")
+    check(s3.get_object_tagging(Bucket="tags", Key="copy")["TagSet"] ==
+          [{"Key": "new", "Value": "tag"}], "CopyObject with TaggingDirective REPLACE")
+    s3.copy_object(Bucket="tags", Key="copy", CopySource="tags/o", TaggingDirective="REPLACE")
+    check(s3.get_object_tagging(Bucket="tags", Key="copy")["TagSet"] == [],
+          "CopyObject with TaggingDirective REPLACE and no tags")
+    s, _, b = call("PUT", "/tags/copy", {"x-amz-copy-source": "/tags/o",
+                                         "x-amz-tagging-directive": "MOVE"})
+    check(s == 400 and b"<Code>InvalidArgument</Code>" in b, "a bad tagging directive: %d" % s)
+
+    up = s3.create_multipart_upload(Bucket="tags", Key="mp", Tagging="x=1&y=2")["UploadId"]
+    part = s3.upload_part(Bucket="tags", Key="mp", UploadId=up, PartNumber=1, Body=b"part")
+    s3.complete_multipart_upload(Bucket="tags", Key="mp", UploadId=up, MultipartUpload={
+        "Parts": [{"PartNumber": 1, "ETag": part["ETag"]}]})
+    check(s3.get_object_tagging(Bucket="tags", Key="mp")["TagSet"] ==
+          [{"Key": "x", "Value": "1"}, {"Key": "y", "Value": "2"}],
+          "a multipart upload created with tags has them")
+    r = s3.delete_object_tagging(Bucket="tags", Key="mp")
+    check(s3.get_object(Bucket="tags", Key="mp")["Body"].read() == b"part",
+          "a multipart upload's tags go, its data stays")
+
+    s3.create_bucket(Bucket="tagsv")
+    s3.put_bucket_versioning(Bucket="tagsv", VersioningConfiguration={"Status": "Enabled"})
+    v1 = s3.put_object(Bucket="tagsv", Key="o", Body=b"1", Tagging="v=1")["VersionId"]
+    v2 = s3.put_object(Bucket="tagsv", Key="o", Body=b"2")["VersionId"]
+    r = s3.put_object_tagging(Bucket="tagsv", Key="o", Tagging=tags(1))
+    check(r.get("VersionId") == v2, "PutObjectTagging names the current version: %r" % r)
+    check(s3.get_object_tagging(Bucket="tagsv", Key="o", VersionId=v1)["TagSet"] ==
+          [{"Key": "v", "Value": "1"}], "GetObjectTagging of an older version")
+    check(s3.get_object_tagging(Bucket="tagsv", Key="o")["TagSet"] == tags(1)["TagSet"],
+          "GetObjectTagging of the current version")
+    check(error(s3.put_object_tagging, Bucket="tagsv", Key="o", VersionId=v1,
+                Tagging=tags(1)) == (501, "NotImplemented"),
+          "PutObjectTagging of an older version: NotImplemented")
+    check(s3.get_object(Bucket="tagsv", Key="o")["Body"].read() == b"2",
+          "tagging the current version keeps it current")
+    for v in (v1, v2):
+        s3.delete_object(Bucket="tagsv", Key="o", VersionId=v)
+    s3.delete_bucket(Bucket="tagsv")
+    for key in ("o", "copy", "mp"):
+        s3.delete_object(Bucket="tags", Key=key)
+    s3.delete_bucket(Bucket="tags")
+
+
 def auth(pair):
     pair.both("Version 4 presigned ListBuckets", "GET", "/", kind="v4q")
     pair.both("Version 2 ListBuckets", "GET", "/", kind="v2")
@@ -1036,6 +1189,7 @@ def main():
         uploads(pair)
         multipart(pair)
         stored_checksums(pair)
+        tagging(pair)
         # Without object versioning in the pipeline, versioning cannot be turned on.
         plain = cluster.start_proxy("proxy-s3api-plain",
                                     pipeline=PIPELINE.replace(" versioned_writes", ""),
