@@ -194,6 +194,35 @@ net::awaitable<S3Error> object_not_found(S3Request& s3) {
 
 namespace {
 
+// The ETag S3 shows for an object of Swift answer `swift`, without quotes: a multipart upload's
+// (kept in sysmeta), an SLO's made by Swift's API (its etag and "-N"), or the Swift one.
+std::string s3_etag(const HeaderMap& swift) {
+  std::string etag;
+  if (auto kept = swift.get(kEtagSysmeta); kept && !kept->empty()) {
+    etag = *kept;
+  } else {
+    etag = swift.get_or("Etag", "");
+    if (!etag.empty() && common::config_true_value(swift.get_or("X-Static-Large-Object", ""))) {
+      std::erase(etag, '"');
+      etag += "-N";
+    }
+  }
+  std::erase(etag, '"');
+  return etag;
+}
+
+// Whether entity-tag list `condition` (an If-Match value: "*" or tags, quoted or not, W/
+// ignored) names `etag`.
+bool etag_listed(std::string_view condition, const std::string& etag) {
+  for (std::string tag : common::list_from_csv(condition)) {
+    if (tag == "*") return true;
+    if (tag.starts_with("W/")) tag.erase(0, 2);
+    std::erase(tag, '"');
+    if (tag == etag) return true;
+  }
+  return false;
+}
+
 enum class Op { kGet, kHead, kPut };
 
 // The client's exchange as the Swift request of an object GET, HEAD or PUT: the Swift answer
@@ -383,15 +412,7 @@ class ObjectExchange final : public ExchangeWrapper {
                                     : (status == 200 || status == 206 || status == 304);
     if (!ok) co_return co_await error_for(status);
     HeaderMap h = swift_to_s3_headers(swift);
-    if (auto etag = swift.get(kEtagSysmeta); etag && !etag->empty()) {
-      h.set("ETag", *etag);
-    } else if (common::config_true_value(swift.get_or("X-Static-Large-Object", "")) &&
-               h.contains("ETag")) {
-      h.set("ETag", std::string(h.get_or("ETag", "")) + "-N");
-    }
-    if (auto etag = h.get("ETag"); etag && !etag->empty() && etag->front() != '"') {
-      h.set("ETag", "\"" + std::string(*etag) + "\"");
-    }
+    if (std::string etag = s3_etag(swift); !etag.empty()) h.set("ETag", "\"" + etag + "\"");
     set_request_ids(h, s3_.env.trans_id);
     if (op_ == Op::kPut) {
       h.set("Content-Length", "0");
@@ -736,6 +757,28 @@ net::awaitable<Response> copy_object(S3Request& s3, const PutTarget& target) {
   co_return out;
 }
 
+// A PutObject with If-Match (ETags; refused with "*" by dispatch): PreconditionFailed when the
+// object is none of them, NoSuchKey when there is no object, else nullopt. It is checked
+// against a HEAD before the PUT: a write by another client between the two is not seen (Swift's
+// object servers take no If-Match on PUT). "If-None-Match: *" (the only one dispatch lets
+// through) goes on to the object servers, each of which refuses the PUT if it has the object.
+net::awaitable<std::optional<S3Error>> put_conditions_refusal(S3Request& s3,
+                                                              const PutTarget& target) {
+  auto if_match = s3.client.headers.get("If-Match");
+  if (target.part || !if_match) co_return std::nullopt;
+  auto head = co_await call_swift(s3, "HEAD", target.container, target.object, "", 1 << 16,
+                                  [](HeaderMap& h) {
+    h.erase("If-Match");
+    h.erase("If-None-Match");
+  });
+  if (auto* e = std::get_if<S3Error>(&head)) co_return *e;
+  const Response& current = std::get<Response>(head);
+  if (current.status == 404) co_return errors::no_such_key(*s3.key);
+  if (current.status != 200) co_return unexpected(s3, current);
+  if (!etag_listed(*if_match, s3_etag(current.headers))) co_return errors::precondition_failed();
+  co_return std::nullopt;
+}
+
 }  // namespace
 
 net::awaitable<void> put_object(Exchange& ex, S3Request& s3, const PutTarget& target) {
@@ -744,6 +787,9 @@ net::awaitable<void> put_object(Exchange& ex, S3Request& s3, const PutTarget& ta
   }
   if (s3.client.headers.contains("X-Amz-Copy-Source")) {
     co_return co_await ex.reply(co_await copy_object(s3, target));
+  }
+  if (auto refusal = co_await put_conditions_refusal(s3, target)) {
+    co_return co_await ex.reply(s3.error(*refusal));
   }
   std::string_view sha = s3.client.headers.get_or("X-Amz-Content-SHA256", "");
   std::optional<uint64_t> decoded_length;  // an aws-chunked body's payload length
@@ -779,6 +825,8 @@ net::awaitable<void> put_object(Exchange& ex, S3Request& s3, const PutTarget& ta
       h.set(kObjectTaggingSysmeta, *stored);
     }
   }
+  // If-Match was checked (put_conditions_refusal()); "If-None-Match: *" goes on.
+  h.erase("If-Match");
   // The checksum is S3's; Swift has no use for these headers.
   for (const char* name : {"x-amz-trailer", "x-amz-sdk-checksum-algorithm"}) h.erase(name);
   // A checksum sent as a header is kept with the object (GET returns it when asked). One in a

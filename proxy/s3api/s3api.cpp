@@ -84,11 +84,17 @@ std::optional<S3Error> refused_header(const S3Request& s3) {
                    .details = {}};
   };
   if (s3.client.method == "PUT") {
-    for (const char* name : {"If-Match", "If-None-Match", "If-Modified-Since",
-                             "If-Unmodified-Since"}) {
-      if (h.contains(name)) {
-        return errors::not_implemented("Conditional object PUTs are not supported.");
-      }
+    // PutObject takes "If-None-Match: *" (as Swift 2.36 and AWS) and If-Match with ETags (as
+    // AWS; object.cpp); other conditions on a PUT are not implemented, as in Swift.
+    const bool put_object = s3.key && !h.contains("X-Amz-Copy-Source") &&
+                            std::all_of(s3.params.begin(), s3.params.end(),
+                                        [](const auto& p) { return p.first == "x-id"; });
+    auto if_none_match = h.get("If-None-Match");
+    auto if_match = h.get("If-Match");
+    if (h.contains("If-Modified-Since") || h.contains("If-Unmodified-Since") ||
+        (if_none_match && (!put_object || *if_none_match != "*")) ||
+        (if_match && (!put_object || *if_match == "*"))) {
+      return errors::not_implemented("Conditional object PUTs are not supported.");
     }
   }
   if (auto source = h.get("X-Amz-Copy-Source")) {

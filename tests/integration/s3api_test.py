@@ -23,7 +23,7 @@ as boto3 signs) and sent to both; status, the headers that matter and the XML bo
 Apus only (Swift 2.30.1 has no answer to compare with): a body other than the one whose
 SHA-256 was signed, aws-chunked uploads (signed chunks; bad, truncated, mis-sized bodies), and
 checksums kept and returned (x-amz-checksum-mode; composite checksums of multipart uploads),
-and object and bucket tags (tagging()).
+object and bucket tags (tagging()), and conditional PutObject (conditional_puts()).
 
 Then the same operations through boto3's client against the Apus proxy only, as a user would.
 
@@ -319,7 +319,8 @@ def objects(pair):
     pair.both("GET key in a missing bucket", "GET", "/nosuchbucket/nosuchkey")
     pair.both("POST object", "POST", "/objects/obj")
     for what, headers in (("storage class", {"x-amz-storage-class": "GLACIER"}),
-                          ("conditional", {"If-None-Match": "*"}),
+                          ("If-Modified-Since", {"If-Modified-Since":
+                                                 "Wed, 01 Dec 2021 00:00:00 GMT"}),
                           ("MFA", {"x-amz-mfa": "1"}),
                           ("SSE", {"x-amz-server-side-encryption": "AES256"}),
                           ("bad SSE", {"x-amz-server-side-encryption": "rot13"}),
@@ -1077,6 +1078,70 @@ def tagging(pair):
     s3.delete_bucket(Bucket="tags")
 
 
+def conditional_puts(pair):
+    """Apus only (Swift 2.30.1's s3api refuses conditional PUTs): PutObject with
+    "If-None-Match: *" (only if there is no object, as Swift 2.36 and AWS) and If-Match with
+    ETags (only if the object is one of them, NoSuchKey without an object, as AWS); a refused
+    PUT leaves the object as it was. Other conditions are NotImplemented, as in Swift and AWS."""
+    port = pair.ports["apus"]
+    creds = Credentials(*USERS["apus"][:2])
+
+    def call(method, path, headers=None, body=b""):
+        target, h = signed(port, method, path, headers, body, creds=creds)
+        return send(port, method, target, h, body)
+
+    def body_of(key):
+        return call("GET", "/conds/" + key)[2]
+
+    call("PUT", "/conds")
+    s, _, _ = call("PUT", "/conds/new", {"If-None-Match": "*"}, b"first")
+    check(s == 200 and body_of("new") == b"first", "PUT If-None-Match * of no object: %d" % s)
+    s, _, b = call("PUT", "/conds/new", {"If-None-Match": "*"}, b"second")
+    check(s == 412 and b"<Code>PreconditionFailed</Code>" in b and body_of("new") == b"first",
+          "PUT If-None-Match * of an object: %d %r" % (s, b))
+    etag = hashlib.md5(b"first").hexdigest()
+    for what, headers, status, left in (
+            ("If-Match its etag", {"If-Match": etag}, 200, b"2"),
+            ("If-Match its quoted etag", {"If-Match": '"%s"' % hashlib.md5(b"2").hexdigest()},
+             200, b"3"),
+            ("If-Match another etag", {"If-Match": '"0123"'}, 412, b"3"),
+            ("If-Match a list with its etag",
+             {"If-Match": '"0123", "%s"' % hashlib.md5(b"3").hexdigest()}, 200, b"4"),
+            ("If-Match *", {"If-Match": "*"}, 501, b"4"),
+            ("If-None-Match its etag", {"If-None-Match": hashlib.md5(b"4").hexdigest()}, 501,
+             b"4"),
+            ("If-None-Match another etag", {"If-None-Match": "0123"}, 501, b"4")):
+        s, _, b = call("PUT", "/conds/new", headers, left if status == 200 else b"refused")
+        check(s == status and body_of("new") == left,
+              "PUT %s: %d (want %d), object %r" % (what, s, status, body_of("new")))
+    s, _, b = call("PUT", "/conds/none", {"If-Match": etag}, b"x")
+    check(s == 404 and b"<Code>NoSuchKey</Code>" in b and call("HEAD", "/conds/none")[0] == 404,
+          "PUT If-Match of no object: %d %r" % (s, b))
+    # A multipart upload's ETag is the S3 one.
+    s, _, b = call("POST", "/conds/mp?uploads")
+    upload = re.search(rb"<UploadId>([^<]+)<", b).group(1).decode()
+    _, h, _ = call("PUT", "/conds/mp?partNumber=1&uploadId=" + upload, {}, b"part")
+    done = ("<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>%s</ETag></Part>"
+            "</CompleteMultipartUpload>" % h["etag"]).encode()
+    s, _, b = call("POST", "/conds/mp?uploadId=" + upload, {}, done)
+    mp_etag = re.search(rb"<ETag>([^<]+)<", b).group(1).decode()
+    s, _, _ = call("PUT", "/conds/mp", {"If-Match": mp_etag}, b"replaced")
+    check(s == 200 and body_of("mp") == b"replaced",
+          "PUT If-Match a multipart upload's ETag %s: %d" % (mp_etag, s))
+    for what, path, headers in (("UploadPart", "/conds/x?partNumber=1&uploadId=u",
+                                 {"If-None-Match": "*"}),
+                                ("CopyObject", "/conds/copy", {"If-Match": "*",
+                                                               "x-amz-copy-source": "/conds/new"}),
+                                ("PutObject If-Unmodified-Since", "/conds/new",
+                                 {"If-Unmodified-Since": "Wed, 01 Dec 2021 00:00:00 GMT"})):
+        s, _, b = call("PUT", path, headers, b"x")
+        check(s == 501 and b"<Code>NotImplemented</Code>" in b,
+              "%s with a condition: NotImplemented: %d %r" % (what, s, b))
+    for key in ("new", "mp"):
+        call("DELETE", "/conds/" + key)
+    call("DELETE", "/conds")
+
+
 def auth(pair):
     pair.both("Version 4 presigned ListBuckets", "GET", "/", kind="v4q")
     pair.both("Version 2 ListBuckets", "GET", "/", kind="v2")
@@ -1190,6 +1255,7 @@ def main():
         multipart(pair)
         stored_checksums(pair)
         tagging(pair)
+        conditional_puts(pair)
         # Without object versioning in the pipeline, versioning cannot be turned on.
         plain = cluster.start_proxy("proxy-s3api-plain",
                                     pipeline=PIPELINE.replace(" versioned_writes", ""),
