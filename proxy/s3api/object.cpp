@@ -34,6 +34,7 @@
 #include "proxy/s3api/s3_response.h"
 #include "proxy/s3api/tagging.h"
 #include "proxy/subrequest.h"
+#include "proxy/versioned_writes.h"
 
 namespace apus::proxy::s3api {
 
@@ -193,6 +194,45 @@ net::awaitable<S3Error> object_not_found(S3Request& s3) {
 }
 
 namespace {
+
+// A GET or HEAD of a key without an object: object_not_found()'s error, saying as S3 does
+// whether the key's newest version is a delete marker (x-amz-delete-marker true, with the
+// marker's x-amz-version-id) or not (false). Only a bucket that had versioning enabled is
+// listed for it: one more request, and only on a 404.
+net::awaitable<S3Error> missing_object(S3Request& s3) {
+  S3Error e = co_await object_not_found(s3);
+  if (e.code != "NoSuchKey" || s3.has("versionId")) co_return e;
+  std::string marker = "false";
+  auto bucket = co_await call_swift(s3, "HEAD", s3.bucket, std::nullopt);
+  const auto* b = std::get_if<Response>(&bucket);
+  if (b && b->status / 100 == 2 && b->headers.contains(versioning::kSysContainer)) {
+    auto listing = co_await call_swift(
+        s3, "GET", s3.bucket, std::nullopt,
+        "format=json&versions&limit=1&prefix=" + common::http::quote(*s3.key, ""), 1 << 20,
+        [](HeaderMap& h) {
+      for (const char* name : {"Range", "If-Match", "If-None-Match", "If-Modified-Since",
+                               "If-Unmodified-Since"}) {
+        h.erase(name);
+      }
+    });
+    const auto* l = std::get_if<Response>(&listing);
+    boost::system::error_code ec;
+    auto items = l && l->status == 200 ? boost::json::parse(l->body, ec) : boost::json::value();
+    if (!ec && items.is_array() && !items.as_array().empty() && items.as_array()[0].is_object()) {
+      const auto& newest = items.as_array()[0].as_object();
+      const auto* name = newest.if_contains("name");
+      const auto* type = newest.if_contains("content_type");
+      const auto* id = newest.if_contains("version_id");
+      if (name && name->is_string() && name->as_string() == *s3.key && type &&
+          type->is_string() && type->as_string() == versioning::kDeleteMarkerType) {
+        marker = "true";
+        if (id && id->is_string()) e.headers.emplace_back("x-amz-version-id", id->as_string());
+      }
+    }
+  }
+  e.headers.emplace_back("x-amz-delete-marker", marker);
+  co_return e;
+}
 
 // The ETag S3 shows for an object of Swift answer `swift`, without quotes: a multipart upload's
 // (kept in sysmeta), an SLO's made by Swift's API (its etag and "-N"), or the Swift one.
@@ -493,7 +533,7 @@ class ObjectExchange final : public ExchangeWrapper {
           break;
       }
     } else {
-      if (status == 404) co_return co_await object_not_found(s3_);
+      if (status == 404) co_return co_await missing_object(s3_);
       if (status == 412) co_return errors::precondition_failed();
       if (status == 416) co_return errors::invalid_range();
     }
@@ -898,9 +938,14 @@ net::awaitable<std::string> manifest_delete_query(S3Request& s3, const std::stri
 }
 
 
-// One key of a DeleteObjects: nullopt when deleted (or not there), else the Code and Message
-// of its Error element.
-net::awaitable<std::optional<std::pair<std::string, std::string>>> delete_one(
+// What became of one key of a DeleteObjects.
+struct DeleteOutcome {
+  std::optional<std::pair<std::string, std::string>> error;  // its Error's Code and Message
+  std::optional<std::string> delete_marker;  // the version id of a delete marker made or deleted
+};
+
+// One key of a DeleteObjects: an error, or deleted (or not there), maybe as a delete marker.
+net::awaitable<DeleteOutcome> delete_one(
     S3Request& s3, const std::string& key, const std::optional<std::string>& version) {
   S3Request one{.client = s3.client, .env = s3.env, .next = s3.next, .config = s3.config,
                 .bucket = s3.bucket, .key = key, .params = {}, .signature = s3.signature,
@@ -917,12 +962,20 @@ net::awaitable<std::optional<std::pair<std::string, std::string>>> delete_one(
     h.erase("Content-MD5");
     h.set("Accept", "application/json");
   });
-  if (auto* e = std::get_if<S3Error>(&answer)) co_return std::make_pair(e->code, e->message);
+  if (auto* e = std::get_if<S3Error>(&answer)) {
+    co_return DeleteOutcome{.error = std::make_pair(e->code, e->message), .delete_marker = {}};
+  }
   const Response& r = std::get<Response>(answer);
-  if (r.status == 404) co_return std::nullopt;  // NoSuchKey: deleted as far as S3 goes
+  DeleteOutcome done;
+  // object_versioning's answer when the DELETE made a delete marker (even for a key without an
+  // object), or deleted one by its id.
+  if (r.headers.get_or("X-Backend-Content-Type", "") == versioning::kDeleteMarkerType) {
+    done.delete_marker = std::string(r.headers.get_or("X-Object-Version-Id", version.value_or("")));
+  }
+  if (r.status == 404) co_return done;  // NoSuchKey: deleted as far as S3 goes
   if (r.status != 200 && r.status != 204) {
     S3Error e = unexpected(one, r);
-    co_return std::make_pair(e.code, e.message);
+    co_return DeleteOutcome{.error = std::make_pair(e.code, e.message), .delete_marker = {}};
   }
   if (manifest && r.status != 204) {
     // A synchronous SLO delete: bulk's JSON report says whether every segment went.
@@ -931,7 +984,9 @@ net::awaitable<std::optional<std::pair<std::string, std::string>>> delete_one(
     const boost::json::object* o = !ec && report.is_object() ? &report.as_object() : nullptr;
     const boost::json::value* errors = o ? o->if_contains("Errors") : nullptr;
     if (!errors || !errors->is_array()) {
-      co_return std::make_pair(std::string("SLODeleteError"), std::string("Unexpected swift response"));
+      co_return DeleteOutcome{.error = std::make_pair(std::string("SLODeleteError"),
+                                                      std::string("Unexpected swift response")),
+                              .delete_marker = {}};
     }
     if (!errors->as_array().empty()) {
       std::string message;
@@ -945,8 +1000,46 @@ net::awaitable<std::optional<std::pair<std::string, std::string>>> delete_one(
         };
         message += "\n" + text(item.as_array()[0]) + ": " + text(item.as_array()[1]);
       }
-      co_return std::make_pair(std::string("SLODeleteError"), message);
+      co_return DeleteOutcome{.error = std::make_pair(std::string("SLODeleteError"), message),
+                              .delete_marker = {}};
     }
+  }
+  co_return done;
+}
+
+// Swift's _restore_on_delete: once the current version is deleted by its id, the newest version
+// left becomes current again, as in S3 (object_versioning leaves the key without one), unless
+// it is a delete marker. The answer of the restoring PUT, or nullopt when there was nothing to
+// restore.
+net::awaitable<std::optional<Response>> restore_on_delete(S3Request& s3) {
+  auto listing = co_await call_swift(
+      s3, "GET", s3.bucket, std::nullopt,
+      "format=json&versions&limit=1000&prefix=" + common::http::quote(*s3.key, ""), 8u << 20,
+      [](HeaderMap& h) { h.erase("Content-Type"); });
+  const Response* l = std::get_if<Response>(&listing);
+  if (!l || l->status != 200) co_return std::nullopt;
+  boost::system::error_code ec;
+  auto items = boost::json::parse(l->body, ec);
+  if (ec || !items.is_array()) co_return std::nullopt;
+  for (const auto& item : items.as_array()) {
+    const auto* o = item.if_object();
+    const auto* name = o ? o->if_contains("name") : nullptr;
+    if (!name || !name->is_string() || name->as_string() != *s3.key) break;  // no more versions
+    const auto* type = o->if_contains("content_type");
+    if (type && type->is_string() && type->as_string() == versioning::kDeleteMarkerType) break;
+    const auto* id = o->if_contains("version_id");
+    if (!id || !id->is_string()) continue;
+    auto put = co_await call_swift(
+        s3, "PUT", s3.bucket, s3.key,
+        "version-id=" + common::http::quote(std::string(id->as_string()), ""), 1 << 16,
+        [](HeaderMap& h) {
+      h.erase("Content-Type");
+      h.set("Content-Length", "0");
+    });
+    auto* r = std::get_if<Response>(&put);
+    // 404: the version went since the listing (object_versioning's answer); try the next.
+    if (!r || r->status == 404 || r->status == 412) continue;
+    co_return std::move(*r);
   }
   co_return std::nullopt;
 }
@@ -989,6 +1082,15 @@ net::awaitable<Response> delete_object(S3Request& s3) {
     co_return reply(204, std::move(h));
   }
   if (r.status != 200 && r.status != 204) co_return s3.error(unexpected(s3, r));
+  if (r.headers.get_or("X-Object-Current-Version-Id", "") == "null") {
+    if (auto restored = co_await restore_on_delete(s3)) {
+      if (restored->status < 200 || restored->status >= 300) {
+        co_return s3.error(unexpected(s3, *restored));
+      }
+      r = std::move(*restored);
+      r.status = 204;
+    }
+  }
   HeaderMap h = swift_to_s3_headers(r.headers);
   int status = r.status;
   if (manifest && status == 200) status = 204;  // the bulk-delete report is not passed on
@@ -1082,7 +1184,7 @@ net::awaitable<Response> delete_objects(Exchange& ex, S3Request& s3) {
   }
   if (hr.status != 204) co_return s3.error(unexpected(s3, hr));
   // multi_delete_concurrency keys at a time; the result lists them in the request's order.
-  std::vector<std::optional<std::pair<std::string, std::string>>> errors(keys.size());
+  std::vector<DeleteOutcome> outcomes(keys.size());
   auto executor = co_await net::this_coro::executor;
   size_t next = 0, running = 0;
   net::steady_timer all_done(executor, net::steady_timer::time_point::max());
@@ -1095,7 +1197,7 @@ net::awaitable<Response> delete_objects(Exchange& ex, S3Request& s3) {
         [&]() -> net::awaitable<void> {
           while (next < keys.size()) {
             size_t i = next++;
-            errors[i] = co_await delete_one(s3, keys[i].first, keys[i].second);
+            outcomes[i] = co_await delete_one(s3, keys[i].first, keys[i].second);
           }
           if (--running == 0) all_done.cancel();
         },
@@ -1108,13 +1210,21 @@ net::awaitable<Response> delete_objects(Exchange& ex, S3Request& s3) {
     (void)ec;
   }
   for (size_t i = 0; i < keys.size(); ++i) {
-    if (errors[i]) {
+    if (const auto& error = outcomes[i].error) {
       pugi::xml_node e = result.append_child("Error");
       add_text(e, "Key", keys[i].first);
-      add_text(e, "Code", errors[i]->first);
-      add_text(e, "Message", errors[i]->second);
+      add_text(e, "Code", error->first);
+      add_text(e, "Message", error->second);
     } else if (!quiet) {
-      add_text(result.append_child("Deleted"), "Key", keys[i].first);
+      // As S3 answers (Swift's s3api gives the Key alone): the version asked for, and whether a
+      // delete marker was made or deleted.
+      pugi::xml_node d = result.append_child("Deleted");
+      add_text(d, "Key", keys[i].first);
+      if (keys[i].second) add_text(d, "VersionId", *keys[i].second);
+      if (const auto& marker = outcomes[i].delete_marker) {
+        add_text(d, "DeleteMarker", "true");
+        add_text(d, "DeleteMarkerVersionId", *marker);
+      }
     }
   }
   co_return xml_response(200, to_xml(out), s3.env.trans_id);

@@ -29,12 +29,14 @@
 namespace apus::proxy::s3api {
 
 // An S3 error response: status, Code, Message, and the further elements S3 puts in <Error>
-// (tag name, text), in order.
+// (tag name, text), in order; and any headers of its own.
 struct S3Error {
   int status = 400;
   std::string code;
   std::string message;
   std::vector<std::pair<std::string, std::string>> details;
+  // Headers the answer carries besides S3's own (x-amz-delete-marker of a missing key).
+  std::vector<std::pair<std::string, std::string>> headers = {};
 
   static S3Error access_denied(std::string message = "Access Denied.");
   static S3Error signature_does_not_match();

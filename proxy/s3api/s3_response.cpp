@@ -93,7 +93,9 @@ common::http::Response error_response(const S3Error& error, std::string_view tra
   add_text(root, "Message", error.message);
   if (!trans_id.empty()) add_text(root, "RequestId", trans_id);
   for (const auto& [name, value] : error.details) add_text(root, name.c_str(), value);
-  return xml_response(error.status, to_xml(doc), trans_id);
+  common::http::Response r = xml_response(error.status, to_xml(doc), trans_id);
+  for (const auto& [name, value] : error.headers) r.headers.set(name, value);
+  return r;
 }
 
 namespace {

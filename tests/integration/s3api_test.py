@@ -23,7 +23,8 @@ as boto3 signs) and sent to both; status, the headers that matter and the XML bo
 Apus only (Swift 2.30.1 has no answer to compare with): a body other than the one whose
 SHA-256 was signed, aws-chunked uploads (signed chunks; bad, truncated, mis-sized bodies), and
 checksums kept and returned (x-amz-checksum-mode; composite checksums of multipart uploads),
-object and bucket tags (tagging()), and conditional PutObject (conditional_puts()).
+object and bucket tags (tagging()), conditional PutObject (conditional_puts()), and delete
+markers as S3 shows them (delete_markers()).
 
 Then the same operations through boto3's client against the Apus proxy only, as a user would.
 
@@ -700,6 +701,23 @@ def versioning(pair):
               "&key-marker=dir%2Fother", "&version-id-marker=null",
               "&key-marker=obj&version-id-marker=bogus", "&encoding-type=url"):
         pair.both("ListObjectVersions %s" % q, "GET", "/versioned?versions" + q)
+    # Deleting the current version by its id makes the newest one left current (Swift's
+    # _restore_on_delete); each side has its own version ids.
+    ids = {}
+    for body in (b"older", b"newer"):
+        for side, port in pair.ports.items():
+            target, h = signed(port, "PUT", "/versioned/restore", body=body,
+                               creds=Credentials(*USERS[side][:2]))
+            ids.setdefault(side, []).append(send(port, "PUT", target, h, body)[1].get(
+                "x-amz-version-id"))
+    pair.both("DELETE the current version by id", "DELETE",
+              lambda side: "/versioned/restore?versionId=" + ids[side][1], skip=("etag",))
+    s, _, b = pair.both("GET after deleting the current version", "GET", "/versioned/restore",
+                        skip=("etag",))
+    check(s == 200 and b == b"older", "the older version is current again: %d %r" % (s, b))
+    pair.both("DELETE the last version by id", "DELETE",
+              lambda side: "/versioned/restore?versionId=" + ids[side][0], skip=("etag",))
+    pair.both("GET after deleting every version", "GET", "/versioned/restore")
 
 
 def uploads(pair):
@@ -1078,6 +1096,54 @@ def tagging(pair):
     s3.delete_bucket(Bucket="tags")
 
 
+def delete_markers(pair):
+    """Apus only (Swift's s3api says nothing of delete markers here): a GET or HEAD of a key
+    whose newest version is a delete marker says x-amz-delete-marker: true with the marker's
+    version id, of any other missing key false; DeleteObjects reports the markers it makes and
+    the versions it was asked to delete, as S3 does."""
+    port = pair.ports["apus"]
+    s3 = boto3.client("s3", endpoint_url="http://127.0.0.1:%d" % port,
+                      aws_access_key_id="test:tester", aws_secret_access_key="testing",
+                      region_name="us-east-1",
+                      config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 0}))
+
+    def missing_headers(bucket, key):
+        try:
+            s3.head_object(Bucket=bucket, Key=key)
+        except s3.exceptions.ClientError as e:
+            return e.response["ResponseMetadata"]["HTTPHeaders"]
+        return {}
+
+    s3.create_bucket(Bucket="markers")
+    s3.put_object(Bucket="markers", Key="k", Body=b"x")
+    s3.delete_object(Bucket="markers", Key="k")
+    h = missing_headers("markers", "k")
+    check(h.get("x-amz-delete-marker") == "false", "unversioned bucket: no marker: %r" % h)
+    s3.put_bucket_versioning(Bucket="markers", VersioningConfiguration={"Status": "Enabled"})
+    s3.put_object(Bucket="markers", Key="k", Body=b"x")
+    marker = s3.delete_object(Bucket="markers", Key="k")
+    h = missing_headers("markers", "k")
+    check(h.get("x-amz-delete-marker") == "true" and
+          h.get("x-amz-version-id") == marker.get("VersionId"),
+          "HEAD behind a delete marker: %r (marker %r)" % (h, marker))
+    h = missing_headers("markers", "never")
+    check(h.get("x-amz-delete-marker") == "false", "versioned bucket, key never written: %r" % h)
+    r = s3.delete_objects(Bucket="markers", Delete={"Objects": [{"Key": "new"}]})
+    d = r["Deleted"][0]
+    check(d.get("DeleteMarker") is True and d.get("DeleteMarkerVersionId"),
+          "DeleteObjects makes and reports a delete marker: %r" % r["Deleted"])
+    r = s3.delete_objects(Bucket="markers", Delete={"Objects": [
+        {"Key": "new", "VersionId": d["DeleteMarkerVersionId"]}]})
+    check(r["Deleted"] == [{"Key": "new", "VersionId": d["DeleteMarkerVersionId"],
+                            "DeleteMarker": True,
+                            "DeleteMarkerVersionId": d["DeleteMarkerVersionId"]}],
+          "DeleteObjects of a delete marker by its id: %r" % r["Deleted"])
+    versions = s3.list_object_versions(Bucket="markers")
+    for v in versions.get("Versions", []) + versions.get("DeleteMarkers", []):
+        s3.delete_object(Bucket="markers", Key=v["Key"], VersionId=v["VersionId"])
+    s3.delete_bucket(Bucket="markers")
+
+
 def conditional_puts(pair):
     """Apus only (Swift 2.30.1's s3api refuses conditional PUTs): PutObject with
     "If-None-Match: *" (only if there is no object, as Swift 2.36 and AWS) and If-Match with
@@ -1256,6 +1322,7 @@ def main():
         stored_checksums(pair)
         tagging(pair)
         conditional_puts(pair)
+        delete_markers(pair)
         # Without object versioning in the pipeline, versioning cannot be turned on.
         plain = cluster.start_proxy("proxy-s3api-plain",
                                     pipeline=PIPELINE.replace(" versioned_writes", ""),
