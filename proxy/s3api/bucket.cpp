@@ -39,32 +39,87 @@ constexpr size_t kMaxAccountListing = 64u << 20;
 
 // ---- the service: ListBuckets ------------------------------------------------------------------
 
+// ListBuckets: the account's containers that are S3 bucket names, in pages (max-buckets, at
+// most and by default 10000, and an opaque continuation-token: the last name answered, in
+// base64), with a prefix; the account is listed a page of 10000 at a time until the page is
+// full, and at most 100 such listings for one answer (a truncated answer then, which a client
+// continues).
 net::awaitable<Response> list_buckets(S3Request& s3) {
+  constexpr int64_t kMaxBuckets = 10000;
+  constexpr int kMaxListings = 100;
   const S3ApiConfig& config = s3.config;
-  auto answer = co_await call_swift(s3, "GET", "", std::nullopt, "format=json", kMaxAccountListing);
-  if (auto* e = std::get_if<S3Error>(&answer)) co_return s3.error(*e);
-  const Response& r = std::get<Response>(answer);
-  if (r.status != 200) co_return s3.error(unexpected(s3, r));
-  boost::system::error_code ec;
-  auto listing = boost::json::parse(r.body, ec);
-  if (ec || !listing.is_array()) co_return s3.error(errors::internal_error());
+  int64_t max_buckets = kMaxBuckets;
+  if (auto it = s3.params.find("max-buckets"); it != s3.params.end()) {
+    auto n = common::parse_python_int(it->second);
+    if (!n || *n < 1 || *n > kMaxBuckets) {
+      co_return s3.error(S3Error::invalid_argument("max-buckets", it->second,
+                                                   "Argument max-buckets must be an integer "
+                                                   "between 1 and 10000."));
+    }
+    max_buckets = *n;
+  }
+  std::string marker;
+  if (auto it = s3.params.find("continuation-token"); it != s3.params.end()) {
+    auto name = common::crypto::strict_b64decode(it->second);
+    if (!name || name->empty()) {
+      co_return s3.error(S3Error::invalid_argument("continuation-token", it->second,
+                                                   "The continuation token provided is "
+                                                   "incorrect"));
+    }
+    marker = *name;
+  }
+  const auto prefix = s3.params.find("prefix");
+  std::vector<std::string> names;
+  bool truncated = false;
+  for (int listing = 0; !truncated; ++listing) {
+    if (listing == kMaxListings) {
+      truncated = true;  // the answer goes on after `marker`
+      break;
+    }
+    std::string query = "format=json&limit=10000";
+    if (!marker.empty()) query += "&marker=" + common::http::quote(marker, "");
+    if (prefix != s3.params.end()) query += "&prefix=" + common::http::quote(prefix->second, "");
+    auto answer = co_await call_swift(s3, "GET", "", std::nullopt, query, kMaxAccountListing);
+    if (auto* e = std::get_if<S3Error>(&answer)) co_return s3.error(*e);
+    const Response& r = std::get<Response>(answer);
+    if (r.status != 200 && r.status != 204) co_return s3.error(unexpected(s3, r));
+    boost::system::error_code ec;
+    auto page = r.status == 204 ? boost::json::value(boost::json::array())
+                                : boost::json::parse(r.body, ec);
+    if (ec || !page.is_array()) co_return s3.error(errors::internal_error());
+    for (const auto& item : page.as_array()) {
+      const auto* o = item.if_object();
+      const auto* name = o ? o->if_contains("name") : nullptr;
+      if (!name || !name->is_string()) continue;
+      std::string n(name->as_string());
+      if (!valid_bucket_name(n, config.dns_compliant_bucket_names)) {
+        marker = std::move(n);
+        continue;
+      }
+      if (static_cast<int64_t>(names.size()) == max_buckets) {
+        truncated = true;
+        marker = names.back();
+        break;
+      }
+      marker = n;
+      names.push_back(std::move(n));
+    }
+    if (page.as_array().size() < 10000) break;
+  }
   pugi::xml_node root;
   auto doc = result_document("ListAllMyBucketsResult", &root);
   pugi::xml_node owner = root.append_child("Owner");
   add_text(owner, "ID", s3.user_id());
   add_text(owner, "DisplayName", s3.user_id());
   pugi::xml_node buckets = root.append_child("Buckets");
-  for (const auto& item : listing.as_array()) {
-    if (!item.is_object() || !item.as_object().contains("name")) continue;
-    const auto& name = item.as_object().at("name");
-    if (!name.is_string()) continue;
-    std::string n(name.as_string());
-    if (!valid_bucket_name(n, config.dns_compliant_bucket_names)) continue;
+  for (const auto& n : names) {
     pugi::xml_node b = buckets.append_child("Bucket");
     add_text(b, "Name", n);
     // Swift keeps no creation time a client could use; s3api answers this fixed one.
     add_text(b, "CreationDate", "2009-02-03T16:45:09.000Z");
   }
+  if (truncated) add_text(root, "ContinuationToken", common::crypto::b64encode(marker));
+  if (prefix != s3.params.end()) add_text(root, "Prefix", prefix->second);
   co_return xml_response(200, to_xml(doc), s3.env.trans_id);
 }
 

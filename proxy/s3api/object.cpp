@@ -885,17 +885,22 @@ net::awaitable<void> put_object(Exchange& ex, S3Request& s3, const PutTarget& ta
   if (h.get_or("Content-Type", "").empty()) h.set("Content-Type", "binary/octet-stream");
   Request swift = make_subrequest("PUT", swift_path(s3, target.container, target.object), "",
                                   HeaderMap());
-  if (decoded_length) {
-    // The payload of the aws-chunked body, without the encoding (Swift's
-    // _cleanup_content_encoding: aws-chunked leaves Content-Encoding).
-    h.erase("x-amz-decoded-content-length");
+  // aws-chunked is how the body came, not what the object is: it leaves Content-Encoding
+  // (Swift's _cleanup_content_encoding), whether or not the body is in fact chunked (S3 drops
+  // it always).
+  if (auto value = h.get("Content-Encoding");
+      value && value->find("aws-chunked") != std::string_view::npos) {
     std::string encoding;
-    for (const auto& e : common::list_from_csv(h.get_or("Content-Encoding", ""))) {
+    for (const auto& e : common::list_from_csv(*value)) {
       if (e == "aws-chunked") continue;
       encoding += (encoding.empty() ? "" : ", ") + e;
     }
     h.erase("Content-Encoding");
     if (!encoding.empty()) h.set("Content-Encoding", encoding);
+  }
+  if (decoded_length) {
+    // The payload of the aws-chunked body.
+    h.erase("x-amz-decoded-content-length");
     h.set("Content-Length", std::to_string(*decoded_length));
     swift.content_length = decoded_length;
   } else {

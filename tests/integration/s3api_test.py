@@ -23,8 +23,8 @@ as boto3 signs) and sent to both; status, the headers that matter and the XML bo
 Apus only (Swift 2.30.1 has no answer to compare with): a body other than the one whose
 SHA-256 was signed, aws-chunked uploads (signed chunks; bad, truncated, mis-sized bodies), and
 checksums kept and returned (x-amz-checksum-mode; composite checksums of multipart uploads),
-object and bucket tags (tagging()), conditional PutObject (conditional_puts()), and delete
-markers as S3 shows them (delete_markers()).
+object and bucket tags (tagging()), conditional PutObject (conditional_puts()), delete
+markers as S3 shows them (delete_markers()), and ListBuckets in pages (list_buckets_pages()).
 
 Then the same operations through boto3's client against the Apus proxy only, as a user would.
 
@@ -1144,6 +1144,40 @@ def delete_markers(pair):
     s3.delete_bucket(Bucket="markers")
 
 
+def list_buckets_pages(pair):
+    """Apus only (Swift 2.30.1's s3api answers every bucket at once): ListBuckets with prefix,
+    max-buckets and continuation-token, as S3 pages it."""
+    port = pair.ports["apus"]
+    creds = Credentials(*USERS["apus"][:2])
+
+    def call(path):
+        target, h = signed(port, "GET", path, creds=creds)
+        return send(port, "GET", target, h)
+
+    def names(body):
+        return re.findall(rb"<Name>([^<]+)</Name>", body)
+
+    for b in ("page-a", "page-b", "page-c"):
+        call_put = signed(port, "PUT", "/" + b, creds=creds)
+        send(port, "PUT", *call_put)
+    s, _, b = call("/?prefix=page-&max-buckets=2")
+    token = re.search(rb"<ContinuationToken>([^<]+)<", b)
+    check(s == 200 and names(b) == [b"page-a", b"page-b"] and token and
+          b"<Prefix>page-</Prefix>" in b, "ListBuckets first page: %d %r" % (s, b))
+    s, _, b = call("/?prefix=page-&max-buckets=2&continuation-token=" +
+                   quote(token.group(1).decode(), safe=""))
+    check(s == 200 and names(b) == [b"page-c"] and b"<ContinuationToken>" not in b,
+          "ListBuckets last page: %d %r" % (s, b))
+    s, _, b = call("/?prefix=page-")
+    check(s == 200 and names(b) == [b"page-a", b"page-b", b"page-c"] and
+          b"<ContinuationToken>" not in b, "ListBuckets with a prefix: %d %r" % (s, b))
+    for q in ("max-buckets=0", "max-buckets=10001", "max-buckets=x", "continuation-token=%25"):
+        s, _, b = call("/?" + q)
+        check(s == 400 and b"<Code>InvalidArgument</Code>" in b, "ListBuckets ?%s: %d" % (q, s))
+    for b in ("page-a", "page-b", "page-c"):
+        send(port, "DELETE", *signed(port, "DELETE", "/" + b, creds=creds))
+
+
 def conditional_puts(pair):
     """Apus only (Swift 2.30.1's s3api refuses conditional PUTs): PutObject with
     "If-None-Match: *" (only if there is no object, as Swift 2.36 and AWS) and If-Match with
@@ -1323,6 +1357,7 @@ def main():
         tagging(pair)
         conditional_puts(pair)
         delete_markers(pair)
+        list_buckets_pages(pair)
         # Without object versioning in the pipeline, versioning cannot be turned on.
         plain = cluster.start_proxy("proxy-s3api-plain",
                                     pipeline=PIPELINE.replace(" versioned_writes", ""),
