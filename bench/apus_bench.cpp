@@ -7,6 +7,7 @@
 //              [--duration 10 | --count N] [--warmup 2] [--containers 4] [--objects N]
 //              [--endpoints 127.0.0.1:8081,127.0.0.1:8082] [--prefix bench] [--json FILE]
 //              [--verify full|headers] [--label TEXT] [--slo-segment 100MiB]
+//              [--api swift|s3]
 //
 // Each of `concurrency` clients keeps one keep-alive connection (to one of --endpoints,
 // round robin: the "direct" topology; by default the storage URL's host: one ingress, the "HA
@@ -21,6 +22,9 @@
 // the object's container) are PUT first, then the manifest (?multipart-manifest=put); reads
 // then exercise the proxy's segment streaming, and a GET's ETag is checked against the one the
 // manifest PUT answered (the MD5 of the segment ETags, not of the body).
+// With --api s3 the objects are read and written through the S3 API (the proxy's s3api, with
+// --user and --key as the access key and secret, path-style, Version 4 header signatures with
+// UNSIGNED-PAYLOAD), the same buckets and keys: the cost of the S3 path against the Swift one.
 //
 // Prints a table and writes JSON (--json FILE, or "-" for stdout): operations, ops/s, MiB/s,
 // latency percentiles and errors by cause, per operation and in all; a per-second timeline;
@@ -47,6 +51,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -55,6 +60,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/crypto/hmac.h"
 #include "common/crypto/md5.h"
 
 namespace net = boost::asio;
@@ -94,6 +100,7 @@ struct Options {
   bool verify_body = true;
   std::string label;
   uint64_t slo_segment = 0;  // bytes per SLO segment; 0: plain objects
+  bool s3 = false;           // --api s3: the S3 API (path-style, SigV4 header auth)
 };
 
 // ---- parsing ---------------------------------------------------------------------------------
@@ -215,6 +222,9 @@ std::string parse_args(int argc, char** argv, Options& o) {
       o.verify_body = v == "full";
     } else if (a == "--label") {
       o.label = v;
+    } else if (a == "--api") {
+      if (v != "swift" && v != "s3") return "--api is swift or s3";
+      o.s3 = v == "s3";
     } else if (a == "--slo-segment") {
       auto size = parse_size(v);
       if (!size || *size == 0) return "bad --slo-segment: " + v;
@@ -238,6 +248,11 @@ std::string parse_args(int argc, char** argv, Options& o) {
   // An SLO's body is its segments' bodies one after another, each from its own variant: the
   // client checks the manifest's ETag and the length, not an MD5 of the whole.
   if (o.slo_segment && o.verify_body) return "--slo-segment needs --verify headers";
+  if (o.s3 && o.slo_segment) return "--api s3 takes no --slo-segment";
+  if (o.s3 && std::any_of(o.mix.begin(), o.mix.end(),
+                          [](const auto& m) { return m.first == Op::kPost; })) {
+    return "--api s3 has no POST workload";
+  }
   return {};
 }
 
@@ -434,6 +449,53 @@ class Connection {
   net::streambuf buf_;
 };
 
+// ---- S3 (--api s3) ----------------------------------------------------------------------------
+
+// Version 4 header signatures with UNSIGNED-PAYLOAD (as SDKs sign over TLS): the server does the
+// HMAC work an S3 request costs, and no body hashing, which the Swift API has no counterpart of.
+// The signing key is derived once a day. Thread-compatible: one per client.
+class S3Signer {
+ public:
+  S3Signer(std::string access_key, std::string secret)
+      : access_key_(std::move(access_key)), secret_(std::move(secret)) {}
+
+  // The header lines that sign `method` of `target` ("/bucket/key[?query]", as sent) to `host`.
+  std::string headers(const std::string& method, const std::string& target,
+                      const std::string& host) {
+    namespace crypto = apus::common::crypto;
+    char stamp[32];
+    std::time_t now = std::time(nullptr);
+    std::tm tm{};
+    gmtime_r(&now, &tm);
+    std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+    const std::string date(stamp, 8);
+    if (date != day_) {
+      day_ = date;
+      key_ = crypto::hmac_bytes("sha256", "AWS4" + secret_, date);
+      for (const char* part : {"us-east-1", "s3", "aws4_request"}) {
+        key_ = crypto::hmac_bytes("sha256", key_, part);
+      }
+    }
+    const size_t q = target.find('?');
+    const std::string path = target.substr(0, q);
+    const std::string query = q == std::string::npos ? "" : target.substr(q + 1);  // one field
+    const std::string canonical = method + "\n" + path + "\n" + query + "\nhost:" + host +
+                                  "\nx-amz-content-sha256:UNSIGNED-PAYLOAD\nx-amz-date:" + stamp +
+                                  "\n\nhost;x-amz-content-sha256;x-amz-date\nUNSIGNED-PAYLOAD";
+    const std::string scope = date + "/us-east-1/s3/aws4_request";
+    const std::string to_sign = std::string("AWS4-HMAC-SHA256\n") + stamp + "\n" + scope + "\n" +
+                                crypto::sha256_hex(canonical);
+    return "Authorization: AWS4-HMAC-SHA256 Credential=" + access_key_ + "/" + scope +
+           ", SignedHeaders=host;x-amz-content-sha256;x-amz-date, Signature=" +
+           crypto::hmac_hex("sha256", key_, to_sign) +
+           "\r\nx-amz-content-sha256: UNSIGNED-PAYLOAD\r\nx-amz-date: " + stamp + "\r\n";
+  }
+
+ private:
+  std::string access_key_, secret_;
+  std::string day_, key_;
+};
+
 // ---- the run ---------------------------------------------------------------------------------
 
 struct Plan {
@@ -465,7 +527,17 @@ struct Client {
   std::map<std::pair<uint64_t, uint64_t>, std::string> variant_md5;  // (seed, size) -> MD5
   std::mt19937_64 rng;
   ClientStats stats;
+  std::optional<S3Signer> s3;  // --api s3
 };
+
+// The headers that authenticate `method` of `target` for client c: the Swift token, or an S3
+// signature.
+std::string auth_headers(const Plan& p, Client& c, const std::string& method,
+                         const std::string& target) {
+  if (!p.opt.s3) return "X-Auth-Token: " + p.token + "\r\n";
+  if (!c.s3) c.s3.emplace(p.opt.user, p.opt.key);
+  return c.s3->headers(method, target, c.endpoint.host);
+}
 
 // With --verify headers, bodies come in a few variants whose MD5 each client computes once,
 // so large PUTs cost the client no hashing (a stale read still shows: the variant changes
@@ -488,8 +560,10 @@ T pick_weighted(const std::vector<std::pair<T, double>>& choices, std::mt19937_6
 uint64_t pick_size(const Options& o, std::mt19937_64& rng) { return pick_weighted(o.sizes, rng); }
 Op pick_op(const Options& o, std::mt19937_64& rng) { return pick_weighted(o.mix, rng); }
 
+// An object's path: below the account (Swift), or /<bucket>/<key> (S3, path-style).
 std::string object_path(const Plan& p, uint64_t i) {
-  return p.account_path + "/" + container_name(p.opt, i) + "/o" + std::to_string(i);
+  return (p.opt.s3 ? "" : p.account_path) + "/" + container_name(p.opt, i) + "/o" +
+         std::to_string(i);
 }
 
 // The MD5 of body variant `seed` cut to `size` bytes (computed once per client).
@@ -516,13 +590,14 @@ std::string unquoted_etag(Answer& a) {
 
 // PUTs `size` bytes of body `seed` to `path` and checks the ETag answered against the MD5
 // (`md5` when already known, else computed while sending, and returned there).
-net::awaitable<std::string> put_body(Plan& p, Connection& conn, const std::string& path,
-                                     uint64_t seed, uint64_t size, std::string& md5) {
+net::awaitable<std::string> put_body(Plan& p, Client& c, Connection& conn,
+                                     const std::string& path, uint64_t seed, uint64_t size,
+                                     std::string& md5) {
   const bool known = !md5.empty();
   Answer a = co_await conn.exchange(
-      "PUT", path, "X-Auth-Token: " + p.token + "\r\nContent-Type: application/octet-stream\r\n",
+      "PUT", path, auth_headers(p, c, "PUT", path) + "Content-Type: application/octet-stream\r\n",
       &p.bodies, seed, size, known ? nullptr : &md5, false, false);
-  if (!a.error.empty() || a.status != 201) {
+  if (!a.error.empty() || a.status != (p.opt.s3 ? 200 : 201)) {
     co_return a.error.empty() ? std::to_string(a.status) : a.error;
   }
   if (unquoted_etag(a) != md5) co_return "etag mismatch";
@@ -543,7 +618,7 @@ net::awaitable<std::string> put_slo(Plan& p, Client& c, Connection& conn, size_t
     std::string md5 = variant_md5(p, c, seed, len);
     const std::string segment = name + "_seg/" + std::to_string(n);
     std::string error =
-        co_await put_body(p, conn, p.account_path + "/" + segment, seed, len, md5);
+        co_await put_body(p, c, conn, p.account_path + "/" + segment, seed, len, md5);
     if (!error.empty()) co_return "segment " + error;
     manifest += std::string(n ? "," : "") + "{\"path\": \"/" + segment + "\", \"etag\": \"" +
                 md5 + "\", \"size_bytes\": " + std::to_string(len) + "}";
@@ -571,7 +646,7 @@ net::awaitable<std::string> put_object(Plan& p, Client& c, Connection& conn, siz
     seed = version % kVariants;
     md5 = variant_md5(p, c, seed, size);
   }
-  std::string error = co_await put_body(p, conn, object_path(p, id), seed, size, md5);
+  std::string error = co_await put_body(p, c, conn, object_path(p, id), seed, size, md5);
   if (!error.empty()) co_return error;
   c.objects[k] = Client::Object{size, version, md5, true};
   co_return "";
@@ -579,16 +654,17 @@ net::awaitable<std::string> put_object(Plan& p, Client& c, Connection& conn, siz
 
 // Does one operation; returns the error cause, or "" on success (with the bytes it moved).
 net::awaitable<std::string> run_op(Plan& p, Client& c, Connection& conn, Op op, uint64_t* bytes) {
-  const std::string auth = "X-Auth-Token: " + p.token + "\r\n";
   *bytes = 0;
   auto status_error = [](const Answer& a) {
     return a.error.empty() ? std::to_string(a.status) : a.error;
   };
   if (op == Op::kList) {
     uint64_t i = c.first_object + c.rng() % std::max<uint64_t>(1, c.object_count);
-    Answer a = co_await conn.exchange(
-        "GET", p.account_path + "/" + container_name(p.opt, i) + "?format=json&limit=100",
-        auth, nullptr, 0, 0, nullptr, false, false);
+    const std::string target =
+        p.opt.s3 ? "/" + container_name(p.opt, i) + "?max-keys=100"
+                 : p.account_path + "/" + container_name(p.opt, i) + "?format=json&limit=100";
+    Answer a = co_await conn.exchange("GET", target, auth_headers(p, c, "GET", target), nullptr,
+                                      0, 0, nullptr, false, false);
     if (!a.error.empty() || a.status != 200) co_return status_error(a);
     *bytes = a.body_bytes;
     co_return "";
@@ -613,8 +689,9 @@ net::awaitable<std::string> run_op(Plan& p, Client& c, Connection& conn, Op op, 
   const std::string tpath = object_path(p, c.first_object + k);
   if (op == Op::kGet || op == Op::kHead) {
     bool get = op == Op::kGet;
-    Answer a = co_await conn.exchange(get ? "GET" : "HEAD", tpath, auth, nullptr, 0, 0, nullptr,
-                                      get && p.opt.verify_body, false);
+    const std::string method = get ? "GET" : "HEAD";
+    Answer a = co_await conn.exchange(method, tpath, auth_headers(p, c, method, tpath), nullptr,
+                                      0, 0, nullptr, get && p.opt.verify_body, false);
     if (!a.error.empty() || a.status != 200) co_return status_error(a);
     std::string etag = a.headers["etag"];
     etag.erase(std::remove(etag.begin(), etag.end(), '"'), etag.end());
@@ -626,12 +703,15 @@ net::awaitable<std::string> run_op(Plan& p, Client& c, Connection& conn, Op op, 
     co_return "";
   }
   if (op == Op::kPost) {
-    Answer a = co_await conn.exchange("POST", tpath, auth + "X-Object-Meta-Bench: 1\r\n", nullptr,
-                                      0, 0, nullptr, false, false);
+    Answer a = co_await conn.exchange("POST", tpath,
+                                      auth_headers(p, c, "POST", tpath) +
+                                          "X-Object-Meta-Bench: 1\r\n",
+                                      nullptr, 0, 0, nullptr, false, false);
     if (!a.error.empty() || a.status != 202) co_return status_error(a);
     co_return "";
   }
-  Answer a = co_await conn.exchange("DELETE", tpath, auth, nullptr, 0, 0, nullptr, false, false);
+  Answer a = co_await conn.exchange("DELETE", tpath, auth_headers(p, c, "DELETE", tpath), nullptr,
+                                    0, 0, nullptr, false, false);
   if (!a.error.empty() || a.status != 204) co_return status_error(a);
   target.exists = false;
   co_return "";

@@ -709,6 +709,16 @@ net::awaitable<Response> complete_multipart_upload(Exchange& ex, S3Request& s3,
     }
   }
   if (count == 0) co_return s3.error(errors::malformed_xml());
+  if (composite) {
+    // The client may send the composite checksum it expects ("<base64>-<parts>"), as AWS
+    // checks it.
+    const std::string header = "x-amz-checksum-" + std::string(checksum_name(composite->algorithm()));
+    if (auto expected = s3.client.headers.get(header);
+        expected && *expected != common::crypto::b64encode(composite->digest()) + "-" +
+                                     std::to_string(count)) {
+      co_return s3.error(checksum_mismatch(composite->algorithm()));
+    }
+  }
   const std::string s3_etag = s3_etag_hash.hex_digest() + "-" + std::to_string(count);
   const std::string done_etag(info.head.headers.get_or(kEtagSysmeta, ""));
   if (done_etag == s3_etag) {

@@ -169,11 +169,6 @@ std::variant<std::optional<ChecksumPlan>, S3Error> checksum_plan(const S3Request
   return plan;
 }
 
-S3Error checksum_mismatch(ChecksumAlgorithm a) {
-  return make(400, "BadDigest", "The " + checksum_upper_name(a) +
-                                    " you specified did not match the calculated checksum.");
-}
-
 bool is_hex_sha256(std::string_view v) {
   return v.size() == 64 && std::all_of(v.begin(), v.end(), [](char c) {
            return std::isxdigit(static_cast<unsigned char>(c)) != 0;
@@ -183,6 +178,13 @@ bool is_hex_sha256(std::string_view v) {
 // 404 from an object request: NoSuchKey when the bucket is there, else NoSuchBucket (Swift's
 // not_found_handler; segment buckets count as there).
 }  // namespace
+
+S3Error checksum_mismatch(ChecksumAlgorithm a) {
+  return S3Error{.status = 400, .code = "BadDigest",
+                 .message = "The " + checksum_upper_name(a) +
+                            " you specified did not match the calculated checksum.",
+                 .details = {}};
+}
 
 net::awaitable<S3Error> object_not_found(S3Request& s3) {
   if (s3.bucket.ends_with("+segments")) co_return errors::no_such_key(*s3.key);

@@ -20,6 +20,7 @@
 
 #include "common/http/server.h"
 #include "proxy/pipeline.h"
+#include "proxy/s3api/checksum.h"
 #include "proxy/s3api/s3_auth.h"
 
 namespace apus::proxy::s3api {
@@ -73,6 +74,9 @@ std::variant<common::http::HeaderMap, S3Error> swift_headers(S3Request& s3);
 // Swift's translation of a canned x-amz-acl into container ACL headers set in `h`, or the
 // error it is (InvalidArgument; NotImplemented for authenticated-read, log-delivery-write).
 std::optional<S3Error> add_acl_headers(std::string_view acl, common::http::HeaderMap& h);
+
+// BadDigest for a checksum of `a` that is not the one computed.
+S3Error checksum_mismatch(ChecksumAlgorithm a);
 
 // The S3 error for a 404 of s3's object: NoSuchKey when the bucket is there, else
 // NoSuchBucket (Swift's not_found_handler; "+segments" buckets count as there).

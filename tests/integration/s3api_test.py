@@ -913,12 +913,12 @@ def stored_checksums(pair):
     check(s == 404 and b"<Code>NoSuchUpload</Code>" in b,
           "UploadPart with an upload id holding a '/': %d %r" % (s, b))
 
-    def complete(sums):
+    def complete(sums, headers=None):
         doc = "<CompleteMultipartUpload>" + "".join(
             "<Part><PartNumber>%d</PartNumber><ETag>%s</ETag>%s</Part>" % (
                 n, etags[n - 1], "<ChecksumCRC32>%s</ChecksumCRC32>" % c if c else "")
             for n, c in enumerate(sums, 1)) + "</CompleteMultipartUpload>"
-        return call("POST", "/sums/mp?uploadId=" + upload, body=doc.encode())
+        return call("POST", "/sums/mp?uploadId=" + upload, headers, body=doc.encode())
 
     s, _, b = complete([crc(parts[0]), None])
     check(s == 400 and b"<Code>InvalidRequest</Code>" in b and b"missing for part 2" in b,
@@ -928,7 +928,10 @@ def stored_checksums(pair):
           "Complete with a wrong part checksum: %d %r" % (s, b))
     want = base64.b64encode(struct.pack(">I", zlib.crc32(
         base64.b64decode(crc(parts[0])) + base64.b64decode(crc(parts[1]))))).decode() + "-2"
-    s, _, b = complete([crc(p) for p in parts])
+    s, _, b = complete([crc(p) for p in parts], {"x-amz-checksum-crc32": crc(b"x") + "-2"})
+    check(s == 400 and b"<Code>BadDigest</Code>" in b,
+          "Complete with another composite checksum in x-amz-checksum-crc32: %d %r" % (s, b))
+    s, _, b = complete([crc(p) for p in parts], {"x-amz-checksum-crc32": want})
     check(s == 200 and ("<ChecksumCRC32>%s</ChecksumCRC32>" % want).encode() in b and
           b"<ChecksumType>COMPOSITE</ChecksumType>" in b,
           "Complete gives the composite checksum %s: %d %r" % (want, s, b))
