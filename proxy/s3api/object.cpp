@@ -296,6 +296,14 @@ class ObjectExchange final : public ExchangeWrapper {
     decoded_length_ = decoded_length;
   }
 
+  // GetObject/HeadObject of one part (?partNumber): the answer covers `range` (what the
+  // Swift request asks for), and says how many parts the object has (nullopt: not a multipart
+  // upload, which S3 does not say).
+  void answer_part(std::string range, std::optional<size_t> parts_count) {
+    part_range_ = std::move(range);
+    parts_count_ = parts_count;
+  }
+
   // Checks the payload against `plan`'s checksum before its last bytes are handed on.
   void verify_checksum(ChecksumPlan plan, std::optional<uint64_t> length) {
     checksum_.emplace(plan.algorithm);
@@ -476,8 +484,11 @@ class ObjectExchange final : public ExchangeWrapper {
       auto it = s3_.params.find(std::string("response-") + key);
       if (it != s3_.params.end()) h.set(key, it->second);
     }
+    if (parts_count_) h.set("x-amz-mp-parts-count", std::to_string(*parts_count_));
     if (op_ == Op::kHead && status == 200) {
-      if (auto range = s3_.client.headers.get("Range")) {
+      auto range = part_range_ ? std::optional<std::string_view>(*part_range_)
+                               : s3_.client.headers.get("Range");
+      if (range) {
         auto specs = common::http::parse_range_header(*range);
         auto length = common::parse_python_int(h.get_or("Content-Length", ""));
         if (specs && length && *length > 0) {
@@ -558,6 +569,8 @@ class ObjectExchange final : public ExchangeWrapper {
   std::optional<Checksum> checksum_;
   std::optional<ChecksumPlan> plan_;
   std::optional<uint64_t> checksum_left_;  // bytes of a plain body still to be checksummed
+  std::optional<std::string> part_range_;   // answer_part()
+  std::optional<size_t> parts_count_;
 };
 
 // Swift's validation of Content-MD5: base64 of 16 bytes, as the hex ETag Swift checks.
@@ -574,6 +587,93 @@ std::variant<std::string, S3Error> content_md5_etag(std::string_view value) {
 }
 
 // GET and HEAD (Swift's GETorHEAD).
+// The bytes of one part of an object (GetObject and HeadObject with ?partNumber, as AWS and Swift
+// 2.36 serve them): a multipart upload's part N, or all of any other object as its part 1.
+struct PartRange {
+  std::string range;                 // "bytes=a-b"; empty: the whole (an empty object)
+  std::optional<size_t> parts_count;  // a multipart upload's
+};
+
+// The PartRange of ?partNumber for the object (`version_query`: its version-id=, if any): a
+// HEAD, and for a multipart upload (an SLO) its manifest. InvalidArgument for a number S3 does
+// not take, InvalidRequest with a Range, InvalidPartNumber (416) past the last part.
+net::awaitable<std::variant<PartRange, S3Error>> part_range(S3Request& s3,
+                                                            const std::string& version_query) {
+  const std::string text = s3.params.at("partNumber");
+  auto number = common::parse_python_int(text);
+  if (!number || *number < 1 || *number > 10000) {
+    co_return S3Error::invalid_argument("partNumber", text,
+                                        "Part number must be an integer between 1 and 10000, "
+                                        "inclusive");
+  }
+  if (s3.client.headers.contains("Range")) {
+    co_return S3Error::invalid_request(
+        "Cannot specify both Range header and partNumber query parameter");
+  }
+  const S3Error unsatisfiable{.status = 416, .code = "InvalidPartNumber",
+                              .message = "The requested partnumber is not satisfiable",
+                              .details = {}};
+  auto plain = [](HeaderMap& h) {
+    for (const char* name : {"Range", "If-Match", "If-None-Match", "If-Modified-Since",
+                             "If-Unmodified-Since"}) {
+      h.erase(name);
+    }
+  };
+  auto head = co_await call_swift(s3, "HEAD", s3.bucket, s3.key, version_query, 1 << 16, plain);
+  if (auto* e = std::get_if<S3Error>(&head)) co_return std::move(*e);
+  const Response& object = std::get<Response>(head);
+  if (object.status == 404) co_return co_await missing_object(s3);
+  if (object.status != 200) co_return unexpected(s3, object);
+  if (!common::config_true_value(object.headers.get_or("X-Static-Large-Object", ""))) {
+    if (*number != 1) co_return unsatisfiable;
+    const int64_t length =
+        common::parse_python_int(object.headers.get_or("Content-Length", "0")).value_or(0);
+    if (length <= 0) co_return PartRange{};
+    co_return PartRange{.range = "bytes=0-" + std::to_string(length - 1), .parts_count = {}};
+  }
+  std::string query = "multipart-manifest=get";
+  if (!version_query.empty()) query += "&" + version_query;
+  auto got = co_await call_swift(s3, "GET", s3.bucket, s3.key, query, 16u << 20, plain);
+  if (auto* e = std::get_if<S3Error>(&got)) co_return std::move(*e);
+  const Response& m = std::get<Response>(got);
+  if (m.status == 404) co_return co_await missing_object(s3);
+  if (m.status != 200) co_return unexpected(s3, m);
+  boost::system::error_code ec;
+  auto manifest = boost::json::parse(m.body, ec);
+  if (ec || !manifest.is_array()) co_return errors::internal_error();
+  const auto& segments = manifest.as_array();
+  if (static_cast<size_t>(*number) > segments.size()) co_return unsatisfiable;
+  // A segment's bytes are its range's, when it has one ("first-last").
+  auto size_of = [](const boost::json::value& v) -> std::optional<uint64_t> {
+    const auto* o = v.if_object();
+    if (!o) return std::nullopt;
+    if (const auto* r = o->if_contains("range"); r && r->is_string()) {
+      std::string_view text = r->as_string();
+      auto dash = text.find('-');
+      auto first = common::parse_python_int(text.substr(0, dash));
+      auto last = dash == std::string_view::npos ? std::nullopt
+                                                 : common::parse_python_int(text.substr(dash + 1));
+      if (!first || !last || *last < *first) return std::nullopt;
+      return static_cast<uint64_t>(*last - *first + 1);
+    }
+    const auto* b = o->if_contains("bytes");
+    if (!b || !b->is_int64() || b->as_int64() < 0) return std::nullopt;
+    return static_cast<uint64_t>(b->as_int64());
+  };
+  uint64_t start = 0;
+  for (int64_t i = 0; i + 1 < *number; ++i) {
+    auto n = size_of(segments[static_cast<size_t>(i)]);
+    if (!n) co_return errors::internal_error();
+    start += *n;
+  }
+  auto n = size_of(segments[static_cast<size_t>(*number - 1)]);
+  if (!n) co_return errors::internal_error();
+  if (*n == 0) co_return unsatisfiable;
+  co_return PartRange{.range = "bytes=" + std::to_string(start) + "-" +
+                               std::to_string(start + *n - 1),
+                      .parts_count = segments.size()};
+}
+
 net::awaitable<void> get_or_head(Exchange& ex, S3Request& s3, Op op) {
   auto headers = swift_headers(s3);
   if (auto* e = std::get_if<S3Error>(&headers)) co_return co_await ex.reply(s3.error(*e));
@@ -608,9 +708,17 @@ net::awaitable<void> get_or_head(Exchange& ex, S3Request& s3, Op op) {
     }
     query = "version-id=" + common::http::quote(v->second, "");
   }
+  std::optional<PartRange> part;
+  if (s3.has("partNumber")) {
+    auto found = co_await part_range(s3, query);
+    if (auto* e = std::get_if<S3Error>(&found)) co_return co_await ex.reply(s3.error(*e));
+    part = std::move(std::get<PartRange>(found));
+    if (!part->range.empty()) h.set("Range", part->range);
+  }
   Request swift = make_subrequest(op == Op::kGet ? "GET" : "HEAD", swift_path(s3, s3.bucket, s3.key),
                                   query, std::move(h));
   ObjectExchange out(ex, s3, op, std::move(swift));
+  if (part && !part->range.empty()) out.answer_part(part->range, part->parts_count);
   ProxyEnv env = swift_env(s3);
   co_await s3.next(out, env);
 }

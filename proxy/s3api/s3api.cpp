@@ -372,8 +372,11 @@ class S3Api final : public Middleware {
       }
     }
     if (auto refused = refused_header(s3)) co_return co_await ex.reply(s3.error(*refused));
+    // GetObject and HeadObject of a part (?partNumber without an upload) are object requests.
+    const bool part_read = (req.method == "GET" || req.method == "HEAD") &&
+                           s3.has("partNumber") && !s3.has("uploadId");
     if (s3.key && !s3.has("acl") && !s3.has("tagging") && !s3.has("uploads") &&
-        !s3.has("uploadId") && !s3.has("partNumber") && !s3.has("object-lock") &&
+        !s3.has("uploadId") && (!s3.has("partNumber") || part_read) && !s3.has("object-lock") &&
         !s3.has("delete") && !s3.has("location") && !s3.has("logging") &&
         !s3.has("versioning") && !unsupported(s3)) {
       co_return co_await object_request(ex, s3);

@@ -24,7 +24,8 @@ Apus only (Swift 2.30.1 has no answer to compare with): a body other than the on
 SHA-256 was signed, aws-chunked uploads (signed chunks; bad, truncated, mis-sized bodies), and
 checksums kept and returned (x-amz-checksum-mode; composite checksums of multipart uploads),
 object and bucket tags (tagging()), conditional PutObject (conditional_puts()), delete
-markers as S3 shows them (delete_markers()), and ListBuckets in pages (list_buckets_pages()).
+markers as S3 shows them (delete_markers()), ListBuckets in pages (list_buckets_pages()), and reads of one
+part (part_reads()).
 
 Then the same operations through boto3's client against the Apus proxy only, as a user would.
 
@@ -1181,6 +1182,65 @@ def list_buckets_pages(pair):
         send(port, "DELETE", *signed(port, "DELETE", "/" + b, creds=creds))
 
 
+def part_reads(pair):
+    """Apus only (Swift 2.30.1's s3api answers 405): GetObject and HeadObject of one part
+    (?partNumber), as AWS and Swift 2.36 serve them: a multipart upload's parts by their index
+    in the completed object, with x-amz-mp-parts-count; any other object as its part 1; 416
+    InvalidPartNumber past the last part; no Range with it."""
+    port = pair.ports["apus"]
+    s3 = boto3.client("s3", endpoint_url="http://127.0.0.1:%d" % port,
+                      aws_access_key_id="test:tester", aws_secret_access_key="testing",
+                      region_name="us-east-1",
+                      config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 0}))
+
+    def error(fn, **kw):
+        try:
+            fn(**kw)
+        except s3.exceptions.ClientError as e:
+            return e.response["ResponseMetadata"]["HTTPStatusCode"], e.response["Error"]["Code"]
+        return 200, None
+
+    s3.create_bucket(Bucket="parts")
+    # Parts 1 and 3 uploaded (2 never): the object's parts are 1 and 2.
+    up = s3.create_multipart_upload(Bucket="parts", Key="mp")["UploadId"]
+    first, last = b"a" * (5 << 20), b"last part"
+    done = []
+    for n, body in ((1, first), (3, last)):
+        etag = s3.upload_part(Bucket="parts", Key="mp", UploadId=up, PartNumber=n,
+                              Body=body)["ETag"]
+        done.append({"PartNumber": n, "ETag": etag})
+    whole = s3.complete_multipart_upload(Bucket="parts", Key="mp", UploadId=up,
+                                         MultipartUpload={"Parts": done})["ETag"]
+    for n, body, start in ((1, first, 0), (2, last, len(first))):
+        got = s3.get_object(Bucket="parts", Key="mp", PartNumber=n)
+        check(got["Body"].read() == body and got["PartsCount"] == 2 and got["ETag"] == whole and
+              got["ContentRange"] == "bytes %d-%d/%d" % (start, start + len(body) - 1,
+                                                         len(first) + len(last)),
+              "GetObject part %d: %r" % (n, {k: v for k, v in got.items() if k != "Body"}))
+        head = s3.head_object(Bucket="parts", Key="mp", PartNumber=n)
+        check(head["ContentLength"] == len(body) and head["PartsCount"] == 2 and
+              head["ResponseMetadata"]["HTTPStatusCode"] == 206,
+              "HeadObject part %d: %r" % (n, head))
+    check(error(s3.get_object, Bucket="parts", Key="mp", PartNumber=3) ==
+          (416, "InvalidPartNumber"), "GetObject past the last part: InvalidPartNumber")
+    check(error(s3.get_object, Bucket="parts", Key="mp", PartNumber=1, Range="bytes=0-1") ==
+          (400, "InvalidRequest"), "GetObject with a part and a Range: InvalidRequest")
+    check(error(s3.get_object, Bucket="parts", Key="mp", PartNumber=10001) ==
+          (400, "InvalidArgument"), "GetObject part 10001: InvalidArgument")
+    s3.put_object(Bucket="parts", Key="plain", Body=b"plain body")
+    got = s3.get_object(Bucket="parts", Key="plain", PartNumber=1)
+    check(got["Body"].read() == b"plain body" and "PartsCount" not in got and
+          got["ContentRange"] == "bytes 0-9/10", "GetObject part 1 of a plain object: %r" %
+          {k: v for k, v in got.items() if k != "Body"})
+    check(error(s3.get_object, Bucket="parts", Key="plain", PartNumber=2) ==
+          (416, "InvalidPartNumber"), "GetObject part 2 of a plain object: InvalidPartNumber")
+    check(error(s3.get_object, Bucket="parts", Key="none", PartNumber=1) ==
+          (404, "NoSuchKey"), "GetObject part of a missing key: NoSuchKey")
+    for key in ("mp", "plain"):
+        s3.delete_object(Bucket="parts", Key=key)
+    s3.delete_bucket(Bucket="parts")
+
+
 def conditional_puts(pair):
     """Apus only (Swift 2.30.1's s3api refuses conditional PUTs): PutObject with
     "If-None-Match: *" (only if there is no object, as Swift 2.36 and AWS) and If-Match with
@@ -1361,6 +1421,7 @@ def main():
         conditional_puts(pair)
         delete_markers(pair)
         list_buckets_pages(pair)
+        part_reads(pair)
         # Without object versioning in the pipeline, versioning cannot be turned on.
         plain = cluster.start_proxy("proxy-s3api-plain",
                                     pipeline=PIPELINE.replace(" versioned_writes", ""),
