@@ -160,6 +160,72 @@ std::string Checksum::digest() const {
   }
 }
 
+bool is_crc(ChecksumAlgorithm a) {
+  return a == ChecksumAlgorithm::kCrc32 || a == ChecksumAlgorithm::kCrc32c ||
+         a == ChecksumAlgorithm::kCrc64Nvme;
+}
+
+namespace {
+
+// Arithmetic on polynomials over GF(2) modulo a CRC's polynomial, in the CRC's reflected bit
+// order: the top bit of a `width`-bit word is x^0.
+struct CrcField {
+  uint64_t poly;  // reflected
+  int width;
+
+  uint64_t one() const { return uint64_t{1} << (width - 1); }
+
+  // a(x) * b(x) mod p(x).
+  uint64_t multiply(uint64_t a, uint64_t b) const {
+    uint64_t product = 0;
+    for (uint64_t m = one(); m != 0 && a != 0; m >>= 1) {
+      if (a & m) {
+        product ^= b;
+        a &= ~m;
+      }
+      b = (b & 1) ? (b >> 1) ^ poly : b >> 1;
+    }
+    return product;
+  }
+
+  // x^(8 * bytes) mod p(x), by squaring: x^(2^k) for each set bit of 8 * bytes.
+  uint64_t x_to_bytes(uint64_t bytes) const {
+    uint64_t result = one();
+    uint64_t power = one() >> 8;  // x^8: one byte
+    for (; bytes != 0; bytes >>= 1) {
+      if (bytes & 1) result = multiply(result, power);
+      power = multiply(power, power);
+    }
+    return result;
+  }
+};
+
+CrcField field_of(ChecksumAlgorithm a) {
+  switch (a) {
+    case ChecksumAlgorithm::kCrc32: return {0xEDB88320u, 32};
+    case ChecksumAlgorithm::kCrc32c: return {0x82F63B78u, 32};
+    default: return {kCrc64NvmePoly, 64};
+  }
+}
+
+uint64_t from_big_endian(std::string_view bytes) {
+  uint64_t v = 0;
+  for (unsigned char c : bytes) v = (v << 8) | c;
+  return v;
+}
+
+}  // namespace
+
+std::string combine_crc(ChecksumAlgorithm a, std::string_view first, std::string_view second,
+                        uint64_t second_length) {
+  APUS_CHECK(is_crc(a) && first.size() == checksum_size(a) && second.size() == first.size());
+  const CrcField f = field_of(a);
+  // The pre- and post-inversions of these CRCs cancel out here, as in zlib's crc32_combine.
+  const uint64_t combined =
+      f.multiply(f.x_to_bytes(second_length), from_big_endian(first)) ^ from_big_endian(second);
+  return big_endian(combined, checksum_size(a));
+}
+
 std::optional<std::string> decode_checksum(std::string_view value, size_t size) {
   // S3 wants the padded form: a whole number of quanta, nothing before the data.
   if (value.empty() || value.size() % 4 != 0 || value.front() == '=') return std::nullopt;

@@ -51,6 +51,16 @@ class Checksum {
   std::unique_ptr<Hash> hash_;  // SHA-1 / SHA-256
 };
 
+// Whether `a` is a CRC, whose checksums of pieces combine into the whole's (FULL_OBJECT
+// checksums of multipart uploads).
+bool is_crc(ChecksumAlgorithm a);
+
+// The CRC digest of A followed by B from the digests of A and of B (`second_length` bytes), as
+// zlib's crc32_combine() does it: multiplying A's CRC by x^(8 * length of B) modulo the
+// polynomial. REQUIRES: is_crc(a), and digests of checksum_size(a) bytes.
+std::string combine_crc(ChecksumAlgorithm a, std::string_view first, std::string_view second,
+                        uint64_t second_length);
+
 // Where an object keeps the checksum it was uploaded with (Apus's own sysmeta; Swift's s3api
 // stores none): "X-Object-Sysmeta-S3api-Checksum-Crc32" and so on, the value as S3 sends it
 // (base64, "-<parts>" after a multipart upload's composite one), and its type

@@ -555,7 +555,8 @@ std::string host_url(std::string_view host) {
 // The CompleteMultipartUploadResult document.
 std::string complete_result(const S3Request& s3, const std::string& s3_etag,
                             const std::optional<std::pair<ChecksumAlgorithm, std::string>>&
-                                checksum = std::nullopt) {
+                                checksum = std::nullopt,
+                            std::string_view checksum_type = "COMPOSITE") {
   pugi::xml_node root;
   auto doc = result_document("CompleteMultipartUploadResult", &root);
   add_text(root, "Location",
@@ -566,9 +567,46 @@ std::string complete_result(const S3Request& s3, const std::string& s3_etag,
   add_text(root, "ETag", "\"" + s3_etag + "\"");
   if (checksum) {
     add_text(root, ("Checksum" + checksum_upper_name(checksum->first)).c_str(), checksum->second);
-    add_text(root, "ChecksumType", "COMPOSITE");
+    add_text(root, "ChecksumType", checksum_type);
   }
   return to_xml(doc);
+}
+
+// A FULL_OBJECT checksum of an upload (a CRC): the CRCs of its parts (`parts`: number and
+// digest, in order) combined by the parts' lengths, which a listing of the upload's parts gives.
+// InvalidPart for a part that is not there.
+net::awaitable<std::variant<std::string, S3Error>> full_object_checksum(
+    S3Request& s3, const std::string& upload_id, ChecksumAlgorithm algorithm,
+    const std::vector<std::pair<int64_t, std::string>>& parts) {
+  std::map<int64_t, uint64_t> sizes;  // part number -> bytes
+  const std::string prefix = marker_name(s3, upload_id) + "/";
+  std::string marker;
+  for (;;) {
+    std::string qs = "limit=10000&prefix=" + common::http::quote(prefix, "");
+    if (!marker.empty()) qs += "&marker=" + common::http::quote(marker, "");
+    auto page = co_await list_segments(s3, qs);
+    if (auto* e = std::get_if<S3Error>(&page)) co_return std::move(*e);
+    const auto& items = std::get<boost::json::array>(page);
+    for (const auto& item : items) {
+      const auto* o = item.if_object();
+      if (!o) continue;
+      marker = json_string(*o, "name");
+      const auto* bytes = o->if_contains("bytes");
+      auto number = part_number_of(marker);
+      if (number && marker.starts_with(prefix) && bytes && bytes->is_int64() &&
+          bytes->as_int64() >= 0) {
+        sizes[*number] = static_cast<uint64_t>(bytes->as_int64());
+      }
+    }
+    if (items.size() < 10000) break;  // the last page
+  }
+  std::string whole;
+  for (const auto& [number, digest] : parts) {
+    auto size = sizes.find(number);
+    if (size == sizes.end()) co_return invalid_part(upload_id, number);
+    whole = whole.empty() ? digest : combine_crc(algorithm, whole, digest, size->second);
+  }
+  co_return whole;
 }
 
 // The S3 error of a failed manifest PUT (Swift reads SLO's answer the same way): a part too
@@ -634,15 +672,19 @@ net::awaitable<Response> complete_multipart_upload(Exchange& ex, S3Request& s3,
     co_return s3.error(errors::malformed_xml());
   }
   const std::string segments = segments_container(s3);
-  // A composite checksum when the upload was created with one (a FULL_OBJECT checksum, which
-  // needs the parts combined by their lengths, is not kept yet).
-  std::optional<Checksum> composite;
-  if (info.is_marker && info.head.headers.get_or(kChecksumTypeSysmeta, "") == "COMPOSITE") {
+  // The upload's checksum when it was created with one: a COMPOSITE one is the checksum of the
+  // parts' checksums, a FULL_OBJECT one (CRCs only) the parts' CRCs combined by their lengths.
+  std::optional<ChecksumAlgorithm> algorithm;
+  const std::string checksum_type(info.is_marker ? info.head.headers.get_or(kChecksumTypeSysmeta, "")
+                                                 : "");
+  if (checksum_type == "COMPOSITE" || checksum_type == "FULL_OBJECT") {
     std::string name(info.head.headers.get_or(kChecksumAlgorithmSysmeta, ""));
-    if (auto a = checksum_algorithm_of("x-amz-checksum-" + common::http::to_lower(name))) {
-      composite.emplace(*a);
-    }
+    algorithm = checksum_algorithm_of("x-amz-checksum-" + common::http::to_lower(name));
   }
+  const bool full_object = algorithm && checksum_type == "FULL_OBJECT" && is_crc(*algorithm);
+  std::optional<Checksum> composite;
+  if (algorithm && !full_object) composite.emplace(*algorithm);
+  std::vector<std::pair<int64_t, std::string>> part_digests;  // (part number, raw digest)
   std::vector<std::string> part_checksums;  // as the client names them, in part order
   boost::json::array manifest;
   common::crypto::Md5 s3_etag_hash;
@@ -691,33 +733,40 @@ net::awaitable<Response> complete_multipart_upload(Exchange& ex, S3Request& s3,
     }
     s3_etag_hash.update(std::span<const uint8_t>(raw));
     ++count;
-    if (composite) {
-      // Each part's checksum, as it was uploaded; the composite one is their checksum.
-      auto it = checksums.find("Checksum" + checksum_upper_name(composite->algorithm()));
+    if (algorithm) {
+      // Each part's checksum, as it was uploaded.
+      auto it = checksums.find("Checksum" + checksum_upper_name(*algorithm));
       std::optional<std::string> digest;
-      if (it != checksums.end()) {
-        digest = decode_checksum(it->second, checksum_size(composite->algorithm()));
-      }
+      if (it != checksums.end()) digest = decode_checksum(it->second, checksum_size(*algorithm));
       if (!digest) {
         co_return s3.error(S3Error::invalid_request(
-            "The upload was created using a " + std::string(checksum_name(composite->algorithm())) +
+            "The upload was created using a " + std::string(checksum_name(*algorithm)) +
             " checksum. The complete request must include the checksum for each part. It was "
             "missing for part " + std::to_string(*number) + " in the request."));
       }
-      composite->update(*digest);
+      if (composite) composite->update(*digest);
       part_checksums.push_back(common::crypto::b64encode(*digest));
+      part_digests.emplace_back(*number, std::move(*digest));
     }
   }
   if (count == 0) co_return s3.error(errors::malformed_xml());
-  if (composite) {
-    // The client may send the composite checksum it expects ("<base64>-<parts>"), as AWS
-    // checks it.
-    const std::string header = "x-amz-checksum-" + std::string(checksum_name(composite->algorithm()));
-    if (auto expected = s3.client.headers.get(header);
-        expected && *expected != common::crypto::b64encode(composite->digest()) + "-" +
-                                     std::to_string(count)) {
-      co_return s3.error(checksum_mismatch(composite->algorithm()));
+  // The upload's checksum as S3 shows it ("<base64>-<parts>" when COMPOSITE); the client may
+  // send the one it expects, as AWS checks it.
+  std::optional<std::pair<ChecksumAlgorithm, std::string>> checksum;
+  if (algorithm) {
+    std::string value;
+    if (full_object) {
+      auto whole = co_await full_object_checksum(s3, upload_id, *algorithm, part_digests);
+      if (auto* e = std::get_if<S3Error>(&whole)) co_return s3.error(*e);
+      value = common::crypto::b64encode(std::get<std::string>(whole));
+    } else {
+      value = common::crypto::b64encode(composite->digest()) + "-" + std::to_string(count);
     }
+    const std::string header = "x-amz-checksum-" + std::string(checksum_name(*algorithm));
+    if (auto expected = s3.client.headers.get(header); expected && *expected != value) {
+      co_return s3.error(checksum_mismatch(*algorithm));
+    }
+    checksum.emplace(*algorithm, std::move(value));
   }
   const std::string s3_etag = s3_etag_hash.hex_digest() + "-" + std::to_string(count);
   const std::string done_etag(info.head.headers.get_or(kEtagSysmeta, ""));
@@ -760,13 +809,9 @@ net::awaitable<Response> complete_multipart_upload(Exchange& ex, S3Request& s3,
     if (!type.empty()) h.set("Content-Type", type);
   }
   h.set(kEtagSysmeta, s3_etag);
-  std::optional<std::pair<ChecksumAlgorithm, std::string>> checksum;
-  if (composite) {
-    const std::string digest = composite->digest();
-    checksum.emplace(composite->algorithm(),
-                     common::crypto::b64encode(digest) + "-" + std::to_string(count));
+  if (checksum) {
     h.set(checksum_sysmeta(checksum->first), checksum->second);
-    h.set(kChecksumTypeSysmeta, "COMPOSITE");
+    h.set(kChecksumTypeSysmeta, full_object ? "FULL_OBJECT" : "COMPOSITE");
   }
   h.set(kOverrideEtag, "; s3_etag=" + s3_etag);  // slo puts the manifest's etag in front
   const std::string body = boost::json::serialize(manifest);
@@ -805,7 +850,9 @@ net::awaitable<Response> complete_multipart_upload(Exchange& ex, S3Request& s3,
   // The marker goes; one gone already (a concurrent or retried Complete) is as good.
   auto gone = co_await call_swift(s3, "DELETE", segments, marker_name(s3, upload_id));
   if (auto* e = std::get_if<S3Error>(&gone)) co_return s3.error(*e);
-  co_return xml_response(200, complete_result(s3, s3_etag, checksum), s3.env.trans_id);
+  co_return xml_response(
+      200, complete_result(s3, s3_etag, checksum, full_object ? "FULL_OBJECT" : "COMPOSITE"),
+      s3.env.trans_id);
 }
 
 }  // namespace

@@ -867,7 +867,8 @@ def stored_checksums(pair):
     """Apus only (Swift's s3api keeps no checksum): a checksum sent as a header is kept and
     returned with x-amz-checksum-mode: ENABLED (not for a range, not without the mode); a
     multipart upload created with x-amz-checksum-algorithm gets the composite checksum of its
-    parts' checksums, checked against what each part was uploaded with."""
+    parts' checksums, checked against what each part was uploaded with, or with
+    x-amz-checksum-type FULL_OBJECT the CRC of the whole object."""
     port = pair.ports["apus"]
     creds = Credentials(*USERS["apus"][:2])
 
@@ -939,7 +940,36 @@ def stored_checksums(pair):
     _, h, _ = call("HEAD", "/sums/mp", {"x-amz-checksum-mode": "ENABLED"})
     check(h.get("x-amz-checksum-crc32") == want and h.get("x-amz-checksum-type") == "COMPOSITE",
           "HEAD of the upload returns the composite checksum: %r" % h)
-    for key in ("o", "mp"):
+
+    # FULL_OBJECT: the CRC of the whole object, from the parts' CRCs and lengths.
+    s, h, b = call("POST", "/sums/full?uploads", {"x-amz-checksum-algorithm": "CRC32",
+                                                 "x-amz-checksum-type": "FULL_OBJECT"})
+    check(s == 200 and h.get("x-amz-checksum-type") == "FULL_OBJECT",
+          "CreateMultipartUpload FULL_OBJECT: %d %r" % (s, h))
+    full = re.search(rb"<UploadId>([^<]+)<", b).group(1).decode()
+    pieces = [b"q" * (5 << 20), b"r" * (5 << 20), b"end"]
+    full_etags = []
+    for n, piece in enumerate(pieces, 1):
+        _, h, _ = call("PUT", "/sums/full?partNumber=%d&uploadId=%s" % (n, full),
+                       {"x-amz-checksum-crc32": crc(piece)}, piece)
+        full_etags.append(h.get("etag"))
+    doc = ("<CompleteMultipartUpload>" + "".join(
+        "<Part><PartNumber>%d</PartNumber><ETag>%s</ETag><ChecksumCRC32>%s</ChecksumCRC32>"
+        "</Part>" % (n, full_etags[n - 1], crc(piece)) for n, piece in enumerate(pieces, 1)) +
+        "</CompleteMultipartUpload>").encode()
+    whole = crc(b"".join(pieces))
+    s, _, b = call("POST", "/sums/full?uploadId=" + full, {"x-amz-checksum-crc32": crc(b"x")},
+                   doc)
+    check(s == 400 and b"<Code>BadDigest</Code>" in b,
+          "Complete FULL_OBJECT with another checksum: %d %r" % (s, b))
+    s, _, b = call("POST", "/sums/full?uploadId=" + full, {"x-amz-checksum-crc32": whole}, doc)
+    check(s == 200 and ("<ChecksumCRC32>%s</ChecksumCRC32>" % whole).encode() in b and
+          b"<ChecksumType>FULL_OBJECT</ChecksumType>" in b,
+          "Complete FULL_OBJECT gives the whole object's CRC32 %s: %d %r" % (whole, s, b))
+    _, h, _ = call("HEAD", "/sums/full", {"x-amz-checksum-mode": "ENABLED"})
+    check(h.get("x-amz-checksum-crc32") == whole and h.get("x-amz-checksum-type") == "FULL_OBJECT",
+          "HEAD of a FULL_OBJECT upload: %r" % h)
+    for key in ("o", "mp", "full"):
         call("DELETE", "/sums/" + key)
     call("DELETE", "/sums")
 

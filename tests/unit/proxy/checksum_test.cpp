@@ -85,3 +85,25 @@ TEST_CASE("checksums: header names and base64 values") {
   CHECK(!decode_checksum("Nh*mhg==", 4));     // not base64
   CHECK(!decode_checksum("", 4));
 }
+
+TEST_CASE("checksums: CRCs of pieces combine into the whole's") {
+  using apus::proxy::s3api::combine_crc;
+  std::mt19937_64 rng(7);
+  std::string data(70000, '\0');
+  for (char& c : data) c = static_cast<char>(rng());
+  for (ChecksumAlgorithm a : {ChecksumAlgorithm::kCrc32, ChecksumAlgorithm::kCrc32c,
+                              ChecksumAlgorithm::kCrc64Nvme}) {
+    CAPTURE(static_cast<int>(a));
+    for (size_t cut : {size_t{0}, size_t{1}, size_t{7}, size_t{4096}, size_t{65537}, data.size()}) {
+      CAPTURE(cut);
+      const std::string first = data.substr(0, cut), second = data.substr(cut);
+      CHECK(combine_crc(a, digest_of(a, first), digest_of(a, second), second.size()) ==
+            digest_of(a, data));
+    }
+    // Three pieces, folded left to right, as parts of an upload are.
+    std::string whole = digest_of(a, data.substr(0, 10));
+    whole = combine_crc(a, whole, digest_of(a, data.substr(10, 20000)), 20000);
+    whole = combine_crc(a, whole, digest_of(a, data.substr(20010)), data.size() - 20010);
+    CHECK(whole == digest_of(a, data));
+  }
+}
