@@ -5,6 +5,10 @@
 // and CompleteMultipartUpload stores an SLO manifest of the parts as the object, with the S3
 // ETag ("<md5 of the parts' md5s>-<parts>") in X-Object-Sysmeta-S3api-Etag, then deletes the
 // marker. Parts are separate objects, so parallel part uploads never touch each other.
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
 
 #include <algorithm>
@@ -15,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "common/async.h"
 #include "common/config/config.h"
 #include "common/crypto/base64.h"
 #include "common/crypto/md5.h"
@@ -572,6 +577,52 @@ std::string complete_result(const S3Request& s3, const std::string& s3_etag,
   return to_xml(doc);
 }
 
+}  // namespace
+
+net::awaitable<std::optional<Response>> with_heartbeat(
+    Exchange& ex, std::string_view trans_id, std::function<net::awaitable<Response>()> work,
+    std::chrono::steady_clock::duration grace, std::chrono::steady_clock::duration interval) {
+  auto executor = co_await net::this_coro::executor;
+  std::optional<Response> result;
+  net::steady_timer tick(executor);
+  common::spawn_logged(
+      executor,
+      [&]() -> net::awaitable<void> {
+        result = co_await work();
+        tick.cancel();
+      },
+      "s3api CompleteMultipartUpload", [&] {
+        result = error_response(errors::internal_error(), trans_id);
+        tick.cancel();
+      });
+  bool started = false, client_gone = false;
+  for (auto wait = grace; !result; wait = interval) {
+    tick.expires_after(wait);
+    auto [ec] = co_await tick.async_wait(net::as_tuple(net::use_awaitable));
+    (void)ec;
+    if (result || client_gone) continue;  // done; or nobody to tell, but `work` must end first
+    if (!started) {
+      started = true;
+      HeaderMap h;
+      h.set("Content-Type", "application/xml");
+      set_request_ids(h, trans_id);
+      client_gone = !(co_await ex.start_response(200, std::move(h), std::nullopt)).ok() ||
+                    !(co_await ex.write_body("<?xml version='1.0' encoding='UTF-8'?>\n")).ok();
+    }
+    if (!client_gone) client_gone = !(co_await ex.write_body(" ")).ok();
+  }
+  if (!started) co_return std::move(result);
+  if (client_gone) co_return std::nullopt;
+  // The document without its declaration, which went first; an error's after a newline.
+  std::string_view doc = result->body;
+  if (doc.starts_with("<?xml")) doc.remove_prefix(std::min(doc.size(), doc.find('\n') + 1));
+  if (result->status != 200 && !(co_await ex.write_body("\n")).ok()) co_return std::nullopt;
+  if ((co_await ex.write_body(doc)).ok()) (void)co_await ex.finish_response();
+  co_return std::nullopt;
+}
+
+namespace {
+
 // A FULL_OBJECT checksum of an upload (a CRC): the CRCs of its parts (`parts`: number and
 // digest, in order) combined by the parts' lengths, which a listing of the upload's parts gives.
 // InvalidPart for a part that is not there.
@@ -644,8 +695,13 @@ S3Error manifest_put_error(const S3Request& s3, const Response& r, const std::st
 
 // CompleteMultipartUpload (POST ?uploadId): the parts named in the request, checked by SLO as it
 // stores their manifest as the object (with the marker's metadata), then the marker deleted.
-net::awaitable<Response> complete_multipart_upload(Exchange& ex, S3Request& s3,
-                                                   const std::string& upload_id) {
+// How long a CompleteMultipartUpload may take before the client gets heartbeats, and how
+// often then (Swift: a 10 s grace, then SLO's yield_frequency, 10 s).
+constexpr std::chrono::seconds kCompleteHeartbeat{10};
+
+// CompleteMultipartUpload: the answer to send, or nullopt when it went out with heartbeats.
+net::awaitable<std::optional<Response>> complete_multipart_upload(Exchange& ex, S3Request& s3,
+                                                                  const std::string& upload_id) {
   // Conditions would bleed into the marker's HEAD; only If-None-Match: * goes on (to the PUT).
   if (s3.client.headers.get_or("If-None-Match", "*") != "*" ||
       s3.client.headers.contains("If-Match") || s3.client.headers.contains("If-Modified-Since") ||
@@ -840,19 +896,25 @@ net::awaitable<Response> complete_multipart_upload(Exchange& ex, S3Request& s3,
     }
     return problems;
   };
-  StringBody source(body);
-  auto answer = co_await run_subrequest_with_body(s3.next, std::move(put), std::move(env), source,
-                                                  1 << 20);
-  if (!answer.ok()) co_return s3.error(errors::internal_error());
-  if (answer->status != 201) {
-    co_return s3.error(manifest_put_error(s3, *answer, upload_id, too_small));
-  }
-  // The marker goes; one gone already (a concurrent or retried Complete) is as good.
-  auto gone = co_await call_swift(s3, "DELETE", segments, marker_name(s3, upload_id));
-  if (auto* e = std::get_if<S3Error>(&gone)) co_return s3.error(*e);
-  co_return xml_response(
-      200, complete_result(s3, s3_etag, checksum, full_object ? "FULL_OBJECT" : "COMPOSITE"),
-      s3.env.trans_id);
+  // SLO checks every part (a HEAD each): with many parts that takes a while, which the client
+  // sees as heartbeats.
+  auto store = [&]() -> net::awaitable<Response> {
+    StringBody source(body);
+    auto answer = co_await run_subrequest_with_body(s3.next, std::move(put), std::move(env),
+                                                    source, 1 << 20);
+    if (!answer.ok()) co_return s3.error(errors::internal_error());
+    if (answer->status != 201) {
+      co_return s3.error(manifest_put_error(s3, *answer, upload_id, too_small));
+    }
+    // The marker goes; one gone already (a concurrent or retried Complete) is as good.
+    auto gone = co_await call_swift(s3, "DELETE", segments, marker_name(s3, upload_id));
+    if (auto* e = std::get_if<S3Error>(&gone)) co_return s3.error(*e);
+    co_return xml_response(
+        200, complete_result(s3, s3_etag, checksum, full_object ? "FULL_OBJECT" : "COMPOSITE"),
+        s3.env.trans_id);
+  };
+  co_return co_await with_heartbeat(ex, s3.env.trans_id, store, kCompleteHeartbeat,
+                                    kCompleteHeartbeat);
 }
 
 }  // namespace
@@ -900,7 +962,8 @@ net::awaitable<void> upload_request(Exchange& ex, S3Request& s3) {
   if (method == "DELETE") {
     co_return co_await ex.reply(co_await abort_multipart_upload(s3, upload_id));
   }
-  co_return co_await ex.reply(co_await complete_multipart_upload(ex, s3, upload_id));
+  auto answer = co_await complete_multipart_upload(ex, s3, upload_id);
+  if (answer) co_await ex.reply(std::move(*answer));
 }
 
 net::awaitable<std::optional<S3Error>> delete_segments_container(S3Request& s3) {

@@ -6,6 +6,7 @@
 // Internal to proxy/s3api. Thread-compatible: an S3Request belongs to one request.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -175,6 +176,18 @@ boost::asio::awaitable<common::http::Response> tagging_request(common::http::Exc
 // X-Object-Transient-Sysmeta-S3api-Tagging: nullopt when there is none, or the error
 // (InvalidTag).
 std::variant<std::optional<std::string>, S3Error> tagging_header_sysmeta(const S3Request& s3);
+// Swift's s3api keeps a slow CompleteMultipartUpload's client waiting with heartbeats: runs
+// `work` (which gives the answer) and, when it takes longer than `grace`, starts a 200 answer
+// (application/xml, chunked), sends the XML declaration and then a space every `interval`
+// until `work` is done; the answer's document follows (an error's too, after a newline: the
+// status was sent). Returns the answer for the caller to send when none was started, else
+// nullopt. Runs `work` as a coroutine of its own on the caller's executor, which must be one
+// thread, and returns only when `work` has ended.
+boost::asio::awaitable<std::optional<common::http::Response>> with_heartbeat(
+    common::http::Exchange& ex, std::string_view trans_id,
+    std::function<boost::asio::awaitable<common::http::Response>()> work,
+    std::chrono::steady_clock::duration grace, std::chrono::steady_clock::duration interval);
+
 // POST ?delete: DeleteObjects.
 boost::asio::awaitable<common::http::Response> delete_objects(common::http::Exchange& ex,
                                                               S3Request& s3);
