@@ -404,18 +404,8 @@ def run_scenario(build, out, side, name, bench_args, topo, base_port, proxy_port
             "--label", "%s %s %s" % (side.name, name, topo)] + bench_args
     if topo == "direct":
         argv += ["--endpoints", ",".join("127.0.0.1:%d" % p for p in proxy_ports)]
-    # The servers' CPU is sampled all along; the measured window is cut out of it afterwards
-    # from apus-bench's own account of its wall-clock (setup and warm-up are not counted).
-    samples = []
-    sessions = side.sessions()
-    start = time.monotonic()
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    while proc.poll() is None:
-        samples.append((time.monotonic() - start, session_cpu_seconds(sessions)))
-        time.sleep(0.2)
-    samples.append((time.monotonic() - start, session_cpu_seconds(sessions)))
-    output = proc.stdout.read()
-    run = {"exit": proc.returncode, "output": output[-2000:]}
+    returncode, output, samples = run_sampling_cpu(argv, side.sessions())
+    run = {"exit": returncode, "output": output[-2000:]}
     try:
         with open(json_path) as f:
             run["bench"] = json.load(f)
@@ -426,6 +416,21 @@ def run_scenario(build, out, side, name, bench_args, topo, base_port, proxy_port
     begin = wall["auth"] + wall["setup"] + wall["warmup"]
     run["server_cpu_s"] = round(cpu_at(samples, begin + wall["window"]) - cpu_at(samples, begin), 3)
     return run
+
+
+def run_sampling_cpu(argv, sessions):
+    """Runs apus-bench `argv` while sampling the CPU seconds of the servers in `sessions` every
+    0.2 s: (exit status, output, [(seconds since start, CPU seconds)]). The measured window is
+    cut out of the samples afterwards from apus-bench's own account of its wall-clock (setup and
+    warm-up are not counted)."""
+    samples = []
+    start = time.monotonic()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    while proc.poll() is None:
+        samples.append((time.monotonic() - start, session_cpu_seconds(sessions)))
+        time.sleep(0.2)
+    samples.append((time.monotonic() - start, session_cpu_seconds(sessions)))
+    return proc.returncode, proc.stdout.read(), samples
 
 
 def cpu_at(samples, t):

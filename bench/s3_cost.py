@@ -18,16 +18,14 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(TOP, "tests", "support"))
 sys.path.insert(0, HERE)
 import procs  # noqa: E402
-from ab import cpu_at, session_cpu_seconds  # noqa: E402
+from ab import cpu_at, run_sampling_cpu  # noqa: E402
 from cluster import Cluster  # noqa: E402
 
 PIPELINE = ("catch_errors gatekeeper healthcheck proxy-logging cache listing_formats s3api "
@@ -43,15 +41,8 @@ def run(build, port, sessions, api, workload, args, tag, out):
             "--auth", "http://127.0.0.1:%d/auth/v1.0" % port, "--api", api,
             "--workload", workload, "--size", "4KiB", "--prefix", tag.replace("_", "-"),
             "--json", json_path] + args
-    samples = []
-    start = time.monotonic()
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    while proc.poll() is None:
-        samples.append((time.monotonic() - start, session_cpu_seconds(sessions)))
-        time.sleep(0.2)
-    samples.append((time.monotonic() - start, session_cpu_seconds(sessions)))
-    output = proc.stdout.read()
-    if proc.returncode != 0:
+    returncode, output, samples = run_sampling_cpu(argv, sessions)
+    if returncode != 0:
         sys.exit("apus-bench failed (%s):\n%s" % (tag, output[-2000:]))
     with open(json_path) as f:
         bench = json.load(f)

@@ -147,6 +147,15 @@ def normalized(body):
     return body.replace(b"test2:tester2", b"test:tester")
 
 
+def boto3_client(port):
+    """boto3's S3 client for test:tester on the proxy at `port` (path-style, no retries)."""
+    return boto3.client("s3", endpoint_url="http://127.0.0.1:%d" % port,
+                        aws_access_key_id="test:tester", aws_secret_access_key="testing",
+                        region_name="us-east-1",
+                        config=Config(s3={"addressing_style": "path"},
+                                      retries={"max_attempts": 0}))
+
+
 class Pair:
     def __init__(self, ports):
         self.ports = ports
@@ -980,10 +989,7 @@ def tagging(pair):
     directive) and multipart uploads; a tag change keeps the object's data, metadata, content
     headers and expiry; versions."""
     port = pair.ports["apus"]
-    s3 = boto3.client("s3", endpoint_url="http://127.0.0.1:%d" % port,
-                      aws_access_key_id="test:tester", aws_secret_access_key="testing",
-                      region_name="us-east-1",
-                      config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 0}))
+    s3 = boto3_client(port)
     creds = Credentials(*USERS["apus"][:2])
 
     def call(method, path, headers=None, body=b""):
@@ -1136,10 +1142,7 @@ def delete_markers(pair):
     version id, of any other missing key false; DeleteObjects reports the markers it makes and
     the versions it was asked to delete, as S3 does."""
     port = pair.ports["apus"]
-    s3 = boto3.client("s3", endpoint_url="http://127.0.0.1:%d" % port,
-                      aws_access_key_id="test:tester", aws_secret_access_key="testing",
-                      region_name="us-east-1",
-                      config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 0}))
+    s3 = boto3_client(port)
 
     def missing_headers(bucket, key):
         try:
@@ -1218,10 +1221,7 @@ def part_reads(pair):
     in the completed object, with x-amz-mp-parts-count; any other object as its part 1; 416
     InvalidPartNumber past the last part; no Range with it."""
     port = pair.ports["apus"]
-    s3 = boto3.client("s3", endpoint_url="http://127.0.0.1:%d" % port,
-                      aws_access_key_id="test:tester", aws_secret_access_key="testing",
-                      region_name="us-east-1",
-                      config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 0}))
+    s3 = boto3_client(port)
 
     def error(fn, **kw):
         try:
@@ -1368,10 +1368,7 @@ def auth(pair):
 
 
 def with_boto3(port):
-    s3 = boto3.client("s3", endpoint_url="http://127.0.0.1:%d" % port,
-                      aws_access_key_id="test:tester", aws_secret_access_key="testing",
-                      region_name="us-east-1",
-                      config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 0}))
+    s3 = boto3_client(port)
     s3.create_bucket(Bucket="boto-bucket")
     names = [b["Name"] for b in s3.list_buckets()["Buckets"]]
     check("boto-bucket" in names and "Not_S3_Name" not in names, "boto3 list_buckets: %r" % names)

@@ -11,6 +11,8 @@
 #include <boost/asio/use_future.hpp>
 #include <doctest/doctest.h>
 
+#include "tests/unit/proxy/recording_exchange.h"
+
 namespace apus::proxy {
 namespace {
 
@@ -20,6 +22,7 @@ using common::Status;
 using common::http::HeaderMap;
 using common::http::Request;
 using common::http::Response;
+using testing::RecordingExchange;
 
 BulkReport sample_delete() {
   BulkReport r = BulkReport::for_delete();
@@ -73,39 +76,6 @@ TEST_CASE("bulk content type follows Accept") {
 }
 
 // An Exchange recording what a handler sends.
-class RecordingExchange final : public common::http::Exchange {
- public:
-  Request req;
-  int status = 0;
-  HeaderMap headers;
-  std::vector<std::string> chunks;
-  bool finished = false;
-  const Request& request() const override { return req; }
-  net::awaitable<Result<size_t>> read_body(std::span<char>) override { co_return size_t{0}; }
-  net::awaitable<Status> send_continue() override { co_return Status(); }
-  net::awaitable<Status> write_body(std::string_view c) override {
-    chunks.emplace_back(c);
-    co_return Status();
-  }
-  net::awaitable<Status> finish_response() override {
-    finished = true;
-    co_return Status();
-  }
-  bool response_started() const override { return status != 0; }
-  int response_status() const override { return status; }
-
- protected:
-  net::awaitable<Status> do_respond(Response r) override {
-    status = r.status;
-    co_return Status();
-  }
-  net::awaitable<Status> do_start_response(int st, HeaderMap h, std::optional<uint64_t>) override {
-    status = st;
-    headers = std::move(h);
-    co_return Status();
-  }
-};
-
 template <class F>
 void run(F f) {
   net::io_context ioc;
@@ -115,22 +85,22 @@ void run(F f) {
 }
 
 TEST_CASE("bulk answer without heartbeat is the bare report") {
-  RecordingExchange ex;
+  RecordingExchange ex{Request()};
   run([&]() -> net::awaitable<void> {
     BulkAnswer a(ex, "application/xml", 10);
     CHECK((co_await a.heartbeat()).ok());
     CHECK(ex.chunks.empty());
     CHECK((co_await a.finish(BulkReport::for_delete(), "delete")).ok());
   });
-  CHECK(ex.status == 200);
-  CHECK(ex.headers.get_or("Content-Type", "") == "application/xml");
+  CHECK(ex.response_status() == 200);
+  CHECK(ex.response_->headers.get_or("Content-Type", "") == "application/xml");
   REQUIRE(ex.chunks.size() == 1);
   CHECK(ex.chunks[0].starts_with("<delete>\n"));
   CHECK(ex.finished);
 }
 
 TEST_CASE("bulk answer heartbeats: XML declaration first, then spaces, then CRLFCRLF") {
-  RecordingExchange ex;
+  RecordingExchange ex{Request()};
   run([&]() -> net::awaitable<void> {
     BulkAnswer a(ex, "application/xml", 0);
     net::steady_timer t(co_await net::this_coro::executor);
@@ -148,14 +118,14 @@ TEST_CASE("bulk answer heartbeats: XML declaration first, then spaces, then CRLF
 }
 
 TEST_CASE("bulk answer with no acceptable format keeps swob's default type, text body") {
-  RecordingExchange ex;
+  RecordingExchange ex{Request()};
   run([&]() -> net::awaitable<void> {
     BulkAnswer a(ex, std::nullopt, 0);
     BulkReport r = BulkReport::for_delete();
     r.set_status(406, "x");
     CHECK((co_await a.finish(r, "delete")).ok());
   });
-  CHECK(ex.headers.get_or("Content-Type", "") == "text/html; charset=UTF-8");
+  CHECK(ex.response_->headers.get_or("Content-Type", "") == "text/html; charset=UTF-8");
   REQUIRE(ex.chunks.size() == 1);
   CHECK(ex.chunks[0].find("Response Status: 406 Not Acceptable\n") != std::string::npos);
 }

@@ -16,51 +16,14 @@
 
 #include "common/http/server.h"
 #include "proxy/s3api/s3_request.h"
+#include "tests/unit/proxy/recording_exchange.h"
 
 namespace {
 
 namespace net = boost::asio;
-using apus::common::Result;
-using apus::common::Status;
-using apus::common::http::HeaderMap;
-using apus::common::http::Request;
 using apus::common::http::Response;
+using apus::proxy::testing::RecordingExchange;
 using namespace std::chrono_literals;
-
-class RecordingExchange final : public apus::common::http::Exchange {
- public:
-  Request req;
-  int status = 0;
-  HeaderMap headers;
-  std::string body;
-  bool finished = false;
-  bool fail_writes = false;  // the client went away
-  const Request& request() const override { return req; }
-  net::awaitable<Result<size_t>> read_body(std::span<char>) override { co_return size_t{0}; }
-  net::awaitable<Status> send_continue() override { co_return Status(); }
-  net::awaitable<Status> write_body(std::string_view c) override {
-    if (fail_writes) co_return Status::io_error("client gone");
-    body.append(c);
-    co_return Status();
-  }
-  net::awaitable<Status> finish_response() override {
-    finished = true;
-    co_return Status();
-  }
-  bool response_started() const override { return status != 0; }
-  int response_status() const override { return status; }
-
- protected:
-  net::awaitable<Status> do_respond(Response r) override {
-    status = r.status;
-    co_return Status();
-  }
-  net::awaitable<Status> do_start_response(int st, HeaderMap h, std::optional<uint64_t>) override {
-    status = st;
-    headers = std::move(h);
-    co_return Status();
-  }
-};
 
 // An answer after `delay`, with a document as s3api writes them.
 std::function<net::awaitable<Response>()> answer_after(std::chrono::milliseconds delay,
@@ -95,8 +58,8 @@ TEST_CASE("complete heartbeat: a quick answer is the caller's to send") {
   REQUIRE(answer);
   CHECK(answer->status == 200);
   CHECK(ran);
-  CHECK(ex.status == 0);
-  CHECK(ex.body.empty());
+  CHECK(ex.response_status() == 0);
+  CHECK(ex.chunks.empty());
 }
 
 TEST_CASE("complete heartbeat: a slow answer goes out after spaces") {
@@ -105,13 +68,14 @@ TEST_CASE("complete heartbeat: a slow answer goes out after spaces") {
   auto answer = run(ex, answer_after(150ms, 200, &ran));
   CHECK_FALSE(answer);
   CHECK(ran);
-  CHECK(ex.status == 200);
-  CHECK(ex.headers.get_or("Content-Type", "") == "application/xml");
-  CHECK(ex.headers.get_or("x-amz-request-id", "") == "tx1");
+  CHECK(ex.response_status() == 200);
+  CHECK(ex.response_->headers.get_or("Content-Type", "") == "application/xml");
+  CHECK(ex.response_->headers.get_or("x-amz-request-id", "") == "tx1");
   const std::string decl = "<?xml version='1.0' encoding='UTF-8'?>\n";
-  REQUIRE(ex.body.starts_with(decl));
-  REQUIRE(ex.body.ends_with("<Doc>200</Doc>"));
-  std::string between = ex.body.substr(decl.size(), ex.body.size() - decl.size() - 14);
+  const std::string body = ex.body();
+  REQUIRE(body.starts_with(decl));
+  REQUIRE(body.ends_with("<Doc>200</Doc>"));
+  std::string between = body.substr(decl.size(), body.size() - decl.size() - 14);
   CHECK(between.size() >= 2);  // 50 ms of grace, then one every 20 ms over 100 ms
   CHECK(between.find_first_not_of(' ') == std::string::npos);
   CHECK(ex.finished);
@@ -122,8 +86,8 @@ TEST_CASE("complete heartbeat: an error after heartbeats follows a newline") {
   bool ran = false;
   auto answer = run(ex, answer_after(100ms, 400, &ran));
   CHECK_FALSE(answer);
-  CHECK(ex.status == 200);
-  CHECK(ex.body.ends_with(" \n<Doc>400</Doc>"));
+  CHECK(ex.response_status() == 200);
+  CHECK(ex.body().ends_with(" \n<Doc>400</Doc>"));
 }
 
 TEST_CASE("complete heartbeat: a client gone still lets the work end") {
