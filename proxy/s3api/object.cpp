@@ -1122,6 +1122,22 @@ net::awaitable<DeleteOutcome> delete_one(
   co_return done;
 }
 
+// After `version` was made current again: whether its data is still there. A DELETE of that
+// version running meanwhile (concurrent deletes of a key's versions, as clients empty a bucket)
+// may have taken the data while the link to it was being written: such a link is in no listing
+// (Swift's object_versioning leaves links without a version out) and would keep the bucket from
+// ever being deleted. It goes, and false says to restore another version.
+net::awaitable<bool> still_there(S3Request& s3, const std::string& version) {
+  const std::string query = "version-id=" + common::http::quote(version, "");
+  auto head = co_await call_swift(s3, "HEAD", s3.bucket, s3.key, query, 1 << 16,
+                                  [](HeaderMap& h) { h.erase("Content-Type"); });
+  const auto* r = std::get_if<Response>(&head);
+  if (!r || r->status != 404) co_return true;
+  (void)co_await call_swift(s3, "DELETE", s3.bucket, s3.key, query + "&symlink=get", 1 << 16,
+                            [](HeaderMap& h) { h.erase("Content-Type"); });
+  co_return false;
+}
+
 // Swift's _restore_on_delete: once the current version is deleted by its id, the newest version
 // left becomes current again, as in S3 (object_versioning leaves the key without one), unless
 // it is a delete marker. The answer of the restoring PUT, or nullopt when there was nothing to
@@ -1144,9 +1160,9 @@ net::awaitable<std::optional<Response>> restore_on_delete(S3Request& s3) {
     if (type && type->is_string() && type->as_string() == versioning::kDeleteMarkerType) break;
     const auto* id = o->if_contains("version_id");
     if (!id || !id->is_string()) continue;
+    const std::string version(id->as_string());
     auto put = co_await call_swift(
-        s3, "PUT", s3.bucket, s3.key,
-        "version-id=" + common::http::quote(std::string(id->as_string()), ""), 1 << 16,
+        s3, "PUT", s3.bucket, s3.key, "version-id=" + common::http::quote(version, ""), 1 << 16,
         [](HeaderMap& h) {
       h.erase("Content-Type");
       h.set("Content-Length", "0");
@@ -1154,6 +1170,7 @@ net::awaitable<std::optional<Response>> restore_on_delete(S3Request& s3) {
     auto* r = std::get_if<Response>(&put);
     // 404: the version went since the listing (object_versioning's answer); try the next.
     if (!r || r->status == 404 || r->status == 412) continue;
+    if (r->status / 100 == 2 && !co_await still_there(s3, version)) continue;
     co_return std::move(*r);
   }
   co_return std::nullopt;
