@@ -147,6 +147,17 @@ def normalized(body):
     return body.replace(b"test2:tester2", b"test:tester")
 
 
+def apus_caller(port):
+    """call(method, path, headers=None, body=b"") -> (status, headers, body): a request signed
+    (Version 4) for test:tester and sent to the proxy at `port`."""
+    creds = Credentials(*USERS["apus"][:2])
+
+    def call(method, path, headers=None, body=b""):
+        target, h = signed(port, method, path, headers, body, creds=creds)
+        return send(port, method, target, h, body)
+    return call
+
+
 def boto3_client(port):
     """boto3's S3 client for test:tester on the proxy at `port` (path-style, no retries)."""
     return boto3.client("s3", endpoint_url="http://127.0.0.1:%d" % port,
@@ -879,11 +890,7 @@ def stored_checksums(pair):
     parts' checksums, checked against what each part was uploaded with, or with
     x-amz-checksum-type FULL_OBJECT the CRC of the whole object."""
     port = pair.ports["apus"]
-    creds = Credentials(*USERS["apus"][:2])
-
-    def call(method, path, headers=None, body=b""):
-        target, h = signed(port, method, path, headers, body, creds=creds)
-        return send(port, method, target, h, body)
+    call = apus_caller(port)
 
     def crc(data):
         return base64.b64encode(struct.pack(">I", zlib.crc32(data))).decode()
@@ -990,11 +997,7 @@ def tagging(pair):
     headers and expiry; versions."""
     port = pair.ports["apus"]
     s3 = boto3_client(port)
-    creds = Credentials(*USERS["apus"][:2])
-
-    def call(method, path, headers=None, body=b""):
-        target, h = signed(port, method, path, headers, body, creds=creds)
-        return send(port, method, target, h, body)
+    call = apus_caller(port)
 
     def error(fn, **kw):
         try:
@@ -1185,34 +1188,29 @@ def list_buckets_pages(pair):
     """Apus only (Swift 2.30.1's s3api answers every bucket at once): ListBuckets with prefix,
     max-buckets and continuation-token, as S3 pages it."""
     port = pair.ports["apus"]
-    creds = Credentials(*USERS["apus"][:2])
-
-    def call(path):
-        target, h = signed(port, "GET", path, creds=creds)
-        return send(port, "GET", target, h)
+    call = apus_caller(port)
 
     def names(body):
         return re.findall(rb"<Name>([^<]+)</Name>", body)
 
     for b in ("page-a", "page-b", "page-c"):
-        call_put = signed(port, "PUT", "/" + b, creds=creds)
-        send(port, "PUT", *call_put)
-    s, _, b = call("/?prefix=page-&max-buckets=2")
+        call("PUT", "/" + b)
+    s, _, b = call("GET", "/?prefix=page-&max-buckets=2")
     token = re.search(rb"<ContinuationToken>([^<]+)<", b)
     check(s == 200 and names(b) == [b"page-a", b"page-b"] and token and
           b"<Prefix>page-</Prefix>" in b, "ListBuckets first page: %d %r" % (s, b))
-    s, _, b = call("/?prefix=page-&max-buckets=2&continuation-token=" +
+    s, _, b = call("GET", "/?prefix=page-&max-buckets=2&continuation-token=" +
                    quote(token.group(1).decode(), safe=""))
     check(s == 200 and names(b) == [b"page-c"] and b"<ContinuationToken>" not in b,
           "ListBuckets last page: %d %r" % (s, b))
-    s, _, b = call("/?prefix=page-")
+    s, _, b = call("GET", "/?prefix=page-")
     check(s == 200 and names(b) == [b"page-a", b"page-b", b"page-c"] and
           b"<ContinuationToken>" not in b, "ListBuckets with a prefix: %d %r" % (s, b))
     for q in ("max-buckets=0", "max-buckets=10001", "max-buckets=x", "continuation-token=%25"):
-        s, _, b = call("/?" + q)
+        s, _, b = call("GET", "/?" + q)
         check(s == 400 and b"<Code>InvalidArgument</Code>" in b, "ListBuckets ?%s: %d" % (q, s))
     for b in ("page-a", "page-b", "page-c"):
-        send(port, "DELETE", *signed(port, "DELETE", "/" + b, creds=creds))
+        call("DELETE", "/" + b)
 
 
 def part_reads(pair):
@@ -1277,11 +1275,7 @@ def conditional_puts(pair):
     ETags (only if the object is one of them, NoSuchKey without an object, as AWS); a refused
     PUT leaves the object as it was. Other conditions are NotImplemented, as in Swift and AWS."""
     port = pair.ports["apus"]
-    creds = Credentials(*USERS["apus"][:2])
-
-    def call(method, path, headers=None, body=b""):
-        target, h = signed(port, method, path, headers, body, creds=creds)
-        return send(port, method, target, h, body)
+    call = apus_caller(port)
 
     def body_of(key):
         return call("GET", "/conds/" + key)[2]
