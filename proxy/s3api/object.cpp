@@ -197,26 +197,33 @@ net::awaitable<S3Error> object_not_found(S3Request& s3) {
 
 namespace {
 
+// A subrequest's header edit: the client's Range and conditions are about its own request, not
+// this lookup's.
+void drop_conditions(HeaderMap& h) {
+  for (const char* name : {"Range", "If-Match", "If-None-Match", "If-Modified-Since",
+                           "If-Unmodified-Since"}) {
+    h.erase(name);
+  }
+}
+
 // A GET or HEAD of a key without an object: object_not_found()'s error, saying as S3 does
 // whether the key's newest version is a delete marker (x-amz-delete-marker true, with the
 // marker's x-amz-version-id) or not (false). Only a bucket that had versioning enabled is
 // listed for it: one more request, and only on a 404.
 net::awaitable<S3Error> missing_object(S3Request& s3) {
-  S3Error e = co_await object_not_found(s3);
-  if (e.code != "NoSuchKey" || s3.has("versionId")) co_return e;
-  std::string marker = "false";
+  // object_not_found()'s answer, from the one bucket HEAD this needs anyway.
+  if (s3.bucket.ends_with("+segments")) co_return errors::no_such_key(*s3.key);
   auto bucket = co_await call_swift(s3, "HEAD", s3.bucket, std::nullopt);
   const auto* b = std::get_if<Response>(&bucket);
-  if (b && b->status / 100 == 2 && b->headers.contains(versioning::kSysContainer)) {
+  if (!b || b->status / 100 != 2) co_return errors::no_such_bucket(s3.bucket);
+  S3Error e = errors::no_such_key(*s3.key);
+  if (s3.has("versionId")) co_return e;
+  std::string marker = "false";
+  if (b->headers.contains(versioning::kSysContainer)) {
     auto listing = co_await call_swift(
         s3, "GET", s3.bucket, std::nullopt,
         "format=json&versions&limit=1&prefix=" + common::http::quote(*s3.key, ""), 1 << 20,
-        [](HeaderMap& h) {
-      for (const char* name : {"Range", "If-Match", "If-None-Match", "If-Modified-Since",
-                               "If-Unmodified-Since"}) {
-        h.erase(name);
-      }
-    });
+        drop_conditions);
     const auto* l = std::get_if<Response>(&listing);
     boost::system::error_code ec;
     auto items = l && l->status == 200 ? boost::json::parse(l->body, ec) : boost::json::value();
@@ -613,13 +620,8 @@ net::awaitable<std::variant<PartRange, S3Error>> part_range(S3Request& s3,
   const S3Error unsatisfiable{.status = 416, .code = "InvalidPartNumber",
                               .message = "The requested partnumber is not satisfiable",
                               .details = {}};
-  auto plain = [](HeaderMap& h) {
-    for (const char* name : {"Range", "If-Match", "If-None-Match", "If-Modified-Since",
-                             "If-Unmodified-Since"}) {
-      h.erase(name);
-    }
-  };
-  auto head = co_await call_swift(s3, "HEAD", s3.bucket, s3.key, version_query, 1 << 16, plain);
+  auto head = co_await call_swift(s3, "HEAD", s3.bucket, s3.key, version_query, 1 << 16,
+                                  drop_conditions);
   if (auto* e = std::get_if<S3Error>(&head)) co_return std::move(*e);
   const Response& object = std::get<Response>(head);
   if (object.status == 404) co_return co_await missing_object(s3);
@@ -633,7 +635,7 @@ net::awaitable<std::variant<PartRange, S3Error>> part_range(S3Request& s3,
   }
   std::string query = "multipart-manifest=get";
   if (!version_query.empty()) query += "&" + version_query;
-  auto got = co_await call_swift(s3, "GET", s3.bucket, s3.key, query, 16u << 20, plain);
+  auto got = co_await call_swift(s3, "GET", s3.bucket, s3.key, query, 16u << 20, drop_conditions);
   if (auto* e = std::get_if<S3Error>(&got)) co_return std::move(*e);
   const Response& m = std::get<Response>(got);
   if (m.status == 404) co_return co_await missing_object(s3);
@@ -917,10 +919,7 @@ net::awaitable<std::optional<S3Error>> put_conditions_refusal(S3Request& s3,
   auto if_match = s3.client.headers.get("If-Match");
   if (target.part || !if_match) co_return std::nullopt;
   auto head = co_await call_swift(s3, "HEAD", target.container, target.object, "", 1 << 16,
-                                  [](HeaderMap& h) {
-    h.erase("If-Match");
-    h.erase("If-None-Match");
-  });
+                                  drop_conditions);
   if (auto* e = std::get_if<S3Error>(&head)) co_return *e;
   const Response& current = std::get<Response>(head);
   if (current.status == 404) co_return errors::no_such_key(*s3.key);

@@ -67,6 +67,10 @@ std::optional<S3Error> check_tags(const TagSet& tags, TagTarget target) {
     if (key.starts_with("aws:")) return invalid_tag("Your TagKey cannot be prefixed with aws:");
     if (!keys.insert(key).second) return invalid_tag("Cannot provide multiple Tags with the same key");
   }
+  if (encode_tags(tags).size() > kMaxStoredTagsBytes) {
+    return invalid_tag("The tag set takes more than " + std::to_string(kMaxStoredTagsBytes) +
+                       " bytes encoded, more than Apus can keep");
+  }
   return std::nullopt;
 }
 

@@ -33,6 +33,12 @@ inline constexpr size_t kMaxBucketTags = 50;
 inline constexpr size_t kMaxTagKeyLength = 128;
 inline constexpr size_t kMaxTagValueLength = 256;
 
+// The most a stored tag set may take: it travels as one header to the storage servers, whose
+// header lines (Swift's max_header_size) end at 8192 bytes with the name. S3 allows more for
+// bucket tags (50 of 128 and 256 characters) and for non-ASCII object tags; a set whose stored
+// form is longer is refused (InvalidTag), never stored cut or answered with the backend's 400.
+inline constexpr size_t kMaxStoredTagsBytes = 8000;
+
 using TagSet = std::vector<std::pair<std::string, std::string>>;
 
 enum class TagTarget { kObject, kBucket };

@@ -46,6 +46,7 @@ from unittest import mock
 from urllib.parse import quote, urlsplit
 
 import botocore.auth
+import botocore.exceptions
 import boto3
 from botocore.awsrequest import AWSRequest
 from botocore.config import Config
@@ -165,6 +166,15 @@ def boto3_client(port):
                         region_name="us-east-1",
                         config=Config(s3={"addressing_style": "path"},
                                       retries={"max_attempts": 0}))
+
+
+def client_error(fn, **kw):
+    """(HTTP status, S3 error code) of the boto3 call fn(**kw); (200, None) when it succeeds."""
+    try:
+        fn(**kw)
+    except botocore.exceptions.ClientError as e:
+        return e.response["ResponseMetadata"]["HTTPStatusCode"], e.response["Error"]["Code"]
+    return 200, None
 
 
 class Pair:
@@ -999,35 +1009,28 @@ def tagging(pair):
     s3 = boto3_client(port)
     call = apus_caller(port)
 
-    def error(fn, **kw):
-        try:
-            fn(**kw)
-        except s3.exceptions.ClientError as e:
-            return e.response["ResponseMetadata"]["HTTPStatusCode"], e.response["Error"]["Code"]
-        return 200, None
-
     def tags(n, key="k%d", value="v%d"):
         def fill(form, i):
             return form % i if "%" in form else form
         return {"TagSet": [{"Key": fill(key, i), "Value": fill(value, i)} for i in range(n)]}
 
     s3.create_bucket(Bucket="tags")
-    check(error(s3.get_bucket_tagging, Bucket="tags") == (404, "NoSuchTagSet"),
+    check(client_error(s3.get_bucket_tagging, Bucket="tags") == (404, "NoSuchTagSet"),
           "GetBucketTagging of an untagged bucket: NoSuchTagSet")
     r = s3.put_bucket_tagging(Bucket="tags", Tagging=tags(50))
     check(r["ResponseMetadata"]["HTTPStatusCode"] == 204, "PutBucketTagging, 50 tags: 204")
     check(s3.get_bucket_tagging(Bucket="tags")["TagSet"] ==
           sorted(tags(50)["TagSet"], key=lambda t: t["Key"]),
           "GetBucketTagging returns the 50 tags, sorted by key")
-    check(error(s3.put_bucket_tagging, Bucket="tags", Tagging=tags(51)) == (400, "InvalidTag"),
+    check(client_error(s3.put_bucket_tagging, Bucket="tags", Tagging=tags(51)) == (400, "InvalidTag"),
           "PutBucketTagging, 51 tags: InvalidTag")
     check(len(s3.get_bucket_tagging(Bucket="tags")["TagSet"]) == 50,
           "a refused PutBucketTagging changes nothing")
     r = s3.delete_bucket_tagging(Bucket="tags")
     check(r["ResponseMetadata"]["HTTPStatusCode"] == 204, "DeleteBucketTagging: 204")
-    check(error(s3.get_bucket_tagging, Bucket="tags") == (404, "NoSuchTagSet"),
+    check(client_error(s3.get_bucket_tagging, Bucket="tags") == (404, "NoSuchTagSet"),
           "GetBucketTagging after DeleteBucketTagging: NoSuchTagSet")
-    check(error(s3.get_bucket_tagging, Bucket="nosuchbucket") == (404, "NoSuchBucket"),
+    check(client_error(s3.get_bucket_tagging, Bucket="nosuchbucket") == (404, "NoSuchBucket"),
           "GetBucketTagging of a missing bucket: NoSuchBucket")
 
     # X-Delete-At (Swift's, passed on as s3api passes headers) is an expiry a tag change keeps.
@@ -1046,7 +1049,7 @@ def tagging(pair):
     body = before["Body"].read()
     s, _, b = call("PUT", "/tags/bad", {"x-amz-tagging": "a=1&a=2"}, b"x")
     check(s == 400 and b"<Code>InvalidTag</Code>" in b, "PUT with a key tagged twice: %d" % s)
-    check(error(s3.head_object, Bucket="tags", Key="bad")[0] == 404,
+    check(client_error(s3.head_object, Bucket="tags", Key="bad")[0] == 404,
           "a PUT with bad tags stores nothing")
     r = s3.put_object_tagging(Bucket="tags", Key="o", Tagging=tags(10))
     check(r["ResponseMetadata"]["HTTPStatusCode"] == 200, "PutObjectTagging, 10 tags: 200")
@@ -1066,18 +1069,18 @@ def tagging(pair):
                          ("an aws: key", tags(1, key="aws:x%d")),
                          ("a key twice", {"TagSet": [{"Key": "k", "Value": "1"},
                                                      {"Key": "k", "Value": "2"}]})):
-        check(error(s3.put_object_tagging, Bucket="tags", Key="o", Tagging=tagset) ==
+        check(client_error(s3.put_object_tagging, Bucket="tags", Key="o", Tagging=tagset) ==
               (400, "InvalidTag"), "PutObjectTagging with %s: InvalidTag" % what)
     ok = tags(1, key="\u00e9" * 128, value="\u00e9" * 256)  # characters, not bytes
-    check(error(s3.put_object_tagging, Bucket="tags", Key="o", Tagging=ok) == (200, None),
+    check(client_error(s3.put_object_tagging, Bucket="tags", Key="o", Tagging=ok) == (200, None),
           "PutObjectTagging with a 128-character key and a 256-character value")
     check(s3.get_object_tagging(Bucket="tags", Key="o")["TagSet"] == ok["TagSet"],
           "non-ASCII tags come back as sent")
     s, _, b = call("PUT", "/tags/o?tagging", {}, b"<Tagging><Tag/></Tagging>")
     check(s == 400 and b"<Code>MalformedXML</Code>" in b, "PutObjectTagging malformed: %d" % s)
-    check(error(s3.get_object_tagging, Bucket="tags", Key="nokey") == (404, "NoSuchKey"),
+    check(client_error(s3.get_object_tagging, Bucket="tags", Key="nokey") == (404, "NoSuchKey"),
           "GetObjectTagging of a missing key: NoSuchKey")
-    check(error(s3.put_object_tagging, Bucket="tags", Key="nokey", Tagging=tags(1)) ==
+    check(client_error(s3.put_object_tagging, Bucket="tags", Key="nokey", Tagging=tags(1)) ==
           (404, "NoSuchKey"), "PutObjectTagging of a missing key: NoSuchKey")
     r = s3.delete_object_tagging(Bucket="tags", Key="o")
     check(r["ResponseMetadata"]["HTTPStatusCode"] == 204, "DeleteObjectTagging: 204")
@@ -1126,7 +1129,7 @@ def tagging(pair):
           [{"Key": "v", "Value": "1"}], "GetObjectTagging of an older version")
     check(s3.get_object_tagging(Bucket="tagsv", Key="o")["TagSet"] == tags(1)["TagSet"],
           "GetObjectTagging of the current version")
-    check(error(s3.put_object_tagging, Bucket="tagsv", Key="o", VersionId=v1,
+    check(client_error(s3.put_object_tagging, Bucket="tagsv", Key="o", VersionId=v1,
                 Tagging=tags(1)) == (501, "NotImplemented"),
           "PutObjectTagging of an older version: NotImplemented")
     check(s3.get_object(Bucket="tagsv", Key="o")["Body"].read() == b"2",
@@ -1221,13 +1224,6 @@ def part_reads(pair):
     port = pair.ports["apus"]
     s3 = boto3_client(port)
 
-    def error(fn, **kw):
-        try:
-            fn(**kw)
-        except s3.exceptions.ClientError as e:
-            return e.response["ResponseMetadata"]["HTTPStatusCode"], e.response["Error"]["Code"]
-        return 200, None
-
     s3.create_bucket(Bucket="parts")
     # Parts 1 and 3 uploaded (2 never): the object's parts are 1 and 2.
     up = s3.create_multipart_upload(Bucket="parts", Key="mp")["UploadId"]
@@ -1249,20 +1245,20 @@ def part_reads(pair):
         check(head["ContentLength"] == len(body) and head["PartsCount"] == 2 and
               head["ResponseMetadata"]["HTTPStatusCode"] == 206,
               "HeadObject part %d: %r" % (n, head))
-    check(error(s3.get_object, Bucket="parts", Key="mp", PartNumber=3) ==
+    check(client_error(s3.get_object, Bucket="parts", Key="mp", PartNumber=3) ==
           (416, "InvalidPartNumber"), "GetObject past the last part: InvalidPartNumber")
-    check(error(s3.get_object, Bucket="parts", Key="mp", PartNumber=1, Range="bytes=0-1") ==
+    check(client_error(s3.get_object, Bucket="parts", Key="mp", PartNumber=1, Range="bytes=0-1") ==
           (400, "InvalidRequest"), "GetObject with a part and a Range: InvalidRequest")
-    check(error(s3.get_object, Bucket="parts", Key="mp", PartNumber=10001) ==
+    check(client_error(s3.get_object, Bucket="parts", Key="mp", PartNumber=10001) ==
           (400, "InvalidArgument"), "GetObject part 10001: InvalidArgument")
     s3.put_object(Bucket="parts", Key="plain", Body=b"plain body")
     got = s3.get_object(Bucket="parts", Key="plain", PartNumber=1)
     check(got["Body"].read() == b"plain body" and "PartsCount" not in got and
           got["ContentRange"] == "bytes 0-9/10", "GetObject part 1 of a plain object: %r" %
           {k: v for k, v in got.items() if k != "Body"})
-    check(error(s3.get_object, Bucket="parts", Key="plain", PartNumber=2) ==
+    check(client_error(s3.get_object, Bucket="parts", Key="plain", PartNumber=2) ==
           (416, "InvalidPartNumber"), "GetObject part 2 of a plain object: InvalidPartNumber")
-    check(error(s3.get_object, Bucket="parts", Key="none", PartNumber=1) ==
+    check(client_error(s3.get_object, Bucket="parts", Key="none", PartNumber=1) ==
           (404, "NoSuchKey"), "GetObject part of a missing key: NoSuchKey")
     for key in ("mp", "plain"):
         s3.delete_object(Bucket="parts", Key=key)

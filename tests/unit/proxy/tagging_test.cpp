@@ -84,6 +84,15 @@ TEST_CASE("tagging: S3's limits") {
             TagTarget::kObject)) == "InvalidTag");
 }
 
+TEST_CASE("tagging: a set too long to keep in one header is refused") {
+  // 50 tags of 128 and 256 ASCII characters: S3's limits, but ~19 KB stored.
+  std::string key(127, 'k'), value(256, 'v');
+  CHECK(error_code(parse_tagging_xml(document(50, key, value), TagTarget::kBucket)) ==
+        "InvalidTag");
+  // 10 object tags of 128 and 256 ASCII characters fit.
+  CHECK(error_code(parse_tagging_xml(document(10, key, value), TagTarget::kObject)).empty());
+}
+
 TEST_CASE("tagging: the x-amz-tagging header") {
   auto v = parse_tagging_header("a=1&b=two%20words&c=&d+e=f%26g");
   REQUIRE(std::holds_alternative<TagSet>(v));
