@@ -71,6 +71,10 @@ struct ProxyEnv {
   // s3api.auth_details: the signature of the S3 request s3api is serving, which the auth
   // middleware checks with the access key's secret. Shared by all of s3api's subrequests.
   std::shared_ptr<s3api::S3Signature> s3_signature;
+  // s3api checks S3 ACLs itself (s3_acl = true): once the signature checks, the auth middleware
+  // allows the request whatever its account and makes the user its owner (Swift's S3AclRequest
+  // sets swift.authorize_override and swift_owner).
+  bool s3_acl = false;
   // swift.content_type_overridden: a middleware set the PUT's Content-Type itself (SLO's
   // ";swift_bytes="), so the app neither guesses it nor refuses its swift_* parameters.
   bool content_type_overridden = false;

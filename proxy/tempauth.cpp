@@ -210,14 +210,26 @@ class TempAuth final : public Middleware {
                                     sig.access_key().substr(colon + 1), u);
       if (env.remote_user.find(".reseller_admin") != std::string::npos) env.reseller_request = true;
       env.authorize = [this](const Request& r, ProxyEnv& e) { return authorize(r, e); };
+      if (env.s3_acl) {
+        env.authorize = [](const Request&, ProxyEnv&) -> net::awaitable<std::optional<Response>> {
+          co_return std::nullopt;
+        };
+        env.swift_owner = true;
+      }
       env.clean_acl = [](std::string_view header, std::string_view value) {
         return clean_acl(header, value);
       };
-      // The first occurrence of the access key in the path becomes the account.
+      // The access key in the account's place becomes the account (s3api names another
+      // account when the bucket is there).
       std::string path = common::http::percent_decode(ex.request().path());
-      size_t at = path.find(sig.access_key());
-      if (at == std::string::npos) co_return co_await next(ex, env);
-      path.replace(at, sig.access_key().size(), u.account_id);
+      size_t at = path.find('/', 1);
+      if (at == std::string::npos ||
+          path.compare(at + 1, sig.access_key().size(), sig.access_key()) != 0 ||
+          (path.size() > at + 1 + sig.access_key().size() &&
+           path[at + 1 + sig.access_key().size()] != '/')) {
+        co_return co_await next(ex, env);
+      }
+      path.replace(at + 1, sig.access_key().size(), u.account_id);
       ExchangeWrapper rewritten(ex);
       std::string query(ex.request().query());
       rewritten.mutable_request().target =

@@ -310,8 +310,13 @@ net::awaitable<void> ContainerController::update(Exchange& ex, ProxyEnv& env, ui
 net::awaitable<OrRefusal<CachedInfo>> ContainerController::account_for_write(
     const Request& req, const ProxyEnv& env) {
   CachedInfo account = co_await account_info(req, env);
+  // Accounts of the auto-create prefix (".s3api_buckets") are made by the middleware that
+  // uses them, on its pre-authorized requests only (Swift's servers make them the same way).
+  const std::string& prefix = config().swift.constraints.auto_create_account_prefix;
+  const bool internal_account = env.authorize_override && !prefix.empty() &&
+                                path().account.starts_with(prefix);
   if (!really_exists(account) && account.status < 500 && account.status != 0 &&
-      req.method == "PUT" && config().account_autocreate) {
+      req.method == "PUT" && (config().account_autocreate || internal_account)) {
     ring::Ring& ring = app().account_ring();
     auto apart = ring.get_part(path().account);
     HeaderMap put = backend_headers(req, env.trans_id);

@@ -25,6 +25,7 @@ namespace apus::proxy::s3api {
 
 namespace net = boost::asio;
 using common::http::Exchange;
+using common::http::HeaderMap;
 using common::http::Request;
 using common::http::Response;
 
@@ -157,15 +158,40 @@ static net::awaitable<std::optional<S3Error>> check_location(Exchange& ex, const
 
 net::awaitable<Response> put_bucket(Exchange& ex, S3Request& s3) {
   if (auto e = co_await check_location(ex, s3.config)) co_return s3.error(*e);
+  // The name is taken in the global namespace first (a no-op without it).
+  auto claim = co_await claim_bucket(s3);
+  if (auto* e = std::get_if<S3Error>(&claim)) co_return s3.error(*e);
+  const bool claimed = std::get<bool>(claim);
   auto answer = co_await call_swift(s3, "PUT", s3.bucket, std::nullopt);
-  if (auto* e = std::get_if<S3Error>(&answer)) co_return s3.error(*e);
+  if (auto* e = std::get_if<S3Error>(&answer)) {
+    if (claimed) co_await release_bucket(s3);
+    co_return s3.error(*e);
+  }
   Response& r = std::get<Response>(answer);
   if (r.status == 202) {
-    // The container was there already. Without S3 ACLs no other owner is recorded, so it is
-    // the user's own (Swift's _bucket_put_accepted_error).
+    // The container was there already (with s3_acl, check_access() answered for one it saw).
+    // Without S3 ACLs no other owner is recorded, so it is the user's own (Swift's
+    // _bucket_put_accepted_error).
     co_return s3.error(errors::bucket_already_owned_by_you(s3.bucket));
   }
-  if (r.status != 201) co_return s3.error(unexpected(s3, r));
+  if (r.status != 201) {
+    if (claimed) co_await release_bucket(s3);
+    co_return s3.error(unexpected(s3, r));
+  }
+  if (s3.config.s3_acl) {
+    // The ACL goes on once the container is new (as Swift's s3api does): a PUT of one that
+    // was made meanwhile must not replace another owner's ACL. Until then the bucket is its
+    // account's users' alone.
+    auto acl = co_await call_swift(s3, "POST", s3.bucket, std::nullopt, "", 1 << 16,
+                                   [&](HeaderMap& h) {
+      h = own_headers(s3.client.headers);
+      add_new_acl(s3, kBucketAclSysmeta, h);
+    });
+    if (auto* e = std::get_if<S3Error>(&acl)) co_return s3.error(*e);
+    if (std::get<Response>(acl).status != 204) {
+      co_return s3.error(unexpected(s3, std::get<Response>(acl)));
+    }
+  }
   Response out = header_response(200, r.headers, s3.env.trans_id);
   out.headers.set("Location", "/" + s3.bucket);
   out.headers.set("Content-Length", "0");
@@ -452,6 +478,7 @@ net::awaitable<Response> delete_bucket(S3Request& s3) {
   if (r.status == 404) co_return s3.error(errors::no_such_bucket(s3.bucket));
   if (r.status == 409) co_return s3.error(errors::bucket_not_empty());
   if (r.status != 204) co_return s3.error(unexpected(s3, r));
+  co_await release_bucket(s3);
   co_return header_response(204, r.headers, s3.env.trans_id);
 }
 

@@ -391,6 +391,7 @@ net::awaitable<Response> create_multipart_upload(S3Request& s3) {
   auto put = co_await call_swift(s3, "PUT", segments, marker_name(s3, upload_id), "", 1 << 16,
                                  [&](HeaderMap& h) {
     if (tags && !tags->empty()) h.set(kObjectTaggingSysmeta, *tags);
+    add_new_acl(s3, kUploadAclSysmeta, h);
     std::string type(s3.client.headers.get_or("Content-Type", ""));
     h.set(kHasContentTypeSysmeta, type.empty() ? "no" : "yes");
     if (!type.empty()) h.set(kContentTypeSysmeta, type);
@@ -849,6 +850,8 @@ net::awaitable<std::optional<Response>> complete_multipart_upload(Exchange& ex, 
     if (common::http::istarts_with(name, "X-Object-Meta-") ||
         common::http::iequals(name, kObjectTaggingSysmeta)) {
       h.set(name, value);
+    } else if (common::http::iequals(name, kUploadAclSysmeta)) {
+      h.set(kObjectAclSysmeta, value);  // the ACL CreateMultipartUpload was asked for
     } else {
       for (const char* keep : {"Content-Encoding", "Content-Language", "Content-Disposition",
                                "Expires", "Cache-Control"}) {

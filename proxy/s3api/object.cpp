@@ -741,7 +741,8 @@ std::variant<uint64_t, S3Error> streaming_length(const S3Request& s3, std::strin
     // ECDSA signing is not served (as in Swift).
     return errors::not_implemented("Don't know how to validate " + std::string(sha) + " streams");
   }
-  if (s3.signature->version() != S3Signature::Version::kV4 || s3.signature->presigned()) {
+  if (s3.anonymous() || s3.signature->version() != S3Signature::Version::kV4 ||
+      s3.signature->presigned()) {
     return errors::not_implemented(
         "Transfering payloads in multiple chunks using aws-chunked is not supported.");
   }
@@ -780,6 +781,14 @@ net::awaitable<Response> copy_object(S3Request& s3, const PutTarget& target) {
   if (!parts.ok() || !(*parts)[0] || !(*parts)[1]) co_return s3.error(errors::internal_error());
   const std::string src_bucket = *(*parts)[0];
   const std::string src_key = *(*parts)[1];
+  // The source may be in another account (the global bucket namespace).
+  co_await resolve_bucket(s3, src_bucket);
+  auto account_of = [&](const std::string& bucket) {
+    auto it = s3.bucket_accounts.find(bucket);
+    return it != s3.bucket_accounts.end() ? it->second : s3.requester_account();
+  };
+  const std::string src_account = account_of(src_bucket);
+  const bool other_account = src_account != account_of(s3.bucket);
   // The source's HEAD, with the x-amz-copy-source-if-* conditions as If-* headers.
   auto head = co_await call_swift(s3, "HEAD", src_bucket, src_key, version_query, 1 << 16,
                                   [&](HeaderMap& h) {
@@ -794,11 +803,13 @@ net::awaitable<Response> copy_object(S3Request& s3, const PutTarget& target) {
   if (hr.status == 404) {
     S3Request src_s3{.client = s3.client, .env = s3.env, .next = s3.next, .config = s3.config,
                      .bucket = src_bucket, .key = src_key, .params = {},
-                     .signature = s3.signature, .acl_header_used = true};
+                     .signature = s3.signature, .acl_header_used = true,
+                     .bucket_accounts = s3.bucket_accounts};
     co_return s3.error(co_await object_not_found(src_s3));
   }
   if (hr.status == 304 || hr.status == 412) co_return s3.error(errors::precondition_failed());
   if (hr.status != 200) co_return s3.error(unexpected(s3, hr));
+  if (!may_read_object(s3, hr.headers, src_account)) co_return s3.error(S3Error::access_denied());
   const std::string directive(s3.client.headers.get_or("x-amz-metadata-directive", "COPY"));
   if (!target.part && src_bucket == s3.bucket && src_key == *s3.key && directive == "COPY" &&
       version.empty()) {
@@ -845,6 +856,8 @@ net::awaitable<Response> copy_object(S3Request& s3, const PutTarget& target) {
     h.erase(kObjectTaggingSysmeta);
     if (!target.part) h.set(kObjectTaggingSysmeta, tags);  // empty: none
     h.set("X-Copy-From", common::http::quote(src));
+    if (other_account) h.set("X-Copy-From-Account", common::http::quote(src_account));
+    if (!target.part) add_new_acl(s3, kObjectAclSysmeta, h);
     h.set("Content-Length", "0");
     h.set("X-Timestamp", now.internal());
     if (range) h.set("Range", *range);
@@ -947,8 +960,8 @@ net::awaitable<void> put_object(Exchange& ex, S3Request& s3, const PutTarget& ta
     if (auto* e = std::get_if<S3Error>(&length)) co_return co_await ex.reply(s3.error(*e));
     decoded_length = std::get<uint64_t>(length);
   } else if (!sha.empty() && sha != "UNSIGNED-PAYLOAD") {
-    if (!is_hex_sha256(sha) && s3.signature->version() == S3Signature::Version::kV4 &&
-        !s3.signature->presigned()) {
+    if (!is_hex_sha256(sha) && !s3.anonymous() &&
+        s3.signature->version() == S3Signature::Version::kV4 && !s3.signature->presigned()) {
       co_return co_await ex.reply(s3.error(S3Error::invalid_argument(
           "x-amz-content-sha256", std::string(sha),
           "x-amz-content-sha256 must be UNSIGNED-PAYLOAD, STREAMING-UNSIGNED-PAYLOAD-TRAILER, "
@@ -973,6 +986,7 @@ net::awaitable<void> put_object(Exchange& ex, S3Request& s3, const PutTarget& ta
     if (auto& stored = std::get<std::optional<std::string>>(tagging); stored && !stored->empty()) {
       h.set(kObjectTaggingSysmeta, *stored);
     }
+    add_new_acl(s3, kObjectAclSysmeta, h);
   }
   // If-Match was checked (put_conditions_refusal()); "If-None-Match: *" goes on.
   h.erase("If-Match");
@@ -1063,7 +1077,7 @@ net::awaitable<DeleteOutcome> delete_one(
     S3Request& s3, const std::string& key, const std::optional<std::string>& version) {
   S3Request one{.client = s3.client, .env = s3.env, .next = s3.next, .config = s3.config,
                 .bucket = s3.bucket, .key = key, .params = {}, .signature = s3.signature,
-                .acl_header_used = true};
+                .acl_header_used = true, .bucket_accounts = s3.bucket_accounts};
   std::string query = co_await manifest_delete_query(one, version.value_or(""));
   const bool manifest = !query.empty();
   if (version) {

@@ -22,6 +22,7 @@
 #include "common/http/server.h"
 #include "proxy/pipeline.h"
 #include "proxy/s3api/checksum.h"
+#include "proxy/s3api/s3_acl.h"
 #include "proxy/s3api/s3_auth.h"
 
 namespace apus::proxy::s3api {
@@ -39,6 +40,17 @@ struct S3ApiConfig {
   int64_t max_parts_listing = 1000;
   int64_t max_upload_part_num = 1000;
   int64_t min_segment_size = 5242880;
+  // s3_acl: S3 ACLs kept in sysmeta and checked by s3api itself (s3_acl.h), as Swift's s3api
+  // does with the same option. allow_no_owner: a bucket or object without an ACL is open to
+  // everyone (Swift's option); without it, to the users of the account that holds it.
+  bool s3_acl = false;
+  bool allow_no_owner = false;
+  // Bucket names unique in the cluster, as S3's are (bucket_registry.cpp): a bucket is found in
+  // its owner's account whoever asks, which cross-account grants and anonymous requests need.
+  // The registry is the account `bucket_registry_account`; Apus's own option.
+  bool global_bucket_namespace = false;
+  std::string bucket_registry_account = ".s3api_buckets";
+  InfoLookup* info = nullptr;  // the proxy's cached account and container HEADs
 };
 
 inline constexpr int64_t kMax32BitInt = 2147483647;
@@ -52,16 +64,27 @@ struct S3Request {
   std::string bucket;               // empty: the service (ListBuckets)
   std::optional<std::string> key;   // the object key, if any
   std::map<std::string, std::string> params;
-  std::shared_ptr<S3Signature> signature;
+  std::shared_ptr<S3Signature> signature;  // null: an anonymous request (s3_acl.cpp)
   bool acl_header_used = false;     // x-amz-acl went into a subrequest already
+  // Buckets found in another account than the requester's (the global bucket namespace): the
+  // Swift paths of these buckets and their "+segments" containers name that account.
+  std::map<std::string, std::string> bucket_accounts{};
+  // s3_acl (check_access()): the bucket's ACL as stored (nullopt: none), and the ACL a write
+  // of a bucket or an object stores with what it writes.
+  std::optional<Acl> bucket_acl{};
+  std::optional<Acl> new_acl{};
 
   bool has(std::string_view p) const { return params.count(std::string(p)) > 0; }
-  // The user, as Swift's s3api names it for tempauth (Owner/ID): the access key.
-  const std::string& user_id() const { return signature->access_key(); }
+  bool anonymous() const { return signature == nullptr; }
+  // The user, as Swift's s3api names it for tempauth (Owner/ID): the access key; "" when
+  // anonymous.
+  const std::string& user_id() const;
   common::http::Response error(const S3Error& e) const;
-  // The account part of Swift paths: the storage account once the auth middleware found it,
-  // else the access key (which it replaces).
+  // The account part of Swift paths in the requester's own account: the storage account once
+  // the auth middleware found it, else the access key (which it replaces).
   const std::string& account() const;
+  // The requester's storage account once authenticated; "" before, and when anonymous.
+  const std::string& requester_account() const;
 };
 
 // A Swift answer, or the S3 error that stands for it.
@@ -83,7 +106,8 @@ S3Error checksum_mismatch(ChecksumAlgorithm a);
 // NoSuchBucket (Swift's not_found_handler; "+segments" buckets count as there).
 boost::asio::awaitable<S3Error> object_not_found(S3Request& s3);
 
-// The Swift path of `bucket` and `key` in the user's account: "/v1/<account>[/b[/k]]".
+// The Swift path of `bucket` and `key`: "/v1/<account>[/b[/k]]", in the account that holds
+// the bucket (bucket_accounts), else the user's.
 std::string swift_path(const S3Request& s3, const std::string& bucket,
                        const std::optional<std::string>& key);
 
@@ -121,6 +145,48 @@ std::variant<int64_t, S3Error> validated_param(const S3Request& s3, const std::s
 // A listing's last_modified ("2026-12-02T01:30:15.123450") as S3 writes times, rounded up to
 // the second ("2026-12-02T01:30:16.000Z").
 std::string s3_listing_time(std::string_view iso);
+
+// The headers of a metadata POST made for s3 alone: none of the client's (its Content-Type,
+// x-amz-meta-* or Swift headers are not this operation's), but those that say who asks.
+common::http::HeaderMap own_headers(const common::http::HeaderMap& client);
+// What an object POST must send again to keep it (Swift's POST replaces these): user metadata,
+// transient sysmeta (tags, a changed ACL), and the content headers and expiry a POST may set,
+// from the object's HEAD answer.
+void keep_object_metadata(const common::http::HeaderMap& head, common::http::HeaderMap& post);
+
+// ---- Access (s3_acl.cpp, bucket_registry.cpp) ----
+// With s3_acl: authenticates a signed request up front (a TEST request the auth middleware
+// checks, as Swift's S3AclRequest does), so that the requester's account is known; nullopt, or
+// the error (SignatureDoesNotMatch).
+boost::asio::awaitable<std::optional<S3Error>> authenticate(S3Request& s3);
+// With s3_acl: whether the requester may do what the request asks, by the bucket's and the
+// object's ACLs (Swift's ACL_MAP and acl_handlers): nullopt, or the error (AccessDenied,
+// NoSuchBucket). Sets s3.bucket_acl, and s3.new_acl for a write.
+boost::asio::awaitable<std::optional<S3Error>> check_access(S3Request& s3);
+// Whether the requester may read an object whose HEAD answered `headers` (a copy's source).
+bool may_read_object(const S3Request& s3, const common::http::HeaderMap& headers,
+                     const std::string& account);
+// The ACL for what a write stores (s3.new_acl), as the header to add to it.
+void add_new_acl(const S3Request& s3, std::string_view sysmeta_name, common::http::HeaderMap& h);
+// ?acl with s3_acl: GET and PUT of a bucket's or an object's ACL.
+boost::asio::awaitable<common::http::Response> s3_acl_request(common::http::Exchange& ex,
+                                                              S3Request& s3);
+
+// The global bucket namespace: where `bucket` is (its registry entry, memcached first); it
+// fills s3.bucket_accounts when that is not the requester's account. nullopt when the registry
+// has no entry (the bucket, if any, is in the requester's account, as in Swift).
+struct BucketHolder {
+  std::string account;
+  std::string owner;
+};
+boost::asio::awaitable<std::optional<BucketHolder>> resolve_bucket(S3Request& s3,
+                                                                   const std::string& bucket);
+// CreateBucket's claim of s3.bucket for the requester's account: whether it was claimed now
+// (false: the account's already, or no global namespace), else the error
+// (BucketAlreadyExists).
+boost::asio::awaitable<std::variant<bool, S3Error>> claim_bucket(S3Request& s3);
+// After a DeleteBucket (or a CreateBucket that failed after its claim): the name is free.
+boost::asio::awaitable<void> release_bucket(S3Request& s3);
 
 // The operations.
 boost::asio::awaitable<common::http::Response> list_buckets(S3Request& s3);

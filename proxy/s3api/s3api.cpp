@@ -159,8 +159,20 @@ Response S3Request::error(const S3Error& e) const {
   return r;
 }
 
+const std::string& S3Request::user_id() const {
+  static const std::string kAnonymous;
+  return signature ? signature->access_key() : kAnonymous;
+}
+
 const std::string& S3Request::account() const {
+  static const std::string kNone;
+  if (!signature) return kNone;
   return signature->account().empty() ? signature->access_key() : signature->account();
+}
+
+const std::string& S3Request::requester_account() const {
+  static const std::string kNone;
+  return signature ? signature->account() : kNone;
 }
 
 namespace {
@@ -236,15 +248,23 @@ std::variant<HeaderMap, S3Error> swift_headers(S3Request& s3) {
 
 std::string swift_path(const S3Request& s3, const std::string& bucket,
                        const std::optional<std::string>& key) {
-  std::string path = "/v1/" + s3.account();
+  std::string_view base = bucket;
+  if (base.ends_with("+segments")) base.remove_suffix(std::string_view("+segments").size());
+  auto holder = s3.bucket_accounts.find(std::string(base));
+  std::string path = "/v1/" + (holder != s3.bucket_accounts.end() ? holder->second : s3.account());
   if (!bucket.empty()) path += "/" + bucket;
   if (key) path += "/" + *key;
   return path;
 }
 
 ProxyEnv swift_env(const S3Request& s3) {
+  if (s3.anonymous()) {
+    // s3api decided by the ACLs (check_access()); there is nobody to authenticate.
+    return pre_authed_env(s3.env, "S3");
+  }
   ProxyEnv env = subrequest_env(s3.env, "S3");
   env.s3_signature = s3.signature;
+  env.s3_acl = s3.config.s3_acl;
   return env;
 }
 
@@ -294,6 +314,7 @@ S3Error unexpected(const S3Request& s3, const Response& r) {
     case 400:
       return S3Error::invalid_request(r.body);
     case 401: {
+      if (s3.anonymous()) return S3Error::access_denied();
       S3Error e = S3Error::signature_does_not_match();
       e.details = s3.signature->mismatch_details();
       return e;
@@ -332,7 +353,8 @@ class S3Api final : public Middleware {
             ", \"max_multi_delete_objects\": " + n(config_.max_multi_delete_objects) +
             ", \"allow_multipart_uploads\": " +
             (config_.info_allow_multipart_uploads ? "true" : "false") + ", \"min_segment_size\": " +
-            n(config_.min_segment_size) + ", \"s3_acl\": false}");
+            n(config_.min_segment_size) + ", \"s3_acl\": " +
+            (config_.s3_acl ? "true" : "false") + "}");
   }
 
   net::awaitable<void> call(Exchange& ex, ProxyEnv& env, const Next& next) override {
@@ -347,12 +369,26 @@ class S3Api final : public Middleware {
     double now = std::chrono::duration<double>(
                      std::chrono::system_clock::now().time_since_epoch()).count();
     S3AuthOutcome outcome = parse_s3_auth(auth, config_.auth, now);
-    if (!outcome.is_s3) co_return co_await next(ex, env);
+    if (!outcome.is_s3) {
+      // An unsigned request is Swift's, unless it names a bucket others may use.
+      S3Request s3{.client = req, .env = env, .next = next, .config = config_, .bucket = {},
+                   .key = {}, .params = {}, .signature = nullptr, .acl_header_used = true};
+      if (co_await anonymous_s3(s3, bucket_in_host)) co_return co_await serve(ex, s3, bucket_in_host);
+      co_return co_await next(ex, env);
+    }
     if (outcome.error) co_return co_await ex.reply(error_response(*outcome.error, env.trans_id));
     S3Request s3{.client = req, .env = env, .next = next, .config = config_, .bucket = {},
                  .key = {}, .params = {},
                  .signature = std::make_shared<S3Signature>(std::move(*outcome.signature)),
-                 .acl_header_used = false};
+                 // With S3 ACLs x-amz-acl is an ACL of S3's, never a container ACL.
+                 .acl_header_used = config_.s3_acl};
+    co_return co_await serve(ex, s3, bucket_in_host);
+  }
+
+ private:
+  // An S3 request, signed or anonymous.
+  net::awaitable<void> serve(Exchange& ex, S3Request& s3, const std::string& bucket_in_host) {
+    const Request& req = ex.request();
     for (auto& [k, v] : common::http::parse_query(req.query())) s3.params[k] = std::move(v);
     std::string path = common::http::percent_decode(req.path());
     if (!common::valid_utf8(path)) {
@@ -372,6 +408,7 @@ class S3Api final : public Middleware {
       }
     }
     if (auto refused = refused_header(s3)) co_return co_await ex.reply(s3.error(*refused));
+    if (auto denied = co_await decide_access(s3)) co_return co_await ex.reply(s3.error(*denied));
     // GetObject and HeadObject of a part (?partNumber without an upload) are object requests.
     const bool part_read = (req.method == "GET" || req.method == "HEAD") &&
                            s3.has("partNumber") && !s3.has("uploadId");
@@ -397,7 +434,35 @@ class S3Api final : public Middleware {
     co_return co_await ex.reply(co_await dispatch(ex, s3));
   }
 
- private:
+  // Whether an unsigned request is an anonymous S3 request (s3_acl with the global bucket
+  // namespace): one without a Swift token whose path is not Swift's API's (/v1/..., /auth,
+  // /info...) and names a bucket (in its Host, or as the path's first segment) or is "/".
+  // Swift's s3api has no anonymous requests: it passes every unsigned one on to Swift, whose
+  // proxy refuses such paths anyway.
+  net::awaitable<bool> anonymous_s3(S3Request& s3, const std::string& bucket_in_host) {
+    if (!config_.s3_acl || !config_.global_bucket_namespace) co_return false;
+    const Request& req = s3.client;
+    if (req.headers.contains("X-Auth-Token") || req.headers.contains("X-Storage-Token")) {
+      co_return false;
+    }
+    std::string bucket = bucket_in_host;
+    // "/": an anonymous ListBuckets (which S3 denies).
+    if (bucket.empty() && req.path() == "/") co_return true;
+    if (bucket.empty()) {
+      std::string path = common::http::percent_decode(req.path());
+      size_t end = path.find('/', 1);
+      bucket = path.substr(1, end == std::string::npos ? std::string::npos : end - 1);
+      // Swift's API and the proxy's own paths.
+      static constexpr std::string_view kSwiftPaths[] = {
+          "v1", "v1.0", "auth", "info", "endpoints", "healthcheck", "crossdomain.xml"};
+      for (std::string_view p : kSwiftPaths) {
+        if (bucket == p) co_return false;
+      }
+      if (!valid_bucket_name(bucket, config_.dns_compliant_bucket_names)) co_return false;
+    }
+    co_return true;
+  }
+
   // The bucket a virtual-hosted-style Host names (Swift's parse_host()), or "".
   std::string bucket_in_host_of(const Request& req) const {
     if (config_.storage_domains.empty()) return {};
@@ -408,6 +473,16 @@ class S3Api final : public Middleware {
       if (host.ends_with(d)) return std::string(host.substr(0, host.size() - d.size()));
     }
     return {};
+  }
+
+  // Who asks and where the bucket is, before anything is done for the request: with s3_acl
+  // or the global bucket namespace the requester is authenticated first, the bucket found in
+  // the registry, and the ACLs checked. nullopt, or the error to answer.
+  net::awaitable<std::optional<S3Error>> decide_access(S3Request& s3) {
+    if (!config_.s3_acl && !config_.global_bucket_namespace) co_return std::nullopt;
+    if (auto e = co_await authenticate(s3)) co_return e;
+    co_await resolve_bucket(s3, s3.bucket);
+    co_return co_await check_access(s3);
   }
 
   // Sub-resources s3api does not serve at all (Swift's UnsupportedController).
@@ -433,7 +508,9 @@ class S3Api final : public Middleware {
       co_return s3.error(errors::method_not_allowed(method, "SERVICE"));
     }
     // Swift's order of sub-resources.
-    if (s3.has("acl")) co_return co_await acl_request(ex, s3);
+    if (s3.has("acl")) {
+      co_return co_await (config_.s3_acl ? s3_acl_request(ex, s3) : acl_request(ex, s3));
+    }
     if (s3.has("delete")) {
       if (method != "POST") {
         co_return s3.error(errors::method_not_allowed(method, "MULTI_OBJECT_DELETE"));
@@ -529,9 +606,17 @@ Result<std::unique_ptr<Middleware>> make_s3api(const common::Section& section,
   APUS_ASSIGN_OR_RETURN(c.max_parts_listing, section.get_int("max_parts_listing", 1000));
   APUS_ASSIGN_OR_RETURN(c.max_upload_part_num, section.get_int("max_upload_part_num", 1000));
   APUS_ASSIGN_OR_RETURN(c.min_segment_size, section.get_int("min_segment_size", 5242880));
-  if (common::config_true_value(section.get_string("s3_acl", "false"))) {
-    return section.invalid("s3_acl", "S3 ACLs (s3_acl = true) are not implemented by Apus yet");
+  APUS_ASSIGN_OR_RETURN(c.s3_acl, section.get_bool("s3_acl", false));
+  APUS_ASSIGN_OR_RETURN(c.allow_no_owner, section.get_bool("allow_no_owner", false));
+  APUS_ASSIGN_OR_RETURN(c.global_bucket_namespace,
+                        section.get_bool("global_bucket_namespace", false));
+  c.bucket_registry_account =
+      section.get_string("bucket_registry_account",
+                         context.swift.constraints.auto_create_account_prefix + "s3api_buckets");
+  if (c.bucket_registry_account.empty() || c.bucket_registry_account.find('/') != std::string::npos) {
+    return section.invalid("bucket_registry_account", "must be an account name");
   }
+  c.info = &context.info;
   if (c.max_multi_delete_objects <= 0) {
     return section.invalid("max_multi_delete_objects", "must be a positive integer");
   }

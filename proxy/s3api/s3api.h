@@ -19,9 +19,11 @@
 // Range emulation), PUT (Content-MD5, a signed payload's SHA-256 checked as it streams,
 // aws-chunked bodies with chunk signatures, x-amz-checksum-* as header or trailer), CopyObject,
 // DELETE (a multipart upload's segments too) and DeleteObjects (multi_delete_concurrency keys
-// at a time), and ACLs as Swift shows and sets them
-// without s3_acl (bucket and object GET, bucket PUT). Every other S3 operation answers S3's 501
-// NotImplemented. Checksums are checked, not yet stored or returned.
+// at a time), and ACLs: without s3_acl as Swift shows and sets them (bucket and object GET,
+// bucket PUT); with s3_acl as S3 ACLs in sysmeta that s3api checks on every request (s3_acl.h),
+// optionally with bucket names global to the cluster (global_bucket_namespace), which lets
+// other accounts and anonymous clients use a bucket its ACLs open to them. Every other S3
+// operation answers S3's 501 NotImplemented.
 //
 // Known gap: Apus's HTTP server hands on header names as Swift's WSGI server does ('_' read
 // as '-'), and keeps no raw names, so a Version 4 signature over a header name with '_' (an
@@ -30,7 +32,8 @@
 // Options ([filter:s3api], Swift's names and defaults): location (us-east-1),
 // storage_domain (virtual-hosted-style buckets), dns_compliant_bucket_names (true),
 // allowable_clock_skew (900), max_bucket_listing (1000), max_multi_delete_objects (1000),
-// multi_delete_concurrency (2).
+// multi_delete_concurrency (2), s3_acl (false), allow_no_owner (false); Apus's own:
+// global_bucket_namespace (false) and bucket_registry_account (".s3api_buckets").
 //
 // Thread-safe: the middleware keeps only its configuration.
 #pragma once

@@ -153,10 +153,6 @@ std::variant<std::optional<std::string>, S3Error> tagging_header_sysmeta(const S
   return std::optional<std::string>(encode_tags(std::get<TagSet>(tags)));
 }
 
-namespace {
-
-// The headers of a metadata POST made for s3 alone: none of the client's (its Content-Type,
-// x-amz-meta-* or Swift headers are not this operation's), but those that say who asks.
 HeaderMap own_headers(const HeaderMap& client) {
   HeaderMap h;
   for (const char* keep : {"Host", "User-Agent"}) {
@@ -165,8 +161,6 @@ HeaderMap own_headers(const HeaderMap& client) {
   return h;
 }
 
-// What an object POST must send again to keep it (Swift's POST replaces these): user metadata,
-// transient sysmeta, and the content headers and expiry a POST may set.
 void keep_object_metadata(const HeaderMap& head, HeaderMap& post) {
   static constexpr const char* kContentHeaders[] = {
       "Content-Disposition", "Content-Encoding", "Content-Language", "Cache-Control",
@@ -177,8 +171,9 @@ void keep_object_metadata(const HeaderMap& head, HeaderMap& post) {
     for (const char* content : kContentHeaders) keep = keep || common::http::iequals(name, content);
     if (keep) post.set(name, value);
   }
-  post.erase(kObjectTaggingSysmeta);
 }
+
+namespace {
 
 std::string version_query(const S3Request& s3) {
   auto v = s3.params.find("versionId");
@@ -238,6 +233,7 @@ net::awaitable<Response> object_tagging(Exchange& ex, S3Request& s3) {
   auto post = co_await call_swift(s3, "POST", s3.bucket, s3.key, "", 1 << 16, [&](HeaderMap& h) {
     h = own_headers(h);
     keep_object_metadata(object.headers, h);
+    h.erase(kObjectTaggingSysmeta);
     if (!new_tags->empty()) h.set(kObjectTaggingSysmeta, encode_tags(*new_tags));
   });
   if (auto* e = std::get_if<S3Error>(&post)) co_return s3.error(*e);

@@ -145,7 +145,7 @@ def normalized(body):
     body = re.sub(rb"<Initiated>[^<]*</Initiated>", b"<Initiated/>", body)
     body = re.sub(rb"<(UploadId|NextUploadIdMarker)>[^<]+</", rb"<\1>U</", body)
     body = re.sub(rb"<Location>http://[^/<]*", b"<Location>http://HOST", body)
-    return body.replace(b"test2:tester2", b"test:tester")
+    return body.replace(b"test2:tester2", b"test:tester").replace(b"test2:reader", b"test:reader")
 
 
 def apus_caller(port):
@@ -187,12 +187,16 @@ class Pair:
         for side, port in self.ports.items():
             user, key, _ = USERS[side]
             c = creds or Credentials(user, key)
-            if creds and creds.access_key == "test:tester":
+            if callable(creds):
+                c = creds(side)
+            elif creds and creds.access_key == "test:tester":
                 c = Credentials(user, creds.secret_key)
-            # A path or body may depend on the side (each has its own upload ids).
+            # A path, headers or body may depend on the side (each has its own upload ids and
+            # users).
             p = path(side) if callable(path) else path
             b = body(side) if callable(body) else body
-            target, h = signed(port, method, p, headers, b, creds=c, **sign)
+            hd = headers(side) if callable(headers) else headers
+            target, h = signed(port, method, p, hd, b, creds=c, **sign)
             answers[side] = send(port, method, target, h, b)
         (sa, ha, ba), (ss, hs, bs) = answers["apus"], answers["swift"]
         check(sa == ss, "%s: status apus %d, swift %d (%r / %r)" % (what, sa, ss, ba, bs))
@@ -703,6 +707,196 @@ def acls(pair):
     s, _, b = send(pair.ports["apus"], "GET", target, h)
     check(s == 200 and b"<URI>http://acs.amazonaws.com/groups/global/AllUsers</URI></Grantee>"
           b"<Permission>READ</Permission>" in b, "public-read shows in the ACL: %d %r" % (s, b))
+
+
+# s3_acl: each side's second user, in the same account as its owner.
+READERS = {"apus": ("test:reader", "readkey"), "swift": ("test2:reader", "readkey")}
+
+
+def reader(side):
+    return Credentials(*READERS[side])
+
+
+def acl_policy(owner, grants):
+    """An AccessControlPolicy document: `grants` are (user id or group URI, permission)."""
+    xsi = 'xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"'
+    out = "<AccessControlPolicy><Owner><ID>%s</ID></Owner><AccessControlList>" % owner
+    for who, permission in grants:
+        grantee = ('<Grantee %s xsi:type="Group"><URI>%s</URI></Grantee>' % (xsi, who)
+                   if who.startswith("http") else
+                   '<Grantee %s xsi:type="CanonicalUser"><ID>%s</ID></Grantee>' % (xsi, who))
+        out += "<Grant>%s<Permission>%s</Permission></Grant>" % (grantee, permission)
+    return (out + "</AccessControlList></AccessControlPolicy>").encode()
+
+
+def s3_acls(pair):
+    """s3_acl = true on both sides: ACLs stored in sysmeta and checked by s3api, compared with
+    Swift's s3api, and each side reading the ACLs the other wrote."""
+    owner = {"apus": "test:tester", "swift": "test2:tester2"}
+    pair.both("s3_acl: PUT public-read bucket", "PUT", "/aclb", {"x-amz-acl": "public-read"})
+    pair.both("s3_acl: GET bucket ACL", "GET", "/aclb?acl")
+    pair.both("s3_acl: PUT object with a grant", "PUT", "/aclb/granted",
+              lambda side: {"x-amz-grant-read": "id=" + READERS[side][0]}, b"granted")
+    pair.both("s3_acl: GET object ACL", "GET", "/aclb/granted?acl")
+    pair.both("s3_acl: PUT private object", "PUT", "/aclb/private", body=b"private")
+    pair.both("s3_acl: GET private object ACL", "GET", "/aclb/private?acl")
+    pair.both("s3_acl: reader GETs a granted object", "GET", "/aclb/granted", creds=reader)
+    pair.both("s3_acl: reader GETs a private object", "GET", "/aclb/private", creds=reader)
+    pair.both("s3_acl: reader lists a public-read bucket", "GET", "/aclb", creds=reader,
+              compare_body=False)
+    pair.both("s3_acl: reader PUTs into a public-read bucket", "PUT", "/aclb/mine", body=b"x",
+              creds=reader)
+    pair.both("s3_acl: reader reads the bucket ACL", "GET", "/aclb?acl", creds=reader)
+    pair.both("s3_acl: reader changes the bucket ACL", "PUT", "/aclb?acl",
+              {"x-amz-acl": "public-read-write"}, creds=reader)
+    pair.both("s3_acl: reader DELETEs the bucket", "DELETE", "/aclb", creds=reader)
+    pair.both("s3_acl: owner grants the reader WRITE", "PUT", "/aclb?acl",
+              body=lambda side: acl_policy(owner[side], [(owner[side], "FULL_CONTROL"),
+                                                         (READERS[side][0], "WRITE")]))
+    pair.both("s3_acl: GET the new bucket ACL", "GET", "/aclb?acl")
+    pair.both("s3_acl: reader PUTs with WRITE", "PUT", "/aclb/mine", body=b"x", creds=reader)
+    pair.both("s3_acl: reader lists without READ", "GET", "/aclb", creds=reader)
+    pair.both("s3_acl: reader's object ACL", "GET", "/aclb/mine?acl", creds=reader)
+    pair.both("s3_acl: owner reads the reader's object", "GET", "/aclb/mine")
+    pair.both("s3_acl: PUT ACL of another owner", "PUT", "/aclb?acl",
+              body=acl_policy("someone:else", [("someone:else", "FULL_CONTROL")]))
+    pair.both("s3_acl: PUT ACL header and document", "PUT", "/aclb?acl",
+              {"x-amz-acl": "private"},
+              body=lambda side: acl_policy(owner[side], [(owner[side], "FULL_CONTROL")]))
+    pair.both("s3_acl: PUT ACL without one", "PUT", "/aclb?acl")
+    pair.both("s3_acl: PUT ACL bad document", "PUT", "/aclb?acl", body=b"<AccessControlPolicy>")
+    pair.both("s3_acl: PUT ACL unknown canned", "PUT", "/aclb?acl", {"x-amz-acl": "everyone"})
+    pair.both("s3_acl: PUT ACL bad group", "PUT", "/aclb?acl",
+              body=lambda side: acl_policy(owner[side], [("http://example.com/all", "READ")]))
+    pair.both("s3_acl: canned and grant headers", "PUT", "/aclb/both",
+              {"x-amz-acl": "private", "x-amz-grant-read": "id=x"}, b"x")
+    pair.both("s3_acl: object ACL to public-read", "PUT", "/aclb/private?acl",
+              {"x-amz-acl": "public-read"})
+    pair.both("s3_acl: the changed object ACL", "GET", "/aclb/private?acl")
+    pair.both("s3_acl: reader GETs the now public object", "GET", "/aclb/private", creds=reader)
+    pair.both("s3_acl: ACL of a missing key", "GET", "/aclb/nosuchkey?acl")
+    pair.both("s3_acl: ACL of a missing bucket", "GET", "/nosuchaclbucket?acl")
+    pair.both("s3_acl: PUT existing bucket", "PUT", "/aclb")
+    pair.both("s3_acl: multipart upload with an ACL", "POST", "/aclb/mpu?uploads",
+              {"x-amz-acl": "public-read"}, compare_body=False)
+    # Each side reads the ACLs the other side's s3api stored. (An object ACL that Apus's
+    # PutObjectAcl changed is in transient sysmeta, which Swift's s3api does not read: Swift
+    # copies the object onto itself instead.)
+    for side, other in (("apus", "swift"), ("swift", "apus")):
+        user, key, _ = USERS[side]
+        changed = ("/aclb/private?acl",) if side == "swift" else ()
+        for path in ("/aclb?acl", "/aclb/granted?acl") + changed:
+            answers = []
+            for port in (pair.ports[side], pair.ports[other]):
+                target, h = signed(port, "GET", path, creds=Credentials(user, key))
+                answers.append(send(port, "GET", target, h))
+            check(answers[0][0] == 200 and normalized(answers[0][2]) == normalized(answers[1][2]),
+                  "s3_acl: %s's ACL of %s read through %s: %r / %r" % (side, path, other,
+                                                                      answers[0], answers[1]))
+
+
+def global_namespace(port):
+    """Apus's global bucket namespace with s3_acl: bucket names are the cluster's, another
+    account's bucket is found by name, and anonymous requests get what ACLs allow. (Swift has
+    neither: nothing to compare with.)"""
+    main = Credentials("test:tester", "testing")
+    alt = Credentials("test2:tester2", "testing2")
+
+    def call(method, path, creds=main, headers=None, body=b""):
+        if creds is None:  # anonymous
+            return send(port, method, path, dict(headers or {}, Host="127.0.0.1"), body)
+        target, h = signed(port, method, path, headers, body, creds=creds)
+        return send(port, method, target, h, body)
+
+    def code(answer):
+        m = re.search(rb"<Code>([^<]*)</Code>", answer[2])
+        return m.group(1).decode() if m else None
+
+    s = call("PUT", "/gbucket")
+    check(s[0] == 200, "global: CreateBucket %r" % (s,))
+    s = call("PUT", "/gbucket", alt)
+    check((s[0], code(s)) == (409, "BucketAlreadyExists"), "global: another account's name %r" % (s,))
+    s = call("PUT", "/gbucket")
+    check((s[0], code(s)) == (409, "BucketAlreadyOwnedByYou"), "global: one's own name %r" % (s,))
+    call("PUT", "/gbucket/public", headers={"x-amz-acl": "public-read"}, body=b"public data")
+    call("PUT", "/gbucket/private", body=b"private data")
+    s = call("GET", "/gbucket/public", None)
+    check(s[0] == 200 and s[2] == b"public data", "global: anonymous GET of a public object %r" % (s,))
+    s = call("GET", "/gbucket/private", None)
+    check((s[0], code(s)) == (403, "AccessDenied"), "global: anonymous GET of a private one %r" % (s,))
+    s = call("GET", "/gbucket", None)
+    check((s[0], code(s)) == (403, "AccessDenied"), "global: anonymous listing %r" % (s,))
+    s = call("PUT", "/gbucket/anon", None, body=b"x")
+    check((s[0], code(s)) == (403, "AccessDenied"), "global: anonymous PUT %r" % (s,))
+    s = call("GET", "/", None)
+    check((s[0], code(s)) == (403, "AccessDenied"), "global: anonymous ListBuckets %r" % (s,))
+    s = call("GET", "/gbucket/public", alt)
+    check(s[0] == 200 and s[2] == b"public data", "global: another account reads %r" % (s,))
+    s = call("GET", "/gbucket/private", alt)
+    check((s[0], code(s)) == (403, "AccessDenied"), "global: another account denied %r" % (s,))
+    s = call("PUT", "/gbucket/alt", alt, body=b"x")
+    check((s[0], code(s)) == (403, "AccessDenied"), "global: another account's PUT %r" % (s,))
+    call("PUT", "/gbucket?acl", headers={"x-amz-acl": "public-read-write"})
+    s = call("GET", "/gbucket", None)
+    check(s[0] == 200 and b"<Key>public</Key>" in s[2], "global: public listing %r" % (s,))
+    s = call("PUT", "/gbucket/alt", alt, body=b"from alt")
+    check(s[0] == 200, "global: another account writes a public-write bucket %r" % (s,))
+    s = call("PUT", "/gbucket/anon", None, body=b"from nobody")
+    check(s[0] == 200, "global: anonymous writes a public-write bucket %r" % (s,))
+    # The objects are in the owner's account, as Swift sees them.
+    s = call("GET", "/gbucket/alt")
+    check(s[0] == 403, "global: the bucket owner may not read another's private object %r" % (s,))
+    s = call("HEAD", "/gbucket/anon")
+    check(s[0] == 200, "global: an anonymous write is the bucket owner's %r" % (s,))
+    # Swift's API is untouched: tokens, /info, and unregistered names go to Swift.
+    _, h, _ = send(port, "GET", "/auth/v1.0", {"X-Auth-User": "test:tester",
+                                               "X-Auth-Key": "testing", "Host": "x"})
+    token = h["x-auth-token"]
+    s = send(port, "GET", "/v1/AUTH_test/gbucket/alt", {"X-Auth-Token": token, "Host": "x"})
+    check(s[0] == 200 and s[2] == b"from alt", "global: Swift sees the object %r" % (s,))
+    s = send(port, "GET", "/info", {"Host": "x"})
+    check(s[0] == 200 and b'"s3_acl": true' in s[2], "global: /info %r" % (s[0],))
+    s = call("GET", "/nosuchbucketname/x", None)
+    check((s[0], code(s)) == (404, "NoSuchBucket"), "global: anonymous, no bucket %r" % (s,))
+    s = call("GET", "/Not_A_Bucket/x", None)
+    check(s[0] != 200 and b"<Error>" not in s[2], "global: other paths are Swift's %r" % (s,))
+    s = call("GET", "/gbucket/public", None, {"x-amz-expected-bucket-owner": "test:tester"})
+    check(s[0] == 200, "global: the expected bucket owner %r" % (s,))
+    s = call("GET", "/gbucket/public", None, {"x-amz-expected-bucket-owner": "test2:tester2"})
+    check((s[0], code(s)) == (403, "AccessDenied"), "global: another bucket owner %r" % (s,))
+    # A copy from another account's bucket needs READ on its source.
+    call("PUT", "/gsource", alt)
+    call("PUT", "/gsource/open", alt, {"x-amz-acl": "public-read"}, b"open source")
+    call("PUT", "/gsource/closed", alt, body=b"closed source")
+    s = call("PUT", "/gbucket/copied", headers={"x-amz-copy-source": "/gsource/open"})
+    check(s[0] == 200, "global: copy from another account %r" % (s,))
+    s = call("GET", "/gbucket/copied")
+    check(s[2] == b"open source", "global: the copy %r" % (s,))
+    s = call("PUT", "/gbucket/copied", headers={"x-amz-copy-source": "/gsource/closed"})
+    check((s[0], code(s)) == (403, "AccessDenied"), "global: copy of a private source %r" % (s,))
+    # DeleteBucket frees the name.
+    for key in ("public", "private", "alt", "anon", "copied"):
+        call("DELETE", "/gbucket/" + key)
+    s = call("DELETE", "/gbucket")
+    check(s[0] == 204, "global: DeleteBucket %r" % (s,))
+    s = call("PUT", "/gbucket", alt)
+    check(s[0] == 200, "global: the freed name taken by another account %r" % (s,))
+    s = call("GET", "/gbucket", main)
+    check((s[0], code(s)) == (403, "AccessDenied"), "global: the old owner is out %r" % (s,))
+    # A name whose container went without DeleteBucket (Swift's API) can be taken again.
+    s = send(port, "DELETE", "/v1/AUTH_test/gsource", {"X-Auth-Token": token, "Host": "x"})
+    _, h2, _ = send(port, "GET", "/auth/v1.0", {"X-Auth-User": "test2:tester2",
+                                                "X-Auth-Key": "testing2", "Host": "x"})
+    for key in ("open", "closed"):
+        send(port, "DELETE", "/v1/AUTH_test2/gsource/" + key,
+             {"X-Auth-Token": h2["x-auth-token"], "Host": "x"})
+    s = send(port, "DELETE", "/v1/AUTH_test2/gsource",
+             {"X-Auth-Token": h2["x-auth-token"], "Host": "x"})
+    check(s[0] == 204, "global: container deleted through Swift %r" % (s,))
+    s = call("PUT", "/gsource")
+    check(s[0] == 200, "global: a stale name taken over %r" % (s,))
+    s = call("PUT", "/gsource", alt)
+    check((s[0], code(s)) == (409, "BucketAlreadyExists"), "global: and it is taken %r" % (s,))
 
 
 def versioning(pair):
@@ -1453,6 +1647,16 @@ def main():
               "versioning PUT without object_versioning: %d %r" % (s, b))
         auth(pair)
         with_boto3(apus)
+        acl_filters = FILTERS.replace("use = egg:swift#s3api\n",
+                                      "use = egg:swift#s3api\ns3_acl = true\n")
+        acl_filters = ("user_test_reader = readkey\nuser_test2_reader = readkey\n" + acl_filters)
+        apus_acl = cluster.start_proxy("proxy-s3acl", pipeline=PIPELINE, filters=acl_filters)
+        swift_acl = cluster.start_stock_proxy("proxy-s3acl")
+        s3_acls(Pair({"apus": apus_acl, "swift": swift_acl}))
+        global_namespace(cluster.start_proxy(
+            "proxy-s3global", pipeline=PIPELINE,
+            filters=acl_filters.replace("s3_acl = true\n",
+                                        "s3_acl = true\nglobal_bucket_namespace = true\n")))
     if failures:
         print("%d failure(s) of %d checks" % (len(failures), checked[0]))
         sys.exit(1)

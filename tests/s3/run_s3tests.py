@@ -56,7 +56,9 @@ USERS = {"s3 main": ("test", "tester", "testing"),
          "s3 alt": ("test2", "tester2", "testing2"),
          "s3 tenant": ("test3", "tester3", "testing3")}
 FILTERS = ("user_test2_tester2 = testing2 .admin\nuser_test3_tester3 = testing3 .admin\n"
-           "[filter:s3api]\nuse = egg:swift#s3api\n"
+           # S3's semantics: ACLs checked by s3api, bucket names global (cross-account grants,
+           # public buckets, anonymous requests).
+           "[filter:s3api]\nuse = egg:swift#s3api\ns3_acl = true\nglobal_bucket_namespace = true\n"
            "[filter:copy]\nuse = egg:swift#copy\n[filter:slo]\nuse = egg:swift#slo\n"
            "[filter:symlink]\nuse = egg:swift#symlink\n"
            "[filter:versioned_writes]\nuse = egg:swift#versioned_writes\n"

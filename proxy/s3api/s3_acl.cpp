@@ -1,0 +1,667 @@
+// S3 ACLs (s3_acl.h): the model, and with s3_acl = true the ?acl operations and the access
+// check every request passes (s3_request.h).
+#include "proxy/s3api/s3_acl.h"
+
+#include <boost/json.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <array>
+#include <utility>
+
+#include "common/config/config.h"
+#include "common/http/headers.h"
+#include "common/http/url.h"
+#include "proxy/s3api/s3_request.h"
+#include "proxy/subrequest.h"
+
+namespace apus::proxy::s3api {
+
+namespace {
+
+constexpr const char* kXsi = "http://www.w3.org/2001/XMLSchema-instance";
+
+struct GroupName {
+  GranteeKind kind;
+  std::string_view stored;  // Swift's class name, as encode_acl() writes it
+  std::string_view uri;
+};
+constexpr std::array<GroupName, 3> kGroups = {{
+    {GranteeKind::kAllUsers, "AllUsers", "http://acs.amazonaws.com/groups/global/AllUsers"},
+    {GranteeKind::kAuthenticatedUsers, "AuthenticatedUsers",
+     "http://acs.amazonaws.com/groups/global/AuthenticatedUsers"},
+    {GranteeKind::kLogDelivery, "LogDelivery", "http://acs.amazonaws.com/groups/s3/LogDelivery"},
+}};
+
+const GroupName* group_of(GranteeKind kind) {
+  for (const auto& g : kGroups) {
+    if (g.kind == kind) return &g;
+  }
+  return nullptr;
+}
+
+constexpr std::array<std::pair<Permission, std::string_view>, 5> kPermissions = {{
+    {Permission::kFullControl, "FULL_CONTROL"},
+    {Permission::kRead, "READ"},
+    {Permission::kWrite, "WRITE"},
+    {Permission::kReadAcp, "READ_ACP"},
+    {Permission::kWriteAcp, "WRITE_ACP"},
+}};
+
+std::optional<Permission> permission_of(std::string_view name) {
+  for (const auto& [p, n] : kPermissions) {
+    if (n == name) return p;
+  }
+  return std::nullopt;
+}
+
+S3Error malformed_acl() {
+  return {.status = 400, .code = "MalformedACLError",
+          .message = "The XML you provided was not well-formed or did not validate against our "
+                     "published schema.",
+          .details = {}};
+}
+
+// A group named by its URI: InvalidArgument for one S3 does not have (Swift's
+// get_group_subclass_from_uri()).
+std::variant<GranteeKind, S3Error> group_by_uri(std::string_view uri) {
+  for (const auto& g : kGroups) {
+    if (g.uri == uri) return g.kind;
+  }
+  return S3Error::invalid_argument("uri", std::string(uri), "Invalid group uri");
+}
+
+std::string trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return std::string(s);
+}
+
+}  // namespace
+
+std::string_view permission_name(Permission p) {
+  for (const auto& [q, n] : kPermissions) {
+    if (q == p) return n;
+  }
+  return "READ";
+}
+
+std::optional<Acl> canned_acl(std::string_view name, const std::string& bucket_owner,
+                              const std::string& owner) {
+  auto user = [](const std::string& id, Permission p) {
+    return Grant{.kind = GranteeKind::kUser, .user = id, .permission = p};
+  };
+  auto group = [](GranteeKind k, Permission p) {
+    return Grant{.kind = k, .user = {}, .permission = p};
+  };
+  Acl acl{.owner = owner, .grants = {}};
+  auto& g = acl.grants;
+  if (name == "private") {
+    g = {user(owner, Permission::kFullControl)};
+  } else if (name == "public-read") {
+    g = {group(GranteeKind::kAllUsers, Permission::kRead), user(owner, Permission::kFullControl)};
+  } else if (name == "public-read-write") {
+    g = {group(GranteeKind::kAllUsers, Permission::kRead),
+         group(GranteeKind::kAllUsers, Permission::kWrite), user(owner, Permission::kFullControl)};
+  } else if (name == "authenticated-read") {
+    g = {group(GranteeKind::kAuthenticatedUsers, Permission::kRead),
+         user(owner, Permission::kFullControl)};
+  } else if (name == "bucket-owner-read") {
+    g = {user(bucket_owner, Permission::kRead), user(owner, Permission::kFullControl)};
+  } else if (name == "bucket-owner-full-control") {
+    g = {user(owner, Permission::kFullControl), user(bucket_owner, Permission::kFullControl)};
+  } else if (name == "log-delivery-write") {
+    g = {group(GranteeKind::kLogDelivery, Permission::kWrite),
+         group(GranteeKind::kLogDelivery, Permission::kReadAcp),
+         user(owner, Permission::kFullControl)};
+  } else {
+    return std::nullopt;
+  }
+  return acl;
+}
+
+std::string encode_acl(const Acl& acl) {
+  boost::json::object out;
+  out["Owner"] = acl.owner;
+  boost::json::array grants;
+  for (const Grant& g : acl.grants) {
+    boost::json::object one;
+    one["Permission"] = permission_name(g.permission);
+    const GroupName* group = group_of(g.kind);
+    one["Grantee"] = group ? group->stored : std::string_view(g.user);
+    grants.push_back(std::move(one));
+  }
+  out["Grant"] = std::move(grants);
+  return boost::json::serialize(out);
+}
+
+std::optional<Acl> decode_acl(std::string_view json) {
+  if (json.empty()) return std::nullopt;
+  boost::system::error_code ec;
+  boost::json::value v = boost::json::parse(json, ec);
+  if (ec || !v.is_object()) return std::nullopt;
+  const auto& o = v.as_object();
+  Acl acl;
+  if (const auto* owner = o.if_contains("Owner"); owner && owner->is_string()) {
+    acl.owner = std::string(owner->as_string());
+  }
+  if (const auto* grants = o.if_contains("Grant"); grants && grants->is_array()) {
+    for (const auto& item : grants->as_array()) {
+      if (!item.is_object()) return std::nullopt;
+      const auto* who = item.as_object().if_contains("Grantee");
+      const auto* what = item.as_object().if_contains("Permission");
+      if (!who || !who->is_string() || !what || !what->is_string()) return std::nullopt;
+      auto permission = permission_of(std::string_view(what->as_string()));
+      if (!permission) return std::nullopt;
+      Grant g{.kind = GranteeKind::kUser, .user = std::string(who->as_string()),
+              .permission = *permission};
+      for (const auto& group : kGroups) {
+        if (group.stored == g.user) {
+          g.kind = group.kind;
+          g.user.clear();
+        }
+      }
+      acl.grants.push_back(std::move(g));
+    }
+  }
+  return acl;
+}
+
+std::string acl_document(const Acl& acl) {
+  pugi::xml_node root;
+  auto doc = result_document("AccessControlPolicy", &root);
+  pugi::xml_node owner = root.append_child("Owner");
+  add_text(owner, "ID", acl.owner);
+  add_text(owner, "DisplayName", acl.owner);
+  pugi::xml_node list = root.append_child("AccessControlList");
+  // Groups' grants first, then users', each in the order stored (as RGW lists them; Swift's
+  // canned ACLs already are in this order).
+  std::vector<const Grant*> ordered;
+  for (const Grant& g : acl.grants) {
+    if (g.kind != GranteeKind::kUser) ordered.push_back(&g);
+  }
+  for (const Grant& g : acl.grants) {
+    if (g.kind == GranteeKind::kUser) ordered.push_back(&g);
+  }
+  for (const Grant* grant_ptr : ordered) {
+    const Grant& g = *grant_ptr;
+    pugi::xml_node grant = list.append_child("Grant");
+    pugi::xml_node grantee = grant.append_child("Grantee");
+    grantee.append_attribute("xmlns:xsi") = kXsi;
+    if (const GroupName* group = group_of(g.kind)) {
+      grantee.append_attribute("xsi:type") = "Group";
+      add_text(grantee, "URI", group->uri);
+    } else {
+      grantee.append_attribute("xsi:type") = "CanonicalUser";
+      add_text(grantee, "ID", g.user);
+      add_text(grantee, "DisplayName", g.user);
+    }
+    add_text(grant, "Permission", permission_name(g.permission));
+  }
+  return to_xml(doc);
+}
+
+std::variant<Acl, S3Error> parse_acl_document(std::string_view xml) {
+  pugi::xml_document doc;
+  // No DOCTYPE or entity is expanded (pugixml never fetches external entities).
+  if (!doc.load_buffer(xml.data(), xml.size(), pugi::parse_default & ~pugi::parse_doctype)) {
+    return malformed_acl();
+  }
+  pugi::xml_node root = doc.document_element();
+  if (std::string_view(root.name()) != "AccessControlPolicy") return malformed_acl();
+  pugi::xml_node owner_id = root.child("Owner").child("ID");
+  if (!owner_id) return malformed_acl();
+  Acl acl{.owner = owner_id.text().get(), .grants = {}};
+  pugi::xml_node list = root.child("AccessControlList");
+  if (!list) return malformed_acl();
+  for (pugi::xml_node grant : list.children("Grant")) {
+    pugi::xml_node grantee = grant.child("Grantee");
+    pugi::xml_node permission = grant.child("Permission");
+    if (!grantee || !permission) return malformed_acl();
+    Grant g;
+    std::string_view type = grantee.attribute("xsi:type").value();
+    if (type == "CanonicalUser") {
+      pugi::xml_node id = grantee.child("ID");
+      if (!id || std::string_view(id.text().get()).empty()) return malformed_acl();
+      g.user = id.text().get();
+    } else if (type == "Group") {
+      auto kind = group_by_uri(grantee.child("URI").text().get());
+      if (auto* e = std::get_if<S3Error>(&kind)) return std::move(*e);
+      g.kind = std::get<GranteeKind>(kind);
+    } else if (type == "AmazonCustomerByEmail") {
+      return errors::not_implemented();
+    } else {
+      return malformed_acl();
+    }
+    auto p = permission_of(permission.text().get());
+    if (!p) return errors::not_implemented();
+    g.permission = *p;
+    acl.grants.push_back(std::move(g));
+  }
+  return acl;
+}
+
+std::variant<std::optional<Acl>, S3Error> acl_from_headers(const common::http::HeaderMap& h,
+                                                           const std::string& bucket_owner,
+                                                           const std::string& owner) {
+  std::vector<Grant> grants;
+  for (const auto& [name, value] : h) {
+    if (!common::http::istarts_with(name, "x-amz-grant-")) continue;
+    std::string which;
+    for (char c : std::string_view(name).substr(12)) {
+      which.push_back(c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
+    }
+    auto permission = permission_of(which);
+    if (!permission) continue;  // as Swift: a header it does not know is ignored
+    for (const std::string& grantee : common::list_from_csv(value)) {
+      size_t eq = grantee.find('=');
+      if (eq == std::string::npos) return S3Error::invalid_request();
+      std::string type = common::http::to_lower(trim(std::string_view(grantee).substr(0, eq)));
+      std::string who = trim(std::string_view(grantee).substr(eq + 1));
+      while (!who.empty() && (who.front() == '"' || who.front() == '\'')) who.erase(0, 1);
+      while (!who.empty() && (who.back() == '"' || who.back() == '\'')) who.pop_back();
+      Grant g{.kind = GranteeKind::kUser, .user = {}, .permission = *permission};
+      if (type == "id") {
+        g.user = who;
+      } else if (type == "uri") {
+        auto kind = group_by_uri(who);
+        if (auto* e = std::get_if<S3Error>(&kind)) return std::move(*e);
+        g.kind = std::get<GranteeKind>(kind);
+      } else if (type == "emailaddress") {
+        return errors::not_implemented();
+      } else {
+        return S3Error::invalid_argument(type, who, "Argument format not recognized");
+      }
+      grants.push_back(std::move(g));
+    }
+  }
+  if (auto canned = h.get("x-amz-acl")) {
+    if (!grants.empty()) {
+      return S3Error::invalid_request("Specifying both Canned ACLs and Header Grants is not allowed");
+    }
+    auto acl = canned_acl(*canned, bucket_owner, owner);
+    if (!acl) return S3Error::invalid_argument("x-amz-acl", std::string(*canned));
+    return std::optional<Acl>(std::move(*acl));
+  }
+  if (grants.empty()) return std::optional<Acl>();
+  return std::optional<Acl>(Acl{.owner = owner, .grants = std::move(grants)});
+}
+
+bool permits(const Acl& acl, std::string_view user, Permission p) {
+  if (!user.empty() && user == acl.owner) return true;
+  for (const Grant& g : acl.grants) {
+    if (g.permission != p && g.permission != Permission::kFullControl) continue;
+    switch (g.kind) {
+      case GranteeKind::kUser:
+        if (!user.empty() && g.user == user) return true;
+        break;
+      case GranteeKind::kAllUsers:
+        return true;
+      case GranteeKind::kAuthenticatedUsers:
+        if (!user.empty()) return true;
+        break;
+      case GranteeKind::kLogDelivery: {
+        size_t colon = user.find(':');
+        if (user.substr(colon == std::string_view::npos ? 0 : colon + 1) == ".log_delivery") {
+          return true;
+        }
+        break;
+      }
+    }
+  }
+  return false;
+}
+
+}  // namespace apus::proxy::s3api
+
+// ---- s3_acl: the access check and ?acl -------------------------------------------------------
+
+namespace apus::proxy::s3api {
+
+namespace net = boost::asio;
+using common::http::Exchange;
+using common::http::HeaderMap;
+using common::http::Request;
+using common::http::Response;
+
+namespace {
+
+// PutObjectAcl changes an object's ACL with a POST, which cannot change sysmeta: the new ACL is
+// kept in transient sysmeta, which wins over the one the object was written with. (Swift's
+// s3api copies the object onto itself instead, rewriting its data and its Last-Modified; its
+// s3api does not read this header, so in a mixed cluster it sees the ACL of the write.)
+constexpr std::string_view kObjectAclTransient = "X-Object-Transient-Sysmeta-S3api-Acl";
+
+// The object's ACL from its HEAD or GET answer.
+std::optional<Acl> object_acl(const HeaderMap& h) {
+  if (auto changed = decode_acl(h.get_or(kObjectAclTransient, ""))) return changed;
+  return decode_acl(h.get_or(kObjectAclSysmeta, ""));
+}
+
+// The account that holds s3's bucket.
+const std::string& bucket_account(const S3Request& s3) {
+  auto it = s3.bucket_accounts.find(s3.bucket);
+  return it != s3.bucket_accounts.end() ? it->second : s3.requester_account();
+}
+
+// Whether the requester may do `p` on a resource of `account` whose ACL is `acl`. A resource
+// without an owner (made before s3_acl, or through Swift's API) belongs to the users of its
+// account; allow_no_owner opens it to everyone, as in Swift.
+bool allowed(const S3Request& s3, const std::optional<Acl>& acl, const std::string& account,
+             Permission p) {
+  if (!acl || acl->owner.empty()) {
+    if (s3.config.allow_no_owner) return true;
+    if (!s3.requester_account().empty() && s3.requester_account() == account) return true;
+    return acl && permits(*acl, s3.user_id(), p);
+  }
+  return permits(*acl, s3.user_id(), p);
+}
+
+bool is_owner(const S3Request& s3, const std::optional<Acl>& acl, const std::string& account) {
+  if (!acl || acl->owner.empty()) {
+    return s3.config.allow_no_owner ||
+           (!s3.requester_account().empty() && s3.requester_account() == account);
+  }
+  return !s3.anonymous() && acl->owner == s3.user_id();
+}
+
+// What a request needs of the ACLs (Swift's ACL_MAP, by S3 operation).
+enum class Target : uint8_t {
+  kNothing,      // ListBuckets, or what dispatch refuses anyway
+  kBucket,       // a permission on the bucket
+  kBucketOwner,  // the bucket's configuration (versioning, tagging, location, ...)
+  kObject,       // a permission on the object
+  kNewBucket,    // CreateBucket
+};
+struct Need {
+  Target target = Target::kNothing;
+  Permission permission = Permission::kRead;
+};
+
+// Query parameters of a bucket listing (anything else on a bucket is a sub-resource only its
+// owner may read or change).
+bool listing_params_only(const S3Request& s3) {
+  static constexpr std::string_view kListing[] = {
+      "prefix", "delimiter", "marker", "max-keys", "list-type", "continuation-token",
+      "start-after", "fetch-owner", "encoding-type", "versions", "key-marker",
+      "version-id-marker", "x-id", "allow-unordered", "uploads", "upload-id-marker",
+      "max-uploads"};
+  for (const auto& [name, value] : s3.params) {
+    if (std::find(std::begin(kListing), std::end(kListing), name) == std::end(kListing)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+Need need_of(const S3Request& s3) {
+  const std::string& m = s3.client.method;
+  const bool read = m == "GET" || m == "HEAD";
+  if (s3.has("acl")) {
+    return {s3.key ? Target::kObject : Target::kBucket,
+            m == "PUT" ? Permission::kWriteAcp : Permission::kReadAcp};
+  }
+  if (s3.has("delete")) return {Target::kBucket, Permission::kWrite};
+  if (s3.key) {
+    const bool part_read = read && s3.has("partNumber") && !s3.has("uploadId");
+    if (s3.has("uploadId") || s3.has("uploads") || (s3.has("partNumber") && !part_read)) {
+      return {Target::kBucket, read ? Permission::kRead : Permission::kWrite};
+    }
+    if (s3.has("tagging")) {
+      return read ? Need{Target::kObject, Permission::kRead}
+                  : Need{Target::kBucket, Permission::kWrite};
+    }
+    if (read) return {Target::kObject, Permission::kRead};
+    return {Target::kBucket, Permission::kWrite};
+  }
+  if (!listing_params_only(s3)) return {Target::kBucketOwner, Permission::kFullControl};
+  if (read) return {Target::kBucket, Permission::kRead};
+  if (m == "PUT") return {Target::kNewBucket, Permission::kFullControl};
+  if (m == "DELETE") return {Target::kBucketOwner, Permission::kFullControl};
+  return {};
+}
+
+// Whether the request writes an object or a bucket, which then gets s3.new_acl.
+bool writes_resource(const S3Request& s3, const Need& need) {
+  if (need.target == Target::kNewBucket) return true;
+  const std::string& m = s3.client.method;
+  if (!s3.key || s3.has("acl") || s3.has("tagging") || s3.has("uploadId")) return false;
+  if (m == "POST") return s3.has("uploads");  // CreateMultipartUpload
+  return m == "PUT" && !s3.has("partNumber");
+}
+
+// The ACL a write stores: the one its headers ask for, else private.
+std::optional<S3Error> plan_new_acl(S3Request& s3, bool bucket) {
+  const std::string bucket_owner =
+      bucket ? s3.user_id()
+             : (s3.bucket_acl && !s3.bucket_acl->owner.empty() ? s3.bucket_acl->owner
+                                                               : s3.user_id());
+  // An anonymous write (a public-write bucket) is the bucket owner's.
+  const std::string owner = s3.anonymous() ? bucket_owner : s3.user_id();
+  auto asked = acl_from_headers(s3.client.headers, bucket_owner, owner);
+  if (auto* e = std::get_if<S3Error>(&asked)) return std::move(*e);
+  auto& acl = std::get<std::optional<Acl>>(asked);
+  s3.new_acl = acl ? std::move(*acl) : *canned_acl("private", bucket_owner, owner);
+  return std::nullopt;
+}
+
+}  // namespace
+
+net::awaitable<std::optional<S3Error>> authenticate(S3Request& s3) {
+  if (s3.anonymous() || !s3.requester_account().empty()) co_return std::nullopt;
+  Request req = make_subrequest("TEST", "/v1/" + s3.user_id(), "", HeaderMap());
+  auto answer = co_await run_subrequest(s3.next, std::move(req), swift_env(s3), 1 << 16);
+  if (!s3.requester_account().empty()) co_return std::nullopt;
+  if (answer.ok() && answer->status == 401) {
+    S3Error e = S3Error::signature_does_not_match();
+    e.details = s3.signature->mismatch_details();
+    co_return e;
+  }
+  co_return S3Error::access_denied();
+}
+
+net::awaitable<std::optional<S3Error>> check_access(S3Request& s3) {
+  if (!s3.config.s3_acl) co_return std::nullopt;
+  if (s3.bucket.empty()) {
+    // ListBuckets lists the requester's own account.
+    if (s3.anonymous()) co_return S3Error::access_denied();
+    co_return std::nullopt;
+  }
+  // An anonymous request has no account of its own: its bucket must be registered.
+  if (s3.anonymous() && !s3.bucket_accounts.contains(s3.bucket)) {
+    co_return errors::no_such_bucket(s3.bucket);
+  }
+  const Need need = need_of(s3);
+  if (need.target == Target::kNothing) co_return std::nullopt;
+  const std::string& account = bucket_account(s3);
+  CachedInfo info = co_await s3.config.info->container_info(account, s3.bucket, s3.client, s3.env);
+  if (info.status == 0 || info.status >= 500) co_return errors::service_unavailable();
+  const bool exists = info.status >= 200 && info.status < 300;
+  if (exists) s3.bucket_acl = decode_acl(info.headers.get_or(kBucketAclSysmeta, ""));
+  if (writes_resource(s3, need)) {
+    if (auto e = plan_new_acl(s3, need.target == Target::kNewBucket)) co_return e;
+  }
+  if (need.target == Target::kNewBucket) {
+    if (!exists) co_return std::nullopt;
+    // Swift's _bucket_put_accepted_error(). (RGW also answers BucketAlreadyExists to its
+    // owner when the request's ACL differs; AWS and Swift do not.)
+    if (!is_owner(s3, s3.bucket_acl, account)) co_return errors::bucket_already_exists(s3.bucket);
+    co_return errors::bucket_already_owned_by_you(s3.bucket);
+  }
+  if (!exists) co_return errors::no_such_bucket(s3.bucket);
+  // x-amz-expected-bucket-owner: the request is for a bucket of that owner only.
+  if (auto expected = s3.client.headers.get("x-amz-expected-bucket-owner");
+      expected && (!s3.bucket_acl || s3.bucket_acl->owner != *expected)) {
+    co_return S3Error::access_denied();
+  }
+  switch (need.target) {
+    case Target::kBucketOwner:
+      if (is_owner(s3, s3.bucket_acl, account)) co_return std::nullopt;
+      co_return S3Error::access_denied();
+    case Target::kBucket:
+      if (allowed(s3, s3.bucket_acl, account, need.permission)) co_return std::nullopt;
+      co_return S3Error::access_denied();
+    default:
+      break;
+  }
+  // The object's ACL, from its HEAD (of the version asked for).
+  auto v = s3.params.find("versionId");
+  std::string query =
+      v == s3.params.end() ? "" : "version-id=" + common::http::quote(v->second, "");
+  auto head = co_await call_swift(s3, "HEAD", s3.bucket, s3.key, query, 1 << 16,
+                                  [&](HeaderMap& h) { h = own_headers(s3.client.headers); });
+  if (auto* e = std::get_if<S3Error>(&head)) co_return std::move(*e);
+  const Response& r = std::get<Response>(head);
+  if (r.status == 404) {
+    // Who may list the bucket may learn the key is not there (S3's rule); others may not.
+    if (allowed(s3, s3.bucket_acl, account, Permission::kRead)) co_return std::nullopt;
+    co_return S3Error::access_denied();
+  }
+  if (r.status != 200) co_return unexpected(s3, r);
+  if (allowed(s3, object_acl(r.headers), account, need.permission)) co_return std::nullopt;
+  co_return S3Error::access_denied();
+}
+
+bool may_read_object(const S3Request& s3, const HeaderMap& headers, const std::string& account) {
+  if (!s3.config.s3_acl) return true;
+  return allowed(s3, object_acl(headers), account, Permission::kRead);
+}
+
+void add_new_acl(const S3Request& s3, std::string_view sysmeta_name, HeaderMap& h) {
+  if (!s3.config.s3_acl || !s3.new_acl) return;
+  h.set(sysmeta_name, encode_acl(*s3.new_acl));
+  // A copy must not bring its source's changed ACL along.
+  if (sysmeta_name == kObjectAclSysmeta) h.set(kObjectAclTransient, "");
+}
+
+namespace {
+
+// PUT ?acl's new ACL: from the headers or the body's document (one of them, as Swift's
+// get_acl()); its owner must be the resource's.
+net::awaitable<std::variant<Acl, S3Error>> requested_acl(Exchange& ex, S3Request& s3,
+                                                         const std::string& bucket_owner,
+                                                         const std::string& owner) {
+  auto from_headers = acl_from_headers(s3.client.headers, bucket_owner, owner);
+  if (auto* e = std::get_if<S3Error>(&from_headers)) co_return std::move(*e);
+  auto read = co_await read_xml_body(ex, 200 * 1024);
+  if (auto* e = std::get_if<S3Error>(&read)) co_return std::move(*e);
+  const auto& body = std::get<std::optional<std::string>>(read);
+  const bool has_body = body && !body->empty();
+  auto& acl = std::get<std::optional<Acl>>(from_headers);
+  if (acl) {
+    if (has_body) {
+      co_return S3Error{.status = 400, .code = "UnexpectedContent",
+                        .message = "This request does not support content.", .details = {}};
+    }
+    co_return std::move(*acl);
+  }
+  if (!has_body) {
+    co_return S3Error{.status = 400, .code = "MissingSecurityHeader",
+                      .message = "Your request was missing a required header.",
+                      .details = {{"MissingHeaderName", "x-amz-acl"}}};
+  }
+  auto parsed = parse_acl_document(*body);
+  if (auto* e = std::get_if<S3Error>(&parsed)) co_return std::move(*e);
+  Acl& doc = std::get<Acl>(parsed);
+  if (doc.owner != owner) co_return S3Error::access_denied();
+  co_return std::move(doc);
+}
+
+// Swift's S3AclController answers with swob's default type, for the ACL and for a PUT.
+constexpr const char* kAnswerType = "text/html; charset=UTF-8";
+
+Response acl_answer(const Acl& acl, const S3Request& s3) {
+  Response out = xml_response(200, acl_document(acl), s3.env.trans_id);
+  out.headers.set("Content-Type", kAnswerType);
+  return out;
+}
+
+Response put_answer(const S3Request& s3, const std::string& version) {
+  Response out;
+  out.status = 200;
+  out.headers.set("Content-Type", kAnswerType);
+  if (!version.empty()) out.headers.set("x-amz-version-id", version);
+  set_request_ids(out.headers, s3.env.trans_id);
+  return out;
+}
+
+// The ACL to show for a resource that has none: its owner's grant alone, the owner being the
+// bucket's (or the requester).
+Acl implied_acl(const std::string& owner) { return *canned_acl("private", owner, owner); }
+
+}  // namespace
+
+net::awaitable<Response> s3_acl_request(Exchange& ex, S3Request& s3) {
+  const std::string& method = s3.client.method;
+  if (method != "GET" && method != "PUT") {
+    co_return s3.error(errors::method_not_allowed(method, "ACL"));
+  }
+  const std::string& account = bucket_account(s3);
+  const std::string bucket_owner =
+      s3.bucket_acl && !s3.bucket_acl->owner.empty() ? s3.bucket_acl->owner : s3.user_id();
+  if (!s3.key) {
+    if (method == "GET") {
+      co_return acl_answer(s3.bucket_acl && !s3.bucket_acl->owner.empty()
+                               ? *s3.bucket_acl
+                               : implied_acl(bucket_owner),
+                           s3);
+    }
+    auto acl = co_await requested_acl(ex, s3, bucket_owner, bucket_owner);
+    if (auto* e = std::get_if<S3Error>(&acl)) co_return s3.error(*e);
+    auto post = co_await call_swift(s3, "POST", s3.bucket, std::nullopt, "", 1 << 16,
+                                    [&](HeaderMap& h) {
+      h = own_headers(s3.client.headers);
+      h.set(kBucketAclSysmeta, encode_acl(std::get<Acl>(acl)));
+    });
+    if (auto* e = std::get_if<S3Error>(&post)) co_return s3.error(*e);
+    const Response& p = std::get<Response>(post);
+    if (p.status == 404) co_return s3.error(errors::no_such_bucket(s3.bucket));
+    if (p.status != 204) co_return s3.error(unexpected(s3, p));
+    co_await s3.config.info->forget_info(account, s3.bucket, s3.env);
+    co_return put_answer(s3, "");
+  }
+  auto v = s3.params.find("versionId");
+  const std::string query =
+      v == s3.params.end() ? "" : "version-id=" + common::http::quote(v->second, "");
+  auto head = co_await call_swift(s3, "HEAD", s3.bucket, s3.key, query, 1 << 16,
+                                  [&](HeaderMap& h) { h = own_headers(s3.client.headers); });
+  if (auto* e = std::get_if<S3Error>(&head)) co_return s3.error(*e);
+  const Response& object = std::get<Response>(head);
+  if (object.status == 404) co_return s3.error(co_await object_not_found(s3));
+  if (object.status != 200) co_return s3.error(unexpected(s3, object));
+  const std::string version(object.headers.get_or("X-Object-Version-Id", ""));
+  std::optional<Acl> current = object_acl(object.headers);
+  const std::string owner = current && !current->owner.empty() ? current->owner : bucket_owner;
+  if (method == "GET") {
+    Response out = acl_answer(current && !current->owner.empty() ? *current
+                                                                 : implied_acl(owner),
+                              s3);
+    if (!version.empty()) out.headers.set("x-amz-version-id", version);
+    co_return out;
+  }
+  auto acl = co_await requested_acl(ex, s3, bucket_owner, owner);
+  if (auto* e = std::get_if<S3Error>(&acl)) co_return s3.error(*e);
+  if (!query.empty()) {
+    // Only the current version takes a POST (object_versioning passes it to it).
+    auto latest = co_await call_swift(s3, "HEAD", s3.bucket, s3.key, "", 1 << 16,
+                                      [&](HeaderMap& h) { h = own_headers(s3.client.headers); });
+    if (auto* e = std::get_if<S3Error>(&latest)) co_return s3.error(*e);
+    const Response& l = std::get<Response>(latest);
+    if (l.status != 200 || l.headers.get_or("X-Object-Version-Id", "") != version) {
+      co_return s3.error(errors::not_implemented(
+          "Changing the ACL of a version that is not the current one is not supported."));
+    }
+  }
+  auto post = co_await call_swift(s3, "POST", s3.bucket, s3.key, "", 1 << 16, [&](HeaderMap& h) {
+    h = own_headers(s3.client.headers);
+    keep_object_metadata(object.headers, h);
+    h.set(kObjectAclTransient, encode_acl(std::get<Acl>(acl)));
+  });
+  if (auto* e = std::get_if<S3Error>(&post)) co_return s3.error(*e);
+  const Response& p = std::get<Response>(post);
+  if (p.status == 404) co_return s3.error(co_await object_not_found(s3));
+  if (p.status != 202 && p.status != 204) co_return s3.error(unexpected(s3, p));
+  co_return put_answer(s3, version);
+}
+
+}  // namespace apus::proxy::s3api

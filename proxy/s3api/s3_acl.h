@@ -1,0 +1,76 @@
+// S3 ACLs as Swift's s3api keeps them with `s3_acl = true`: an owner and grants per bucket and
+// per object, stored as JSON in sysmeta (X-Container-Sysmeta-S3api-Acl,
+// X-Object-Sysmeta-S3api-Acl), so Swift's s3api reads the same ACLs in a mixed cluster. The
+// stored form is Swift's encode_acl(): {"Owner":"<id>","Grant":[{"Permission":"READ",
+// "Grantee":"<id>|AllUsers|AuthenticatedUsers|LogDelivery"}]}.
+//
+// This header is the model (parse, print, decide); s3_acl.cpp also serves ?acl and the access
+// check of every request (s3_request.h).
+//
+// Thread-compatible values.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "common/http/headers.h"
+#include "proxy/s3api/s3_response.h"
+
+namespace apus::proxy::s3api {
+
+inline constexpr std::string_view kBucketAclSysmeta = "X-Container-Sysmeta-S3api-Acl";
+inline constexpr std::string_view kObjectAclSysmeta = "X-Object-Sysmeta-S3api-Acl";
+// A multipart upload's marker keeps the ACL the completed object gets (Swift's "tmpacl").
+inline constexpr std::string_view kUploadAclSysmeta = "X-Object-Sysmeta-S3api-Tmpacl";
+
+enum class Permission : uint8_t { kFullControl, kRead, kWrite, kReadAcp, kWriteAcp };
+std::string_view permission_name(Permission p);  // "READ_ACP"
+
+// Who a grant is for: a user (the S3 user ID, tempauth's "account:user") or one of S3's
+// predefined groups.
+enum class GranteeKind : uint8_t { kUser, kAllUsers, kAuthenticatedUsers, kLogDelivery };
+
+struct Grant {
+  GranteeKind kind = GranteeKind::kUser;
+  std::string user;  // kUser only
+  Permission permission = Permission::kRead;
+  bool operator==(const Grant&) const = default;
+};
+
+struct Acl {
+  std::string owner;  // empty: none known (written before s3_acl, or by a Swift client)
+  std::vector<Grant> grants;
+  bool operator==(const Acl&) const = default;
+};
+
+// Swift's canned ACLs ("private", "public-read", ...) for a resource owned by `owner` in a
+// bucket owned by `bucket_owner`; nullopt for an unknown name.
+std::optional<Acl> canned_acl(std::string_view name, const std::string& bucket_owner,
+                              const std::string& owner);
+
+// The stored JSON, and back (nullopt: nothing usable stored, which counts as no ACL).
+std::string encode_acl(const Acl& acl);
+std::optional<Acl> decode_acl(std::string_view json);
+
+// The AccessControlPolicy document of GET ?acl.
+std::string acl_document(const Acl& acl);
+// An AccessControlPolicy document a client PUTs: MalformedACLError when it is not one,
+// NotImplemented for e-mail grantees, InvalidArgument for an unknown group URI.
+std::variant<Acl, S3Error> parse_acl_document(std::string_view xml);
+
+// The ACL that x-amz-acl or x-amz-grant-* headers ask for (nullopt: neither is there), for a
+// resource that `owner` will own in a bucket of `bucket_owner`. Both kinds at once is
+// InvalidRequest; an unknown canned ACL or grantee type is InvalidArgument.
+std::variant<std::optional<Acl>, S3Error> acl_from_headers(const common::http::HeaderMap& h,
+                                                           const std::string& bucket_owner,
+                                                           const std::string& owner);
+
+// Whether `user` ("" for an anonymous request) may do what `p` allows: the owner may do
+// anything; others need a grant of `p` or FULL_CONTROL to them or a group they are in.
+bool permits(const Acl& acl, std::string_view user, Permission p);
+
+}  // namespace apus::proxy::s3api
