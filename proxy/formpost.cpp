@@ -16,6 +16,7 @@
 #include "common/log/log.h"
 #include "common/utf8.h"
 #include "proxy/digest.h"
+#include "proxy/form_reader.h"
 #include "proxy/multipart.h"
 #include "proxy/subrequest.h"
 #include "proxy/tempurl.h"
@@ -33,9 +34,7 @@ using common::http::Response;
 namespace {
 
 using Step = multipart::Parser::Step;
-
-// Bytes asked of the client at a time.
-constexpr size_t kReadChunk = 64 * 1024;
+using multipart::FormReader;
 // The most of a PUT subrequest's answer body held (it is dropped: Swift 2.30.1 answers with
 // the status line).
 constexpr size_t kMaxAnswer = 1024 * 1024;
@@ -44,76 +43,6 @@ constexpr size_t kMaxAnswer = 1024 * 1024;
 constexpr std::string_view kKnownFields[] = {
     "redirect", "max_file_size", "max_file_count", "expires", "signature",
     "x_delete_at", "x_delete_after", "content-type", "content-encoding"};
-
-// The client's body read through the parser. Thread-compatible (the request's coroutine).
-class FormReader {
- public:
-  FormReader(Exchange& ex, std::string_view boundary)
-      : ex_(ex), parser_(boundary), chunk_(kReadChunk) {}
-
-  // kReady or kInvalid; a failed Status when the client's body could not be read.
-  net::awaitable<Result<Step>> start() {
-    while (true) {
-      Step s = parser_.start();
-      if (s != Step::kNeedMore) co_return s;
-      APUS_CO_RETURN_IF_ERROR(co_await fill());
-    }
-  }
-
-  // kReady (lines set) or kTooLong.
-  net::awaitable<Result<Step>> headers(std::vector<std::string>* lines) {
-    while (true) {
-      Step s = parser_.read_headers(lines);
-      if (s != Step::kNeedMore) co_return s;
-      APUS_CO_RETURN_IF_ERROR(co_await fill());
-    }
-  }
-
-  // Up to buf.size() bytes of the current part, 0 at its end.
-  net::awaitable<Result<size_t>> read(std::span<char> buf) {
-    while (true) {
-      std::string_view data;
-      Step s = parser_.read_data(buf.size(), &data);
-      if (s == Step::kEnd) co_return size_t{0};
-      if (s == Step::kReady) {
-        std::copy(data.begin(), data.end(), buf.begin());
-        co_return data.size();
-      }
-      APUS_CO_RETURN_IF_ERROR(co_await fill());
-    }
-  }
-
-  // Reads what is left of the current part.
-  net::awaitable<Status> drain() {
-    std::vector<char> scratch(kReadChunk);
-    while (true) {
-      auto n = co_await read(scratch);
-      if (!n.ok()) co_return n.status();
-      if (*n == 0) co_return Status();
-    }
-  }
-
-  bool more_parts() const { return parser_.more_parts(); }
-
- private:
-  net::awaitable<Status> fill() {
-    if (parser_.finished()) co_return Status::invalid_argument("multipart parser stalled");
-    const size_t want = std::min(parser_.room(), chunk_.size());
-    if (want == 0) co_return Status::invalid_argument("multipart parser buffer full");
-    auto n = co_await ex_.read_body(std::span(chunk_.data(), want));
-    if (!n.ok()) co_return n.status();
-    if (*n == 0) {
-      parser_.finish();
-    } else {
-      parser_.feed(std::string_view(chunk_.data(), *n));
-    }
-    co_return Status();
-  }
-
-  Exchange& ex_;
-  multipart::Parser parser_;
-  std::vector<char> chunk_;
-};
 
 // A file's data as a PUT body, failing once more than max_file_size bytes were read (checked
 // after every read, the last empty one included, as Swift's capped reader does).

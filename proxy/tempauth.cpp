@@ -208,6 +208,10 @@ class TempAuth final : public Middleware {
       size_t colon = sig.access_key().find(':');
       env.remote_user = user_groups(sig.access_key().substr(0, colon),
                                     sig.access_key().substr(colon + 1), u);
+      std::vector<std::string> groups = split(env.remote_user, ',');
+      sig.set_account_owner(
+          std::find(groups.begin(), groups.end(), u.account_id) != groups.end() ||
+          std::find(groups.begin(), groups.end(), ".reseller_admin") != groups.end());
       if (env.remote_user.find(".reseller_admin") != std::string::npos) env.reseller_request = true;
       env.authorize = [this](const Request& r, ProxyEnv& e) { return authorize(r, e); };
       if (env.s3_acl) {

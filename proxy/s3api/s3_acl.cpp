@@ -12,6 +12,7 @@
 #include "common/config/config.h"
 #include "common/http/headers.h"
 #include "common/http/url.h"
+#include "common/utf8.h"
 #include "proxy/s3api/s3_request.h"
 #include "proxy/subrequest.h"
 
@@ -202,6 +203,8 @@ std::string acl_document(const Acl& acl) {
 }
 
 std::variant<Acl, S3Error> parse_acl_document(std::string_view xml) {
+  // S3's documents are UTF-8 (pugixml does not check; the stored JSON must be).
+  if (!common::valid_utf8(xml)) return malformed_acl();
   pugi::xml_document doc;
   // No DOCTYPE or entity is expanded (pugixml never fetches external entities).
   if (!doc.load_buffer(xml.data(), xml.size(), pugi::parse_default & ~pugi::parse_doctype)) {
@@ -261,6 +264,7 @@ std::variant<std::optional<Acl>, S3Error> acl_from_headers(const common::http::H
       while (!who.empty() && (who.front() == '"' || who.front() == '\'')) who.erase(0, 1);
       while (!who.empty() && (who.back() == '"' || who.back() == '\'')) who.pop_back();
       Grant g{.kind = GranteeKind::kUser, .user = {}, .permission = *permission};
+      if (!common::valid_utf8(who)) return S3Error::invalid_argument(type, "", "Invalid id");
       if (type == "id") {
         g.user = who;
       } else if (type == "uri") {
@@ -378,20 +382,19 @@ struct Need {
   Permission permission = Permission::kRead;
 };
 
-// Query parameters of a bucket listing (anything else on a bucket is a sub-resource only its
-// owner may read or change).
-bool listing_params_only(const S3Request& s3) {
-  static constexpr std::string_view kListing[] = {
-      "prefix", "delimiter", "marker", "max-keys", "list-type", "continuation-token",
-      "start-after", "fetch-owner", "encoding-type", "versions", "key-marker",
-      "version-id-marker", "x-id", "allow-unordered", "uploads", "upload-id-marker",
-      "max-uploads"};
-  for (const auto& [name, value] : s3.params) {
-    if (std::find(std::begin(kListing), std::end(kListing), name) == std::end(kListing)) {
-      return false;
-    }
+// Whether the request names a bucket's configuration (a sub-resource only its owner may read
+// or change). Other query parameters of a bucket GET are a listing's (S3 ignores those it
+// does not know).
+bool configuration_request(const S3Request& s3) {
+  static constexpr std::string_view kConfigurations[] = {
+      "accelerate", "analytics", "cors", "encryption", "intelligent-tiering", "inventory",
+      "lifecycle", "location", "logging", "metrics", "notification", "object-lock",
+      "ownershipControls", "policy", "policyStatus", "publicAccessBlock", "replication",
+      "requestPayment", "tagging", "versioning", "website"};
+  for (std::string_view c : kConfigurations) {
+    if (s3.has(c)) return true;
   }
-  return true;
+  return false;
 }
 
 Need need_of(const S3Request& s3) {
@@ -414,7 +417,7 @@ Need need_of(const S3Request& s3) {
     if (read) return {Target::kObject, Permission::kRead};
     return {Target::kBucket, Permission::kWrite};
   }
-  if (!listing_params_only(s3)) return {Target::kBucketOwner, Permission::kFullControl};
+  if (configuration_request(s3)) return {Target::kBucketOwner, Permission::kFullControl};
   if (read) return {Target::kBucket, Permission::kRead};
   if (m == "PUT") return {Target::kNewBucket, Permission::kFullControl};
   if (m == "DELETE") return {Target::kBucketOwner, Permission::kFullControl};
@@ -452,12 +455,12 @@ net::awaitable<std::optional<S3Error>> authenticate(S3Request& s3) {
   Request req = make_subrequest("TEST", "/v1/" + s3.user_id(), "", HeaderMap());
   auto answer = co_await run_subrequest(s3.next, std::move(req), swift_env(s3), 1 << 16);
   if (!s3.requester_account().empty()) co_return std::nullopt;
-  if (answer.ok() && answer->status == 401) {
-    S3Error e = S3Error::signature_does_not_match();
-    e.details = s3.signature->mismatch_details();
-    co_return e;
-  }
-  co_return S3Error::access_denied();
+  if (!answer.ok()) co_return errors::internal_error();
+  // The auth middleware found no user whose key makes the signature (Swift's check of
+  // remote_user).
+  S3Error e = S3Error::signature_does_not_match();
+  e.details = s3.signature->mismatch_details();
+  co_return e;
 }
 
 net::awaitable<std::optional<S3Error>> check_access(S3Request& s3) {
@@ -482,6 +485,8 @@ net::awaitable<std::optional<S3Error>> check_access(S3Request& s3) {
     if (auto e = plan_new_acl(s3, need.target == Target::kNewBucket)) co_return e;
   }
   if (need.target == Target::kNewBucket) {
+    // Only an account's owners make its buckets (Swift's swift_owner check).
+    if (s3.anonymous() || !s3.signature->account_owner()) co_return S3Error::access_denied();
     if (!exists) co_return std::nullopt;
     // Swift's _bucket_put_accepted_error(). (RGW also answers BucketAlreadyExists to its
     // owner when the request's ACL differs; AWS and Swift do not.)
@@ -520,6 +525,25 @@ net::awaitable<std::optional<S3Error>> check_access(S3Request& s3) {
   if (r.status != 200) co_return unexpected(s3, r);
   if (allowed(s3, object_acl(r.headers), account, need.permission)) co_return std::nullopt;
   co_return S3Error::access_denied();
+}
+
+net::awaitable<std::optional<S3Error>> check_post_access(S3Request& s3,
+                                                         const HeaderMap& acl_fields) {
+  const std::string& account = bucket_account(s3);
+  if (account.empty()) co_return errors::no_such_bucket(s3.bucket);
+  CachedInfo info = co_await s3.config.info->container_info(account, s3.bucket, s3.client, s3.env);
+  if (info.status == 404) co_return errors::no_such_bucket(s3.bucket);
+  if (info.status < 200 || info.status >= 300) co_return errors::service_unavailable();
+  s3.bucket_acl = decode_acl(info.headers.get_or(kBucketAclSysmeta, ""));
+  if (!allowed(s3, s3.bucket_acl, account, Permission::kWrite)) co_return S3Error::access_denied();
+  const std::string bucket_owner =
+      s3.bucket_acl && !s3.bucket_acl->owner.empty() ? s3.bucket_acl->owner : s3.user_id();
+  const std::string owner = s3.anonymous() ? bucket_owner : s3.user_id();
+  auto asked = acl_from_headers(acl_fields, bucket_owner, owner);
+  if (auto* e = std::get_if<S3Error>(&asked)) co_return std::move(*e);
+  auto& acl = std::get<std::optional<Acl>>(asked);
+  s3.new_acl = acl ? std::move(*acl) : *canned_acl("private", bucket_owner, owner);
+  co_return std::nullopt;
 }
 
 bool may_read_object(const S3Request& s3, const HeaderMap& headers, const std::string& account) {

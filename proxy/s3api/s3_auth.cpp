@@ -421,9 +421,16 @@ struct S3AuthParser {
 
   // ---- what is signed ----
 
-  void sign_v2() { sig.string_to_sign_ = v2_string_to_sign(); }
+  void sign_v2() {
+    sig.string_to_sign_ = v2_string_to_sign(false);
+    std::string_view path = req.raw_path;
+    if (req.bucket_in_host.empty() && path.size() > 1 && path.find('/', 1) == std::string_view::npos) {
+      sig.v2_bucket_slash_string_to_sign_ = v2_string_to_sign(true);
+    }
+  }
 
-  std::string v2_string_to_sign() const {
+  // `bucket_slash`: the path (a bucket's) with a '/' after it.
+  std::string v2_string_to_sign(bool bucket_slash) const {
     std::string out(req.method);
     out.push_back('\n');
     out += header_strip(headers.get("Content-MD5")).value_or("");
@@ -451,6 +458,7 @@ struct S3AuthParser {
     std::string path;
     if (!req.bucket_in_host.empty()) path = "/" + std::string(req.bucket_in_host);
     path += req.raw_path;
+    if (bucket_slash) path += "/";
     std::string sub;
     if (!req.query.empty()) {
       for (const auto& [k, v] : params) {
@@ -523,7 +531,9 @@ struct S3AuthParser {
   std::optional<S3Error> v4_string_to_sign() {
     std::string lines, names;
     if (auto e = v4_canonical_headers(lines, names)) return e;
-    std::string cr(req.method);
+    // The method upper-cased, as Swift's and botocore's canonical requests have it.
+    std::string cr;
+    for (char c : req.method) cr.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
     cr += "\n" + common::http::quote(common::http::percent_decode(req.raw_path), "/");
     cr += "\n";
     bool first = true;
@@ -568,13 +578,55 @@ S3AuthOutcome parse_s3_auth(const S3AuthRequest& req, const S3AuthConfig& config
 
 // ---- checking --------------------------------------------------------------------------------
 
+std::variant<S3Signature, S3Error> S3Signature::for_post_policy(std::string_view access_key,
+                                                               std::string_view credential,
+                                                               std::string_view signature,
+                                                               std::string_view policy,
+                                                               const S3AuthConfig& config) {
+  S3Signature sig;
+  sig.signature_ = std::string(signature);
+  sig.string_to_sign_ = std::string(policy);
+  if (credential.empty()) {
+    sig.version_ = Version::kV2;
+    sig.access_key_ = std::string(access_key);
+    return sig;
+  }
+  std::vector<std::string> parts;
+  size_t start = 0;
+  for (size_t slash = credential.find('/'); ; slash = credential.find('/', start)) {
+    parts.emplace_back(credential.substr(start, slash == std::string_view::npos ? slash : slash - start));
+    if (slash == std::string_view::npos) break;
+    start = slash + 1;
+  }
+  // The key itself may hold '/'; the scope is the last four parts.
+  if (parts.size() < 5 || parts[parts.size() - 4].size() != 8 ||
+      (parts[parts.size() - 3] != config.location &&
+       parts[parts.size() - 3] != lower(config.location)) ||
+      parts[parts.size() - 2] != "s3" || parts.back() != "aws4_request") {
+    return S3Error::invalid_argument("x-amz-credential", std::string(credential),
+                                     "Error parsing the X-Amz-Credential parameter");
+  }
+  sig.version_ = Version::kV4;
+  sig.access_key_ = std::string(credential.substr(0, credential.size() - parts[parts.size() - 4].size() -
+                                                      parts[parts.size() - 3].size() - 18));
+  sig.scope_ = parts[parts.size() - 4] + "/" + parts[parts.size() - 3] + "/s3/aws4_request";
+  return sig;
+}
+
 bool S3Signature::check(std::string_view secret) {
   if (!verified_secret_.empty() && common::crypto::streq_const_time(secret, verified_secret_)) {
     return true;
   }
   if (version_ == Version::kV2) {
-    std::string mac = common::crypto::hmac_bytes("sha1", secret, string_to_sign_);
-    bool ok = common::crypto::streq_const_time(signature_, common::crypto::b64encode(mac));
+    auto signs = [&](const std::string& string_to_sign) {
+      std::string mac = common::crypto::hmac_bytes("sha1", secret, string_to_sign);
+      return common::crypto::streq_const_time(signature_, common::crypto::b64encode(mac));
+    };
+    bool ok = signs(string_to_sign_);
+    if (!ok && !v2_bucket_slash_string_to_sign_.empty() && signs(v2_bucket_slash_string_to_sign_)) {
+      string_to_sign_ = v2_bucket_slash_string_to_sign_;
+      ok = true;
+    }
     if (ok) verified_secret_ = std::string(secret);
     return ok;
   }

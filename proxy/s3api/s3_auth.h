@@ -22,6 +22,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "common/http/headers.h"
@@ -74,6 +75,17 @@ class S3Signature {
  public:
   enum class Version { kV2, kV4 };
 
+  // The signature of a browser POST upload's policy (its form fields), where the policy's
+  // base64 text is what is signed: Version 2 (AWSAccessKeyId, signature: base64 HMAC-SHA1) or,
+  // with a `credential` "<key>/<yyyymmdd>/<region>/s3/aws4_request", Version 4
+  // (x-amz-signature: hex HMAC-SHA256 with that scope's key). InvalidArgument for a
+  // credential that is not one, or of another region or service.
+  static std::variant<S3Signature, S3Error> for_post_policy(std::string_view access_key,
+                                                           std::string_view credential,
+                                                           std::string_view signature,
+                                                           std::string_view policy,
+                                                           const S3AuthConfig& config);
+
   Version version() const { return version_; }
   bool presigned() const { return presigned_; }
   const std::string& access_key() const { return access_key_; }
@@ -102,6 +114,10 @@ class S3Signature {
   // The storage account the auth middleware found for the access key ("" until then).
   const std::string& account() const { return account_; }
   void set_account(std::string account) { account_ = std::move(account); }
+  // Whether the user owns that account (tempauth: .admin or .reseller_admin), which S3 ACLs
+  // require of whoever creates a bucket (Swift's swift_owner).
+  bool account_owner() const { return account_owner_; }
+  void set_account_owner(bool owner) { account_owner_ = owner; }
 
   // The details S3 adds to SignatureDoesNotMatch (AWSAccessKeyId, StringToSign, ...).
   std::vector<std::pair<std::string, std::string>> mismatch_details() const;
@@ -111,7 +127,11 @@ class S3Signature {
   Version version_ = Version::kV2;
   bool presigned_ = false;
   std::string access_key_;
+  bool account_owner_ = false;
   std::string signature_;  // the client's, then the latest chunk's
+  // Version 2 of a path-style request for a bucket: the string to sign with the bucket as
+  // "/bucket/", which botocore signs (and AWS takes) for "/bucket".
+  std::string v2_bucket_slash_string_to_sign_;
   std::string string_to_sign_;
   std::string canonical_request_;
   std::string scope_;

@@ -22,6 +22,7 @@
 #include "common/http/server.h"
 #include "proxy/pipeline.h"
 #include "proxy/s3api/checksum.h"
+#include "proxy/s3api/cors.h"
 #include "proxy/s3api/s3_acl.h"
 #include "proxy/s3api/s3_auth.h"
 
@@ -50,6 +51,9 @@ struct S3ApiConfig {
   // The registry is the account `bucket_registry_account`; Apus's own option.
   bool global_bucket_namespace = false;
   std::string bucket_registry_account = ".s3api_buckets";
+  // Origins whose CORS preflight of any S3 request is allowed without looking at a bucket
+  // ("*": all), as Swift's s3api option of this name; empty: bucket CORS rules decide.
+  std::vector<std::string> cors_preflight_allow_origin;
   InfoLookup* info = nullptr;  // the proxy's cached account and container HEADs
 };
 
@@ -94,6 +98,11 @@ using SwiftAnswer = std::variant<common::http::Response, S3Error>;
 // framing ones, x-amz-meta-* as X-Object-Meta-* (an '_' as "=5F"), and x-amz-acl as container
 // ACL headers the first time (a bad one is the error returned).
 std::variant<common::http::HeaderMap, S3Error> swift_headers(S3Request& s3);
+
+// x-amz-meta-<name> (`name` whole) as Swift's X-Object-Meta-<name> in `h`, an '_' written
+// "=5F" (Swift's quoted-printable reading), repeats joined with ','; ignored when the name has
+// characters S3 does not take.
+void add_user_metadata(std::string_view name, std::string_view value, common::http::HeaderMap& h);
 
 // Swift's translation of a canned x-amz-acl into container ACL headers set in `h`, or the
 // error it is (InvalidArgument; NotImplemented for authenticated-read, log-delivery-write).
@@ -168,6 +177,11 @@ bool may_read_object(const S3Request& s3, const common::http::HeaderMap& headers
                      const std::string& account);
 // The ACL for what a write stores (s3.new_acl), as the header to add to it.
 void add_new_acl(const S3Request& s3, std::string_view sysmeta_name, common::http::HeaderMap& h);
+// A browser POST upload (s3_acl): whether the requester may write the bucket, with
+// s3.new_acl set from the form's acl and x-amz-grant-* fields (in `acl_fields`). nullopt, or
+// the error.
+boost::asio::awaitable<std::optional<S3Error>> check_post_access(
+    S3Request& s3, const common::http::HeaderMap& acl_fields);
 // ?acl with s3_acl: GET and PUT of a bucket's or an object's ACL.
 boost::asio::awaitable<common::http::Response> s3_acl_request(common::http::Exchange& ex,
                                                               S3Request& s3);
@@ -187,6 +201,18 @@ boost::asio::awaitable<std::optional<BucketHolder>> resolve_bucket(S3Request& s3
 boost::asio::awaitable<std::variant<bool, S3Error>> claim_bucket(S3Request& s3);
 // After a DeleteBucket (or a CreateBucket that failed after its claim): the name is free.
 boost::asio::awaitable<void> release_bucket(S3Request& s3);
+
+// ---- CORS (cors.cpp) ----
+// ?cors: GET, PUT and DELETE of a bucket's CORS rules.
+boost::asio::awaitable<common::http::Response> cors_request(common::http::Exchange& ex,
+                                                            S3Request& s3);
+// A preflight (OPTIONS) of s3's bucket, which must be known (s3.bucket_accounts, or the
+// requester's): 200 with the matching rule's Access-Control-* headers, 400 without Origin or
+// Access-Control-Request-Method, 403 AccessForbidden when no rule allows it, NoSuchBucket.
+boost::asio::awaitable<common::http::Response> cors_preflight(S3Request& s3);
+// The CORS rules of s3's bucket (none when it has none or is not there), from the cached
+// container info.
+boost::asio::awaitable<std::vector<CorsRule>> bucket_cors_rules(S3Request& s3);
 
 // The operations.
 boost::asio::awaitable<common::http::Response> list_buckets(S3Request& s3);
@@ -253,6 +279,11 @@ boost::asio::awaitable<std::optional<common::http::Response>> with_heartbeat(
     common::http::Exchange& ex, std::string_view trans_id,
     std::function<boost::asio::awaitable<common::http::Response>()> work,
     std::chrono::steady_clock::duration grace, std::chrono::steady_clock::duration interval);
+
+// A browser-based upload (POST of a multipart/form-data body to a bucket, post_object.cpp):
+// the form's policy and signature checked, its file stored as the key it names, answered as
+// success_action_status or success_action_redirect say.
+boost::asio::awaitable<void> post_object(common::http::Exchange& ex, S3Request& s3);
 
 // POST ?delete: DeleteObjects.
 boost::asio::awaitable<common::http::Response> delete_objects(common::http::Exchange& ex,

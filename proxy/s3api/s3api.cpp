@@ -198,9 +198,6 @@ std::optional<S3Error> add_acl_headers(std::string_view acl, HeaderMap& h) {
   return std::nullopt;
 }
 
-namespace {
-// x-amz-meta-<name> as Swift's X-Object-Meta-<name>, an '_' written "=5F" (Swift's
-// quoted-printable reading); repeats joined with ','.
 void add_user_metadata(std::string_view name, std::string_view value, HeaderMap& h) {
   std::string rest = common::http::to_lower(name.substr(11));
   // S3 ignores user metadata whose name has any of these.
@@ -219,7 +216,6 @@ void add_user_metadata(std::string_view name, std::string_view value, HeaderMap&
     h.add(swift_name, value);
   }
 }
-}  // namespace
 
 std::variant<HeaderMap, S3Error> swift_headers(S3Request& s3) {
   HeaderMap h;
@@ -360,6 +356,9 @@ class S3Api final : public Middleware {
   net::awaitable<void> call(Exchange& ex, ProxyEnv& env, const Next& next) override {
     const Request& req = ex.request();
     std::string bucket_in_host = bucket_in_host_of(req);
+    if (req.method == "OPTIONS" && (!bucket_in_host.empty() || !swift_api_path(req))) {
+      if (co_await preflight(ex, env, next, bucket_in_host)) co_return;
+    }
     S3AuthRequest auth{.method = req.method,
                        .raw_path = req.path(),
                        .query = req.query(),
@@ -407,15 +406,42 @@ class S3Api final : public Middleware {
         co_return co_await ex.reply(s3.error(errors::invalid_bucket_name(s3.bucket)));
       }
     }
+    // A cross-origin request (Origin) gets its bucket's CORS headers, on errors too.
+    if (auto origin = req.headers.get("Origin"); origin && !origin->empty() && !s3.bucket.empty()) {
+      if (!s3.anonymous() && !(co_await authenticate(s3))) co_await resolve_bucket(s3, s3.bucket);
+      if (s3.anonymous()) co_await resolve_bucket(s3, s3.bucket);
+      CorsRules rules = co_await bucket_cors_rules(s3);
+      std::string method(req.headers.get_or("Access-Control-Request-Method", req.method));
+      if (const CorsRule* rule = matching_cors_rule(rules, *origin, method, {})) {
+        CorsRule matched = *rule;
+        std::string allowed(*origin);
+        HeaderEditor cors(ex, [matched, allowed](int, HeaderMap& h) {
+          add_cors_headers(matched, allowed, {}, h);
+        });
+        co_return co_await answer(cors, s3);
+      }
+    }
+    co_return co_await answer(ex, s3);
+  }
+
+  // Answers a parsed request.
+  net::awaitable<void> answer(Exchange& ex, S3Request& s3) {
+    const Request& req = ex.request();
     if (auto refused = refused_header(s3)) co_return co_await ex.reply(s3.error(*refused));
     if (auto denied = co_await decide_access(s3)) co_return co_await ex.reply(s3.error(*denied));
+    // A browser upload: an unsigned POST of a form to a bucket (its fields sign it).
+    if (req.method == "POST" && s3.anonymous() && !s3.key && s3.params.empty() &&
+        common::http::istarts_with(req.headers.get_or("Content-Type", ""),
+                                   "multipart/form-data")) {
+      co_return co_await post_object(ex, s3);
+    }
     // GetObject and HeadObject of a part (?partNumber without an upload) are object requests.
     const bool part_read = (req.method == "GET" || req.method == "HEAD") &&
                            s3.has("partNumber") && !s3.has("uploadId");
     if (s3.key && !s3.has("acl") && !s3.has("tagging") && !s3.has("uploads") &&
         !s3.has("uploadId") && (!s3.has("partNumber") || part_read) && !s3.has("object-lock") &&
         !s3.has("delete") && !s3.has("location") && !s3.has("logging") &&
-        !s3.has("versioning") && !unsupported(s3)) {
+        !s3.has("versioning") && !s3.has("cors") && !unsupported(s3)) {
       co_return co_await object_request(ex, s3);
     }
     const bool multipart = s3.has("partNumber") || s3.has("uploadId") || s3.has("uploads");
@@ -434,6 +460,80 @@ class S3Api final : public Middleware {
     co_return co_await ex.reply(co_await dispatch(ex, s3));
   }
 
+  // Whether `req`'s path is one of Swift's API or of the proxy itself (/v1/..., /auth, /info).
+  static bool swift_api_path(const Request& req) {
+    std::string path = common::http::percent_decode(req.path());
+    size_t end = path.find('/', 1);
+    std::string first = path.substr(1, end == std::string::npos ? std::string::npos : end - 1);
+    static constexpr std::string_view kSwiftPaths[] = {
+        "v1", "v1.0", "auth", "info", "endpoints", "healthcheck", "crossdomain.xml"};
+    for (std::string_view p : kSwiftPaths) {
+      if (first == p) return true;
+    }
+    return false;
+  }
+
+  // A CORS preflight (OPTIONS) of an S3 path, which is never signed: with
+  // cors_preflight_allow_origin, one that looks like S3's (asks for Authorization, or has a
+  // presigned query) is answered from that list, as Swift's s3api does; else, with the global
+  // bucket namespace, from the bucket's CORS rules. Whether it was answered (else it is
+  // Swift's).
+  net::awaitable<bool> preflight(Exchange& ex, ProxyEnv& env, const Next& next,
+                                 const std::string& bucket_in_host) {
+    const Request& req = ex.request();
+    const auto& allow = config_.cors_preflight_allow_origin;
+    std::string_view origin = req.headers.get_or("Origin", "");
+    if (!allow.empty() && !origin.empty()) {
+      std::string asked = common::http::to_lower(req.headers.get_or("Access-Control-Request-Headers", ""));
+      std::string query(req.query());
+      if (asked.find("authorization") != std::string::npos ||
+          query.find("AWSAccessKeyId=") != std::string::npos ||
+          query.find("X-Amz-Credential=") != std::string::npos) {
+        Response out;
+        out.headers.set("Allow", "GET, HEAD, PUT, POST, DELETE, OPTIONS");
+        if (allow != std::vector<std::string>{"*"} &&
+            std::find(allow.begin(), allow.end(), origin) == allow.end()) {
+          out.status = 401;
+        } else {
+          out.status = 200;
+          out.headers.set("Access-Control-Allow-Origin", origin);
+          out.headers.set("Access-Control-Allow-Methods", "GET, HEAD, PUT, POST, DELETE, OPTIONS");
+          out.headers.set("Vary", "Origin, Access-Control-Request-Headers");
+          std::vector<std::string> headers;
+          for (const auto& h : common::list_from_csv(asked)) {
+            if (std::find(headers.begin(), headers.end(), h) == headers.end()) headers.push_back(h);
+          }
+          std::string joined;
+          for (const auto& h : headers) joined += (joined.empty() ? "" : ", ") + h;
+          if (!joined.empty()) out.headers.set("Access-Control-Allow-Headers", joined);
+        }
+        out.headers.set("Content-Length", "0");
+        co_await ex.reply(std::move(out));
+        co_return true;
+      }
+    }
+    if (!config_.global_bucket_namespace) co_return false;
+    S3Request s3{.client = req, .env = env, .next = next, .config = config_, .bucket = {},
+                 .key = {}, .params = {}, .signature = nullptr, .acl_header_used = true};
+    std::string path = common::http::percent_decode(req.path());
+    if (!bucket_in_host.empty()) {
+      s3.bucket = bucket_in_host;
+      if (path.size() > 1) s3.key = path.substr(1);
+    } else {
+      auto segs = common::http::split_path(path, 0, 2, true);
+      if (!segs.ok() || !(*segs)[0]) co_return false;
+      s3.bucket = *(*segs)[0];
+      s3.key = (*segs)[1];
+    }
+    if (!valid_bucket_name(s3.bucket, config_.dns_compliant_bucket_names)) co_return false;
+    if (!co_await resolve_bucket(s3, s3.bucket)) {
+      co_await ex.reply(s3.error(errors::no_such_bucket(s3.bucket)));
+      co_return true;
+    }
+    co_await ex.reply(co_await cors_preflight(s3));
+    co_return true;
+  }
+
   // Whether an unsigned request is an anonymous S3 request (s3_acl with the global bucket
   // namespace): one without a Swift token whose path is not Swift's API's (/v1/..., /auth,
   // /info...) and names a bucket (in its Host, or as the path's first segment) or is "/".
@@ -449,15 +549,10 @@ class S3Api final : public Middleware {
     // "/": an anonymous ListBuckets (which S3 denies).
     if (bucket.empty() && req.path() == "/") co_return true;
     if (bucket.empty()) {
+      if (swift_api_path(req)) co_return false;
       std::string path = common::http::percent_decode(req.path());
       size_t end = path.find('/', 1);
       bucket = path.substr(1, end == std::string::npos ? std::string::npos : end - 1);
-      // Swift's API and the proxy's own paths.
-      static constexpr std::string_view kSwiftPaths[] = {
-          "v1", "v1.0", "auth", "info", "endpoints", "healthcheck", "crossdomain.xml"};
-      for (std::string_view p : kSwiftPaths) {
-        if (bucket == p) co_return false;
-      }
       if (!valid_bucket_name(bucket, config_.dns_compliant_bucket_names)) co_return false;
     }
     co_return true;
@@ -489,7 +584,7 @@ class S3Api final : public Middleware {
   static bool unsupported(const S3Request& s3) {
     static constexpr std::string_view kUnsupported[] = {
         "notification", "policy", "publicAccessBlock", "requestPayment",
-        "torrent",      "website", "cors",            "restore"};
+        "torrent",      "website", "restore"};
     for (std::string_view p : kUnsupported) {
       if (s3.has(p)) return true;
     }
@@ -524,6 +619,10 @@ class S3Api final : public Middleware {
     }
     if (s3.has("logging")) co_return co_await bucket_logging(s3);
     if (s3.has("tagging")) co_return co_await tagging_request(ex, s3);
+    if (s3.has("cors")) {
+      s3.key.reset();  // a bucket's configuration
+      co_return co_await cors_request(ex, s3);
+    }
     if (s3.has("versioning")) {
       co_return co_await bucket_versioning(ex, s3, co_await has_object_versioning(s3));
     }
@@ -615,6 +714,13 @@ Result<std::unique_ptr<Middleware>> make_s3api(const common::Section& section,
                          context.swift.constraints.auto_create_account_prefix + "s3api_buckets");
   if (c.bucket_registry_account.empty() || c.bucket_registry_account.find('/') != std::string::npos) {
     return section.invalid("bucket_registry_account", "must be an account name");
+  }
+  c.cors_preflight_allow_origin = section.get_list("cors_preflight_allow_origin");
+  if (c.cors_preflight_allow_origin.size() > 1 &&
+      std::find(c.cors_preflight_allow_origin.begin(), c.cors_preflight_allow_origin.end(), "*") !=
+          c.cors_preflight_allow_origin.end()) {
+    return section.invalid("cors_preflight_allow_origin",
+                           "if it should include all domains, * must be the only entry");
   }
   c.info = &context.info;
   if (c.max_multi_delete_objects <= 0) {

@@ -1,18 +1,23 @@
 // Fuzzes the parsers of the S3 documents and headers a client sends with a request body or a
-// header (proxy/s3api/tagging.h: Tagging documents and x-amz-tagging). The first byte picks
-// the parser; the rest is the document.
+// header: Tagging documents and x-amz-tagging (tagging.h), AccessControlPolicy documents
+// (s3_acl.h), CORSConfiguration documents (cors.h) and browser POST policies (post_policy.h).
+// The first byte picks the parser; the rest is the document.
 //
-// Besides the sanitizers, it checks what the operations rely on: a refusal is MalformedXML or
-// InvalidTag (400); an accepted tag set is within S3's limits, and its stored form reads back
-// to the same tags, sorted by key.
+// Besides the sanitizers, it checks what the operations rely on: a refusal is a 400 (403 for
+// a policy that does not hold) of the codes S3 gives; an accepted tag set is within S3's
+// limits; every accepted document's stored form reads back to what was accepted.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <string>
 #include <string_view>
 #include <variant>
 
+#include "proxy/s3api/cors.h"
+#include "proxy/s3api/post_policy.h"
+#include "proxy/s3api/s3_acl.h"
 #include "proxy/s3api/tagging.h"
 
 namespace s3 = apus::proxy::s3api;
@@ -44,12 +49,62 @@ void check_tags(const std::variant<s3::TagSet, s3::S3Error>& parsed, size_t max_
   if (s3::decode_tags(stored) != tags) fail("the stored form does not read back");
 }
 
+void check_acl(std::string_view body) {
+  auto parsed = s3::parse_acl_document(body);
+  if (const auto* e = std::get_if<s3::S3Error>(&parsed)) {
+    if ((e->status != 400 || (e->code != "MalformedACLError" && e->code != "InvalidArgument")) &&
+        e->code != "NotImplemented") {
+      fail("an ACL refusal S3 does not give");
+    }
+    return;
+  }
+  const auto& acl = std::get<s3::Acl>(parsed);
+  auto stored = s3::decode_acl(s3::encode_acl(acl));
+  if (!stored || *stored != acl) fail("the stored ACL does not read back");
+}
+
+void check_cors(std::string_view body) {
+  auto parsed = s3::parse_cors_xml(body);
+  if (const auto* e = std::get_if<s3::S3Error>(&parsed)) {
+    if (e->status != 400 || (e->code != "MalformedXML" && e->code != "InvalidRequest")) {
+      fail("a CORS refusal S3 does not give");
+    }
+    return;
+  }
+  const auto& rules = std::get<s3::CorsRules>(parsed);
+  if (rules.empty() || rules.size() > s3::kMaxCorsRules) fail("a rule count S3 refuses");
+  if (s3::decode_cors(s3::encode_cors(rules)) != rules) fail("the stored rules do not read back");
+}
+
+void check_policy(std::string_view body) {
+  const std::map<std::string, std::string> fields = {{"bucket", "b"}, {"key", "k"}};
+  auto held = s3::check_post_policy(body, fields, 1796175015);
+  if (const auto* e = std::get_if<s3::S3Error>(&held)) {
+    if (!(e->status == 400 && e->code == "InvalidPolicyDocument") &&
+        !(e->status == 403 && e->code == "AccessDenied")) {
+      fail("a policy refusal S3 does not give");
+    }
+    return;
+  }
+  const auto& range = std::get<s3::LengthRange>(held);
+  if (range.min < 0 || range.min > range.max) fail("an empty size range accepted");
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   std::string_view body(reinterpret_cast<const char*>(data) + 1, size - 1);
-  switch (data[0] % 3) {
+  switch (data[0] % 6) {
+    case 3:
+      check_acl(body);
+      break;
+    case 4:
+      check_cors(body);
+      break;
+    case 5:
+      check_policy(body);
+      break;
     case 0:
       check_tags(s3::parse_tagging_xml(body, s3::TagTarget::kObject), s3::kMaxObjectTags);
       break;

@@ -36,6 +36,7 @@ import datetime
 import hashlib
 import hmac
 import http.client
+import json
 import os
 import re
 import struct
@@ -874,6 +875,8 @@ def global_namespace(port):
     check(s[2] == b"open source", "global: the copy %r" % (s,))
     s = call("PUT", "/gbucket/copied", headers={"x-amz-copy-source": "/gsource/closed"})
     check((s[0], code(s)) == (403, "AccessDenied"), "global: copy of a private source %r" % (s,))
+    cors(port, call, code)
+    post_uploads(port, call, code)
     # DeleteBucket frees the name.
     for key in ("public", "private", "alt", "anon", "copied"):
         call("DELETE", "/gbucket/" + key)
@@ -897,6 +900,149 @@ def global_namespace(port):
     check(s[0] == 200, "global: a stale name taken over %r" % (s,))
     s = call("PUT", "/gsource", alt)
     check((s[0], code(s)) == (409, "BucketAlreadyExists"), "global: and it is taken %r" % (s,))
+
+
+def cors(port, call, code):
+    """Bucket CORS rules (Apus only: Swift's s3api has none), the preflight they answer and the
+    headers of actual cross-origin requests; and cors_preflight_allow_origin, which answers
+    S3-looking preflights without a bucket (Swift's s3api option)."""
+    s = call("GET", "/gbucket?cors")
+    check((s[0], code(s)) == (404, "NoSuchCORSConfiguration"), "cors: none yet %r" % (s,))
+    config = (b"<CORSConfiguration><CORSRule><AllowedOrigin>https://*.example</AllowedOrigin>"
+              b"<AllowedMethod>GET</AllowedMethod><AllowedMethod>HEAD</AllowedMethod>"
+              b"<AllowedHeader>x-amz-*</AllowedHeader><ExposeHeader>ETag</ExposeHeader>"
+              b"<MaxAgeSeconds>600</MaxAgeSeconds></CORSRule></CORSConfiguration>")
+    s = call("PUT", "/gbucket?cors", body=b"<CORSConfiguration><CORSRule><AllowedOrigin>*"
+             b"</AllowedOrigin><AllowedMethod>PATCH</AllowedMethod></CORSRule></CORSConfiguration>")
+    check((s[0], code(s)) == (400, "InvalidRequest"), "cors: a method S3 refuses %r" % (s,))
+    s = call("PUT", "/gbucket?cors", body=config)
+    check(s[0] == 200, "cors: PutBucketCors %r" % (s,))
+    s = call("PUT", "/gbucket?cors", creds=Credentials("test2:tester2", "testing2"), body=config)
+    check((s[0], code(s)) == (403, "AccessDenied"), "cors: only the owner configures %r" % (s,))
+    s = call("GET", "/gbucket?cors")
+    check(s[0] == 200 and b"<AllowedOrigin>https://*.example</AllowedOrigin>" in s[2] and
+          b"<MaxAgeSeconds>600</MaxAgeSeconds>" in s[2], "cors: GetBucketCors %r" % (s,))
+    preflight = {"Origin": "https://app.example", "Access-Control-Request-Method": "GET",
+                 "Access-Control-Request-Headers": "X-Amz-Date"}
+    s = call("OPTIONS", "/gbucket/public", None, preflight)
+    check(s[0] == 200 and s[1].get("access-control-allow-origin") == "https://app.example" and
+          s[1].get("access-control-allow-methods") == "GET, HEAD" and
+          s[1].get("access-control-allow-headers") == "x-amz-date" and
+          s[1].get("access-control-max-age") == "600", "cors: preflight %r" % (s,))
+    s = call("OPTIONS", "/gbucket/public", None, dict(preflight, Origin="https://evil.test"))
+    check((s[0], code(s)) == (403, "AccessForbidden"), "cors: another origin %r" % (s,))
+    s = call("OPTIONS", "/gbucket/public", None,
+             dict(preflight, **{"Access-Control-Request-Method": "PUT"}))
+    check((s[0], code(s)) == (403, "AccessForbidden"), "cors: another method %r" % (s,))
+    s = call("OPTIONS", "/gbucket/public", None, {"Origin": "https://app.example"})
+    check(s[0] == 400, "cors: a preflight without a method %r" % (s,))
+    s = call("OPTIONS", "/nosuchbucketname/x", None, preflight)
+    check((s[0], code(s)) == (404, "NoSuchBucket"), "cors: no bucket %r" % (s,))
+    s = call("GET", "/gbucket/public", None, {"Origin": "https://app.example"})
+    check(s[0] == 200 and s[1].get("access-control-allow-origin") == "https://app.example" and
+          s[1].get("access-control-expose-headers") == "ETag", "cors: actual GET %r" % (s[:2],))
+    s = call("GET", "/gbucket/private", None, {"Origin": "https://app.example"})
+    check(s[0] == 403 and s[1].get("access-control-allow-origin") == "https://app.example",
+          "cors: an error answer has them too %r" % (s[:2],))
+    s = call("GET", "/gbucket/public", headers={"Origin": "https://evil.test"})
+    check(s[0] == 200 and "access-control-allow-origin" not in s[1], "cors: not for others %r" % (s[:2],))
+    # Swift's s3api option: preflights that look like S3's answered from the list.
+    presigned = "/gbucket/public?X-Amz-Credential=x&X-Amz-Signature=y"
+    s = call("OPTIONS", presigned, None, {"Origin": "https://ops.example",
+                                          "Access-Control-Request-Method": "PUT"})
+    check(s[0] == 200 and s[1].get("access-control-allow-origin") == "https://ops.example",
+          "cors: cors_preflight_allow_origin %r" % (s[:2],))
+    s = call("OPTIONS", presigned, None, {"Origin": "https://app.example",
+                                          "Access-Control-Request-Method": "GET"})
+    check(s[0] == 401, "cors: cors_preflight_allow_origin refuses others %r" % (s[:2],))
+    s = call("DELETE", "/gbucket?cors")
+    check(s[0] == 204, "cors: DeleteBucketCors %r" % (s,))
+    s = call("OPTIONS", "/gbucket/public", None, preflight)
+    check((s[0], code(s)) == (403, "AccessForbidden"), "cors: no rules, no CORS %r" % (s,))
+
+
+def form_body(fields):
+    """A multipart/form-data body of (name, value) fields ("file": the file's bytes)."""
+    boundary = "apusformboundary"
+    out = b""
+    for name, value in fields:
+        if isinstance(value, str):
+            value = value.encode()
+        filename = '; filename="up.txt"' if name == "file" else ""
+        out += (b"--%s\r\nContent-Disposition: form-data; name=\"%s\"%s\r\n\r\n%s\r\n"
+                % (boundary.encode(), name.encode(), filename.encode(), value))
+    out += b"--%s--\r\n" % boundary.encode()
+    return out, {"Content-Type": "multipart/form-data; boundary=" + boundary}
+
+
+def post_uploads(port, call, code):
+    """Browser POST uploads (Apus only: Swift's s3api has none): a policy signed with Version
+    2 and 4, its conditions, anonymous forms and the answers S3 gives."""
+    def policy(conditions, seconds=600):
+        expires = datetime.datetime.utcnow() + datetime.timedelta(seconds=seconds)
+        doc = {"expiration": expires.strftime("%Y-%m-%dT%H:%M:%SZ"), "conditions": conditions}
+        return base64.b64encode(json.dumps(doc).encode()).decode()
+
+    def v2(p, secret="testing"):
+        return base64.b64encode(hmac.new(secret.encode(), p.encode(), hashlib.sha1).digest()).decode()
+
+    def post(fields):
+        body, headers = form_body(fields)
+        return call("POST", "/gbucket", None, headers, body)
+
+    covering = [{"bucket": "gbucket"}, ["starts-with", "$key", "up/"], {"acl": "public-read"},
+                ["content-length-range", 1, 64]]
+    p = policy(covering)
+    signed = [("key", "up/${filename}"), ("acl", "public-read"), ("AWSAccessKeyId", "test:tester"),
+              ("policy", p), ("signature", v2(p))]
+    s = post(signed + [("file", "form data")])
+    check(s[0] == 204 and s[1].get("etag") == '"%s"' % hashlib.md5(b"form data").hexdigest(),
+          "post: a Version 2 policy upload %r" % (s[:2],))
+    s = call("GET", "/gbucket/up/up.txt", None)
+    check(s[0] == 200 and s[2] == b"form data", "post: the object, public-read %r" % (s,))
+    s = post(signed + [("file", "x" * 65)])
+    check((s[0], code(s)) == (400, "EntityTooLarge"), "post: too large %r" % (s,))
+    s = post(signed + [("file", "")])
+    check((s[0], code(s)) == (400, "EntityTooSmall"), "post: too small %r" % (s,))
+    s = post(signed[:-1] + [("signature", v2(p, "wrong")), ("file", "x")])
+    check((s[0], code(s)) == (403, "SignatureDoesNotMatch"), "post: a wrong signature %r" % (s,))
+    s = post(signed + [("x-amz-meta-extra", "1"), ("file", "x")])
+    check((s[0], code(s)) == (403, "AccessDenied") and b"Extra input fields" in s[2],
+          "post: a field without a condition %r" % (s,))
+    expired = policy(covering, -60)
+    s = post(signed[:3] + [("policy", expired), ("signature", v2(expired)), ("file", "x")])
+    check((s[0], code(s)) == (403, "AccessDenied") and b"Policy expired" in s[2],
+          "post: an expired policy %r" % (s,))
+    s = post(signed[1:] + [("file", "x")])
+    check((s[0], code(s)) == (400, "InvalidArgument"), "post: no key %r" % (s,))
+    # Version 4: the credential's scope signs the policy.
+    date = datetime.datetime.utcnow().strftime("%Y%m%d")
+    credential = "test:tester/%s/us-east-1/s3/aws4_request" % date
+    p4 = policy([{"bucket": "gbucket"}, {"key": "up/v4"}, {"x-amz-credential": credential},
+                 {"x-amz-algorithm": "AWS4-HMAC-SHA256"}, {"x-amz-date": date + "T000000Z"},
+                 {"success_action_status": "201"}])
+    key = b"AWS4testing"
+    for part in (date, "us-east-1", "s3", "aws4_request"):
+        key = hmac.new(key, part.encode(), hashlib.sha256).digest()
+    s = post([("key", "up/v4"), ("x-amz-credential", credential),
+              ("x-amz-algorithm", "AWS4-HMAC-SHA256"), ("x-amz-date", date + "T000000Z"),
+              ("success_action_status", "201"), ("policy", p4),
+              ("x-amz-signature", hmac.new(key, p4.encode(), hashlib.sha256).hexdigest()),
+              ("file", "v4 data")])
+    check(s[0] == 201 and b"<Key>up/v4</Key>" in s[2] and b"<Bucket>gbucket</Bucket>" in s[2],
+          "post: a Version 4 policy, 201 %r" % (s,))
+    # No policy: an anonymous writer, which the public-read-write bucket takes; a redirect.
+    s = post([("key", "up/anon"), ("success_action_redirect", "http://example.com/done"),
+              ("file", "anonymous data")])
+    check(s[0] == 303 and s[1].get("location", "").startswith(
+        "http://example.com/done?bucket=gbucket&key=up%2Fanon&etag=%22"),
+          "post: anonymous, redirected %r" % (s[:2],))
+    call("PUT", "/gbucket?acl", headers={"x-amz-acl": "private"})
+    s = post([("key", "up/anon2"), ("file", "anonymous data")])
+    check((s[0], code(s)) == (403, "AccessDenied"), "post: anonymous, private bucket %r" % (s,))
+    call("PUT", "/gbucket?acl", headers={"x-amz-acl": "public-read-write"})
+    for key in ("up/up.txt", "up/v4", "up/anon"):
+        call("DELETE", "/gbucket/" + key)
 
 
 def versioning(pair):
@@ -1655,8 +1801,9 @@ def main():
         s3_acls(Pair({"apus": apus_acl, "swift": swift_acl}))
         global_namespace(cluster.start_proxy(
             "proxy-s3global", pipeline=PIPELINE,
-            filters=acl_filters.replace("s3_acl = true\n",
-                                        "s3_acl = true\nglobal_bucket_namespace = true\n")))
+            filters=acl_filters.replace(
+                "s3_acl = true\n", "s3_acl = true\nglobal_bucket_namespace = true\n"
+                "cors_preflight_allow_origin = https://ops.example\n")))
     if failures:
         print("%d failure(s) of %d checks" % (len(failures), checked[0]))
         sys.exit(1)

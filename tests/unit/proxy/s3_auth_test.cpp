@@ -324,6 +324,44 @@ TEST_CASE("s3 auth: Version 2 header forms") {
         "PUT\n\ntext/plain\nWed, 02 Dec 2026 01:30:15 GMT\nx-amz-meta-a:b\n/bucket/obj?tagging");
 }
 
+TEST_CASE("s3 auth: Version 2 of a bucket path takes the bucket with a '/' too") {
+  // botocore's Version 2 signer signs a path-style bucket request as "/v2bucket/" (AWS takes
+  // both forms); Swift's s3api signs the path as sent and refuses it.
+  Signed create = {"PUT", "/v2bucket", "",
+                   {{"Host", "127.0.0.1:8080"},
+                    {"Date", "Wed, 02 Dec 2026 01:30:15 GMT"},
+                    {"Authorization", "AWS test:tester:TkPrGfVWFop2JEM+ZC/ve2Vz+kk="}},
+                   ""};
+  HeaderMap h = header_map(create);
+  auto out = parse(create, h);
+  REQUIRE(out.signature);
+  CHECK(out.signature->check("testing"));
+  CHECK(out.signature->string_to_sign() == "PUT\n\n\nWed, 02 Dec 2026 01:30:15 GMT\n/v2bucket/");
+  CHECK(!parse(create, h).signature->check("wrong"));
+  // Not for an object's path.
+  Signed object = create;
+  object.path = "/v2bucket/key";
+  HeaderMap ho = header_map(object);
+  CHECK(!parse(object, ho).signature->check("testing"));
+}
+
+TEST_CASE("s3 auth: Version 4 signs the method upper-cased, as botocore and Swift") {
+  Signed lower = {"get", "/bucket", "",
+                  {{"Host", "127.0.0.1:8080"},
+                   {"X-Amz-Date", "20261202T013015Z"},
+                   {"X-Amz-Content-SHA256",
+                    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+                   {"Authorization",
+                    "AWS4-HMAC-SHA256 Credential=test:tester/20261202/us-east-1/s3/aws4_request, "
+                    "SignedHeaders=host;x-amz-content-sha256;x-amz-date, "
+                    "Signature=2ca0549994294a7a926002e62edd48cc2d9464aac4f25a33f07d2e9a78299b8c"}},
+                  ""};
+  HeaderMap h = header_map(lower);
+  auto out = parse(lower, h);
+  REQUIRE(out.signature);
+  CHECK(out.signature->check("testing"));
+}
+
 TEST_CASE("s3 auth: aws-chunked chunk and trailer signatures chain from the seed") {
   // AWS's documented example (sigv4-streaming): the seed and first chunk signatures of a
   // 66560-byte upload of 'a's with the example key.
