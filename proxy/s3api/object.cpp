@@ -601,6 +601,53 @@ struct PartRange {
   std::optional<size_t> parts_count;  // a multipart upload's
 };
 
+// One part of a multipart upload (a segment of its SLO manifest).
+struct ManifestPart {
+  std::string name;  // "/<bucket>+segments/<key>/<upload id>/<n>"
+  uint64_t size = 0;
+};
+
+// The parts of s3's object, an SLO, from its manifest (multipart-manifest=get).
+net::awaitable<std::variant<std::vector<ManifestPart>, S3Error>> manifest_parts(
+    S3Request& s3, const std::string& version_query) {
+  std::string query = "multipart-manifest=get";
+  if (!version_query.empty()) query += "&" + version_query;
+  auto got = co_await call_swift(s3, "GET", s3.bucket, s3.key, query, 16u << 20, drop_conditions);
+  if (auto* e = std::get_if<S3Error>(&got)) co_return std::move(*e);
+  const Response& m = std::get<Response>(got);
+  if (m.status == 404) co_return co_await missing_object(s3);
+  if (m.status != 200) co_return unexpected(s3, m);
+  boost::system::error_code ec;
+  auto manifest = boost::json::parse(m.body, ec);
+  if (ec || !manifest.is_array()) co_return errors::internal_error();
+  // A segment's bytes are its range's, when it has one ("first-last").
+  auto size_of = [](const boost::json::object& o) -> std::optional<uint64_t> {
+    if (const auto* r = o.if_contains("range"); r && r->is_string()) {
+      std::string_view text = r->as_string();
+      auto dash = text.find('-');
+      auto first = common::parse_python_int(text.substr(0, dash));
+      auto last = dash == std::string_view::npos ? std::nullopt
+                                                 : common::parse_python_int(text.substr(dash + 1));
+      if (!first || !last || *last < *first) return std::nullopt;
+      return static_cast<uint64_t>(*last - *first + 1);
+    }
+    const auto* b = o.if_contains("bytes");
+    if (!b || !b->is_int64() || b->as_int64() < 0) return std::nullopt;
+    return static_cast<uint64_t>(b->as_int64());
+  };
+  std::vector<ManifestPart> parts;
+  for (const auto& v : manifest.as_array()) {
+    const auto* o = v.if_object();
+    if (!o) co_return errors::internal_error();
+    auto size = size_of(*o);
+    if (!size) co_return errors::internal_error();
+    const auto* name = o->if_contains("name");
+    parts.push_back({.name = name && name->is_string() ? std::string(name->as_string()) : "",
+                     .size = *size});
+  }
+  co_return parts;
+}
+
 // The PartRange of ?partNumber for the object (`version_query`: its version-id=, if any): a
 // HEAD, and for a multipart upload (an SLO) its manifest. InvalidArgument for a number S3 does
 // not take, InvalidRequest with a Range, InvalidPartNumber (416) past the last part.
@@ -633,47 +680,17 @@ net::awaitable<std::variant<PartRange, S3Error>> part_range(S3Request& s3,
     if (length <= 0) co_return PartRange{};
     co_return PartRange{.range = "bytes=0-" + std::to_string(length - 1), .parts_count = {}};
   }
-  std::string query = "multipart-manifest=get";
-  if (!version_query.empty()) query += "&" + version_query;
-  auto got = co_await call_swift(s3, "GET", s3.bucket, s3.key, query, 16u << 20, drop_conditions);
-  if (auto* e = std::get_if<S3Error>(&got)) co_return std::move(*e);
-  const Response& m = std::get<Response>(got);
-  if (m.status == 404) co_return co_await missing_object(s3);
-  if (m.status != 200) co_return unexpected(s3, m);
-  boost::system::error_code ec;
-  auto manifest = boost::json::parse(m.body, ec);
-  if (ec || !manifest.is_array()) co_return errors::internal_error();
-  const auto& segments = manifest.as_array();
-  if (static_cast<size_t>(*number) > segments.size()) co_return unsatisfiable;
-  // A segment's bytes are its range's, when it has one ("first-last").
-  auto size_of = [](const boost::json::value& v) -> std::optional<uint64_t> {
-    const auto* o = v.if_object();
-    if (!o) return std::nullopt;
-    if (const auto* r = o->if_contains("range"); r && r->is_string()) {
-      std::string_view text = r->as_string();
-      auto dash = text.find('-');
-      auto first = common::parse_python_int(text.substr(0, dash));
-      auto last = dash == std::string_view::npos ? std::nullopt
-                                                 : common::parse_python_int(text.substr(dash + 1));
-      if (!first || !last || *last < *first) return std::nullopt;
-      return static_cast<uint64_t>(*last - *first + 1);
-    }
-    const auto* b = o->if_contains("bytes");
-    if (!b || !b->is_int64() || b->as_int64() < 0) return std::nullopt;
-    return static_cast<uint64_t>(b->as_int64());
-  };
+  auto listed = co_await manifest_parts(s3, version_query);
+  if (auto* e = std::get_if<S3Error>(&listed)) co_return std::move(*e);
+  const auto& parts = std::get<std::vector<ManifestPart>>(listed);
+  if (static_cast<size_t>(*number) > parts.size()) co_return unsatisfiable;
   uint64_t start = 0;
-  for (int64_t i = 0; i + 1 < *number; ++i) {
-    auto n = size_of(segments[static_cast<size_t>(i)]);
-    if (!n) co_return errors::internal_error();
-    start += *n;
-  }
-  auto n = size_of(segments[static_cast<size_t>(*number - 1)]);
-  if (!n) co_return errors::internal_error();
-  if (*n == 0) co_return unsatisfiable;
+  for (int64_t i = 0; i + 1 < *number; ++i) start += parts[static_cast<size_t>(i)].size;
+  const uint64_t n = parts[static_cast<size_t>(*number - 1)].size;
+  if (n == 0) co_return unsatisfiable;
   co_return PartRange{.range = "bytes=" + std::to_string(start) + "-" +
-                               std::to_string(start + *n - 1),
-                      .parts_count = segments.size()};
+                               std::to_string(start + n - 1),
+                      .parts_count = parts.size()};
 }
 
 net::awaitable<void> get_or_head(Exchange& ex, S3Request& s3, Op op) {
@@ -1386,6 +1403,117 @@ std::optional<S3Error> content_md5_mismatch(const S3Request& s3, std::string_vie
   S3Error e = errors::bad_digest();
   e.details.emplace_back("ContentMd5", std::string(*md5));
   return e;
+}
+
+net::awaitable<Response> object_attributes(S3Request& s3) {
+  if (s3.client.method != "GET") {
+    co_return s3.error(errors::method_not_allowed(s3.client.method, "OBJECT"));
+  }
+  // x-amz-object-attributes: which of the five to give (at least one).
+  static constexpr std::string_view kAttributes[] = {"ETag", "Checksum", "ObjectParts",
+                                                     "StorageClass", "ObjectSize"};
+  std::set<std::string> wanted;
+  for (const auto& name : common::list_from_csv(s3.client.headers.get_or("x-amz-object-attributes", ""))) {
+    if (std::find(std::begin(kAttributes), std::end(kAttributes), name) == std::end(kAttributes)) {
+      co_return s3.error(S3Error::invalid_argument("x-amz-object-attributes", name,
+                                                   "Invalid attribute name specified."));
+    }
+    wanted.insert(name);
+  }
+  if (wanted.empty()) {
+    co_return s3.error(S3Error::invalid_argument("x-amz-object-attributes", "",
+                                                 "Invalid attribute name specified."));
+  }
+  auto header_int = [&](const char* name, int64_t def) -> std::optional<int64_t> {
+    auto v = s3.client.headers.get(name);
+    if (!v) return def;
+    auto n = common::parse_python_int(*v);
+    if (!n || *n < 0 || *n > kMax32BitInt) return std::nullopt;
+    return *n;
+  };
+  auto max_parts = header_int("x-amz-max-parts", 1000);
+  auto marker = header_int("x-amz-part-number-marker", 0);
+  if (!max_parts || !marker) {
+    co_return s3.error(S3Error::invalid_argument("x-amz-max-parts", "",
+                                                 "Argument must be an integer"));
+  }
+  *max_parts = std::min<int64_t>(*max_parts, 1000);
+  auto v = s3.params.find("versionId");
+  const std::string version_query =
+      v == s3.params.end() ? "" : "version-id=" + common::http::quote(v->second, "");
+  auto head = co_await call_swift(s3, "HEAD", s3.bucket, s3.key, version_query, 1 << 16,
+                                  drop_conditions);
+  if (auto* e = std::get_if<S3Error>(&head)) co_return s3.error(*e);
+  const Response& object = std::get<Response>(head);
+  if (object.status == 404) co_return s3.error(co_await missing_object(s3));
+  if (object.status != 200) co_return s3.error(unexpected(s3, object));
+  const HeaderMap& oh = object.headers;
+
+  pugi::xml_node root;
+  auto doc = result_document("GetObjectAttributesResponse", &root);
+  if (wanted.contains("ETag")) {
+    std::string etag = s3_etag(oh);
+    std::erase(etag, '"');
+    add_text(root, "ETag", etag);
+  }
+  const std::string checksum_type(oh.get_or(kChecksumTypeSysmeta, "FULL_OBJECT"));
+  if (wanted.contains("Checksum")) {
+    pugi::xml_node c;
+    for (ChecksumAlgorithm a : kChecksumAlgorithms) {
+      auto value = oh.get(checksum_sysmeta(a));
+      if (!value || value->empty()) continue;
+      if (!c) c = root.append_child("Checksum");
+      add_text(c, ("Checksum" + checksum_upper_name(a)).c_str(), *value);
+    }
+    if (c) add_text(c, "ChecksumType", checksum_type);
+  }
+  const bool multipart = !oh.get_or(kEtagSysmeta, "").empty() &&
+                         common::config_true_value(oh.get_or("X-Static-Large-Object", ""));
+  if (wanted.contains("ObjectParts") && multipart) {
+    auto listed = co_await manifest_parts(s3, version_query);
+    if (auto* e = std::get_if<S3Error>(&listed)) co_return s3.error(*e);
+    const auto& parts = std::get<std::vector<ManifestPart>>(listed);
+    pugi::xml_node op = root.append_child("ObjectParts");
+    const int64_t count = static_cast<int64_t>(parts.size());
+    const int64_t first = std::min(*marker, count);  // parts are numbered from 1
+    const int64_t last = std::min(count, first + *max_parts);
+    add_text(op, "IsTruncated", last < count ? "true" : "false");
+    add_text(op, "MaxParts", std::to_string(*max_parts));
+    if (last < count) add_text(op, "NextPartNumberMarker", std::to_string(last));
+    add_text(op, "PartNumberMarker", std::to_string(*marker));
+    for (int64_t i = first; i < last; ++i) {
+      pugi::xml_node part = op.append_child("Part");
+      // A composite checksum's parts keep their own (a HEAD each, of the page's parts only).
+      if (checksum_type == "COMPOSITE") {
+        const std::string& name = parts[static_cast<size_t>(i)].name;
+        size_t slash = name.find('/', 1);
+        if (slash != std::string::npos) {
+          auto segment = co_await call_swift(s3, "HEAD", name.substr(1, slash - 1),
+                                             name.substr(slash + 1), "", 1 << 16,
+                                             [&](HeaderMap& h) { h = own_headers(s3.client.headers); });
+          if (const auto* r = std::get_if<Response>(&segment); r && r->status == 200) {
+            for (ChecksumAlgorithm a : kChecksumAlgorithms) {
+              auto value = r->headers.get(checksum_sysmeta(a));
+              if (value && !value->empty()) {
+                add_text(part, ("Checksum" + checksum_upper_name(a)).c_str(), *value);
+              }
+            }
+          }
+        }
+      }
+      add_text(part, "PartNumber", std::to_string(i + 1));
+      add_text(part, "Size", std::to_string(parts[static_cast<size_t>(i)].size));
+    }
+    add_text(op, "PartsCount", std::to_string(count));
+  }
+  if (wanted.contains("StorageClass")) add_text(root, "StorageClass", "STANDARD");
+  if (wanted.contains("ObjectSize")) {
+    add_text(root, "ObjectSize", std::string(oh.get_or("Content-Length", "0")));
+  }
+  Response out = xml_response(200, to_xml(doc), s3.env.trans_id);
+  if (auto modified = oh.get("Last-Modified")) out.headers.set("Last-Modified", *modified);
+  if (auto version = oh.get("X-Object-Version-Id")) out.headers.set("x-amz-version-id", *version);
+  co_return out;
 }
 
 net::awaitable<void> object_request(Exchange& ex, S3Request& s3) {

@@ -291,10 +291,78 @@ std::variant<std::optional<Acl>, S3Error> acl_from_headers(const common::http::H
   return std::optional<Acl>(Acl{.owner = owner, .grants = std::move(grants)});
 }
 
-bool permits(const Acl& acl, std::string_view user, Permission p) {
+bool is_public(const Acl& acl) {
+  return std::any_of(acl.grants.begin(), acl.grants.end(), [](const Grant& g) {
+    return g.kind == GranteeKind::kAllUsers || g.kind == GranteeKind::kAuthenticatedUsers;
+  });
+}
+
+namespace {
+constexpr std::array<std::pair<const char*, bool PublicAccessBlock::*>, 4> kBlockFields = {{
+    {"BlockPublicAcls", &PublicAccessBlock::block_public_acls},
+    {"IgnorePublicAcls", &PublicAccessBlock::ignore_public_acls},
+    {"BlockPublicPolicy", &PublicAccessBlock::block_public_policy},
+    {"RestrictPublicBuckets", &PublicAccessBlock::restrict_public_buckets},
+}};
+}  // namespace
+
+std::variant<PublicAccessBlock, S3Error> parse_public_access_block(std::string_view xml) {
+  pugi::xml_document doc;
+  if (!common::valid_utf8(xml) || !doc.load_buffer(xml.data(), xml.size())) {
+    return errors::malformed_xml();
+  }
+  pugi::xml_node root = doc.document_element();
+  if (std::string_view(root.name()) != "PublicAccessBlockConfiguration") {
+    return errors::malformed_xml();
+  }
+  PublicAccessBlock b;
+  for (const auto& [name, field] : kBlockFields) {
+    pugi::xml_node n = root.child(name);
+    if (!n) continue;
+    std::string_view v = n.text().get();
+    if (v == "true" || v == "TRUE" || v == "True") {
+      b.*field = true;
+    } else if (v != "false" && v != "FALSE" && v != "False") {
+      return errors::malformed_xml();
+    }
+  }
+  return b;
+}
+
+std::string public_access_block_document(const PublicAccessBlock& b) {
+  pugi::xml_node root;
+  auto doc = result_document("PublicAccessBlockConfiguration", &root);
+  for (const auto& [name, field] : kBlockFields) add_text(root, name, b.*field ? "true" : "false");
+  return to_xml(doc);
+}
+
+std::string encode_public_access_block(const PublicAccessBlock& b) {
+  boost::json::object o;
+  for (const auto& [name, field] : kBlockFields) o[name] = b.*field;
+  return boost::json::serialize(o);
+}
+
+std::optional<PublicAccessBlock> decode_public_access_block(std::string_view stored) {
+  if (stored.empty()) return std::nullopt;
+  boost::system::error_code ec;
+  auto v = boost::json::parse(stored, ec);
+  if (ec || !v.is_object()) return std::nullopt;
+  PublicAccessBlock b;
+  for (const auto& [name, field] : kBlockFields) {
+    const auto* f = v.as_object().if_contains(name);
+    b.*field = f && f->is_bool() && f->as_bool();
+  }
+  return b;
+}
+
+bool permits(const Acl& acl, std::string_view user, Permission p, bool ignore_public) {
   if (!user.empty() && user == acl.owner) return true;
   for (const Grant& g : acl.grants) {
     if (g.permission != p && g.permission != Permission::kFullControl) continue;
+    if (ignore_public &&
+        (g.kind == GranteeKind::kAllUsers || g.kind == GranteeKind::kAuthenticatedUsers)) {
+      continue;
+    }
     switch (g.kind) {
       case GranteeKind::kUser:
         if (!user.empty() && g.user == user) return true;
@@ -353,12 +421,18 @@ const std::string& bucket_account(const S3Request& s3) {
 // account; allow_no_owner opens it to everyone, as in Swift.
 bool allowed(const S3Request& s3, const std::optional<Acl>& acl, const std::string& account,
              Permission p) {
+  const bool ignore_public = s3.public_block && s3.public_block->ignore_public_acls;
   if (!acl || acl->owner.empty()) {
     if (s3.config.allow_no_owner) return true;
     if (!s3.requester_account().empty() && s3.requester_account() == account) return true;
-    return acl && permits(*acl, s3.user_id(), p);
+    return acl && permits(*acl, s3.user_id(), p, ignore_public);
   }
-  return permits(*acl, s3.user_id(), p);
+  return permits(*acl, s3.user_id(), p, ignore_public);
+}
+
+// BlockPublicAcls: a public ACL asked for is refused.
+bool blocked(const S3Request& s3, const Acl& acl) {
+  return s3.public_block && s3.public_block->block_public_acls && is_public(acl);
 }
 
 bool is_owner(const S3Request& s3, const std::optional<Acl>& acl, const std::string& account) {
@@ -480,9 +554,15 @@ net::awaitable<std::optional<S3Error>> check_access(S3Request& s3) {
   CachedInfo info = co_await s3.config.info->container_info(account, s3.bucket, s3.client, s3.env);
   if (info.status == 0 || info.status >= 500) co_return errors::service_unavailable();
   const bool exists = info.status >= 200 && info.status < 300;
-  if (exists) s3.bucket_acl = decode_acl(info.headers.get_or(kBucketAclSysmeta, ""));
+  if (exists) {
+    s3.bucket_acl = decode_acl(info.headers.get_or(kBucketAclSysmeta, ""));
+    s3.public_block = decode_public_access_block(info.headers.get_or(kPublicAccessBlockSysmeta, ""));
+  }
   if (writes_resource(s3, need)) {
     if (auto e = plan_new_acl(s3, need.target == Target::kNewBucket)) co_return e;
+    if (need.target != Target::kNewBucket && blocked(s3, *s3.new_acl)) {
+      co_return S3Error::access_denied();
+    }
   }
   if (need.target == Target::kNewBucket) {
     // Only an account's owners make its buckets (Swift's swift_owner check).
@@ -535,6 +615,7 @@ net::awaitable<std::optional<S3Error>> check_post_access(S3Request& s3,
   if (info.status == 404) co_return errors::no_such_bucket(s3.bucket);
   if (info.status < 200 || info.status >= 300) co_return errors::service_unavailable();
   s3.bucket_acl = decode_acl(info.headers.get_or(kBucketAclSysmeta, ""));
+  s3.public_block = decode_public_access_block(info.headers.get_or(kPublicAccessBlockSysmeta, ""));
   if (!allowed(s3, s3.bucket_acl, account, Permission::kWrite)) co_return S3Error::access_denied();
   const std::string bucket_owner =
       s3.bucket_acl && !s3.bucket_acl->owner.empty() ? s3.bucket_acl->owner : s3.user_id();
@@ -543,6 +624,7 @@ net::awaitable<std::optional<S3Error>> check_post_access(S3Request& s3,
   if (auto* e = std::get_if<S3Error>(&asked)) co_return std::move(*e);
   auto& acl = std::get<std::optional<Acl>>(asked);
   s3.new_acl = acl ? std::move(*acl) : *canned_acl("private", bucket_owner, owner);
+  if (blocked(s3, *s3.new_acl)) co_return S3Error::access_denied();
   co_return std::nullopt;
 }
 
@@ -632,6 +714,7 @@ net::awaitable<Response> s3_acl_request(Exchange& ex, S3Request& s3) {
     }
     auto acl = co_await requested_acl(ex, s3, bucket_owner, bucket_owner);
     if (auto* e = std::get_if<S3Error>(&acl)) co_return s3.error(*e);
+    if (blocked(s3, std::get<Acl>(acl))) co_return s3.error(S3Error::access_denied());
     auto post = co_await call_swift(s3, "POST", s3.bucket, std::nullopt, "", 1 << 16,
                                     [&](HeaderMap& h) {
       h = own_headers(s3.client.headers);
@@ -665,6 +748,7 @@ net::awaitable<Response> s3_acl_request(Exchange& ex, S3Request& s3) {
   }
   auto acl = co_await requested_acl(ex, s3, bucket_owner, owner);
   if (auto* e = std::get_if<S3Error>(&acl)) co_return s3.error(*e);
+  if (blocked(s3, std::get<Acl>(acl))) co_return s3.error(S3Error::access_denied());
   if (!query.empty()) {
     // Only the current version takes a POST (object_versioning passes it to it).
     auto latest = co_await call_swift(s3, "HEAD", s3.bucket, s3.key, "", 1 << 16,
@@ -686,6 +770,46 @@ net::awaitable<Response> s3_acl_request(Exchange& ex, S3Request& s3) {
   if (p.status == 404) co_return s3.error(co_await object_not_found(s3));
   if (p.status != 202 && p.status != 204) co_return s3.error(unexpected(s3, p));
   co_return put_answer(s3, version);
+}
+
+net::awaitable<Response> public_access_block_request(Exchange& ex, S3Request& s3) {
+  const std::string& method = s3.client.method;
+  const std::string& account = bucket_account(s3);
+  if (method == "GET") {
+    if (!s3.public_block) {
+      co_return s3.error({.status = 404, .code = "NoSuchPublicAccessBlockConfiguration",
+                          .message = "The public access block configuration was not found",
+                          .details = {{"BucketName", s3.bucket}}});
+    }
+    co_return xml_response(200, public_access_block_document(*s3.public_block), s3.env.trans_id);
+  }
+  std::string stored;  // DELETE: none
+  if (method == "PUT") {
+    auto read = co_await read_xml_body(ex, 64 * 1024);
+    if (auto* e = std::get_if<S3Error>(&read)) co_return s3.error(*e);
+    const auto& body = std::get<std::optional<std::string>>(read);
+    if (!body) co_return s3.error(errors::malformed_xml());
+    if (auto e = content_md5_mismatch(s3, *body)) co_return s3.error(*e);
+    auto parsed = parse_public_access_block(*body);
+    if (auto* e = std::get_if<S3Error>(&parsed)) co_return s3.error(*e);
+    stored = encode_public_access_block(std::get<PublicAccessBlock>(parsed));
+  } else if (method != "DELETE") {
+    co_return s3.error(errors::method_not_allowed(method, "PUBLICACCESSBLOCK"));
+  }
+  auto post = co_await call_swift(s3, "POST", s3.bucket, std::nullopt, "", 1 << 16,
+                                  [&](HeaderMap& h) {
+    h = own_headers(s3.client.headers);
+    h.set(kPublicAccessBlockSysmeta, stored);  // an empty value removes it
+  });
+  if (auto* e = std::get_if<S3Error>(&post)) co_return s3.error(*e);
+  const Response& p = std::get<Response>(post);
+  if (p.status == 404) co_return s3.error(errors::no_such_bucket(s3.bucket));
+  if (p.status != 204) co_return s3.error(unexpected(s3, p));
+  co_await s3.config.info->forget_info(account, s3.bucket, s3.env);
+  Response out;
+  out.status = method == "PUT" ? 200 : 204;
+  set_request_ids(out.headers, s3.env.trans_id);
+  co_return out;
 }
 
 }  // namespace apus::proxy::s3api

@@ -70,7 +70,32 @@ std::variant<std::optional<Acl>, S3Error> acl_from_headers(const common::http::H
                                                            const std::string& owner);
 
 // Whether `user` ("" for an anonymous request) may do what `p` allows: the owner may do
-// anything; others need a grant of `p` or FULL_CONTROL to them or a group they are in.
-bool permits(const Acl& acl, std::string_view user, Permission p);
+// anything; others need a grant of `p` or FULL_CONTROL to them or a group they are in
+// (`ignore_public`: not AllUsers or AuthenticatedUsers, as IgnorePublicAcls asks).
+bool permits(const Acl& acl, std::string_view user, Permission p, bool ignore_public = false);
+
+// Whether the ACL grants anything to everyone or to every authenticated user (S3's "public").
+bool is_public(const Acl& acl);
+
+// A bucket's public access block (PutPublicAccessBlock), kept in
+// X-Container-Sysmeta-S3api-Public-Access-Block. BlockPublicAcls refuses public ACLs on the
+// bucket and its new objects; IgnorePublicAcls makes the public grants count for nothing.
+// BlockPublicPolicy and RestrictPublicBuckets are kept and shown: they are about bucket
+// policies, which Apus does not have yet.
+inline constexpr std::string_view kPublicAccessBlockSysmeta =
+    "X-Container-Sysmeta-S3api-Public-Access-Block";
+struct PublicAccessBlock {
+  bool block_public_acls = false;
+  bool ignore_public_acls = false;
+  bool block_public_policy = false;
+  bool restrict_public_buckets = false;
+  bool operator==(const PublicAccessBlock&) const = default;
+};
+// The PublicAccessBlockConfiguration document a client PUTs (MalformedXML when it is not one).
+std::variant<PublicAccessBlock, S3Error> parse_public_access_block(std::string_view xml);
+std::string public_access_block_document(const PublicAccessBlock& b);
+std::string encode_public_access_block(const PublicAccessBlock& b);
+// nullopt: none stored.
+std::optional<PublicAccessBlock> decode_public_access_block(std::string_view stored);
 
 }  // namespace apus::proxy::s3api

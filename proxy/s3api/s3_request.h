@@ -77,6 +77,7 @@ struct S3Request {
   // of a bucket or an object stores with what it writes.
   std::optional<Acl> bucket_acl{};
   std::optional<Acl> new_acl{};
+  std::optional<PublicAccessBlock> public_block{};  // the bucket's, as check_access() read it
 
   bool has(std::string_view p) const { return params.count(std::string(p)) > 0; }
   bool anonymous() const { return signature == nullptr; }
@@ -182,6 +183,9 @@ void add_new_acl(const S3Request& s3, std::string_view sysmeta_name, common::htt
 // the error.
 boost::asio::awaitable<std::optional<S3Error>> check_post_access(
     S3Request& s3, const common::http::HeaderMap& acl_fields);
+// ?publicAccessBlock with s3_acl: GET, PUT and DELETE of a bucket's public access block.
+boost::asio::awaitable<common::http::Response> public_access_block_request(
+    common::http::Exchange& ex, S3Request& s3);
 // ?acl with s3_acl: GET and PUT of a bucket's or an object's ACL.
 boost::asio::awaitable<common::http::Response> s3_acl_request(common::http::Exchange& ex,
                                                               S3Request& s3);
@@ -240,6 +244,11 @@ boost::asio::awaitable<common::http::Response> acl_request(common::http::Exchang
 // The bucket must exist (a HEAD of it, Swift's check_container_existence): nullopt, or the
 // error to answer (NoSuchBucket).
 boost::asio::awaitable<std::optional<S3Error>> bucket_must_exist(S3Request& s3);
+
+// GetObjectAttributes (GET ?attributes): the x-amz-object-attributes asked for (ETag,
+// Checksum, ObjectParts with x-amz-max-parts and x-amz-part-number-marker, StorageClass,
+// ObjectSize) of the object or version.
+boost::asio::awaitable<common::http::Response> object_attributes(S3Request& s3);
 
 // Where an object PUT stores what it is sent: the client's bucket and key, or (UploadPart) a
 // part's object in the segments container.

@@ -441,7 +441,8 @@ class S3Api final : public Middleware {
     if (s3.key && !s3.has("acl") && !s3.has("tagging") && !s3.has("uploads") &&
         !s3.has("uploadId") && (!s3.has("partNumber") || part_read) && !s3.has("object-lock") &&
         !s3.has("delete") && !s3.has("location") && !s3.has("logging") &&
-        !s3.has("versioning") && !s3.has("cors") && !unsupported(s3)) {
+        !s3.has("versioning") && !s3.has("cors") && !s3.has("attributes") &&
+        !s3.has("publicAccessBlock") && !unsupported(s3)) {
       co_return co_await object_request(ex, s3);
     }
     const bool multipart = s3.has("partNumber") || s3.has("uploadId") || s3.has("uploads");
@@ -583,8 +584,7 @@ class S3Api final : public Middleware {
   // Sub-resources s3api does not serve at all (Swift's UnsupportedController).
   static bool unsupported(const S3Request& s3) {
     static constexpr std::string_view kUnsupported[] = {
-        "notification", "policy", "publicAccessBlock", "requestPayment",
-        "torrent",      "website", "restore"};
+        "notification", "policy", "requestPayment", "torrent", "website", "restore"};
     for (std::string_view p : kUnsupported) {
       if (s3.has(p)) return true;
     }
@@ -619,6 +619,12 @@ class S3Api final : public Middleware {
     }
     if (s3.has("logging")) co_return co_await bucket_logging(s3);
     if (s3.has("tagging")) co_return co_await tagging_request(ex, s3);
+    if (s3.has("attributes") && s3.key) co_return co_await object_attributes(s3);
+    if (s3.has("publicAccessBlock")) {
+      if (!config_.s3_acl) co_return s3.error(errors::not_implemented());
+      s3.key.reset();  // a bucket's configuration
+      co_return co_await public_access_block_request(ex, s3);
+    }
     if (s3.has("cors")) {
       s3.key.reset();  // a bucket's configuration
       co_return co_await cors_request(ex, s3);

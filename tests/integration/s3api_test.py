@@ -877,6 +877,14 @@ def global_namespace(port):
     check((s[0], code(s)) == (403, "AccessDenied"), "global: copy of a private source %r" % (s,))
     cors(port, call, code)
     post_uploads(port, call, code)
+    public_access_block(port, call, code)
+    s = call("GET", "/gbucket/public?attributes",
+             headers={"x-amz-object-attributes": "ETag,ObjectSize,StorageClass"})
+    check(s[0] == 200 and b"<ObjectSize>11</ObjectSize>" in s[2] and
+          b"<ETag>%s</ETag>" % hashlib.md5(b"public data").hexdigest().encode() in s[2] and
+          b"<ObjectParts>" not in s[2], "attributes: GetObjectAttributes %r" % (s,))
+    s = call("GET", "/gbucket/public?attributes", headers={"x-amz-object-attributes": "Color"})
+    check((s[0], code(s)) == (400, "InvalidArgument"), "attributes: an unknown one %r" % (s,))
     # DeleteBucket frees the name.
     for key in ("public", "private", "alt", "anon", "copied"):
         call("DELETE", "/gbucket/" + key)
@@ -1043,6 +1051,30 @@ def post_uploads(port, call, code):
     call("PUT", "/gbucket?acl", headers={"x-amz-acl": "public-read-write"})
     for key in ("up/up.txt", "up/v4", "up/anon"):
         call("DELETE", "/gbucket/" + key)
+
+
+def public_access_block(port, call, code):
+    """A bucket's public access block (Apus only): public ACLs refused, public grants ignored."""
+    s = call("GET", "/gbucket?publicAccessBlock")
+    check((s[0], code(s)) == (404, "NoSuchPublicAccessBlockConfiguration"),
+          "public block: none yet %r" % (s,))
+    config = (b"<PublicAccessBlockConfiguration><BlockPublicAcls>true</BlockPublicAcls>"
+              b"<IgnorePublicAcls>true</IgnorePublicAcls></PublicAccessBlockConfiguration>")
+    s = call("PUT", "/gbucket?publicAccessBlock", body=config)
+    check(s[0] == 200, "public block: PUT %r" % (s,))
+    s = call("GET", "/gbucket?publicAccessBlock")
+    check(s[0] == 200 and b"<IgnorePublicAcls>true</IgnorePublicAcls>" in s[2] and
+          b"<BlockPublicPolicy>false</BlockPublicPolicy>" in s[2], "public block: GET %r" % (s,))
+    s = call("PUT", "/gbucket/blocked", headers={"x-amz-acl": "public-read"}, body=b"x")
+    check((s[0], code(s)) == (403, "AccessDenied"), "public block: a public object ACL %r" % (s,))
+    s = call("PUT", "/gbucket?acl", headers={"x-amz-acl": "public-read"})
+    check((s[0], code(s)) == (403, "AccessDenied"), "public block: a public bucket ACL %r" % (s,))
+    s = call("GET", "/gbucket/public", None)
+    check((s[0], code(s)) == (403, "AccessDenied"), "public block: public grants ignored %r" % (s,))
+    s = call("DELETE", "/gbucket?publicAccessBlock")
+    check(s[0] == 204, "public block: DELETE %r" % (s,))
+    s = call("GET", "/gbucket/public", None)
+    check(s[0] == 200, "public block: public again %r" % (s[0],))
 
 
 def versioning(pair):

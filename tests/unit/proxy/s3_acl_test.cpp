@@ -187,3 +187,32 @@ TEST_CASE("s3_acl: GET ?acl lists groups' grants before users'") {
                         "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Owner><ID>o:o</ID>"
                         "<DisplayName>o:o</DisplayName></Owner>"));
 }
+
+TEST_CASE("s3_acl: public grants, and a public access block") {
+  CHECK(apus::proxy::s3api::is_public(*canned_acl("public-read", "a", "a")));
+  CHECK(apus::proxy::s3api::is_public(*canned_acl("authenticated-read", "a", "a")));
+  CHECK_FALSE(apus::proxy::s3api::is_public(*canned_acl("bucket-owner-read", "a", "b")));
+  auto open = canned_acl("public-read", "a:a", "a:a");
+  CHECK(permits(*open, "b:b", Permission::kRead));
+  CHECK_FALSE(permits(*open, "b:b", Permission::kRead, true));  // IgnorePublicAcls
+  CHECK(permits(*open, "a:a", Permission::kRead, true));        // the owner still may
+
+  using apus::proxy::s3api::PublicAccessBlock;
+  auto parsed = apus::proxy::s3api::parse_public_access_block(
+      "<PublicAccessBlockConfiguration><BlockPublicAcls>true</BlockPublicAcls>"
+      "<RestrictPublicBuckets>false</RestrictPublicBuckets></PublicAccessBlockConfiguration>");
+  REQUIRE(std::holds_alternative<PublicAccessBlock>(parsed));
+  const auto& b = std::get<PublicAccessBlock>(parsed);
+  CHECK(b.block_public_acls);
+  CHECK_FALSE(b.ignore_public_acls);
+  CHECK(apus::proxy::s3api::decode_public_access_block(
+            apus::proxy::s3api::encode_public_access_block(b)) == b);
+  CHECK_FALSE(apus::proxy::s3api::decode_public_access_block(""));
+  CHECK(std::get<S3Error>(apus::proxy::s3api::parse_public_access_block(
+                              "<PublicAccessBlockConfiguration><BlockPublicAcls>yes"
+                              "</BlockPublicAcls></PublicAccessBlockConfiguration>"))
+            .code == "MalformedXML");
+  CHECK(apus::proxy::s3api::public_access_block_document(b).find(
+            "<BlockPublicAcls>true</BlockPublicAcls><IgnorePublicAcls>false</IgnorePublicAcls>") !=
+        std::string::npos);
+}
