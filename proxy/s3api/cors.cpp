@@ -305,20 +305,8 @@ net::awaitable<Response> cors_request(Exchange& ex, S3Request& s3) {
   } else if (method != "DELETE") {
     co_return s3.error(errors::method_not_allowed(method, "CORS"));
   }
-  auto post = co_await call_swift(s3, "POST", s3.bucket, std::nullopt, "", 1 << 16,
-                                  [&](HeaderMap& h) {
-    h = own_headers(s3.client.headers);
-    h.set(kCorsSysmeta, stored);  // an empty value removes it
-  });
-  if (auto* e = std::get_if<S3Error>(&post)) co_return s3.error(*e);
-  const Response& p = std::get<Response>(post);
-  if (p.status == 404) co_return s3.error(errors::no_such_bucket(s3.bucket));
-  if (p.status != 204) co_return s3.error(unexpected(s3, p));
-  co_await s3.config.info->forget_info(holder_account(s3), s3.bucket, s3.env);
-  Response out;
-  out.status = method == "PUT" ? 200 : 204;
-  set_request_ids(out.headers, s3.env.trans_id);
-  co_return out;
+  if (auto e = co_await set_bucket_sysmeta(s3, kCorsSysmeta, stored)) co_return s3.error(*e);
+  co_return configuration_answer(s3);
 }
 
 }  // namespace apus::proxy::s3api

@@ -702,7 +702,6 @@ net::awaitable<Response> s3_acl_request(Exchange& ex, S3Request& s3) {
   if (method != "GET" && method != "PUT") {
     co_return s3.error(errors::method_not_allowed(method, "ACL"));
   }
-  const std::string& account = bucket_account(s3);
   const std::string bucket_owner =
       s3.bucket_acl && !s3.bucket_acl->owner.empty() ? s3.bucket_acl->owner : s3.user_id();
   if (!s3.key) {
@@ -715,16 +714,9 @@ net::awaitable<Response> s3_acl_request(Exchange& ex, S3Request& s3) {
     auto acl = co_await requested_acl(ex, s3, bucket_owner, bucket_owner);
     if (auto* e = std::get_if<S3Error>(&acl)) co_return s3.error(*e);
     if (blocked(s3, std::get<Acl>(acl))) co_return s3.error(S3Error::access_denied());
-    auto post = co_await call_swift(s3, "POST", s3.bucket, std::nullopt, "", 1 << 16,
-                                    [&](HeaderMap& h) {
-      h = own_headers(s3.client.headers);
-      h.set(kBucketAclSysmeta, encode_acl(std::get<Acl>(acl)));
-    });
-    if (auto* e = std::get_if<S3Error>(&post)) co_return s3.error(*e);
-    const Response& p = std::get<Response>(post);
-    if (p.status == 404) co_return s3.error(errors::no_such_bucket(s3.bucket));
-    if (p.status != 204) co_return s3.error(unexpected(s3, p));
-    co_await s3.config.info->forget_info(account, s3.bucket, s3.env);
+    if (auto e = co_await set_bucket_sysmeta(s3, kBucketAclSysmeta, encode_acl(std::get<Acl>(acl)))) {
+      co_return s3.error(*e);
+    }
     co_return put_answer(s3, "");
   }
   auto v = s3.params.find("versionId");
@@ -774,7 +766,6 @@ net::awaitable<Response> s3_acl_request(Exchange& ex, S3Request& s3) {
 
 net::awaitable<Response> public_access_block_request(Exchange& ex, S3Request& s3) {
   const std::string& method = s3.client.method;
-  const std::string& account = bucket_account(s3);
   if (method == "GET") {
     if (!s3.public_block) {
       co_return s3.error({.status = 404, .code = "NoSuchPublicAccessBlockConfiguration",
@@ -796,20 +787,10 @@ net::awaitable<Response> public_access_block_request(Exchange& ex, S3Request& s3
   } else if (method != "DELETE") {
     co_return s3.error(errors::method_not_allowed(method, "PUBLICACCESSBLOCK"));
   }
-  auto post = co_await call_swift(s3, "POST", s3.bucket, std::nullopt, "", 1 << 16,
-                                  [&](HeaderMap& h) {
-    h = own_headers(s3.client.headers);
-    h.set(kPublicAccessBlockSysmeta, stored);  // an empty value removes it
-  });
-  if (auto* e = std::get_if<S3Error>(&post)) co_return s3.error(*e);
-  const Response& p = std::get<Response>(post);
-  if (p.status == 404) co_return s3.error(errors::no_such_bucket(s3.bucket));
-  if (p.status != 204) co_return s3.error(unexpected(s3, p));
-  co_await s3.config.info->forget_info(account, s3.bucket, s3.env);
-  Response out;
-  out.status = method == "PUT" ? 200 : 204;
-  set_request_ids(out.headers, s3.env.trans_id);
-  co_return out;
+  if (auto e = co_await set_bucket_sysmeta(s3, kPublicAccessBlockSysmeta, stored)) {
+    co_return s3.error(*e);
+  }
+  co_return configuration_answer(s3);
 }
 
 }  // namespace apus::proxy::s3api

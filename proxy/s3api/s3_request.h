@@ -164,6 +164,15 @@ common::http::HeaderMap own_headers(const common::http::HeaderMap& client);
 // from the object's HEAD answer.
 void keep_object_metadata(const common::http::HeaderMap& head, common::http::HeaderMap& post);
 
+// Stores one sysmeta header of s3's bucket with a POST (an empty `value` removes it) and drops
+// the bucket's cached info, so every proxy sees the change: nullopt, or the error
+// (NoSuchBucket).
+boost::asio::awaitable<std::optional<S3Error>> set_bucket_sysmeta(S3Request& s3,
+                                                                   std::string_view name,
+                                                                   const std::string& value);
+// The answer of a bucket configuration's PUT (200) or DELETE (204).
+common::http::Response configuration_answer(const S3Request& s3);
+
 // ---- Access (s3_acl.cpp, bucket_registry.cpp) ----
 // With s3_acl: authenticates a signed request up front (a TEST request the auth middleware
 // checks, as Swift's S3AclRequest does), so that the requester's account is known; nullopt, or

@@ -281,6 +281,30 @@ net::awaitable<SwiftAnswer> call_swift(S3Request& s3, const std::string& method,
   co_return std::move(*answer);
 }
 
+net::awaitable<std::optional<S3Error>> set_bucket_sysmeta(S3Request& s3, std::string_view name,
+                                                          const std::string& value) {
+  auto post = co_await call_swift(s3, "POST", s3.bucket, std::nullopt, "", 1 << 16,
+                                  [&](HeaderMap& h) {
+    h = own_headers(s3.client.headers);
+    h.set(name, value);
+  });
+  if (auto* e = std::get_if<S3Error>(&post)) co_return std::move(*e);
+  const Response& p = std::get<Response>(post);
+  if (p.status == 404) co_return errors::no_such_bucket(s3.bucket);
+  if (p.status != 204) co_return unexpected(s3, p);
+  auto holder = s3.bucket_accounts.find(s3.bucket);
+  co_await s3.config.info->forget_info(
+      holder != s3.bucket_accounts.end() ? holder->second : s3.account(), s3.bucket, s3.env);
+  co_return std::nullopt;
+}
+
+Response configuration_answer(const S3Request& s3) {
+  Response out;
+  out.status = s3.client.method == "PUT" ? 200 : 204;
+  set_request_ids(out.headers, s3.env.trans_id);
+  return out;
+}
+
 net::awaitable<std::variant<std::optional<std::string>, S3Error>> read_xml_body(
     Exchange& ex, size_t max_length) {
   const Request& req = ex.request();

@@ -270,18 +270,11 @@ net::awaitable<Response> bucket_tagging(Exchange& ex, S3Request& s3) {
     if (auto* e = std::get_if<S3Error>(&tags)) co_return s3.error(*e);
     stored = encode_tags(std::get<TagSet>(tags));
   }
-  auto post = co_await call_swift(s3, "POST", s3.bucket, std::nullopt, "", 1 << 16,
-                                  [&](HeaderMap& h) {
-    h = own_headers(h);
-    h.set(kBucketTaggingSysmeta, stored);  // an empty value removes it
-  });
-  if (auto* e = std::get_if<S3Error>(&post)) co_return s3.error(*e);
-  const Response& p = std::get<Response>(post);
-  if (p.status == 404) co_return s3.error(errors::no_such_bucket(s3.bucket));
-  if (p.status != 204) co_return s3.error(unexpected(s3, p));
-  Response out;
-  out.status = 204;
-  set_request_ids(out.headers, s3.env.trans_id);
+  if (auto e = co_await set_bucket_sysmeta(s3, kBucketTaggingSysmeta, stored)) {
+    co_return s3.error(*e);
+  }
+  Response out = configuration_answer(s3);
+  out.status = 204;  // PutBucketTagging too, as S3 answers it
   co_return out;
 }
 
