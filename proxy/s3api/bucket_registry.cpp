@@ -40,6 +40,11 @@ constexpr const char* kRegistryContainer = "buckets";
 // How long memcached keeps an entry. Entries change only when a bucket is deleted, which drops
 // the cached one first.
 constexpr double kCacheTtl = 300;
+// How long it keeps that a name has no entry: anonymous requests for names that are no bucket
+// then cost the registry one HEAD per name every few seconds, not one per request. A claim
+// drops it, so a new bucket is found at once.
+constexpr double kMissTtl = 10;
+constexpr std::string_view kNoEntry = "{}";
 
 std::string cache_key(const std::string& bucket) { return "s3api/bucket/" + bucket; }
 
@@ -81,10 +86,14 @@ net::awaitable<std::optional<BucketHolder>> lookup(S3Request& s3, const std::str
   Memcache* mc = s3.env.memcache;
   if (mc && !fresh) {
     if (auto cached = co_await mc->get(cache_key(bucket))) {
+      if (*cached == kNoEntry) co_return std::nullopt;
       if (auto h = holder_from_json(*cached)) co_return h;
     }
   }
   auto head = co_await registry_call(s3, "HEAD", entry_path(s3, bucket), HeaderMap());
+  if (head.ok() && head->status == 404 && mc) {
+    co_await mc->set(cache_key(bucket), std::string(kNoEntry), kMissTtl);
+  }
   if (!head.ok() || head->status != 200) co_return std::nullopt;
   BucketHolder h{.account = std::string(head->headers.get_or(kAccountSysmeta, "")),
                  .owner = std::string(head->headers.get_or(kOwnerSysmeta, ""))};
@@ -141,7 +150,10 @@ net::awaitable<std::variant<bool, S3Error>> claim_bucket(S3Request& s3) {
   if (!s3.config.global_bucket_namespace) co_return false;
   if (s3.requester_account().empty()) co_return errors::internal_error();
   int status = co_await write_entry(s3, true);
-  if (status == 201) co_return true;
+  if (status == 201) {
+    if (Memcache* mc = s3.env.memcache) co_await mc->del(cache_key(s3.bucket));
+    co_return true;
+  }
   if (status != 412) {
     APUS_LOG_WARNING("s3api: the bucket registry answered " + std::to_string(status) +
                      " to the claim of a bucket name");

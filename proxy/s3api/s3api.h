@@ -22,8 +22,9 @@
 // at a time), and ACLs: without s3_acl as Swift shows and sets them (bucket and object GET,
 // bucket PUT); with s3_acl as S3 ACLs in sysmeta that s3api checks on every request (s3_acl.h),
 // optionally with bucket names global to the cluster (global_bucket_namespace), which lets
-// other accounts and anonymous clients use a bucket its ACLs open to them. Every other S3
-// operation answers S3's 501 NotImplemented.
+// other accounts and anonymous clients use a bucket its ACLs open to them; bucket CORS
+// (cors.h), browser POST uploads (post_policy.h), GetObjectAttributes and the public access
+// block. Every other S3 operation answers S3's 501 NotImplemented.
 //
 // Known gap: Apus's HTTP server hands on header names as Swift's WSGI server does ('_' read
 // as '-'), and keeps no raw names, so a Version 4 signature over a header name with '_' (an
@@ -32,8 +33,9 @@
 // Options ([filter:s3api], Swift's names and defaults): location (us-east-1),
 // storage_domain (virtual-hosted-style buckets), dns_compliant_bucket_names (true),
 // allowable_clock_skew (900), max_bucket_listing (1000), max_multi_delete_objects (1000),
-// multi_delete_concurrency (2), s3_acl (false), allow_no_owner (false); Apus's own:
-// global_bucket_namespace (false) and bucket_registry_account (".s3api_buckets").
+// multi_delete_concurrency (2), s3_acl (false), allow_no_owner (false),
+// cors_preflight_allow_origin (none); Apus's own: global_bucket_namespace (false) and
+// bucket_registry_account (".s3api_buckets").
 //
 // Thread-safe: the middleware keeps only its configuration.
 #pragma once
