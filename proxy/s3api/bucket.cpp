@@ -97,6 +97,11 @@ net::awaitable<Response> list_buckets(S3Request& s3) {
         marker = std::move(n);
         continue;
       }
+      // check_bucket_owner: only the buckets the user may read (Swift's HEAD of each).
+      if (config.s3_acl && config.check_bucket_owner && !co_await may_list_bucket(s3, n)) {
+        marker = std::move(n);
+        continue;
+      }
       if (static_cast<int64_t>(names.size()) == max_buckets) {
         truncated = true;
         marker = names.back();

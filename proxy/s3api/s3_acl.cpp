@@ -628,6 +628,14 @@ net::awaitable<std::optional<S3Error>> check_post_access(S3Request& s3,
   co_return std::nullopt;
 }
 
+net::awaitable<bool> may_list_bucket(S3Request& s3, const std::string& bucket) {
+  const std::string& account = s3.requester_account();
+  CachedInfo info = co_await s3.config.info->container_info(account, bucket, s3.client, s3.env);
+  if (info.status < 200 || info.status >= 300) co_return false;
+  co_return allowed(s3, decode_acl(info.headers.get_or(kBucketAclSysmeta, "")), account,
+                    Permission::kRead);
+}
+
 bool may_read_object(const S3Request& s3, const HeaderMap& headers, const std::string& account) {
   if (!s3.config.s3_acl) return true;
   return allowed(s3, object_acl(headers), account, Permission::kRead);

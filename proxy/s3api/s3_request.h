@@ -46,6 +46,7 @@ struct S3ApiConfig {
   // everyone (Swift's option); without it, to the users of the account that holds it.
   bool s3_acl = false;
   bool allow_no_owner = false;
+  bool check_bucket_owner = false;  // ListBuckets shows only the buckets the user may read
   // Bucket names unique in the cluster, as S3's are (bucket_registry.cpp): a bucket is found in
   // its owner's account whoever asks, which cross-account grants and anonymous requests need.
   // The registry is the account `bucket_registry_account`; Apus's own option.
@@ -182,6 +183,8 @@ boost::asio::awaitable<std::optional<S3Error>> authenticate(S3Request& s3);
 // object's ACLs (Swift's ACL_MAP and acl_handlers): nullopt, or the error (AccessDenied,
 // NoSuchBucket). Sets s3.bucket_acl, and s3.new_acl for a write.
 boost::asio::awaitable<std::optional<S3Error>> check_access(S3Request& s3);
+// Whether the requester may read (list) `bucket` of its own account, by the bucket's ACL.
+boost::asio::awaitable<bool> may_list_bucket(S3Request& s3, const std::string& bucket);
 // Whether the requester may read an object whose HEAD answered `headers` (a copy's source).
 bool may_read_object(const S3Request& s3, const common::http::HeaderMap& headers,
                      const std::string& account);

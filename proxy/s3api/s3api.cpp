@@ -737,6 +737,7 @@ Result<std::unique_ptr<Middleware>> make_s3api(const common::Section& section,
   APUS_ASSIGN_OR_RETURN(c.min_segment_size, section.get_int("min_segment_size", 5242880));
   APUS_ASSIGN_OR_RETURN(c.s3_acl, section.get_bool("s3_acl", false));
   APUS_ASSIGN_OR_RETURN(c.allow_no_owner, section.get_bool("allow_no_owner", false));
+  APUS_ASSIGN_OR_RETURN(c.check_bucket_owner, section.get_bool("check_bucket_owner", false));
   APUS_ASSIGN_OR_RETURN(c.global_bucket_namespace,
                         section.get_bool("global_bucket_namespace", false));
   c.bucket_registry_account =

@@ -34,6 +34,7 @@
 // storage_domain (virtual-hosted-style buckets), dns_compliant_bucket_names (true),
 // allowable_clock_skew (900), max_bucket_listing (1000), max_multi_delete_objects (1000),
 // multi_delete_concurrency (2), s3_acl (false), allow_no_owner (false),
+// check_bucket_owner (false),
 // cors_preflight_allow_origin (none); Apus's own: global_bucket_namespace (false) and
 // bucket_registry_account (".s3api_buckets").
 //

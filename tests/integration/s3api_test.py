@@ -780,6 +780,20 @@ def s3_acls(pair):
     pair.both("s3_acl: PUT existing bucket", "PUT", "/aclb")
     pair.both("s3_acl: multipart upload with an ACL", "POST", "/aclb/mpu?uploads",
               {"x-amz-acl": "public-read"}, compare_body=False)
+    # check_bucket_owner: ListBuckets shows a user of the account only what it may read.
+    port = pair.ports["apus"]
+
+    def names(creds):
+        target, h = signed(port, "GET", "/", creds=creds)
+        return re.findall(rb"<Name>([^<]*)</Name>", send(port, "GET", target, h)[2])
+    target, h = signed(port, "PUT", "/aclpublic", {"x-amz-acl": "public-read"},
+                       creds=Credentials(*USERS["apus"][:2]))
+    send(port, "PUT", target, h)
+    got = names(reader("apus"))
+    check(b"aclpublic" in got and b"aclb" not in got,
+          "s3_acl: check_bucket_owner lists what the reader may read: %r" % (got,))
+    check(b"aclb" in names(Credentials(*USERS["apus"][:2])),
+          "s3_acl: check_bucket_owner lists the owner's buckets")
     # Each side reads the ACLs the other side's s3api stored. (An object ACL that Apus's
     # PutObjectAcl changed is in transient sysmeta, which Swift's s3api does not read: Swift
     # copies the object onto itself instead.)
@@ -1826,7 +1840,8 @@ def main():
         auth(pair)
         with_boto3(apus)
         acl_filters = FILTERS.replace("use = egg:swift#s3api\n",
-                                      "use = egg:swift#s3api\ns3_acl = true\n")
+                                      "use = egg:swift#s3api\ns3_acl = true\n"
+                                      "check_bucket_owner = true\n")
         acl_filters = ("user_test_reader = readkey\nuser_test2_reader = readkey\n" + acl_filters)
         apus_acl = cluster.start_proxy("proxy-s3acl", pipeline=PIPELINE, filters=acl_filters)
         swift_acl = cluster.start_stock_proxy("proxy-s3acl")
