@@ -289,12 +289,9 @@ net::awaitable<Response> cors_request(Exchange& ex, S3Request& s3) {
   std::string stored;  // DELETE: none
   if (method == "PUT") {
     // 100 rules of long origins and headers fit in S3's 64 KiB.
-    auto read = co_await read_xml_body(ex, 64 * 1024);
-    if (auto* e = std::get_if<S3Error>(&read)) co_return s3.error(*e);
-    const auto& body = std::get<std::optional<std::string>>(read);
-    if (!body) co_return s3.error(errors::malformed_xml());
-    if (auto e = content_md5_mismatch(s3, *body)) co_return s3.error(*e);
-    auto rules = parse_cors_xml(*body);
+    auto body = co_await read_configuration(ex, s3, 64 * 1024);
+    if (auto* e = std::get_if<S3Error>(&body)) co_return s3.error(*e);
+    auto rules = parse_cors_xml(std::get<std::string>(body));
     if (auto* e = std::get_if<S3Error>(&rules)) co_return s3.error(*e);
     stored = encode_cors(std::get<CorsRules>(rules));
     if (stored.size() > kMaxStoredCorsBytes) {

@@ -784,12 +784,9 @@ net::awaitable<Response> public_access_block_request(Exchange& ex, S3Request& s3
   }
   std::string stored;  // DELETE: none
   if (method == "PUT") {
-    auto read = co_await read_xml_body(ex, 64 * 1024);
-    if (auto* e = std::get_if<S3Error>(&read)) co_return s3.error(*e);
-    const auto& body = std::get<std::optional<std::string>>(read);
-    if (!body) co_return s3.error(errors::malformed_xml());
-    if (auto e = content_md5_mismatch(s3, *body)) co_return s3.error(*e);
-    auto parsed = parse_public_access_block(*body);
+    auto body = co_await read_configuration(ex, s3, 64 * 1024);
+    if (auto* e = std::get_if<S3Error>(&body)) co_return s3.error(*e);
+    auto parsed = parse_public_access_block(std::get<std::string>(body));
     if (auto* e = std::get_if<S3Error>(&parsed)) co_return s3.error(*e);
     stored = encode_public_access_block(std::get<PublicAccessBlock>(parsed));
   } else if (method != "DELETE") {

@@ -144,6 +144,11 @@ S3Error unexpected(const S3Request& s3, const common::http::Response& r);
 boost::asio::awaitable<std::variant<std::optional<std::string>, S3Error>> read_xml_body(
     common::http::Exchange& ex, size_t max_length);
 
+// A configuration document's body (tagging, CORS, public access block): read_xml_body(), with
+// MalformedXML when there is none and BadDigest when a Content-MD5 does not match it.
+boost::asio::awaitable<std::variant<std::string, S3Error>> read_configuration(
+    common::http::Exchange& ex, const S3Request& s3, size_t max_length);
+
 // BadDigest (with the ContentMd5 Swift names) when the request has a Content-MD5 that is not
 // `body`'s; nullopt when it matches or is absent.
 std::optional<S3Error> content_md5_mismatch(const S3Request& s3, std::string_view body);

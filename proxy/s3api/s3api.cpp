@@ -329,6 +329,17 @@ net::awaitable<std::variant<std::optional<std::string>, S3Error>> read_xml_body(
   co_return std::optional<std::string>(std::move(body));
 }
 
+net::awaitable<std::variant<std::string, S3Error>> read_configuration(Exchange& ex,
+                                                                      const S3Request& s3,
+                                                                      size_t max_length) {
+  auto read = co_await read_xml_body(ex, max_length);
+  if (auto* e = std::get_if<S3Error>(&read)) co_return std::move(*e);
+  auto& body = std::get<std::optional<std::string>>(read);
+  if (!body) co_return errors::malformed_xml();
+  if (auto e = content_md5_mismatch(s3, *body)) co_return std::move(*e);
+  co_return std::move(*body);
+}
+
 S3Error unexpected(const S3Request& s3, const Response& r) {
   switch (r.status) {
     case 400:

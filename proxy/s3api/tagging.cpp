@@ -185,12 +185,9 @@ std::string version_query(const S3Request& s3) {
 net::awaitable<std::variant<TagSet, S3Error>> read_tags(Exchange& ex, S3Request& s3,
                                                         TagTarget target) {
   // Fifty tags of 128 and 256 four-byte characters fit in 80 KiB with their markup.
-  auto read = co_await read_xml_body(ex, 80 * 1024);
-  if (auto* e = std::get_if<S3Error>(&read)) co_return std::move(*e);
-  const auto& body = std::get<std::optional<std::string>>(read);
-  if (!body) co_return errors::malformed_xml();
-  if (auto e = content_md5_mismatch(s3, *body)) co_return std::move(*e);
-  co_return parse_tagging_xml(*body, target);
+  auto body = co_await read_configuration(ex, s3, 80 * 1024);
+  if (auto* e = std::get_if<S3Error>(&body)) co_return std::move(*e);
+  co_return parse_tagging_xml(std::get<std::string>(body), target);
 }
 
 net::awaitable<Response> object_tagging(Exchange& ex, S3Request& s3) {
