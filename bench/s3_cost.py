@@ -12,7 +12,9 @@ Prints the medians and the ratio S3 / Swift of CPU per operation, and writes eve
 OUT/s3_cost.json.
 
 usage: bench/s3_cost.py [--build build] [--out DIR] [--rounds 3] [--duration 10]
-                        [--concurrency 16]
+                        [--concurrency 16] [--s3-option "s3_acl = true" ...]
+
+--s3-option adds a line to [filter:s3api] (repeatable): what S3 ACLs cost, for one.
 """
 import argparse
 import json
@@ -65,13 +67,17 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--duration", type=int, default=10)
     ap.add_argument("--concurrency", type=int, default=16)
+    ap.add_argument("--s3-option", action="append", default=[],
+                    help="a line for [filter:s3api], e.g. 's3_acl = true'")
     o = ap.parse_args()
     build = os.path.abspath(o.build)
     os.makedirs(o.out, exist_ok=True)
     runs = []
     with procs.TempDir("apus-s3-cost-") as root, procs.Processes() as ps:
         cluster = Cluster(os.path.join(build, "bin"), root, ps)
-        port = cluster.start_proxy("proxy-s3", pipeline=PIPELINE, filters=FILTERS)
+        filters = FILTERS.replace("use = egg:swift#s3api\n", "use = egg:swift#s3api\n" +
+                                  "".join(line + "\n" for line in o.s3_option))
+        port = cluster.start_proxy("proxy-s3", pipeline=PIPELINE, filters=filters)
         sessions = {p.pid for p, _ in ps.procs}  # each server leads a session of its own
         common = ["--concurrency", str(o.concurrency), "--threads", "1",
                   "--duration", str(o.duration), "--verify", "headers"]
