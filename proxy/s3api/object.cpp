@@ -465,6 +465,9 @@ class ObjectExchange final : public ExchangeWrapper {
 
   net::awaitable<Translated> translate(int status, const HeaderMap& swift) {
     if (body_error_) co_return *body_error_;
+    if (op_ != Op::kPut) {
+      if (auto denied = co_await check_read_on_answer(s3_, status, swift)) co_return *denied;
+    }
     const bool ok = op_ == Op::kPut ? (status == 201 || status == 202)
                                     : (status == 200 || status == 206 || status == 304);
     if (!ok) co_return co_await error_for(status);
@@ -722,6 +725,10 @@ net::awaitable<void> get_or_head(Exchange& ex, S3Request& s3, Op op) {
       auto info = co_await call_swift(s3, "HEAD", s3.bucket, std::nullopt);
       auto* r = std::get_if<Response>(&info);
       if (!r || !r->headers.contains("X-Container-Sysmeta-Versions-Container")) {
+        // (An answer made here, with no object's: a reader the ACLs keep out is told so.)
+        if (auto denied = co_await check_read_on_answer(s3, 404, HeaderMap())) {
+          co_return co_await ex.reply(s3.error(*denied));
+        }
         co_return co_await ex.reply(s3.error(errors::no_such_version(*s3.key, v->second)));
       }
     }

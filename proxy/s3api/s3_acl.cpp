@@ -589,6 +589,20 @@ net::awaitable<std::optional<S3Error>> check_access(S3Request& s3) {
     default:
       break;
   }
+  // A plain GET or HEAD of an object is checked on its own answer, which carries the object's
+  // ACL (object.cpp): one request instead of a HEAD and then the GET.
+  const bool plain_read =
+      need.permission == Permission::kRead && !s3.has("partNumber") && !s3.has("attributes") &&
+      !s3.has("tagging") && (s3.client.method == "GET" || s3.client.method == "HEAD");
+  if (plain_read) {
+    s3.object_read_check = ObjectReadCheck::kOnAnswer;
+    co_return std::nullopt;
+  }
+  co_return co_await check_object_access(s3, need.permission);
+}
+
+net::awaitable<std::optional<S3Error>> check_object_access(S3Request& s3, Permission permission) {
+  const std::string& account = bucket_account(s3);
   // The object's ACL, from its HEAD (of the version asked for).
   auto v = s3.params.find("versionId");
   std::string query =
@@ -603,8 +617,23 @@ net::awaitable<std::optional<S3Error>> check_access(S3Request& s3) {
     co_return S3Error::access_denied();
   }
   if (r.status != 200) co_return unexpected(s3, r);
-  if (allowed(s3, object_acl(r.headers), account, need.permission)) co_return std::nullopt;
+  if (allowed(s3, object_acl(r.headers), account, permission)) co_return std::nullopt;
   co_return S3Error::access_denied();
+}
+
+net::awaitable<std::optional<S3Error>> check_read_on_answer(S3Request& s3, int status,
+                                                            const HeaderMap& swift) {
+  if (s3.object_read_check != ObjectReadCheck::kOnAnswer) co_return std::nullopt;
+  s3.object_read_check = ObjectReadCheck::kDone;
+  // An object's answer carries its ACL; any other (a 304, 412, 416 or 404) may not, and is
+  // given only to who may have it, as before the read.
+  if (status == 200 || status == 206) {
+    if (allowed(s3, object_acl(swift), bucket_account(s3), Permission::kRead)) {
+      co_return std::nullopt;
+    }
+    co_return S3Error::access_denied();
+  }
+  co_return co_await check_object_access(s3, Permission::kRead);
 }
 
 net::awaitable<std::optional<S3Error>> check_post_access(S3Request& s3,

@@ -60,6 +60,9 @@ struct S3ApiConfig {
 
 inline constexpr int64_t kMax32BitInt = 2147483647;
 
+// Whether an object read's permission is still to be checked on the answer (s3_acl).
+enum class ObjectReadCheck : uint8_t { kDone, kOnAnswer };
+
 // One S3 request being served.
 struct S3Request {
   const common::http::Request& client;
@@ -79,6 +82,8 @@ struct S3Request {
   std::optional<Acl> bucket_acl{};
   std::optional<Acl> new_acl{};
   std::optional<PublicAccessBlock> public_block{};  // the bucket's, as check_access() read it
+  // A plain object GET or HEAD is allowed on its own answer (check_read_on_answer()).
+  ObjectReadCheck object_read_check = ObjectReadCheck::kDone;
 
   bool has(std::string_view p) const { return params.count(std::string(p)) > 0; }
   bool anonymous() const { return signature == nullptr; }
@@ -188,6 +193,15 @@ boost::asio::awaitable<std::optional<S3Error>> authenticate(S3Request& s3);
 // object's ACLs (Swift's ACL_MAP and acl_handlers): nullopt, or the error (AccessDenied,
 // NoSuchBucket). Sets s3.bucket_acl, and s3.new_acl for a write.
 boost::asio::awaitable<std::optional<S3Error>> check_access(S3Request& s3);
+// Whether the requester may do `permission` on s3's object, by its ACL read with a HEAD:
+// nullopt, or the error (AccessDenied; a missing key is AccessDenied too unless the requester
+// may list the bucket).
+boost::asio::awaitable<std::optional<S3Error>> check_object_access(S3Request& s3,
+                                                                   Permission permission);
+// The object GET or HEAD's check that check_access() left to its answer (`status`, the Swift
+// headers): nullopt when allowed (or nothing was left), else the error to answer instead.
+boost::asio::awaitable<std::optional<S3Error>> check_read_on_answer(
+    S3Request& s3, int status, const common::http::HeaderMap& swift);
 // Whether the requester may read (list) `bucket` of its own account, by the bucket's ACL.
 boost::asio::awaitable<bool> may_list_bucket(S3Request& s3, const std::string& bucket);
 // Whether the requester may read an object whose HEAD answered `headers` (a copy's source).
