@@ -1,7 +1,7 @@
 // Browser-based uploads (S3's POST Object; Swift's s3api has none): a multipart/form-data body
 // POSTed to a bucket, whose fields name the key, the ACL, metadata and a signed policy, and
 // whose "file" field is the object. The fields before the file are read (at most
-// kMaxFieldBytes in all, as S3's 20 KiB); the policy (post_policy.h) and its signature are
+// kMaxFieldBytes in all, their header lines included, as S3's 20 KiB); the policy (post_policy.h) and its signature are
 // checked, then the bucket's ACL for whoever signed (or for an anonymous writer when the form
 // has no policy); the file streams into the object's PUT, which fails before the object is
 // stored if the file breaks the policy's size range or its x-amz-checksum-* field. Fields
@@ -275,24 +275,26 @@ net::awaitable<std::variant<Form, S3Error>> read_fields(multipart::FormReader& r
     multipart::MimeHeaders headers = multipart::MimeHeaders::parse(lines);
     multipart::Disposition disp =
         multipart::parse_content_disposition(headers.get("Content-Disposition").value_or(""));
+    // A field's header lines count too: empty fields must not grow the form without bound.
+    for (const auto& line : lines) bytes += line.size();
     std::string name = lower(disp.attrs.contains("name") ? disp.attrs.at("name") : "");
     if (name == "file") {
       form.has_file = true;
       if (auto f = disp.attrs.find("filename"); f != disp.attrs.end()) form.filename = f->second;
       co_return form;
     }
+    const S3Error too_large{.status = 400, .code = "MaxPostPreDataLengthExceeded",
+                            .message = "Your POST request fields preceeding the upload file was "
+                                       "too large.",
+                            .details = {}};
+    if (bytes > kMaxFieldBytes) co_return too_large;
     std::string value;
     while (true) {
       auto n = co_await reader.read(std::span(buf.data(), buf.size()));
       if (!n.ok()) co_return errors::incomplete_body();
       if (*n == 0) break;
       bytes += *n;
-      if (bytes > kMaxFieldBytes) {
-        co_return S3Error{.status = 400, .code = "MaxPostPreDataLengthExceeded",
-                          .message = "Your POST request fields preceeding the upload file was "
-                                     "too large.",
-                          .details = {}};
-      }
+      if (bytes > kMaxFieldBytes) co_return too_large;
       value.append(buf.data(), *n);
     }
     if (!name.empty()) form.fields[name] = std::move(value);

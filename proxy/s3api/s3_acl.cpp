@@ -78,6 +78,24 @@ std::string trim(std::string_view s) {
   return std::string(s);
 }
 
+// S3's limit on grants, and what Apus keeps: the stored JSON travels as one header line to
+// the storage servers, whose lines end at 8192 bytes.
+constexpr size_t kMaxGrants = 100;
+constexpr size_t kMaxStoredAclBytes = 8000;
+
+// The ACL a client asked for, or InvalidArgument when it is more than can be kept.
+std::variant<Acl, S3Error> within_limits(Acl acl) {
+  if (acl.grants.size() > kMaxGrants) {
+    return S3Error::invalid_argument("AccessControlList", "",
+                                     "An ACL may have at most 100 grants.");
+  }
+  if (encode_acl(acl).size() > kMaxStoredAclBytes) {
+    return S3Error::invalid_argument("AccessControlList", "",
+                                     "The ACL is too large: Apus keeps at most 8000 bytes of it.");
+  }
+  return acl;
+}
+
 }  // namespace
 
 std::string_view permission_name(Permission p) {
@@ -241,7 +259,7 @@ std::variant<Acl, S3Error> parse_acl_document(std::string_view xml) {
     g.permission = *p;
     acl.grants.push_back(std::move(g));
   }
-  return acl;
+  return within_limits(std::move(acl));
 }
 
 std::variant<std::optional<Acl>, S3Error> acl_from_headers(const common::http::HeaderMap& h,
@@ -288,7 +306,9 @@ std::variant<std::optional<Acl>, S3Error> acl_from_headers(const common::http::H
     return std::optional<Acl>(std::move(*acl));
   }
   if (grants.empty()) return std::optional<Acl>();
-  return std::optional<Acl>(Acl{.owner = owner, .grants = std::move(grants)});
+  auto checked = within_limits(Acl{.owner = owner, .grants = std::move(grants)});
+  if (auto* e = std::get_if<S3Error>(&checked)) return std::move(*e);
+  return std::optional<Acl>(std::move(std::get<Acl>(checked)));
 }
 
 bool is_public(const Acl& acl) {

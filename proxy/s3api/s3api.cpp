@@ -428,23 +428,10 @@ class S3Api final : public Middleware {
     if (!common::valid_utf8(path)) {
       co_return co_await ex.reply(s3.error(errors::invalid_uri(std::string(req.path()))));
     }
-    if (!bucket_in_host.empty()) {
-      s3.bucket = bucket_in_host;
-      if (path.size() > 1) s3.key = path.substr(1);
-    } else {
-      auto segs = common::http::split_path(path, 0, 2, true);
-      if (!segs.ok()) co_return co_await ex.reply(s3.error(errors::internal_error()));
-      s3.bucket = (*segs)[0].value_or("");
-      s3.key = (*segs)[1];
-      if (s3.key && s3.key->empty()) s3.key.reset();
-      if (!s3.bucket.empty() && !valid_bucket_name(s3.bucket, config_.dns_compliant_bucket_names)) {
-        co_return co_await ex.reply(s3.error(errors::invalid_bucket_name(s3.bucket)));
-      }
-    }
+    if (auto e = locate(s3, path, bucket_in_host)) co_return co_await ex.reply(s3.error(*e));
     // A cross-origin request (Origin) gets its bucket's CORS headers, on errors too.
     if (auto origin = req.headers.get("Origin"); origin && !origin->empty() && !s3.bucket.empty()) {
-      if (!s3.anonymous() && !(co_await authenticate(s3))) co_await resolve_bucket(s3, s3.bucket);
-      if (s3.anonymous()) co_await resolve_bucket(s3, s3.bucket);
+      if (s3.anonymous() || !(co_await authenticate(s3))) co_await resolve_bucket(s3, s3.bucket);
       CorsRules rules = co_await bucket_cors_rules(s3);
       std::string method(req.headers.get_or("Access-Control-Request-Method", req.method));
       if (const CorsRule* rule = matching_cors_rule(rules, *origin, method, {})) {
@@ -496,11 +483,36 @@ class S3Api final : public Middleware {
     co_return co_await ex.reply(co_await dispatch(ex, s3));
   }
 
-  // Whether `req`'s path is one of Swift's API or of the proxy itself (/v1/..., /auth, /info).
-  static bool swift_api_path(const Request& req) {
+  // The bucket and key the request's `path` (decoded) names, path-style or with the bucket in
+  // the Host: nullopt, or the error (InvalidBucketName).
+  std::optional<S3Error> locate(S3Request& s3, const std::string& path,
+                                const std::string& bucket_in_host) const {
+    if (!bucket_in_host.empty()) {
+      s3.bucket = bucket_in_host;
+      if (path.size() > 1) s3.key = path.substr(1);
+      return std::nullopt;
+    }
+    auto segs = common::http::split_path(path, 0, 2, true);
+    if (!segs.ok()) return errors::internal_error();
+    s3.bucket = (*segs)[0].value_or("");
+    s3.key = (*segs)[1];
+    if (s3.key && s3.key->empty()) s3.key.reset();
+    if (!s3.bucket.empty() && !valid_bucket_name(s3.bucket, config_.dns_compliant_bucket_names)) {
+      return errors::invalid_bucket_name(s3.bucket);
+    }
+    return std::nullopt;
+  }
+
+  // The first segment of the request's path ("v1" of "/v1/AUTH_test"), decoded.
+  static std::string first_segment(const Request& req) {
     std::string path = common::http::percent_decode(req.path());
     size_t end = path.find('/', 1);
-    std::string first = path.substr(1, end == std::string::npos ? std::string::npos : end - 1);
+    return path.substr(1, end == std::string::npos ? std::string::npos : end - 1);
+  }
+
+  // Whether `req`'s path is one of Swift's API or of the proxy itself (/v1/..., /auth, /info).
+  static bool swift_api_path(const Request& req) {
+    const std::string first = first_segment(req);
     static constexpr std::string_view kSwiftPaths[] = {
         "v1", "v1.0", "auth", "info", "endpoints", "healthcheck", "crossdomain.xml"};
     for (std::string_view p : kSwiftPaths) {
@@ -551,17 +563,10 @@ class S3Api final : public Middleware {
     if (!config_.global_bucket_namespace) co_return false;
     S3Request s3{.client = req, .env = env, .next = next, .config = config_, .bucket = {},
                  .key = {}, .params = {}, .signature = nullptr, .acl_header_used = true};
-    std::string path = common::http::percent_decode(req.path());
-    if (!bucket_in_host.empty()) {
-      s3.bucket = bucket_in_host;
-      if (path.size() > 1) s3.key = path.substr(1);
-    } else {
-      auto segs = common::http::split_path(path, 0, 2, true);
-      if (!segs.ok() || !(*segs)[0]) co_return false;
-      s3.bucket = *(*segs)[0];
-      s3.key = (*segs)[1];
+    if (locate(s3, common::http::percent_decode(req.path()), bucket_in_host) ||
+        !valid_bucket_name(s3.bucket, config_.dns_compliant_bucket_names)) {
+      co_return false;  // not a bucket's: Swift's
     }
-    if (!valid_bucket_name(s3.bucket, config_.dns_compliant_bucket_names)) co_return false;
     if (!co_await resolve_bucket(s3, s3.bucket)) {
       co_await ex.reply(s3.error(errors::no_such_bucket(s3.bucket)));
       co_return true;
@@ -586,9 +591,7 @@ class S3Api final : public Middleware {
     if (bucket.empty() && req.path() == "/") co_return true;
     if (bucket.empty()) {
       if (swift_api_path(req)) co_return false;
-      std::string path = common::http::percent_decode(req.path());
-      size_t end = path.find('/', 1);
-      bucket = path.substr(1, end == std::string::npos ? std::string::npos : end - 1);
+      bucket = first_segment(req);
       if (!valid_bucket_name(bucket, config_.dns_compliant_bucket_names)) co_return false;
     }
     co_return true;

@@ -216,3 +216,14 @@ TEST_CASE("s3_acl: public grants, and a public access block") {
             "<BlockPublicAcls>true</BlockPublicAcls><IgnorePublicAcls>false</IgnorePublicAcls>") !=
         std::string::npos);
 }
+
+TEST_CASE("s3_acl: at most 100 grants, and what can be kept") {
+  std::string many;
+  for (int i = 0; i < 101; ++i) many += user_grant("u:" + std::to_string(i), "READ");
+  CHECK(code_of(parse_acl_document(policy("o:o", many))) == "InvalidArgument");
+  HeaderMap h;
+  std::string ids;
+  for (int i = 0; i < 60; ++i) ids += (i ? "," : "") + std::string("id=") + std::string(200, 'x');
+  h.set("x-amz-grant-read", ids);
+  CHECK(std::get<S3Error>(acl_from_headers(h, "b", "o")).code == "InvalidArgument");
+}
