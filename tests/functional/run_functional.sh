@@ -163,8 +163,8 @@ sys.exit(0 if ok else 1)
 PY
 fi
 if [ $rc -ne 0 ]; then
-  # What the servers said, for a failure seen only in CI: their errors and the proxy's 5xx.
-  echo "--- server errors (last 40)"
-  grep -h -i 'error\|failed\|timeout' "$APUS_SAIO_DIR"/log/*.log 2>/dev/null | tail -n 40
+  # What the servers said, for a failure seen only in CI: errors, replicas that disagreed, and
+  # the slowest requests.
+  /usr/bin/python3 "$here/server_log_summary.py" "$APUS_SAIO_DIR/log"
 fi
 exit $rc
