@@ -833,7 +833,10 @@ net::awaitable<Response> copy_object(S3Request& s3, const PutTarget& target) {
   }
   if (hr.status == 304 || hr.status == 412) co_return s3.error(errors::precondition_failed());
   if (hr.status != 200) co_return s3.error(unexpected(s3, hr));
-  if (!may_read_object(s3, hr.headers, src_account)) co_return s3.error(S3Error::access_denied());
+  if (!co_await may_read_copy_source(s3, src_bucket, src_key, !version.empty(), hr.headers,
+                                     src_account)) {
+    co_return s3.error(S3Error::access_denied());
+  }
   const std::string directive(s3.client.headers.get_or("x-amz-metadata-directive", "COPY"));
   if (!target.part && src_bucket == s3.bucket && src_key == *s3.key && directive == "COPY" &&
       version.empty()) {

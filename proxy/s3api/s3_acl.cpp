@@ -13,7 +13,9 @@
 #include "common/http/headers.h"
 #include "common/http/url.h"
 #include "common/utf8.h"
+#include "proxy/s3api/bucket_policy.h"
 #include "proxy/s3api/s3_request.h"
+#include "proxy/s3api/tagging.h"
 #include "proxy/subrequest.h"
 
 namespace apus::proxy::s3api {
@@ -542,6 +544,188 @@ std::optional<S3Error> plan_new_acl(S3Request& s3, bool bucket) {
   return std::nullopt;
 }
 
+// The S3 action a request is, as bucket policies name it ("s3:GetObject").
+std::string policy_action(const S3Request& s3) {
+  const std::string& m = s3.client.method;
+  const bool read = m == "GET" || m == "HEAD";
+  const bool version = s3.has("versionId");
+  auto by_method = [&](std::string_view get, std::string_view put,
+                       std::string_view del) -> std::string {
+    return std::string(read ? get : m == "DELETE" ? del : put);
+  };
+  if (s3.has("acl")) {
+    if (s3.key) return read ? (version ? "s3:GetObjectVersionAcl" : "s3:GetObjectAcl")
+                            : (version ? "s3:PutObjectVersionAcl" : "s3:PutObjectAcl");
+    return read ? "s3:GetBucketAcl" : "s3:PutBucketAcl";
+  }
+  if (s3.has("policy")) {
+    return by_method("s3:GetBucketPolicy", "s3:PutBucketPolicy", "s3:DeleteBucketPolicy");
+  }
+  if (s3.has("policyStatus")) return "s3:GetBucketPolicyStatus";
+  if (s3.has("tagging")) {
+    if (s3.key) {
+      return by_method(version ? "s3:GetObjectVersionTagging" : "s3:GetObjectTagging",
+                       version ? "s3:PutObjectVersionTagging" : "s3:PutObjectTagging",
+                       version ? "s3:DeleteObjectVersionTagging" : "s3:DeleteObjectTagging");
+    }
+    return by_method("s3:GetBucketTagging", "s3:PutBucketTagging", "s3:PutBucketTagging");
+  }
+  // Bucket configurations (a DELETE of one is its Put action, as in AWS).
+  static constexpr std::array<std::array<std::string_view, 3>, 12> kConfigurations = {{
+      {"cors", "s3:GetBucketCORS", "s3:PutBucketCORS"},
+      {"versioning", "s3:GetBucketVersioning", "s3:PutBucketVersioning"},
+      {"location", "s3:GetBucketLocation", "s3:GetBucketLocation"},
+      {"logging", "s3:GetBucketLogging", "s3:PutBucketLogging"},
+      {"publicAccessBlock", "s3:GetBucketPublicAccessBlock", "s3:PutBucketPublicAccessBlock"},
+      {"lifecycle", "s3:GetLifecycleConfiguration", "s3:PutLifecycleConfiguration"},
+      {"encryption", "s3:GetEncryptionConfiguration", "s3:PutEncryptionConfiguration"},
+      {"object-lock", "s3:GetBucketObjectLockConfiguration",
+       "s3:PutBucketObjectLockConfiguration"},
+      {"ownershipControls", "s3:GetBucketOwnershipControls", "s3:PutBucketOwnershipControls"},
+      {"website", "s3:GetBucketWebsite", "s3:PutBucketWebsite"},
+      {"notification", "s3:GetBucketNotification", "s3:PutBucketNotification"},
+      {"requestPayment", "s3:GetBucketRequestPayment", "s3:PutBucketRequestPayment"}}};
+  for (const auto& [param, get, put] : kConfigurations) {
+    if (s3.has(param)) return std::string(read ? get : put);
+  }
+  if (s3.has("retention")) return read ? "s3:GetObjectRetention" : "s3:PutObjectRetention";
+  if (s3.has("legal-hold")) return read ? "s3:GetObjectLegalHold" : "s3:PutObjectLegalHold";
+  if (s3.has("delete")) return "s3:DeleteObject";
+  if (!s3.key) {
+    if (s3.has("uploads")) return "s3:ListBucketMultipartUploads";
+    if (s3.has("versions")) return "s3:ListBucketVersions";
+    if (read) return "s3:ListBucket";
+    return m == "PUT" ? "s3:CreateBucket" : m == "DELETE" ? "s3:DeleteBucket" : "s3:PutObject";
+  }
+  if (s3.has("uploadId")) {
+    if (read) return "s3:ListMultipartUploadParts";
+    if (m == "DELETE") return "s3:AbortMultipartUpload";
+    return "s3:PutObject";
+  }
+  if (s3.has("attributes")) {
+    return version ? "s3:GetObjectVersionAttributes" : "s3:GetObjectAttributes";
+  }
+  if (read) return version ? "s3:GetObjectVersion" : "s3:GetObject";
+  if (m == "DELETE") return version ? "s3:DeleteObjectVersion" : "s3:DeleteObject";
+  return "s3:PutObject";
+}
+
+// The resource a request is on: the bucket, or one of its objects.
+std::string policy_resource(const std::string& bucket, const std::optional<std::string>& key) {
+  return "arn:aws:s3:::" + bucket + (key ? "/" + *key : "");
+}
+
+// The value of a condition key (lower-cased) in `s3`'s request; `object_tags` are the tags of
+// the object it is on, when read.
+std::optional<std::vector<std::string>> policy_value(const S3Request& s3, std::string_view key,
+                                                     const TagSet* object_tags) {
+  using Values = std::optional<std::vector<std::string>>;
+  auto one = [](std::string_view v) { return Values(std::vector<std::string>{std::string(v)}); };
+  const HeaderMap& h = s3.client.headers;
+  auto header = [&](std::string_view name) -> Values {
+    auto v = h.get(name);
+    return v ? one(*v) : std::nullopt;
+  };
+  auto param = [&](const char* name) -> Values {
+    auto it = s3.params.find(name);
+    return it != s3.params.end() ? one(it->second) : std::nullopt;
+  };
+  const std::string& user = s3.user_id();
+  if (key == "aws:referer") return header("Referer");
+  if (key == "aws:useragent") return header("User-Agent");
+  if (key == "aws:sourceip") return one(s3.client.remote_addr);
+  // Apus answers plain HTTP; TLS ends in front of it, where this cannot be told.
+  if (key == "aws:securetransport") return one("false");
+  if (key == "aws:epochtime") return one(std::to_string(std::time(nullptr)));
+  if (key == "aws:currenttime") return one(s3_xml_time(std::time(nullptr)));
+  if (key == "aws:principaltype") return one(s3.anonymous() ? "Anonymous" : "User");
+  if (key == "aws:userid") return s3.anonymous() ? std::nullopt : one(user);
+  if (key == "aws:username" || key == "aws:principalaccount") {
+    if (s3.anonymous()) return std::nullopt;
+    size_t colon = user.find(':');
+    return one(key == "aws:username" ? user.substr(colon == std::string::npos ? 0 : colon + 1)
+                                     : user.substr(0, colon));
+  }
+  if (key == "s3:prefix") return param("prefix");
+  if (key == "s3:delimiter") return param("delimiter");
+  if (key == "s3:max-keys") return param("max-keys");
+  if (key == "s3:versionid") return param("versionId");
+  if (key == "s3:x-amz-copy-source") {
+    auto v = h.get("x-amz-copy-source");
+    if (!v) return std::nullopt;
+    std::string source = common::http::percent_decode(v->substr(0, v->find('?')));
+    if (source.starts_with('/')) source.erase(0, 1);
+    return one(source);
+  }
+  if (key.starts_with("s3:x-amz-")) return header(key.substr(3));
+  constexpr std::string_view kExisting = "s3:existingobjecttag/";
+  constexpr std::string_view kRequested = "s3:requestobjecttag/";
+  if (key.starts_with(kExisting) || key.starts_with(kRequested) ||
+      key == "s3:requestobjecttagkeys") {
+    TagSet requested;
+    const TagSet* tags = object_tags;
+    if (!key.starts_with(kExisting)) {
+      auto parsed = parse_tagging_header(h.get_or("x-amz-tagging", ""));
+      if (auto* t = std::get_if<TagSet>(&parsed)) requested = std::move(*t);
+      tags = &requested;
+    }
+    if (!tags) return std::nullopt;
+    std::vector<std::string> out;
+    if (key == "s3:requestobjecttagkeys") {
+      for (const auto& [k, v] : *tags) out.push_back(k);
+      return out.empty() ? std::nullopt : Values(std::move(out));
+    }
+    // Tag keys are case-sensitive; the condition key is lower-cased here, so compare so.
+    std::string_view tag = key.substr(key.find('/') + 1);
+    for (const auto& [k, v] : *tags) {
+      if (common::http::iequals(k, tag)) out.push_back(v);
+    }
+    return out.empty() ? std::nullopt : Values(std::move(out));
+  }
+  return std::nullopt;
+}
+
+// The bucket's policy, from its cached container info (nullopt: none, or none that parses).
+std::optional<BucketPolicy> stored_policy(const HeaderMap& info, const std::string& bucket) {
+  auto text = decode_policy_sysmeta(info);
+  if (!text) return std::nullopt;
+  auto parsed = BucketPolicy::parse(*text, bucket);
+  if (auto* p = std::get_if<BucketPolicy>(&parsed)) return std::move(*p);
+  return std::nullopt;
+}
+
+// The policy's verdict on `action` on bucket/key for s3's requester. Reads the object's tags
+// (a HEAD) when a condition needs them. RestrictPublicBuckets: a public policy's Allow counts
+// only for the users of the bucket's own account.
+net::awaitable<PolicyEffect> policy_verdict(S3Request& s3, const BucketPolicy& policy,
+                                            const std::string& action, const std::string& bucket,
+                                            const std::optional<std::string>& key,
+                                            const std::string& account) {
+  std::optional<TagSet> tags;
+  if (key && policy.reads_key("s3:existingobjecttag/")) {
+    auto v = s3.params.find("versionId");
+    std::string query =
+        v == s3.params.end() ? "" : "version-id=" + common::http::quote(v->second, "");
+    auto head = co_await call_swift(s3, "HEAD", bucket, key, query, 1 << 16,
+                                    [&](HeaderMap& h) { h = own_headers(s3.client.headers); });
+    if (auto* r = std::get_if<Response>(&head); r && r->status == 200) {
+      tags = decode_tags(r->headers.get_or(kObjectTaggingSysmeta, ""));
+    }
+  }
+  PolicyRequest request{.action = action, .resource = policy_resource(bucket, key),
+                        .user = s3.user_id(),
+                        .value_of = [&](std::string_view k) {
+                          return policy_value(s3, k, tags ? &*tags : nullptr);
+                        }};
+  PolicyEffect verdict = policy.evaluate(request);
+  if (verdict == PolicyEffect::kAllow && s3.public_block &&
+      s3.public_block->restrict_public_buckets && policy.is_public() &&
+      (s3.requester_account().empty() || s3.requester_account() != account)) {
+    co_return PolicyEffect::kNone;
+  }
+  co_return verdict;
+}
+
 }  // namespace
 
 net::awaitable<std::optional<S3Error>> authenticate(S3Request& s3) {
@@ -599,6 +783,30 @@ net::awaitable<std::optional<S3Error>> check_access(S3Request& s3) {
       expected && (!s3.bucket_acl || s3.bucket_acl->owner != *expected)) {
     co_return S3Error::access_denied();
   }
+  // A plain GET or HEAD of an object is checked on its own answer, which carries the object's
+  // ACL (object.cpp): one request instead of a HEAD and then the GET.
+  const bool plain_read =
+      need.target == Target::kObject && need.permission == Permission::kRead &&
+      !s3.has("partNumber") && !s3.has("attributes") && !s3.has("tagging") &&
+      (s3.client.method == "GET" || s3.client.method == "HEAD");
+  // The bucket policy first: its Deny wins over any grant, its Allow over the ACLs.
+  if (auto policy = stored_policy(info.headers, s3.bucket)) {
+    s3.bucket_policy = std::make_shared<const BucketPolicy>(std::move(*policy));
+    const std::string action = policy_action(s3);
+    PolicyEffect verdict =
+        co_await policy_verdict(s3, *s3.bucket_policy, action, s3.bucket, s3.key, account);
+    // The bucket's owner may always read, change and remove its policy (AWS's rule for the
+    // account's root user), so that a policy that denies everyone can be undone.
+    const bool owner_policy_call = action.find("BucketPolicy") != std::string::npos &&
+                                   is_owner(s3, s3.bucket_acl, account);
+    if (verdict == PolicyEffect::kDeny && !owner_policy_call) co_return S3Error::access_denied();
+    if (verdict == PolicyEffect::kAllow) {
+      s3.policy_allowed = true;
+      // A missing object is still told only to who may list the bucket.
+      if (plain_read) s3.object_read_check = ObjectReadCheck::kOnAnswer;
+      co_return std::nullopt;
+    }
+  }
   switch (need.target) {
     case Target::kBucketOwner:
       if (is_owner(s3, s3.bucket_acl, account)) co_return std::nullopt;
@@ -609,17 +817,33 @@ net::awaitable<std::optional<S3Error>> check_access(S3Request& s3) {
     default:
       break;
   }
-  // A plain GET or HEAD of an object is checked on its own answer, which carries the object's
-  // ACL (object.cpp): one request instead of a HEAD and then the GET.
-  const bool plain_read =
-      need.permission == Permission::kRead && !s3.has("partNumber") && !s3.has("attributes") &&
-      !s3.has("tagging") && (s3.client.method == "GET" || s3.client.method == "HEAD");
   if (plain_read) {
     s3.object_read_check = ObjectReadCheck::kOnAnswer;
     co_return std::nullopt;
   }
   co_return co_await check_object_access(s3, need.permission);
 }
+
+namespace {
+
+// Whether the requester may list the bucket where its key would be: a READ grant on the bucket,
+// or the policy's s3:ListBucket with s3:prefix the key (and no Deny of it).
+net::awaitable<bool> may_list_key(S3Request& s3, const std::string& account) {
+  if (s3.bucket_policy) {
+    PolicyRequest request{.action = "s3:ListBucket", .resource = policy_resource(s3.bucket, {}),
+                          .user = s3.user_id(),
+                          .value_of = [&](std::string_view k) -> std::optional<std::vector<std::string>> {
+                            if (k == "s3:prefix") return std::vector<std::string>{*s3.key};
+                            return policy_value(s3, k, nullptr);
+                          }};
+    PolicyEffect verdict = s3.bucket_policy->evaluate(request);
+    if (verdict == PolicyEffect::kDeny) co_return false;
+    if (verdict == PolicyEffect::kAllow) co_return true;
+  }
+  co_return allowed(s3, s3.bucket_acl, account, Permission::kRead);
+}
+
+}  // namespace
 
 net::awaitable<std::optional<S3Error>> check_object_access(S3Request& s3, Permission permission) {
   const std::string& account = bucket_account(s3);
@@ -633,11 +857,13 @@ net::awaitable<std::optional<S3Error>> check_object_access(S3Request& s3, Permis
   const Response& r = std::get<Response>(head);
   if (r.status == 404) {
     // Who may list the bucket may learn the key is not there (S3's rule); others may not.
-    if (allowed(s3, s3.bucket_acl, account, Permission::kRead)) co_return std::nullopt;
+    if (co_await may_list_key(s3, account)) co_return std::nullopt;
     co_return S3Error::access_denied();
   }
   if (r.status != 200) co_return unexpected(s3, r);
-  if (allowed(s3, object_acl(r.headers), account, permission)) co_return std::nullopt;
+  if (s3.policy_allowed || allowed(s3, object_acl(r.headers), account, permission)) {
+    co_return std::nullopt;
+  }
   co_return S3Error::access_denied();
 }
 
@@ -648,7 +874,7 @@ net::awaitable<std::optional<S3Error>> check_read_on_answer(S3Request& s3, int s
   // An object's answer carries its ACL; any other (a 304, 412, 416 or 404) may not, and is
   // given only to who may have it, as before the read.
   if (status == 200 || status == 206) {
-    if (allowed(s3, object_acl(swift), bucket_account(s3), Permission::kRead)) {
+    if (s3.policy_allowed || allowed(s3, object_acl(swift), bucket_account(s3), Permission::kRead)) {
       co_return std::nullopt;
     }
     co_return S3Error::access_denied();
@@ -685,9 +911,26 @@ net::awaitable<bool> may_list_bucket(S3Request& s3, const std::string& bucket) {
                     Permission::kRead);
 }
 
-bool may_read_object(const S3Request& s3, const HeaderMap& headers, const std::string& account) {
-  if (!s3.config.s3_acl) return true;
-  return allowed(s3, object_acl(headers), account, Permission::kRead);
+net::awaitable<bool> may_read_copy_source(S3Request& s3, const std::string& bucket,
+                                          const std::string& key, bool version,
+                                          const HeaderMap& headers, const std::string& account) {
+  if (!s3.config.s3_acl) co_return true;
+  CachedInfo info = co_await s3.config.info->container_info(account, bucket, s3.client, s3.env);
+  if (info.status >= 200 && info.status < 300) {
+    if (auto policy = stored_policy(info.headers, bucket)) {
+      // The source's own bucket decides: its public access block, not the destination's.
+      S3Request src{.client = s3.client, .env = s3.env, .next = s3.next, .config = s3.config,
+                    .bucket = bucket, .key = key, .params = {}, .signature = s3.signature,
+                    .acl_header_used = true, .bucket_accounts = s3.bucket_accounts};
+      src.public_block =
+          decode_public_access_block(info.headers.get_or(kPublicAccessBlockSysmeta, ""));
+      PolicyEffect verdict = co_await policy_verdict(
+          src, *policy, version ? "s3:GetObjectVersion" : "s3:GetObject", bucket, key, account);
+      if (verdict == PolicyEffect::kDeny) co_return false;
+      if (verdict == PolicyEffect::kAllow) co_return true;
+    }
+  }
+  co_return allowed(s3, object_acl(headers), account, Permission::kRead);
 }
 
 void add_new_acl(const S3Request& s3, std::string_view sysmeta_name, HeaderMap& h) {

@@ -60,6 +60,8 @@ struct S3ApiConfig {
 
 inline constexpr int64_t kMax32BitInt = 2147483647;
 
+class BucketPolicy;  // bucket_policy.h
+
 // Whether an object read's permission is still to be checked on the answer (s3_acl).
 enum class ObjectReadCheck : uint8_t { kDone, kOnAnswer };
 
@@ -82,6 +84,10 @@ struct S3Request {
   std::optional<Acl> bucket_acl{};
   std::optional<Acl> new_acl{};
   std::optional<PublicAccessBlock> public_block{};  // the bucket's, as check_access() read it
+  // The bucket's policy, when it has one, and whether its Allow let the request in (an object
+  // read then needs no ACL).
+  std::shared_ptr<const BucketPolicy> bucket_policy{};
+  bool policy_allowed = false;
   // A plain object GET or HEAD is allowed on its own answer (check_read_on_answer()).
   ObjectReadCheck object_read_check = ObjectReadCheck::kDone;
 
@@ -181,6 +187,9 @@ void keep_object_metadata(const common::http::HeaderMap& head, common::http::Hea
 boost::asio::awaitable<std::optional<S3Error>> set_bucket_sysmeta(S3Request& s3,
                                                                    std::string_view name,
                                                                    const std::string& value);
+// The same for several headers at once (name, value; an empty value removes the header).
+boost::asio::awaitable<std::optional<S3Error>> set_bucket_sysmeta(
+    S3Request& s3, const std::vector<std::pair<std::string, std::string>>& headers);
 // The answer of a bucket configuration's PUT (200) or DELETE (204).
 common::http::Response configuration_answer(const S3Request& s3);
 
@@ -204,9 +213,13 @@ boost::asio::awaitable<std::optional<S3Error>> check_read_on_answer(
     S3Request& s3, int status, const common::http::HeaderMap& swift);
 // Whether the requester may read (list) `bucket` of its own account, by the bucket's ACL.
 boost::asio::awaitable<bool> may_list_bucket(S3Request& s3, const std::string& bucket);
-// Whether the requester may read an object whose HEAD answered `headers` (a copy's source).
-bool may_read_object(const S3Request& s3, const common::http::HeaderMap& headers,
-                     const std::string& account);
+// Whether the requester may read a copy's source, `key` of `bucket` in `account`, whose HEAD
+// answered `headers` (`version`: a version of it): by the source bucket's policy, then the
+// object's ACL.
+boost::asio::awaitable<bool> may_read_copy_source(S3Request& s3, const std::string& bucket,
+                                                  const std::string& key, bool version,
+                                                  const common::http::HeaderMap& headers,
+                                                  const std::string& account);
 // The ACL for what a write stores (s3.new_acl), as the header to add to it.
 void add_new_acl(const S3Request& s3, std::string_view sysmeta_name, common::http::HeaderMap& h);
 // A browser POST upload (s3_acl): whether the requester may write the bucket, with
@@ -217,6 +230,11 @@ boost::asio::awaitable<std::optional<S3Error>> check_post_access(
 // ?publicAccessBlock with s3_acl: GET, PUT and DELETE of a bucket's public access block.
 boost::asio::awaitable<common::http::Response> public_access_block_request(
     common::http::Exchange& ex, S3Request& s3);
+// ?policy with s3_acl: GET, PUT and DELETE of a bucket's policy (bucket_policy.h), and
+// ?policyStatus (GET: whether the policy or the ACL makes the bucket public).
+boost::asio::awaitable<common::http::Response> bucket_policy_request(common::http::Exchange& ex,
+                                                                     S3Request& s3);
+boost::asio::awaitable<common::http::Response> bucket_policy_status(S3Request& s3);
 // ?acl with s3_acl: GET and PUT of a bucket's or an object's ACL.
 boost::asio::awaitable<common::http::Response> s3_acl_request(common::http::Exchange& ex,
                                                               S3Request& s3);

@@ -283,10 +283,15 @@ net::awaitable<SwiftAnswer> call_swift(S3Request& s3, const std::string& method,
 
 net::awaitable<std::optional<S3Error>> set_bucket_sysmeta(S3Request& s3, std::string_view name,
                                                           const std::string& value) {
+  co_return co_await set_bucket_sysmeta(s3, {{std::string(name), value}});
+}
+
+net::awaitable<std::optional<S3Error>> set_bucket_sysmeta(
+    S3Request& s3, const std::vector<std::pair<std::string, std::string>>& headers) {
   auto post = co_await call_swift(s3, "POST", s3.bucket, std::nullopt, "", 1 << 16,
                                   [&](HeaderMap& h) {
     h = own_headers(s3.client.headers);
-    h.set(name, value);
+    for (const auto& [name, value] : headers) h.set(name, value);
   });
   if (auto* e = std::get_if<S3Error>(&post)) co_return std::move(*e);
   const Response& p = std::get<Response>(post);
@@ -464,7 +469,8 @@ class S3Api final : public Middleware {
         !s3.has("uploadId") && (!s3.has("partNumber") || part_read) && !s3.has("object-lock") &&
         !s3.has("delete") && !s3.has("location") && !s3.has("logging") &&
         !s3.has("versioning") && !s3.has("cors") && !s3.has("attributes") &&
-        !s3.has("publicAccessBlock") && !unsupported(s3)) {
+        !s3.has("publicAccessBlock") && !s3.has("policy") && !s3.has("policyStatus") &&
+        !unsupported(s3)) {
       co_return co_await object_request(ex, s3);
     }
     const bool multipart = s3.has("partNumber") || s3.has("uploadId") || s3.has("uploads");
@@ -620,13 +626,14 @@ class S3Api final : public Middleware {
   }
 
   // Sub-resources s3api does not serve at all (Swift's UnsupportedController).
-  static bool unsupported(const S3Request& s3) {
+  bool unsupported(const S3Request& s3) const {
     static constexpr std::string_view kUnsupported[] = {
-        "notification", "policy", "requestPayment", "torrent", "website", "restore"};
+        "notification", "requestPayment", "torrent", "website", "restore"};
     for (std::string_view p : kUnsupported) {
       if (s3.has(p)) return true;
     }
-    return false;
+    // Bucket policies are evaluated with S3's permission model, s3_acl's.
+    return !config_.s3_acl && (s3.has("policy") || s3.has("policyStatus"));
   }
 
   // Swift's S3Request.controller and the handlers served so far (objects: object_request();
@@ -666,6 +673,11 @@ class S3Api final : public Middleware {
     if (s3.has("cors")) {
       s3.key.reset();  // a bucket's configuration
       co_return co_await cors_request(ex, s3);
+    }
+    if (s3.has("policy") || s3.has("policyStatus")) {
+      s3.key.reset();  // a bucket's configuration
+      co_return co_await (s3.has("policy") ? bucket_policy_request(ex, s3)
+                                           : bucket_policy_status(s3));
     }
     if (s3.has("versioning")) {
       co_return co_await bucket_versioning(ex, s3, co_await has_object_versioning(s3));

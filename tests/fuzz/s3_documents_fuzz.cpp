@@ -1,6 +1,7 @@
 // Fuzzes the parsers of the S3 documents and headers a client sends with a request body or a
 // header: Tagging documents and x-amz-tagging (tagging.h), AccessControlPolicy documents
-// (s3_acl.h), CORSConfiguration documents (cors.h) and browser POST policies (post_policy.h).
+// (s3_acl.h), CORSConfiguration documents (cors.h), browser POST policies (post_policy.h) and
+// bucket policies (bucket_policy.h, evaluated too).
 // The first byte picks the parser; the rest is the document.
 //
 // Besides the sanitizers, it checks what the operations rely on: a refusal is a 400 (403 for
@@ -11,10 +12,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
+#include "proxy/s3api/bucket_policy.h"
 #include "proxy/s3api/cors.h"
 #include "proxy/s3api/post_policy.h"
 #include "proxy/s3api/s3_acl.h"
@@ -90,12 +94,42 @@ void check_policy(std::string_view body) {
   if (range.min < 0 || range.min > range.max) fail("an empty size range accepted");
 }
 
+void check_bucket_policy(std::string_view body) {
+  auto parsed = s3::BucketPolicy::parse(body, "b");
+  if (const auto* e = std::get_if<s3::S3Error>(&parsed)) {
+    if (e->status != 400 || e->code != "MalformedPolicy") fail("a bucket policy refusal S3 does not give");
+    return;
+  }
+  const auto& policy = std::get<s3::BucketPolicy>(parsed);
+  apus::common::http::HeaderMap h;
+  for (const auto& [name, value] : s3::encode_policy_sysmeta(policy.text())) {
+    if (value.size() + name.size() >= 8000) fail("a stored policy header too long");
+    h.set(name, value);
+  }
+  if (!policy.text().empty() && s3::decode_policy_sysmeta(h) != policy.text()) {
+    fail("the stored policy does not read back");
+  }
+  s3::PolicyRequest request{.action = "s3:GetObject", .resource = "arn:aws:s3:::b/k",
+                            .user = "test:tester", .value_of = [](std::string_view key) {
+                              return std::optional<std::vector<std::string>>(
+                                  std::vector<std::string>{std::string(key)});
+                            }};
+  (void)policy.evaluate(request);
+  request.user.clear();
+  request.value_of = {};
+  (void)policy.evaluate(request);
+  (void)policy.is_public();
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   std::string_view body(reinterpret_cast<const char*>(data) + 1, size - 1);
-  switch (data[0] % 6) {
+  switch (data[0] % 7) {
+    case 6:
+      check_bucket_policy(body);
+      break;
     case 3:
       check_acl(body);
       break;

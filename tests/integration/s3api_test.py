@@ -892,6 +892,7 @@ def global_namespace(port):
     cors(port, call, code)
     post_uploads(port, call, code)
     public_access_block(port, call, code)
+    bucket_policies(port, call, code)
     s = call("GET", "/gbucket/public?attributes",
              headers={"x-amz-object-attributes": "ETag,ObjectSize,StorageClass"})
     check(s[0] == 200 and b"<ObjectSize>11</ObjectSize>" in s[2] and
@@ -1089,6 +1090,75 @@ def public_access_block(port, call, code):
     check(s[0] == 204, "public block: DELETE %r" % (s,))
     s = call("GET", "/gbucket/public", None)
     check(s[0] == 200, "public block: public again %r" % (s[0],))
+
+
+def bucket_policies(port, call, code):
+    """Bucket policies (Apus only: Swift's s3api has none): stored as sent, checked, and
+    deciding before the ACLs (a Deny over a grant, an Allow beyond them)."""
+    alt = Credentials("test2:tester2", "testing2")
+
+    def statement(effect, principal, action, resource, condition=None):
+        st = {"Effect": effect, "Principal": principal, "Action": action,
+              "Resource": resource}
+        if condition:
+            st["Condition"] = condition
+        return st
+
+    def policy(*statements):
+        return json.dumps({"Version": "2012-10-17", "Statement": list(statements)}).encode()
+
+    call("PUT", "/gbucket?acl", headers={"x-amz-acl": "private"})  # listing by policy only
+    s = call("GET", "/gbucket?policy")
+    check((s[0], code(s)) == (404, "NoSuchBucketPolicy"), "policy: none yet %r" % (s,))
+    for bad in (b"{", policy(statement("Allow", "*", "s3:GetObject", "arn:aws:s3:::other/*")),
+                policy(statement("Allow", "*", "s3:Fly", "arn:aws:s3:::gbucket/*"))):
+        s = call("PUT", "/gbucket?policy", body=bad)
+        check((s[0], code(s)) == (400, "MalformedPolicy"), "policy: refused %r %r" % (bad, s))
+    text = policy(
+        statement("Allow", "*", "s3:GetObject", "arn:aws:s3:::gbucket/priv*",
+                  {"IpAddress": {"aws:SourceIp": "127.0.0.0/8"}}),
+        statement("Deny", {"AWS": "arn:aws:iam::test2:root"}, "s3:GetObject",
+                  "arn:aws:s3:::gbucket/public"),
+        statement("Allow", {"AWS": "*"}, "s3:ListBucket", "arn:aws:s3:::gbucket",
+                  {"StringLike": {"s3:prefix": "pub*"}}))
+    s = call("PUT", "/gbucket?policy", alt, body=text)
+    check((s[0], code(s)) == (403, "AccessDenied"), "policy: only the owner sets it %r" % (s,))
+    s = call("PUT", "/gbucket?policy", body=text)
+    check(s[0] == 204, "policy: PUT %r" % (s,))
+    s = call("GET", "/gbucket?policy")
+    check(s[0] == 200 and s[2] == text, "policy: GET gives the text back %r" % (s,))
+    s = call("GET", "/gbucket/private", None)
+    check(s[0] == 200 and s[2] == b"private data", "policy: an Allow beyond the ACL %r" % (s,))
+    s = call("GET", "/gbucket/public", alt)
+    check((s[0], code(s)) == (403, "AccessDenied"), "policy: a Deny over a public ACL %r" % (s,))
+    s = call("GET", "/gbucket/public", None)
+    check(s[0] == 200, "policy: the ACL still lets others in %r" % (s[0],))
+    s = call("HEAD", "/gbucket/pubmissing", None)
+    check(s[0] == 404, "policy: a missing key under a listable prefix %r" % (s[0],))
+    s = call("HEAD", "/gbucket/othermissing", None)
+    check(s[0] == 403, "policy: a missing key outside it %r" % (s[0],))
+    s = call("GET", "/gbucket?policyStatus")
+    check(s[0] == 200 and b"<IsPublic>true</IsPublic>" in s[2], "policy: status %r" % (s,))
+    # The owner can always undo a policy that shuts everyone out, itself included.
+    call("PUT", "/gbucket?policy", body=policy(statement(
+        "Deny", "*", "s3:*", ["arn:aws:s3:::gbucket", "arn:aws:s3:::gbucket/*"])))
+    s = call("GET", "/gbucket/private")
+    check((s[0], code(s)) == (403, "AccessDenied"), "policy: the owner denied too %r" % (s,))
+    s = call("DELETE", "/gbucket?policy")
+    check(s[0] == 204, "policy: DELETE by the owner still %r" % (s,))
+    s = call("GET", "/gbucket/private")
+    check(s[0] == 200, "policy: gone %r" % (s[0],))
+    s = call("GET", "/gbucket?policy")
+    check((s[0], code(s)) == (404, "NoSuchBucketPolicy"), "policy: none again %r" % (s,))
+    # BlockPublicPolicy refuses a public policy.
+    call("PUT", "/gbucket?publicAccessBlock", body=(
+        b"<PublicAccessBlockConfiguration><BlockPublicPolicy>true</BlockPublicPolicy>"
+        b"</PublicAccessBlockConfiguration>"))
+    s = call("PUT", "/gbucket?policy", body=policy(statement(
+        "Allow", "*", "s3:GetObject", "arn:aws:s3:::gbucket/*")))
+    check((s[0], code(s)) == (403, "AccessDenied"), "policy: public one blocked %r" % (s,))
+    call("DELETE", "/gbucket?publicAccessBlock")
+    call("PUT", "/gbucket?acl", headers={"x-amz-acl": "public-read-write"})
 
 
 def versioning(pair):
