@@ -78,6 +78,18 @@ net::awaitable<void> ContainerUpdater::Impl::report(const std::string& device,
                                                     common::http::ConnectionPool& pool) {
   auto until = suppressed.find(info.account);
   if (until != suppressed.end() && until->second > Clock::now()) co_return;
+  // The page was read up to containers_per_second x its length ago: read the container again
+  // just before its report, as Swift's updater reads each database when it comes to it. A
+  // report of what the container was before a DELETE would put it back in the account's
+  // listing with its old object count.
+  auto& disk = devices.pool(device);
+  Result<std::optional<DbInfo>> fresh = co_await disk.call([&]() -> Result<std::optional<DbInfo>> {
+    auto store = devices.store(device);
+    if (!store.ok()) return store.status();
+    return (*store)->get_info(db);
+  });
+  if (!fresh.ok() || !fresh->has_value() || !needs_report(**fresh)) co_return;
+  info = std::move(**fresh);
   auto nodes = ring->get_nodes(info.account);
   if (!nodes.ok()) co_return;
   std::string path =
@@ -106,7 +118,6 @@ net::awaitable<void> ContainerUpdater::Impl::report(const std::string& device,
   size_t n = nodes->nodes.size();
   if (successes >= n / 2 + 1) {
     ++stats.successes;
-    auto& disk = devices.pool(device);
     Status s = co_await disk.call([&] {
       auto store = devices.store(device);
       if (!store.ok()) return store.status();

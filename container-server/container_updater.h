@@ -6,7 +6,8 @@
 // A RocksDB store has one writer process, so the sweep runs inside apus-container-server (a
 // thread started with the server, configured by [container-updater]) instead of a separate
 // process reading the databases. A pass walks every device's databases in pages; a container
-// is reported when put/delete timestamps or counts differ from what was last reported, to the
+// is reported when put/delete timestamps or counts differ from what was last reported (read
+// again just before its report: a page may be seconds old by then), to the
 // account ring's nodes (their replication addresses), `concurrency` at a time and at most
 // `containers_per_second`. A majority of 2xx answers records the report; otherwise the account
 // is left alone for `account_suppression_time`. An idle pass reads each database's info once.

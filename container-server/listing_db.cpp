@@ -242,6 +242,19 @@ Status from_rocksdb(const rocksdb::Status& s) {
 
 // ---- the RocksDB store -----------------------------------------------------------------------
 
+// A container report older than the deletion the account already knows of: both its
+// timestamps are older than the row's delete timestamp, which is newer than the row's put.
+// Its object count is from before the DELETE (a container is deleted only when empty, and a
+// deleted one takes no more rows), so it must not bring the container back. Swift's account
+// broker takes such a report's counts and lists the container again until the container's next
+// report; Apus keeps the row as it is.
+bool stale_report(const ContainerRecord& row, const ContainerRecord& report) {
+  const Timestamp row_delete = timestamp_or_zero(row.delete_timestamp);
+  return row_delete > timestamp_or_zero(row.put_timestamp) &&
+         timestamp_or_zero(report.put_timestamp) <= timestamp_or_zero(row.put_timestamp) &&
+         timestamp_or_zero(report.delete_timestamp) < row_delete;
+}
+
 class RocksListingStore final : public ListingStore {
  public:
   RocksListingStore(StoreOptions options, std::unique_ptr<rocksdb::DB> db)
@@ -345,6 +358,7 @@ class RocksListingStore final : public ListingStore {
           existing->name = rec.name;
         }
       }
+      if (existing && stale_report(*existing, rec)) continue;
       if (existing) {
         // Swift keeps the newer put and delete timestamps independently, takes counts from the
         // update, and always rewrites the row.

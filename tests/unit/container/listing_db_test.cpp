@@ -239,6 +239,17 @@ TEST_CASE("container rows in an account: newest timestamps win and counts move w
   const auto& rows = *listed;
   REQUIRE(rows.size() == 1);
   CHECK(rows[0].row.name == "c2");
+
+  // A report from before the DELETE (its updater read the container earlier) does not bring
+  // the container back with its old count; a report of a newer PUT does.
+  put("c1", "1700000001.00000", "0", 5, 50);
+  i = s.info("acct");
+  CHECK(i.container_count == 1);
+  CHECK(i.object_count == 1);
+  put("c1", "1700000003.00000", "1700000002.00000", 2, 20);
+  i = s.info("acct");
+  CHECK(i.container_count == 2);
+  CHECK(i.object_count == 3);
 }
 
 TEST_CASE("random row updates keep counts equal to the rows") {
