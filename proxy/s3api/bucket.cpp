@@ -191,6 +191,8 @@ net::awaitable<Response> put_bucket(Exchange& ex, S3Request& s3) {
                                    [&](HeaderMap& h) {
       h = own_headers(s3.client.headers);
       add_new_acl(s3, kBucketAclSysmeta, h);
+      // x-amz-object-ownership, checked by check_access().
+      if (auto o = s3.client.headers.get("x-amz-object-ownership")) h.set(kOwnershipSysmeta, *o);
     });
     if (auto* e = std::get_if<S3Error>(&acl)) co_return s3.error(*e);
     if (std::get<Response>(acl).status != 204) {

@@ -475,10 +475,15 @@ net::awaitable<Response> list_parts(S3Request& s3, const std::string& upload_id)
   add_text(root, "Bucket", s3.bucket);
   add_text(root, "Key", encoding ? common::http::quote(*s3.key, "/") : *s3.key);
   add_text(root, "UploadId", upload_id);
+  // The owner the completed object will have (s3_acl keeps it on the marker), else the user.
+  const UploadInfo& upload = std::get<UploadInfo>(info);
+  auto tmpacl = decode_acl(upload.head.headers.get_or(kUploadAclSysmeta, ""));
+  const std::string owner = tmpacl && !tmpacl->owner.empty() ? tmpacl->owner : s3.user_id();
   for (const char* who : {"Initiator", "Owner"}) {
     pugi::xml_node w = root.append_child(who);
-    add_text(w, "ID", s3.user_id());
-    add_text(w, "DisplayName", s3.user_id());
+    const std::string& id = std::string_view(who) == "Owner" ? owner : s3.user_id();
+    add_text(w, "ID", id);
+    add_text(w, "DisplayName", id);
   }
   add_text(root, "StorageClass", "STANDARD");
   add_text(root, "PartNumberMarker", std::to_string(part_marker));

@@ -377,6 +377,43 @@ std::optional<PublicAccessBlock> decode_public_access_block(std::string_view sto
   return b;
 }
 
+std::optional<ObjectOwnership> ownership_from_name(std::string_view name) {
+  if (name == "ObjectWriter") return ObjectOwnership::kObjectWriter;
+  if (name == "BucketOwnerPreferred") return ObjectOwnership::kBucketOwnerPreferred;
+  if (name == "BucketOwnerEnforced") return ObjectOwnership::kBucketOwnerEnforced;
+  return std::nullopt;
+}
+
+std::string_view ownership_name(ObjectOwnership o) {
+  switch (o) {
+    case ObjectOwnership::kBucketOwnerPreferred: return "BucketOwnerPreferred";
+    case ObjectOwnership::kBucketOwnerEnforced: return "BucketOwnerEnforced";
+    default: return "ObjectWriter";
+  }
+}
+
+std::variant<ObjectOwnership, S3Error> parse_ownership_controls(std::string_view xml) {
+  pugi::xml_document doc;
+  if (!doc.load_buffer(xml.data(), xml.size())) return errors::malformed_xml();
+  pugi::xml_node root = doc.document_element();
+  if (std::string_view(root.name()) != "OwnershipControls") return errors::malformed_xml();
+  std::optional<ObjectOwnership> found;
+  size_t rules = 0;
+  for (pugi::xml_node rule : root.children("Rule")) {
+    ++rules;
+    found = ownership_from_name(rule.child("ObjectOwnership").text().get());
+  }
+  if (rules != 1 || !found) return errors::malformed_xml();
+  return *found;
+}
+
+std::string ownership_controls_document(ObjectOwnership o) {
+  pugi::xml_node root;
+  pugi::xml_document doc = result_document("OwnershipControls", &root);
+  add_text(root.append_child("Rule"), "ObjectOwnership", ownership_name(o));
+  return to_xml(doc);
+}
+
 bool permits(const Acl& acl, std::string_view user, Permission p, bool ignore_public) {
   if (!user.empty() && user == acl.owner) return true;
   for (const Grant& g : acl.grants) {
@@ -443,6 +480,10 @@ const std::string& bucket_account(const S3Request& s3) {
 // account; allow_no_owner opens it to everyone, as in Swift.
 bool allowed(const S3Request& s3, const std::optional<Acl>& acl, const std::string& account,
              Permission p) {
+  if (s3.ownership == ObjectOwnership::kBucketOwnerEnforced) {
+    // ACLs are off: the bucket's owner (its account's users) may; others only by policy.
+    return !s3.requester_account().empty() && s3.requester_account() == account;
+  }
   const bool ignore_public = s3.public_block && s3.public_block->ignore_public_acls;
   if (!acl || acl->owner.empty()) {
     if (s3.config.allow_no_owner) return true;
@@ -520,6 +561,25 @@ Need need_of(const S3Request& s3) {
   return {};
 }
 
+// Whether an ACL grants nothing beyond its owner's FULL_CONTROL (what BucketOwnerEnforced
+// takes).
+bool only_owner(const Acl& acl) {
+  return std::all_of(acl.grants.begin(), acl.grants.end(), [&](const Grant& g) {
+    return g.kind == GranteeKind::kUser && g.user == acl.owner;
+  });
+}
+
+S3Error invalid_bucket_acl_with_object_ownership() {
+  return {.status = 400, .code = "InvalidBucketAclWithObjectOwnership",
+          .message = "Bucket cannot have ACLs set with ObjectOwnership's BucketOwnerEnforced "
+                     "setting"};
+}
+
+S3Error access_control_list_not_supported() {
+  return {.status = 400, .code = "AccessControlListNotSupported",
+          .message = "The bucket does not allow ACLs"};
+}
+
 // Whether the request writes an object or a bucket, which then gets s3.new_acl.
 bool writes_resource(const S3Request& s3, const Need& need) {
   if (need.target == Target::kNewBucket) return true;
@@ -536,7 +596,22 @@ std::optional<S3Error> plan_new_acl(S3Request& s3, bool bucket) {
              : (s3.bucket_acl && !s3.bucket_acl->owner.empty() ? s3.bucket_acl->owner
                                                                : s3.user_id());
   // An anonymous write (a public-write bucket) is the bucket owner's.
-  const std::string owner = s3.anonymous() ? bucket_owner : s3.user_id();
+  std::string owner = s3.anonymous() ? bucket_owner : s3.user_id();
+  if (!bucket && s3.ownership != ObjectOwnership::kObjectWriter) {
+    const std::string canned(s3.client.headers.get_or("x-amz-acl", ""));
+    bool grants = false;
+    for (const auto& [name, value] : s3.client.headers) {
+      grants = grants || common::http::istarts_with(name, "x-amz-grant-");
+    }
+    if (s3.ownership == ObjectOwnership::kBucketOwnerEnforced) {
+      if (grants || (!canned.empty() && canned != "bucket-owner-full-control")) {
+        return access_control_list_not_supported();
+      }
+      s3.new_acl = *canned_acl("private", bucket_owner, bucket_owner);
+      return std::nullopt;
+    }
+    if (canned == "bucket-owner-full-control") owner = bucket_owner;  // BucketOwnerPreferred
+  }
   auto asked = acl_from_headers(s3.client.headers, bucket_owner, owner);
   if (auto* e = std::get_if<S3Error>(&asked)) return std::move(*e);
   auto& acl = std::get<std::optional<Acl>>(asked);
@@ -761,6 +836,8 @@ net::awaitable<std::optional<S3Error>> check_access(S3Request& s3) {
   if (exists) {
     s3.bucket_acl = decode_acl(info.headers.get_or(kBucketAclSysmeta, ""));
     s3.public_block = decode_public_access_block(info.headers.get_or(kPublicAccessBlockSysmeta, ""));
+    s3.ownership = ownership_from_name(info.headers.get_or(kOwnershipSysmeta, ""))
+                       .value_or(ObjectOwnership::kObjectWriter);
   }
   if (writes_resource(s3, need)) {
     if (auto e = plan_new_acl(s3, need.target == Target::kNewBucket)) co_return e;
@@ -771,6 +848,16 @@ net::awaitable<std::optional<S3Error>> check_access(S3Request& s3) {
   if (need.target == Target::kNewBucket) {
     // Only an account's owners make its buckets (Swift's swift_owner check).
     if (s3.anonymous() || !s3.signature->account_owner()) co_return S3Error::access_denied();
+    if (auto asked = s3.client.headers.get("x-amz-object-ownership")) {
+      auto o = ownership_from_name(*asked);
+      if (!o) {
+        co_return S3Error::invalid_argument("x-amz-object-ownership", std::string(*asked),
+                                            "Invalid x-amz-object-ownership header");
+      }
+      if (*o == ObjectOwnership::kBucketOwnerEnforced && !only_owner(*s3.new_acl)) {
+        co_return invalid_bucket_acl_with_object_ownership();
+      }
+    }
     if (!exists) co_return std::nullopt;
     // Swift's _bucket_put_accepted_error(). (RGW also answers BucketAlreadyExists to its
     // owner when the request's ACL differs; AWS and Swift do not.)
@@ -891,6 +978,8 @@ net::awaitable<std::optional<S3Error>> check_post_access(S3Request& s3,
   if (info.status < 200 || info.status >= 300) co_return errors::service_unavailable();
   s3.bucket_acl = decode_acl(info.headers.get_or(kBucketAclSysmeta, ""));
   s3.public_block = decode_public_access_block(info.headers.get_or(kPublicAccessBlockSysmeta, ""));
+  s3.ownership = ownership_from_name(info.headers.get_or(kOwnershipSysmeta, ""))
+                     .value_or(ObjectOwnership::kObjectWriter);
   if (!allowed(s3, s3.bucket_acl, account, Permission::kWrite)) co_return S3Error::access_denied();
   const std::string bucket_owner =
       s3.bucket_acl && !s3.bucket_acl->owner.empty() ? s3.bucket_acl->owner : s3.user_id();
@@ -1004,6 +1093,9 @@ net::awaitable<Response> s3_acl_request(Exchange& ex, S3Request& s3) {
   }
   const std::string bucket_owner =
       s3.bucket_acl && !s3.bucket_acl->owner.empty() ? s3.bucket_acl->owner : s3.user_id();
+  if (method == "PUT" && s3.ownership == ObjectOwnership::kBucketOwnerEnforced) {
+    co_return s3.error(access_control_list_not_supported());
+  }
   if (!s3.key) {
     if (method == "GET") {
       co_return acl_answer(s3.bucket_acl && !s3.bucket_acl->owner.empty()
@@ -1087,6 +1179,41 @@ net::awaitable<Response> public_access_block_request(Exchange& ex, S3Request& s3
   if (auto e = co_await set_bucket_sysmeta(s3, kPublicAccessBlockSysmeta, stored)) {
     co_return s3.error(*e);
   }
+  co_return configuration_answer(s3);
+}
+
+net::awaitable<Response> ownership_controls_request(Exchange& ex, S3Request& s3) {
+  const std::string& method = s3.client.method;
+  if (method == "GET") {
+    auto head = co_await call_swift(s3, "HEAD", s3.bucket, std::nullopt, "", 1 << 16,
+                                    [&](HeaderMap& h) { h = own_headers(s3.client.headers); });
+    if (auto* e = std::get_if<S3Error>(&head)) co_return s3.error(*e);
+    const Response& r = std::get<Response>(head);
+    if (r.status == 404) co_return s3.error(errors::no_such_bucket(s3.bucket));
+    if (r.status < 200 || r.status >= 300) co_return s3.error(unexpected(s3, r));
+    auto stored = ownership_from_name(r.headers.get_or(kOwnershipSysmeta, ""));
+    if (!stored) {
+      co_return s3.error({.status = 404, .code = "OwnershipControlsNotFoundError",
+                          .message = "The bucket ownership controls were not found",
+                          .details = {{"BucketName", s3.bucket}}});
+    }
+    co_return xml_response(200, ownership_controls_document(*stored), s3.env.trans_id);
+  }
+  std::string stored;  // DELETE: none
+  if (method == "PUT") {
+    auto body = co_await read_configuration(ex, s3, 64 * 1024);
+    if (auto* e = std::get_if<S3Error>(&body)) co_return s3.error(*e);
+    auto parsed = parse_ownership_controls(std::get<std::string>(body));
+    if (auto* e = std::get_if<S3Error>(&parsed)) co_return s3.error(*e);
+    const ObjectOwnership o = std::get<ObjectOwnership>(parsed);
+    if (o == ObjectOwnership::kBucketOwnerEnforced && s3.bucket_acl && !only_owner(*s3.bucket_acl)) {
+      co_return s3.error(invalid_bucket_acl_with_object_ownership());
+    }
+    stored = std::string(ownership_name(o));
+  } else if (method != "DELETE") {
+    co_return s3.error(errors::method_not_allowed(method, "OWNERSHIPCONTROLS"));
+  }
+  if (auto e = co_await set_bucket_sysmeta(s3, kOwnershipSysmeta, stored)) co_return s3.error(*e);
   co_return configuration_answer(s3);
 }
 

@@ -98,4 +98,21 @@ std::string encode_public_access_block(const PublicAccessBlock& b);
 // nullopt: none stored.
 std::optional<PublicAccessBlock> decode_public_access_block(std::string_view stored);
 
+// A bucket's object ownership (PutBucketOwnershipControls, or x-amz-object-ownership on
+// CreateBucket), kept in X-Container-Sysmeta-S3api-Ownership:
+// - ObjectWriter: the writer of an object owns it (S3's behaviour before ownership controls,
+//   and Apus's when none is set);
+// - BucketOwnerPreferred: an object written with the bucket-owner-full-control canned ACL
+//   belongs to the bucket's owner;
+// - BucketOwnerEnforced: ACLs are off: every object is the bucket owner's, a write with an ACL
+//   other than bucket-owner-full-control and any ACL change are AccessControlListNotSupported,
+//   and only the bucket's owner and its policy give access.
+inline constexpr std::string_view kOwnershipSysmeta = "X-Container-Sysmeta-S3api-Ownership";
+enum class ObjectOwnership : uint8_t { kObjectWriter, kBucketOwnerPreferred, kBucketOwnerEnforced };
+std::optional<ObjectOwnership> ownership_from_name(std::string_view name);
+std::string_view ownership_name(ObjectOwnership o);
+// The OwnershipControls document a client PUTs (one Rule; MalformedXML otherwise).
+std::variant<ObjectOwnership, S3Error> parse_ownership_controls(std::string_view xml);
+std::string ownership_controls_document(ObjectOwnership o);
+
 }  // namespace apus::proxy::s3api

@@ -84,6 +84,7 @@ struct S3Request {
   std::optional<Acl> bucket_acl{};
   std::optional<Acl> new_acl{};
   std::optional<PublicAccessBlock> public_block{};  // the bucket's, as check_access() read it
+  ObjectOwnership ownership = ObjectOwnership::kObjectWriter;  // the bucket's, likewise
   // The bucket's policy, when it has one, and whether its Allow let the request in (an object
   // read then needs no ACL).
   std::shared_ptr<const BucketPolicy> bucket_policy{};
@@ -235,6 +236,9 @@ boost::asio::awaitable<common::http::Response> public_access_block_request(
 boost::asio::awaitable<common::http::Response> bucket_policy_request(common::http::Exchange& ex,
                                                                      S3Request& s3);
 boost::asio::awaitable<common::http::Response> bucket_policy_status(S3Request& s3);
+// ?ownershipControls with s3_acl: GET, PUT and DELETE of a bucket's object ownership.
+boost::asio::awaitable<common::http::Response> ownership_controls_request(
+    common::http::Exchange& ex, S3Request& s3);
 // ?acl with s3_acl: GET and PUT of a bucket's or an object's ACL.
 boost::asio::awaitable<common::http::Response> s3_acl_request(common::http::Exchange& ex,
                                                               S3Request& s3);

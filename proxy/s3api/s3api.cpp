@@ -470,6 +470,7 @@ class S3Api final : public Middleware {
         !s3.has("delete") && !s3.has("location") && !s3.has("logging") &&
         !s3.has("versioning") && !s3.has("cors") && !s3.has("attributes") &&
         !s3.has("publicAccessBlock") && !s3.has("policy") && !s3.has("policyStatus") &&
+        !s3.has("ownershipControls") &&
         !unsupported(s3)) {
       co_return co_await object_request(ex, s3);
     }
@@ -633,7 +634,8 @@ class S3Api final : public Middleware {
       if (s3.has(p)) return true;
     }
     // Bucket policies are evaluated with S3's permission model, s3_acl's.
-    return !config_.s3_acl && (s3.has("policy") || s3.has("policyStatus"));
+    return !config_.s3_acl &&
+           (s3.has("policy") || s3.has("policyStatus") || s3.has("ownershipControls"));
   }
 
   // Swift's S3Request.controller and the handlers served so far (objects: object_request();
@@ -673,6 +675,10 @@ class S3Api final : public Middleware {
     if (s3.has("cors")) {
       s3.key.reset();  // a bucket's configuration
       co_return co_await cors_request(ex, s3);
+    }
+    if (s3.has("ownershipControls")) {
+      s3.key.reset();  // a bucket's configuration
+      co_return co_await ownership_controls_request(ex, s3);
     }
     if (s3.has("policy") || s3.has("policyStatus")) {
       s3.key.reset();  // a bucket's configuration

@@ -893,6 +893,7 @@ def global_namespace(port):
     post_uploads(port, call, code)
     public_access_block(port, call, code)
     bucket_policies(port, call, code)
+    ownership_controls(port, call, code)
     s = call("GET", "/gbucket/public?attributes",
              headers={"x-amz-object-attributes": "ETag,ObjectSize,StorageClass"})
     check(s[0] == 200 and b"<ObjectSize>11</ObjectSize>" in s[2] and
@@ -1159,6 +1160,63 @@ def bucket_policies(port, call, code):
     check((s[0], code(s)) == (403, "AccessDenied"), "policy: public one blocked %r" % (s,))
     call("DELETE", "/gbucket?publicAccessBlock")
     call("PUT", "/gbucket?acl", headers={"x-amz-acl": "public-read-write"})
+
+
+def ownership_controls(port, call, code):
+    """Object ownership (Apus only): BucketOwnerEnforced turns ACLs off and makes every object
+    the bucket owner's; BucketOwnerPreferred gives it the objects written with
+    bucket-owner-full-control."""
+    alt = Credentials("test2:tester2", "testing2")
+
+    def owner_of(path):
+        s = call("GET", path + "?acl")
+        m = re.search(rb"<Owner><ID>([^<]*)</ID>", s[2])
+        return m.group(1).decode() if m else s
+
+    s = call("PUT", "/gowned", headers={"x-amz-object-ownership": "Nobody"})
+    check((s[0], code(s)) == (400, "InvalidArgument"), "ownership: unknown %r" % (s,))
+    s = call("PUT", "/gowned", headers={"x-amz-object-ownership": "BucketOwnerEnforced",
+                                        "x-amz-acl": "public-read"})
+    check((s[0], code(s)) == (400, "InvalidBucketAclWithObjectOwnership"),
+          "ownership: enforced with a public ACL %r" % (s,))
+    s = call("PUT", "/gowned", headers={"x-amz-object-ownership": "BucketOwnerEnforced"})
+    check(s[0] == 200, "ownership: CreateBucket enforced %r" % (s,))
+    s = call("GET", "/gowned?ownershipControls")
+    check(s[0] == 200 and b"<ObjectOwnership>BucketOwnerEnforced</ObjectOwnership>" in s[2],
+          "ownership: GET %r" % (s,))
+    call("PUT", "/gowned?policy", body=json.dumps({"Version": "2012-10-17", "Statement": [{
+        "Effect": "Allow", "Principal": "*", "Action": "s3:PutObject",
+        "Resource": "arn:aws:s3:::gowned/*"}]}).encode())
+    s = call("PUT", "/gowned/by-alt", alt, body=b"x")
+    check(s[0] == 200, "ownership: alt writes by policy %r" % (s,))
+    check(owner_of("/gowned/by-alt") == "test:tester", "ownership: the bucket owner's object")
+    s = call("PUT", "/gowned/acl", alt, {"x-amz-acl": "private"}, b"x")
+    check((s[0], code(s)) == (400, "AccessControlListNotSupported"),
+          "ownership: an ACL on a write %r" % (s,))
+    s = call("PUT", "/gowned/acl", alt, {"x-amz-acl": "bucket-owner-full-control"}, b"x")
+    check(s[0] == 200, "ownership: bucket-owner-full-control still taken %r" % (s,))
+    s = call("PUT", "/gowned?acl", headers={"x-amz-acl": "private"})
+    check((s[0], code(s)) == (400, "AccessControlListNotSupported"), "ownership: PutBucketAcl %r" % (s,))
+    s = call("GET", "/gowned/by-alt", alt)
+    check((s[0], code(s)) == (403, "AccessDenied"), "ownership: no GetObject for alt %r" % (s,))
+    s = call("PUT", "/gowned?ownershipControls", body=(
+        b"<OwnershipControls><Rule><ObjectOwnership>BucketOwnerPreferred</ObjectOwnership>"
+        b"</Rule></OwnershipControls>"))
+    check(s[0] == 200, "ownership: PUT %r" % (s,))
+    call("PUT", "/gowned/mine", alt, {"x-amz-acl": "bucket-owner-full-control"}, b"x")
+    call("PUT", "/gowned/theirs", alt, body=b"x")
+    check(owner_of("/gowned/mine") == "test:tester", "ownership: preferred, handed over")
+    s = call("GET", "/gowned/theirs?acl", alt)
+    check(s[0] == 200 and b"<ID>test2:tester2</ID>" in s[2], "ownership: preferred, kept %r" % (s,))
+    s = call("DELETE", "/gowned?ownershipControls")
+    check(s[0] == 204, "ownership: DELETE %r" % (s,))
+    s = call("GET", "/gowned?ownershipControls")
+    check((s[0], code(s)) == (404, "OwnershipControlsNotFoundError"), "ownership: none %r" % (s,))
+    for key in ("by-alt", "acl", "mine", "theirs"):
+        call("DELETE", "/gowned/" + key)
+    call("DELETE", "/gowned?policy")
+    s = call("DELETE", "/gowned")
+    check(s[0] == 204, "ownership: bucket deleted %r" % (s,))
 
 
 def versioning(pair):

@@ -227,3 +227,36 @@ TEST_CASE("s3_acl: at most 100 grants, and what can be kept") {
   h.set("x-amz-grant-read", ids);
   CHECK(std::get<S3Error>(acl_from_headers(h, "b", "o")).code == "InvalidArgument");
 }
+
+TEST_CASE("object ownership: the OwnershipControls document and its names") {
+  using apus::proxy::s3api::ObjectOwnership;
+  using apus::proxy::s3api::ownership_controls_document;
+  using apus::proxy::s3api::ownership_from_name;
+  using apus::proxy::s3api::parse_ownership_controls;
+  auto doc = [](const std::string& rules) {
+    return "<OwnershipControls xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">" + rules +
+           "</OwnershipControls>";
+  };
+  auto rule = [](const std::string& o) {
+    return "<Rule><ObjectOwnership>" + o + "</ObjectOwnership></Rule>";
+  };
+  for (auto o : {ObjectOwnership::kObjectWriter, ObjectOwnership::kBucketOwnerPreferred,
+                 ObjectOwnership::kBucketOwnerEnforced}) {
+    auto parsed = parse_ownership_controls(ownership_controls_document(o));
+    REQUIRE(std::holds_alternative<ObjectOwnership>(parsed));
+    CHECK(std::get<ObjectOwnership>(parsed) == o);
+  }
+  CHECK(ownership_controls_document(ObjectOwnership::kBucketOwnerEnforced).find(
+            "<Rule><ObjectOwnership>BucketOwnerEnforced</ObjectOwnership></Rule>") !=
+        std::string::npos);
+  CHECK(std::get<ObjectOwnership>(parse_ownership_controls(doc(rule("BucketOwnerPreferred")))) ==
+        ObjectOwnership::kBucketOwnerPreferred);
+  for (const std::string& bad : {doc(""), doc(rule("Everyone")),
+                                 doc(rule("ObjectWriter") + rule("ObjectWriter")),
+                                 std::string("<Other/>"), std::string("not xml")}) {
+    auto parsed = parse_ownership_controls(bad);
+    REQUIRE(std::holds_alternative<S3Error>(parsed));
+    CHECK(std::get<S3Error>(parsed).code == "MalformedXML");
+  }
+  CHECK_FALSE(ownership_from_name("objectwriter").has_value());  // names are exact
+}
