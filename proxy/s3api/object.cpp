@@ -1102,6 +1102,10 @@ struct DeleteOutcome {
 // One key of a DeleteObjects: an error, or deleted (or not there), maybe as a delete marker.
 net::awaitable<DeleteOutcome> delete_one(
     S3Request& s3, const std::string& key, const std::optional<std::string>& version) {
+  if (!may_delete_key(s3, key, version)) {
+    S3Error denied = S3Error::access_denied();
+    co_return DeleteOutcome{.error = std::pair(denied.code, denied.message), .delete_marker = {}};
+  }
   S3Request one{.client = s3.client, .env = s3.env, .next = s3.next, .config = s3.config,
                 .bucket = s3.bucket, .key = key, .params = {}, .signature = s3.signature,
                 .acl_header_used = true, .bucket_accounts = s3.bucket_accounts};

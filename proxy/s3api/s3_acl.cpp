@@ -879,6 +879,11 @@ net::awaitable<std::optional<S3Error>> check_access(S3Request& s3) {
   // The bucket policy first: its Deny wins over any grant, its Allow over the ACLs.
   if (auto policy = stored_policy(info.headers, s3.bucket)) {
     s3.bucket_policy = std::make_shared<const BucketPolicy>(std::move(*policy));
+    if (s3.has("delete")) {
+      // DeleteObjects: the policy speaks of keys, so each key is decided on its own.
+      s3.delete_by_acl = allowed(s3, s3.bucket_acl, account, Permission::kWrite);
+      co_return std::nullopt;
+    }
     const std::string action = policy_action(s3);
     PolicyEffect verdict =
         co_await policy_verdict(s3, *s3.bucket_policy, action, s3.bucket, s3.key, account);
@@ -1020,6 +1025,22 @@ net::awaitable<bool> may_read_copy_source(S3Request& s3, const std::string& buck
     }
   }
   co_return allowed(s3, object_acl(headers), account, Permission::kRead);
+}
+
+bool may_delete_key(const S3Request& s3, const std::string& key,
+                    const std::optional<std::string>& version) {
+  if (!s3.delete_by_acl || !s3.bucket_policy) return true;
+  PolicyRequest request{.action = version ? "s3:DeleteObjectVersion" : "s3:DeleteObject",
+                        .resource = policy_resource(s3.bucket, key), .user = s3.user_id(),
+                        .value_of = [&](std::string_view k) -> std::optional<std::vector<std::string>> {
+                          if (k == "s3:versionid" && version) {
+                            return std::vector<std::string>{*version};
+                          }
+                          return policy_value(s3, k, nullptr);
+                        }};
+  PolicyEffect verdict = s3.bucket_policy->evaluate(request);
+  if (verdict == PolicyEffect::kDeny) return false;
+  return verdict == PolicyEffect::kAllow || *s3.delete_by_acl;
 }
 
 void add_new_acl(const S3Request& s3, std::string_view sysmeta_name, HeaderMap& h) {

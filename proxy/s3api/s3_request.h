@@ -89,6 +89,9 @@ struct S3Request {
   // read then needs no ACL).
   std::shared_ptr<const BucketPolicy> bucket_policy{};
   bool policy_allowed = false;
+  // DeleteObjects on a bucket with a policy: whether the ACLs let the requester delete (the
+  // policy then decides each key, may_delete_key()).
+  std::optional<bool> delete_by_acl{};
   // A plain object GET or HEAD is allowed on its own answer (check_read_on_answer()).
   ObjectReadCheck object_read_check = ObjectReadCheck::kDone;
 
@@ -221,6 +224,11 @@ boost::asio::awaitable<bool> may_read_copy_source(S3Request& s3, const std::stri
                                                   const std::string& key, bool version,
                                                   const common::http::HeaderMap& headers,
                                                   const std::string& account);
+// DeleteObjects: whether the requester may delete `key` (`version`), by the bucket's policy
+// (s3:DeleteObject or s3:DeleteObjectVersion on that key) and then its ACL, as check_access()
+// left it; true when check_access() decided for the whole request.
+bool may_delete_key(const S3Request& s3, const std::string& key,
+                    const std::optional<std::string>& version);
 // The ACL for what a write stores (s3.new_acl), as the header to add to it.
 void add_new_acl(const S3Request& s3, std::string_view sysmeta_name, common::http::HeaderMap& h);
 // A browser POST upload (s3_acl): whether the requester may write the bucket, with

@@ -1159,6 +1159,21 @@ def bucket_policies(port, call, code):
         "Allow", "*", "s3:GetObject", "arn:aws:s3:::gbucket/*")))
     check((s[0], code(s)) == (403, "AccessDenied"), "policy: public one blocked %r" % (s,))
     call("DELETE", "/gbucket?publicAccessBlock")
+    # DeleteObjects: the policy decides each key.
+    call("PUT", "/gbucket?policy", body=policy(statement(
+        "Allow", {"AWS": "test2:tester2"}, "s3:DeleteObject", "arn:aws:s3:::gbucket/del/*")))
+    call("PUT", "/gbucket/del/a", body=b"a")
+    call("PUT", "/gbucket/keep", body=b"k")
+    doc = (b"<Delete><Object><Key>del/a</Key></Object><Object><Key>keep</Key></Object></Delete>")
+    s = call("POST", "/gbucket?delete", alt, {"Content-MD5": base64.b64encode(
+        hashlib.md5(doc).digest()).decode()}, doc)
+    check(s[0] == 200 and b"<Deleted><Key>del/a</Key></Deleted>" in s[2] and
+          b"<Error><Key>keep</Key><Code>AccessDenied</Code>" in s[2],
+          "policy: DeleteObjects key by key %r" % (s,))
+    s = call("HEAD", "/gbucket/keep")
+    check(s[0] == 200, "policy: the denied key is kept %r" % (s[0],))
+    call("DELETE", "/gbucket/keep")
+    call("DELETE", "/gbucket?policy")
     call("PUT", "/gbucket?acl", headers={"x-amz-acl": "public-read-write"})
 
 
