@@ -199,6 +199,20 @@ net::awaitable<Response> put_bucket(Exchange& ex, S3Request& s3) {
       co_return s3.error(unexpected(s3, std::get<Response>(acl)));
     }
   }
+  if (common::http::iequals(s3.client.headers.get_or("x-amz-bucket-object-lock-enabled", ""),
+                            "true")) {
+    // Object Lock: versioning on for good, and the lock enabled without a default rule.
+    auto lock = co_await call_swift(s3, "POST", s3.bucket, std::nullopt, "", 1 << 16,
+                                    [&](HeaderMap& h) {
+      h = own_headers(s3.client.headers);
+      h.set("X-Versions-Enabled", "true");
+      h.set(kObjectLockSysmeta, encode_lock_configuration(LockConfiguration{}));
+    });
+    if (auto* e = std::get_if<S3Error>(&lock)) co_return s3.error(*e);
+    if (std::get<Response>(lock).status != 204) {
+      co_return s3.error(unexpected(s3, std::get<Response>(lock)));
+    }
+  }
   Response out = header_response(200, r.headers, s3.env.trans_id);
   out.headers.set("Location", "/" + s3.bucket);
   out.headers.set("Content-Length", "0");
@@ -566,6 +580,11 @@ net::awaitable<Response> bucket_versioning(Exchange& ex, S3Request& s3, bool obj
   }
   std::string status = doc.document_element().child("Status").text().get();
   if (status != "Enabled" && status != "Suspended") co_return s3.error(errors::malformed_xml());
+  if (status == "Suspended" && co_await bucket_lock(s3)) {
+    co_return s3.error({.status = 409, .code = "InvalidBucketState",
+                        .message = "An Object Lock configuration is present on this bucket, so "
+                                   "the versioning state cannot be changed."});
+  }
   auto answer = co_await call_swift(s3, "POST", s3.bucket, std::nullopt, "", 1 << 16,
                                     [&](common::http::HeaderMap& h) {
     h.set("X-Versions-Enabled", status == "Enabled" ? "true" : "false");

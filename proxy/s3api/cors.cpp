@@ -205,11 +205,6 @@ using common::http::Response;
 namespace {
 
 // The account that holds s3's bucket.
-const std::string& holder_account(const S3Request& s3) {
-  auto it = s3.bucket_accounts.find(s3.bucket);
-  return it != s3.bucket_accounts.end() ? it->second : s3.account();
-}
-
 S3Error access_forbidden(const S3Request& s3, std::string message, std::string_view method) {
   return {.status = 403, .code = "AccessForbidden", .message = std::move(message),
           .details = {{"Method", std::string(method)},
@@ -219,8 +214,8 @@ S3Error access_forbidden(const S3Request& s3, std::string message, std::string_v
 }  // namespace
 
 net::awaitable<CorsRules> bucket_cors_rules(S3Request& s3) {
-  if (s3.bucket.empty() || holder_account(s3).empty()) co_return CorsRules{};
-  CachedInfo info = co_await s3.config.info->container_info(holder_account(s3), s3.bucket,
+  if (s3.bucket.empty() || bucket_holder(s3).empty()) co_return CorsRules{};
+  CachedInfo info = co_await s3.config.info->container_info(bucket_holder(s3), s3.bucket,
                                                             s3.client, s3.env);
   if (info.status < 200 || info.status >= 300) co_return CorsRules{};
   co_return decode_cors(info.headers.get_or(kCorsSysmeta, ""));
@@ -239,7 +234,7 @@ net::awaitable<Response> cors_preflight(S3Request& s3) {
     co_return s3.error({.status = 400, .code = "BadRequest",
                         .message = "Invalid Access-Control-Request-Method: null", .details = {}});
   }
-  CachedInfo info = co_await s3.config.info->container_info(holder_account(s3), s3.bucket,
+  CachedInfo info = co_await s3.config.info->container_info(bucket_holder(s3), s3.bucket,
                                                             s3.client, s3.env);
   if (info.status == 404) co_return s3.error(errors::no_such_bucket(s3.bucket));
   if (info.status < 200 || info.status >= 300) co_return s3.error(errors::service_unavailable());

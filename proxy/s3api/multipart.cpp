@@ -388,9 +388,17 @@ net::awaitable<Response> create_multipart_upload(S3Request& s3) {
   auto tagging = tagging_header_sysmeta(s3);
   if (auto* e = std::get_if<S3Error>(&tagging)) co_return s3.error(*e);
   const std::optional<std::string> tags = std::get<std::optional<std::string>>(tagging);
+  // The lock the completed object gets, kept on the marker as its tags are.
+  auto lock = co_await new_version_lock(s3);
+  if (auto* e = std::get_if<S3Error>(&lock)) co_return s3.error(*e);
   auto put = co_await call_swift(s3, "PUT", segments, marker_name(s3, upload_id), "", 1 << 16,
                                  [&](HeaderMap& h) {
     if (tags && !tags->empty()) h.set(kObjectTaggingSysmeta, *tags);
+    for (const auto& [name, value] : std::get<LockHeaders>(lock)) h.set(name, value);
+    for (const char* name : {"x-amz-object-lock-mode", "x-amz-object-lock-retain-until-date",
+                             "x-amz-object-lock-legal-hold"}) {
+      h.erase(name);
+    }
     add_new_acl(s3, kUploadAclSysmeta, h);
     std::string type(s3.client.headers.get_or("Content-Type", ""));
     h.set(kHasContentTypeSysmeta, type.empty() ? "no" : "yes");
@@ -853,7 +861,10 @@ net::awaitable<std::optional<Response>> complete_multipart_upload(Exchange& ex, 
   h.set(kUploadIdSysmeta, upload_id);
   for (const auto& [name, value] : info.head.headers) {
     if (common::http::istarts_with(name, "X-Object-Meta-") ||
-        common::http::iequals(name, kObjectTaggingSysmeta)) {
+        common::http::iequals(name, kObjectTaggingSysmeta) ||
+        common::http::iequals(name, kLockModeSysmeta) ||
+        common::http::iequals(name, kLockUntilSysmeta) ||
+        common::http::iequals(name, kLegalHoldSysmeta)) {
       h.set(name, value);
     } else if (common::http::iequals(name, kUploadAclSysmeta)) {
       h.set(kObjectAclSysmeta, value);  // the ACL CreateMultipartUpload was asked for
@@ -917,9 +928,15 @@ net::awaitable<std::optional<Response>> complete_multipart_upload(Exchange& ex, 
     // The marker goes; one gone already (a concurrent or retried Complete) is as good.
     auto gone = co_await call_swift(s3, "DELETE", segments, marker_name(s3, upload_id));
     if (auto* e = std::get_if<S3Error>(&gone)) co_return s3.error(*e);
-    co_return xml_response(
+    Response out = xml_response(
         200, complete_result(s3, s3_etag, checksum, full_object ? "FULL_OBJECT" : "COMPOSITE"),
         s3.env.trans_id);
+    // The version the object became, in a versioned bucket (S3 names it; Swift's s3api does
+    // not). An answer already under way (heartbeats) has sent its headers without it.
+    if (auto v = answer->headers.get("X-Object-Version-Id"); v && !v->empty()) {
+      out.headers.set("x-amz-version-id", *v);
+    }
+    co_return out;
   };
   co_return co_await with_heartbeat(ex, s3.env.trans_id, store, kCompleteHeartbeat,
                                     kCompleteHeartbeat);

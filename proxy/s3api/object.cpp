@@ -489,6 +489,7 @@ class ObjectExchange final : public ExchangeWrapper {
     if (size_t tags = decode_tags(swift.get_or(kObjectTaggingSysmeta, "")).size(); tags > 0) {
       h.set("x-amz-tagging-count", std::to_string(tags));
     }
+    add_lock_headers(swift, h);
     for (const char* key : {"content-type", "content-language", "expires", "cache-control",
                             "content-disposition", "content-encoding"}) {
       auto it = s3_.params.find(std::string("response-") + key);
@@ -871,6 +872,12 @@ net::awaitable<Response> copy_object(S3Request& s3, const PutTarget& target) {
     if (auto* e = std::get_if<S3Error>(&tagging)) co_return s3.error(*e);
     tags = std::get<std::optional<std::string>>(tagging).value_or("");
   }
+  LockHeaders lock_headers;
+  if (!target.part) {
+    auto lock = co_await new_version_lock(s3);
+    if (auto* e = std::get_if<S3Error>(&lock)) co_return s3.error(*e);
+    lock_headers = std::move(std::get<LockHeaders>(lock));
+  }
   const common::Timestamp now = common::Timestamp::now();
   const std::string put_query =
       version.empty() || target.part ? "" : "version-id=" + common::http::quote(version, "");
@@ -885,6 +892,12 @@ net::awaitable<Response> copy_object(S3Request& s3, const PutTarget& target) {
     h.set("X-Copy-From", common::http::quote(src));
     if (other_account) h.set("X-Copy-From-Account", common::http::quote(src_account));
     if (!target.part) add_new_acl(s3, kObjectAclSysmeta, h);
+    // A copy is a new version: its lock is the request's (or the bucket's default), not the
+    // source's.
+    for (std::string_view name : {kLockModeSysmeta, kLockUntilSysmeta, kLegalHoldSysmeta}) {
+      h.erase(name);
+    }
+    for (const auto& [name, value] : lock_headers) h.set(name, value);
     h.set("Content-Length", "0");
     h.set("X-Timestamp", now.internal());
     if (range) h.set("Range", *range);
@@ -1014,6 +1027,13 @@ net::awaitable<void> put_object(Exchange& ex, S3Request& s3, const PutTarget& ta
       h.set(kObjectTaggingSysmeta, *stored);
     }
     add_new_acl(s3, kObjectAclSysmeta, h);
+    auto lock = co_await new_version_lock(s3);
+    if (auto* e = std::get_if<S3Error>(&lock)) co_return co_await ex.reply(s3.error(*e));
+    for (const auto& [name, value] : std::get<LockHeaders>(lock)) h.set(name, value);
+  }
+  for (const char* name : {"x-amz-object-lock-mode", "x-amz-object-lock-retain-until-date",
+                           "x-amz-object-lock-legal-hold", "x-amz-bypass-governance-retention"}) {
+    h.erase(name);
   }
   // If-Match was checked (put_conditions_refusal()); "If-None-Match: *" goes on.
   h.erase("If-Match");
@@ -1109,6 +1129,11 @@ net::awaitable<DeleteOutcome> delete_one(
   S3Request one{.client = s3.client, .env = s3.env, .next = s3.next, .config = s3.config,
                 .bucket = s3.bucket, .key = key, .params = {}, .signature = s3.signature,
                 .acl_header_used = true, .bucket_accounts = s3.bucket_accounts};
+  if (version) {
+    if (auto e = co_await version_delete_refused(one, key, *version)) {
+      co_return DeleteOutcome{.error = std::pair(e->code, e->message), .delete_marker = {}};
+    }
+  }
   std::string query = co_await manifest_delete_query(one, version.value_or(""));
   const bool manifest = !query.empty();
   if (version) {
@@ -1238,6 +1263,9 @@ net::awaitable<Response> delete_object(S3Request& s3) {
       h.set("x-amz-version-id", *version);
       co_return reply(204, std::move(h));
     }
+  }
+  if (version) {
+    if (auto e = co_await version_delete_refused(s3, *s3.key, *version)) co_return s3.error(*e);
   }
   std::string query = co_await manifest_delete_query(s3, version.value_or(""));
   const bool manifest = !query.empty();
@@ -1389,6 +1417,7 @@ net::awaitable<Response> delete_objects(Exchange& ex, S3Request& s3) {
     if (const auto& error = outcomes[i].error) {
       pugi::xml_node e = result.append_child("Error");
       add_text(e, "Key", keys[i].first);
+      if (keys[i].second) add_text(e, "VersionId", *keys[i].second);
       add_text(e, "Code", error->first);
       add_text(e, "Message", error->second);
     } else if (!quiet) {

@@ -23,6 +23,7 @@
 #include "proxy/pipeline.h"
 #include "proxy/s3api/checksum.h"
 #include "proxy/s3api/cors.h"
+#include "proxy/s3api/object_lock.h"
 #include "proxy/s3api/s3_acl.h"
 #include "proxy/s3api/s3_auth.h"
 
@@ -278,6 +279,28 @@ boost::asio::awaitable<common::http::Response> cors_preflight(S3Request& s3);
 // The CORS rules of s3's bucket (none when it has none or is not there), from the cached
 // container info.
 boost::asio::awaitable<std::vector<CorsRule>> bucket_cors_rules(S3Request& s3);
+
+// ---- Object Lock (object_lock.cpp) ----
+// The account that holds s3's bucket (the registry's, else the requester's own).
+const std::string& bucket_holder(const S3Request& s3);
+// The bucket's Object Lock configuration (cached container info); nullopt: it has none.
+boost::asio::awaitable<std::optional<LockConfiguration>> bucket_lock(S3Request& s3);
+// The lock metadata a new version written by s3 gets (its x-amz-object-lock-* headers, else
+// the bucket's default retention), or the error (lock_for_write()).
+using LockHeaders = std::vector<std::pair<std::string, std::string>>;
+boost::asio::awaitable<std::variant<LockHeaders, S3Error>> new_version_lock(S3Request& s3);
+// ?object-lock on a bucket (GET, PUT), ?retention and ?legal-hold on an object (GET, PUT).
+boost::asio::awaitable<common::http::Response> object_lock_request(common::http::Exchange& ex,
+                                                                   S3Request& s3);
+boost::asio::awaitable<common::http::Response> retention_request(common::http::Exchange& ex,
+                                                                 S3Request& s3);
+boost::asio::awaitable<common::http::Response> legal_hold_request(common::http::Exchange& ex,
+                                                                  S3Request& s3);
+// A DELETE of `version` of `key` in a bucket with Object Lock: AccessDenied while the version
+// is held (a GOVERNANCE retention gives way to x-amz-bypass-governance-retention: true).
+boost::asio::awaitable<std::optional<S3Error>> version_delete_refused(S3Request& s3,
+                                                                      const std::string& key,
+                                                                      const std::string& version);
 
 // The operations.
 boost::asio::awaitable<common::http::Response> list_buckets(S3Request& s3);

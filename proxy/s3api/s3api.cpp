@@ -281,6 +281,11 @@ net::awaitable<SwiftAnswer> call_swift(S3Request& s3, const std::string& method,
   co_return std::move(*answer);
 }
 
+const std::string& bucket_holder(const S3Request& s3) {
+  auto it = s3.bucket_accounts.find(s3.bucket);
+  return it != s3.bucket_accounts.end() ? it->second : s3.account();
+}
+
 net::awaitable<std::optional<S3Error>> set_bucket_sysmeta(S3Request& s3, std::string_view name,
                                                           const std::string& value) {
   co_return co_await set_bucket_sysmeta(s3, {{std::string(name), value}});
@@ -470,7 +475,7 @@ class S3Api final : public Middleware {
         !s3.has("delete") && !s3.has("location") && !s3.has("logging") &&
         !s3.has("versioning") && !s3.has("cors") && !s3.has("attributes") &&
         !s3.has("publicAccessBlock") && !s3.has("policy") && !s3.has("policyStatus") &&
-        !s3.has("ownershipControls") &&
+        !s3.has("ownershipControls") && !s3.has("retention") && !s3.has("legal-hold") &&
         !unsupported(s3)) {
       co_return co_await object_request(ex, s3);
     }
@@ -676,6 +681,9 @@ class S3Api final : public Middleware {
       s3.key.reset();  // a bucket's configuration
       co_return co_await cors_request(ex, s3);
     }
+    if (s3.has("object-lock") && !s3.key) co_return co_await object_lock_request(ex, s3);
+    if (s3.key && s3.has("retention")) co_return co_await retention_request(ex, s3);
+    if (s3.key && s3.has("legal-hold")) co_return co_await legal_hold_request(ex, s3);
     if (s3.has("ownershipControls")) {
       s3.key.reset();  // a bucket's configuration
       co_return co_await ownership_controls_request(ex, s3);
@@ -699,7 +707,15 @@ class S3Api final : public Middleware {
         const bool versioning = s3.has("versions") && co_await has_object_versioning(s3);
         co_return co_await list_objects(s3, versioning);
       }
-      if (method == "PUT") co_return co_await put_bucket(ex, s3);
+      if (method == "PUT") {
+        // Object Lock keeps versions: object versioning must be in the pipeline.
+        if (common::http::iequals(
+                s3.client.headers.get_or("x-amz-bucket-object-lock-enabled", ""), "true") &&
+            !co_await has_object_versioning(s3)) {
+          co_return s3.error(errors::not_implemented("Object Lock needs object versioning"));
+        }
+        co_return co_await put_bucket(ex, s3);
+      }
       if (method == "DELETE") co_return co_await delete_bucket(s3);
       // Swift's BucketController: POST is S3NotImplemented, other methods are not its own.
       if (method != "POST") co_return s3.error(errors::method_not_allowed(method, "BUCKET"));

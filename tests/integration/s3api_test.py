@@ -894,6 +894,7 @@ def global_namespace(port):
     public_access_block(port, call, code)
     bucket_policies(port, call, code)
     ownership_controls(port, call, code)
+    object_lock(port, call, code)
     s = call("GET", "/gbucket/public?attributes",
              headers={"x-amz-object-attributes": "ETag,ObjectSize,StorageClass"})
     check(s[0] == 200 and b"<ObjectSize>11</ObjectSize>" in s[2] and
@@ -1232,6 +1233,65 @@ def ownership_controls(port, call, code):
     call("DELETE", "/gowned?policy")
     s = call("DELETE", "/gowned")
     check(s[0] == 204, "ownership: bucket deleted %r" % (s,))
+
+
+def object_lock(port, call, code):
+    """S3 Object Lock (Apus only): a locked version is kept until its retention is over or its
+    legal hold is off; GOVERNANCE gives way to x-amz-bypass-governance-retention."""
+    def version_of(answer):
+        return answer[1].get("x-amz-version-id")
+
+    s = call("GET", "/gbucket?object-lock")
+    check((s[0], code(s)) == (404, "ObjectLockConfigurationNotFoundError"),
+          "lock: none on a plain bucket %r" % (s,))
+    s = call("PUT", "/glocked", headers={"x-amz-bucket-object-lock-enabled": "true"})
+    check(s[0] == 200, "lock: CreateBucket with Object Lock %r" % (s,))
+    s = call("GET", "/glocked?versioning")
+    check(b"<Status>Enabled</Status>" in s[2], "lock: versioning on %r" % (s,))
+    s = call("PUT", "/glocked?versioning",
+             body=b"<VersioningConfiguration><Status>Suspended</Status></VersioningConfiguration>")
+    check((s[0], code(s)) == (409, "InvalidBucketState"), "lock: no suspending %r" % (s,))
+    s = call("PUT", "/glocked?object-lock", body=(
+        b"<ObjectLockConfiguration><ObjectLockEnabled>Enabled</ObjectLockEnabled><Rule>"
+        b"<DefaultRetention><Mode>GOVERNANCE</Mode><Days>1</Days></DefaultRetention></Rule>"
+        b"</ObjectLockConfiguration>"))
+    check(s[0] == 200, "lock: default retention %r" % (s,))
+    s = call("PUT", "/glocked/kept", body=b"v1")
+    v1 = version_of(s)
+    s = call("HEAD", "/glocked/kept")
+    check(s[1].get("x-amz-object-lock-mode") == "GOVERNANCE" and
+          s[1].get("x-amz-object-lock-retain-until-date"), "lock: the default applied %r" % (s[1],))
+    s = call("DELETE", "/glocked/kept?versionId=" + v1)
+    check((s[0], code(s)) == (403, "AccessDenied"), "lock: the version is kept %r" % (s,))
+    s = call("DELETE", "/glocked/kept")
+    check(s[0] == 204 and s[1].get("x-amz-delete-marker") == "true",
+          "lock: a delete marker is fine %r" % (s[1],))
+    s = call("GET", "/glocked/kept?versionId=" + v1)
+    check(s[0] == 200 and s[2] == b"v1", "lock: the version is still there %r" % (s[0],))
+    s = call("PUT", "/glocked/held", headers={
+        "x-amz-object-lock-mode": "COMPLIANCE",
+        "x-amz-object-lock-retain-until-date": "2031-01-01T00:00:00Z",
+        "x-amz-object-lock-legal-hold": "ON"}, body=b"held")
+    held = version_of(s)
+    s = call("GET", "/glocked/held?retention")
+    check(s[0] == 200 and b"<Mode>COMPLIANCE</Mode>" in s[2] and
+          b"<RetainUntilDate>2031-01-01T00:00:00Z</RetainUntilDate>" in s[2],
+          "lock: GetObjectRetention %r" % (s,))
+    s = call("PUT", "/glocked/held?retention",
+             headers={"x-amz-bypass-governance-retention": "true"},
+             body=b"<Retention><Mode>GOVERNANCE</Mode><RetainUntilDate>2031-01-01T00:00:00Z"
+                  b"</RetainUntilDate></Retention>")
+    check((s[0], code(s)) == (403, "AccessDenied"), "lock: COMPLIANCE is not lifted %r" % (s,))
+    s = call("DELETE", "/glocked/held?versionId=" + held,
+             headers={"x-amz-bypass-governance-retention": "true"})
+    check((s[0], code(s)) == (403, "AccessDenied"), "lock: COMPLIANCE has no bypass %r" % (s,))
+    s = call("GET", "/glocked/held?legal-hold")
+    check(b"<Status>ON</Status>" in s[2], "lock: GetObjectLegalHold %r" % (s,))
+    s = call("DELETE", "/glocked/kept?versionId=" + v1,
+             headers={"x-amz-bypass-governance-retention": "true"})
+    check(s[0] == 204, "lock: GOVERNANCE with the bypass %r" % (s,))
+    # The COMPLIANCE version stays until 2031, and so does its bucket: the cluster is this
+    # run's own.
 
 
 def versioning(pair):
