@@ -295,9 +295,17 @@ double now_seconds() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
 }
 
-bool bypass_governance(const S3Request& s3) {
-  return common::http::iequals(
-      s3.client.headers.get_or("x-amz-bypass-governance-retention", ""), "true");
+// x-amz-bypass-governance-retention: true, from who may bypass: with s3_acl the users of the
+// bucket's account, and others the policy grants s3:BypassGovernanceRetention; without it,
+// whoever Swift let write.
+bool bypass_governance(const S3Request& s3, const std::string& key) {
+  if (!common::http::iequals(s3.client.headers.get_or("x-amz-bypass-governance-retention", ""),
+                             "true")) {
+    return false;
+  }
+  if (!s3.config.s3_acl) return true;
+  if (!s3.requester_account().empty() && s3.requester_account() == bucket_holder(s3)) return true;
+  return policy_allows(s3, "s3:BypassGovernanceRetention", key);
 }
 
 S3Error invalid_bucket_state(std::string message) {
@@ -441,7 +449,7 @@ net::awaitable<Response> retention_request(Exchange& ex, S3Request& s3) {
     }
     co_return lock_answer(s3, 200, retention_document(*state.retention), object);
   }
-  if (!retention_change_allowed(state, *next, now_seconds(), bypass_governance(s3))) {
+  if (!retention_change_allowed(state, *next, now_seconds(), bypass_governance(s3, *s3.key))) {
     co_return s3.error(S3Error::access_denied());
   }
   if (auto e = co_await set_lock_metadata(
@@ -492,7 +500,7 @@ net::awaitable<std::optional<S3Error>> version_delete_refused(S3Request& s3, con
   if (auto* e = std::get_if<S3Error>(&head)) co_return std::move(*e);
   const Response& r = std::get<Response>(head);
   if (r.status != 200) co_return std::nullopt;  // not there (or a delete marker): nothing kept
-  if (deletion_refused(lock_state(r.headers), now_seconds(), bypass_governance(s3))) {
+  if (deletion_refused(lock_state(r.headers), now_seconds(), bypass_governance(s3, key))) {
     co_return S3Error::access_denied();
   }
   co_return std::nullopt;

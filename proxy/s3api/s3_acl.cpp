@@ -1027,6 +1027,15 @@ net::awaitable<bool> may_read_copy_source(S3Request& s3, const std::string& buck
   co_return allowed(s3, object_acl(headers), account, Permission::kRead);
 }
 
+bool policy_allows(const S3Request& s3, const std::string& action, const std::string& key) {
+  if (!s3.bucket_policy) return false;
+  PolicyRequest request{.action = action, .resource = policy_resource(s3.bucket, key),
+                        .user = s3.user_id(), .value_of = [&](std::string_view k) {
+                          return policy_value(s3, k, nullptr);
+                        }};
+  return s3.bucket_policy->evaluate(request) == PolicyEffect::kAllow;
+}
+
 bool may_delete_key(const S3Request& s3, const std::string& key,
                     const std::optional<std::string>& version) {
   if (!s3.delete_by_acl || !s3.bucket_policy) return true;

@@ -230,6 +230,9 @@ boost::asio::awaitable<bool> may_read_copy_source(S3Request& s3, const std::stri
 // left it; true when check_access() decided for the whole request.
 bool may_delete_key(const S3Request& s3, const std::string& key,
                     const std::optional<std::string>& version);
+// Whether the bucket's policy (as check_access() read it) allows `action` on `key` to the
+// requester, with no Deny of it.
+bool policy_allows(const S3Request& s3, const std::string& action, const std::string& key);
 // The ACL for what a write stores (s3.new_acl), as the header to add to it.
 void add_new_acl(const S3Request& s3, std::string_view sysmeta_name, common::http::HeaderMap& h);
 // A browser POST upload (s3_acl): whether the requester may write the bucket, with
