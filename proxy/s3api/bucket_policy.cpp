@@ -525,22 +525,6 @@ using common::http::Exchange;
 using common::http::HeaderMap;
 using common::http::Response;
 
-namespace {
-
-// The bucket's container headers, from a HEAD (not the cache: a policy just changed on another
-// proxy shows at once), or the error.
-net::awaitable<std::variant<HeaderMap, S3Error>> bucket_headers(S3Request& s3) {
-  auto head = co_await call_swift(s3, "HEAD", s3.bucket, std::nullopt, "", 1 << 16,
-                                  [&](HeaderMap& h) { h = own_headers(s3.client.headers); });
-  if (auto* e = std::get_if<S3Error>(&head)) co_return std::move(*e);
-  Response& r = std::get<Response>(head);
-  if (r.status == 404) co_return errors::no_such_bucket(s3.bucket);
-  if (r.status < 200 || r.status >= 300) co_return unexpected(s3, r);
-  co_return std::move(r.headers);
-}
-
-}  // namespace
-
 net::awaitable<Response> bucket_policy_request(Exchange& ex, S3Request& s3) {
   const std::string& method = s3.client.method;
   if (method == "GET") {

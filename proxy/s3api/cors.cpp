@@ -267,13 +267,9 @@ net::awaitable<Response> cors_preflight(S3Request& s3) {
 net::awaitable<Response> cors_request(Exchange& ex, S3Request& s3) {
   const std::string& method = s3.client.method;
   if (method == "GET") {
-    auto head = co_await call_swift(s3, "HEAD", s3.bucket, std::nullopt, "", 1 << 16,
-                                    [&](HeaderMap& h) { h = own_headers(s3.client.headers); });
-    if (auto* e = std::get_if<S3Error>(&head)) co_return s3.error(*e);
-    const Response& r = std::get<Response>(head);
-    if (r.status == 404) co_return s3.error(errors::no_such_bucket(s3.bucket));
-    if (r.status < 200 || r.status >= 300) co_return s3.error(unexpected(s3, r));
-    CorsRules rules = decode_cors(r.headers.get_or(kCorsSysmeta, ""));
+    auto headers = co_await bucket_headers(s3);
+    if (auto* e = std::get_if<S3Error>(&headers)) co_return s3.error(*e);
+    CorsRules rules = decode_cors(std::get<HeaderMap>(headers).get_or(kCorsSysmeta, ""));
     if (rules.empty()) {
       co_return s3.error({.status = 404, .code = "NoSuchCORSConfiguration",
                           .message = "The CORS configuration does not exist",

@@ -391,13 +391,10 @@ net::awaitable<Response> object_lock_request(Exchange& ex, S3Request& s3) {
   if (method != "GET" && method != "PUT") {
     co_return s3.error(errors::method_not_allowed(method, "OBJECTLOCK"));
   }
-  auto head = co_await call_swift(s3, "HEAD", s3.bucket, std::nullopt, "", 1 << 16,
-                                  [](HeaderMap& h) { h = own_headers(h); });
-  if (auto* e = std::get_if<S3Error>(&head)) co_return s3.error(*e);
-  const Response& b = std::get<Response>(head);
-  if (b.status == 404) co_return s3.error(errors::no_such_bucket(s3.bucket));
-  if (b.status < 200 || b.status >= 300) co_return s3.error(unexpected(s3, b));
-  auto stored = decode_lock_configuration(b.headers.get_or(kObjectLockSysmeta, ""));
+  auto headers = co_await bucket_headers(s3);
+  if (auto* e = std::get_if<S3Error>(&headers)) co_return s3.error(*e);
+  const HeaderMap& b = std::get<HeaderMap>(headers);
+  auto stored = decode_lock_configuration(b.get_or(kObjectLockSysmeta, ""));
   if (method == "GET") {
     if (!stored) {
       co_return s3.error({.status = 404, .code = "ObjectLockConfigurationNotFoundError",
@@ -412,7 +409,7 @@ net::awaitable<Response> object_lock_request(Exchange& ex, S3Request& s3) {
   if (auto* e = std::get_if<S3Error>(&parsed)) co_return s3.error(*e);
   // A bucket without Object Lock takes it once its versioning is on (as S3 now allows).
   if (!stored && !common::config_true_value(
-                     b.headers.get_or("X-Container-Sysmeta-Versions-Enabled", ""))) {
+                     b.get_or("X-Container-Sysmeta-Versions-Enabled", ""))) {
     co_return s3.error(invalid_bucket_state(
         "Versioning must be 'Enabled' on the bucket to apply a Object Lock configuration"));
   }

@@ -1215,13 +1215,10 @@ net::awaitable<Response> public_access_block_request(Exchange& ex, S3Request& s3
 net::awaitable<Response> ownership_controls_request(Exchange& ex, S3Request& s3) {
   const std::string& method = s3.client.method;
   if (method == "GET") {
-    auto head = co_await call_swift(s3, "HEAD", s3.bucket, std::nullopt, "", 1 << 16,
-                                    [&](HeaderMap& h) { h = own_headers(s3.client.headers); });
-    if (auto* e = std::get_if<S3Error>(&head)) co_return s3.error(*e);
-    const Response& r = std::get<Response>(head);
-    if (r.status == 404) co_return s3.error(errors::no_such_bucket(s3.bucket));
-    if (r.status < 200 || r.status >= 300) co_return s3.error(unexpected(s3, r));
-    auto stored = ownership_from_name(r.headers.get_or(kOwnershipSysmeta, ""));
+    auto headers = co_await bucket_headers(s3);
+    if (auto* e = std::get_if<S3Error>(&headers)) co_return s3.error(*e);
+    auto stored =
+        ownership_from_name(std::get<HeaderMap>(headers).get_or(kOwnershipSysmeta, ""));
     if (!stored) {
       co_return s3.error({.status = 404, .code = "OwnershipControlsNotFoundError",
                           .message = "The bucket ownership controls were not found",

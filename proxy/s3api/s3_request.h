@@ -195,6 +195,11 @@ boost::asio::awaitable<std::optional<S3Error>> set_bucket_sysmeta(S3Request& s3,
 // The same for several headers at once (name, value; an empty value removes the header).
 boost::asio::awaitable<std::optional<S3Error>> set_bucket_sysmeta(
     S3Request& s3, const std::vector<std::pair<std::string, std::string>>& headers);
+// The bucket's container headers from a HEAD, not the cache (a configuration just changed
+// through another proxy shows at once), for the GET of a configuration kept in sysmeta; or the
+// error (NoSuchBucket).
+boost::asio::awaitable<std::variant<common::http::HeaderMap, S3Error>> bucket_headers(
+    S3Request& s3);
 // The answer of a bucket configuration's PUT (200) or DELETE (204).
 common::http::Response configuration_answer(const S3Request& s3);
 

@@ -281,6 +281,16 @@ net::awaitable<SwiftAnswer> call_swift(S3Request& s3, const std::string& method,
   co_return std::move(*answer);
 }
 
+net::awaitable<std::variant<HeaderMap, S3Error>> bucket_headers(S3Request& s3) {
+  auto head = co_await call_swift(s3, "HEAD", s3.bucket, std::nullopt, "", 1 << 16,
+                                  [&](HeaderMap& h) { h = own_headers(s3.client.headers); });
+  if (auto* e = std::get_if<S3Error>(&head)) co_return std::move(*e);
+  Response& r = std::get<Response>(head);
+  if (r.status == 404) co_return errors::no_such_bucket(s3.bucket);
+  if (r.status < 200 || r.status >= 300) co_return unexpected(s3, r);
+  co_return std::move(r.headers);
+}
+
 const std::string& bucket_holder(const S3Request& s3) {
   auto it = s3.bucket_accounts.find(s3.bucket);
   return it != s3.bucket_accounts.end() ? it->second : s3.account();

@@ -247,13 +247,9 @@ net::awaitable<Response> object_tagging(Exchange& ex, S3Request& s3) {
 net::awaitable<Response> bucket_tagging(Exchange& ex, S3Request& s3) {
   const std::string& method = s3.client.method;
   if (method == "GET") {
-    auto head = co_await call_swift(s3, "HEAD", s3.bucket, std::nullopt, "", 1 << 16,
-                                    [&](HeaderMap& h) { h = own_headers(h); });
-    if (auto* e = std::get_if<S3Error>(&head)) co_return s3.error(*e);
-    const Response& r = std::get<Response>(head);
-    if (r.status == 404) co_return s3.error(errors::no_such_bucket(s3.bucket));
-    if (r.status < 200 || r.status >= 300) co_return s3.error(unexpected(s3, r));
-    TagSet tags = decode_tags(r.headers.get_or(kBucketTaggingSysmeta, ""));
+    auto headers = co_await bucket_headers(s3);
+    if (auto* e = std::get_if<S3Error>(&headers)) co_return s3.error(*e);
+    TagSet tags = decode_tags(std::get<HeaderMap>(headers).get_or(kBucketTaggingSysmeta, ""));
     if (tags.empty()) {
       S3Error e{.status = 404, .code = "NoSuchTagSet", .message = "The TagSet does not exist",
                 .details = {{"BucketName", s3.bucket}}};
