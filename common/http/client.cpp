@@ -71,6 +71,20 @@ class ClientConnectionImpl {
   net::awaitable<Status> write(std::span<const net::const_buffer> buffers);
   net::awaitable<Status> read_head_into_parser();
   ClientResponse make_response() const;
+  // A parser for the next response: its body unbounded (the caller reads it in pieces), its
+  // head up to kMaxResponseHead.
+  void new_parser() {
+    parser_.emplace();
+    parser_->body_limit(boost::none);
+    parser_->header_limit(static_cast<uint32_t>(kMaxResponseHead));
+  }
+
+  // What a storage server may answer with: the 64 KiB of headers our servers (and Swift's
+  // eventlet) take in a request, since a container's metadata comes back whole in its HEAD (an
+  // S3 bucket's ACL, CORS rules, tags and policy are up to 8 or 20 KiB each). Beast's default
+  // of 8 KiB made such a bucket's every request fail, and the failures error-limited the
+  // container servers for every other container too.
+  static constexpr size_t kMaxResponseHead = 64 * 1024;
 
   beast::tcp_stream stream_;
   std::string peer_;
@@ -96,8 +110,7 @@ net::awaitable<Status> ClientConnectionImpl::write(std::span<const net::const_bu
 }
 
 net::awaitable<Result<int>> ClientConnectionImpl::send_head(const ClientRequest& request) {
-  parser_.emplace();
-  parser_->body_limit(boost::none);
+  new_parser();
   head_only_ = request.method == "HEAD";
   if (head_only_) parser_->skip(true);
   head_read_ = false;
@@ -136,14 +149,12 @@ net::awaitable<Result<int>> ClientConnectionImpl::send_head(const ClientRequest&
     if (!s.ok()) co_return s;
     int status = static_cast<int>(parser_->get().result_int());
     if (status == 100) {
-      parser_.emplace();  // the interim response is done; the real one follows the body
-      parser_->body_limit(boost::none);
+      new_parser();  // the interim response is done; the real one follows the body
       if (head_only_) parser_->skip(true);
       co_return 100;
     }
     if (status > 100 && status < 200) {
-      parser_.emplace();
-      parser_->body_limit(boost::none);
+      new_parser();
       continue;  // other interim responses are ignored
     }
     head_read_ = true;
@@ -156,8 +167,6 @@ net::awaitable<Result<int>> ClientConnectionImpl::send_head(const ClientRequest&
 
 net::awaitable<Status> ClientConnectionImpl::read_head_into_parser() {
   stream_.expires_after(to_duration(options_.node_timeout));
-  // Beast's default limit for a response head.
-  constexpr size_t kMaxResponseHead = 8192;
   beast::error_code ec =
       co_await internal::read_head(stream_, buffer_, *parser_, kMaxResponseHead, masked_names_);
   if (ec) {
@@ -207,8 +216,7 @@ net::awaitable<Result<ClientResponse>> ClientConnectionImpl::read_response_head(
       if (!s.ok()) co_return s;
       int status = static_cast<int>(parser_->get().result_int());
       if (status >= 200 || status < 100) break;
-      parser_.emplace();  // a late or extra interim response
-      parser_->body_limit(boost::none);
+      new_parser();  // a late or extra interim response
       if (head_only_) parser_->skip(true);
     }
     head_read_ = true;

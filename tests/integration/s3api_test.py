@@ -1152,6 +1152,17 @@ def bucket_policies(port, call, code):
     check(s[0] == 200, "policy: gone %r" % (s[0],))
     s = call("GET", "/gbucket?policy")
     check((s[0], code(s)) == (404, "NoSuchBucketPolicy"), "policy: none again %r" % (s,))
+    # S3's size limit, 20 KiB, is what the four sysmeta headers hold.
+    big = policy(*[statement("Allow", {"AWS": "test2:tester2"}, "s3:GetObject",
+                             "arn:aws:s3:::gbucket/k%04d-%s" % (i, "x" * 60)) for i in range(100)])
+    big = big[:-2] + b" " * (20 * 1024 - len(big)) + big[-2:]
+    s = call("PUT", "/gbucket?policy", body=big)
+    check(s[0] == 204, "policy: 20 KiB taken %r" % (s[:2],))
+    s = call("GET", "/gbucket?policy")
+    check(s[0] == 200 and s[2] == big, "policy: 20 KiB back as sent %r" % (s[0],))
+    s = call("PUT", "/gbucket?policy", body=big + b" ")
+    check((s[0], code(s)) == (400, "MalformedPolicy"), "policy: over 20 KiB %r" % (s,))
+    call("DELETE", "/gbucket?policy")
     # BlockPublicPolicy refuses a public policy.
     call("PUT", "/gbucket?publicAccessBlock", body=(
         b"<PublicAccessBlockConfiguration><BlockPublicPolicy>true</BlockPublicPolicy>"

@@ -87,6 +87,37 @@ TEST_CASE("simple_request sends a body and reuses the pooled connection") {
   CHECK(ports.size() == 1);  // one connection, kept alive and reused
 }
 
+TEST_CASE("a response head of up to 64 KiB is read, a longer one is an error") {
+  // A container HEAD brings all its metadata back: many sysmeta headers of up to 8 KiB each.
+  auto handler = [](size_t headers) {
+    return [headers](Exchange& ex) -> net::awaitable<void> {
+      Response r;
+      r.status = 204;
+      for (size_t i = 0; i < headers; ++i) {
+        r.headers.set("X-Container-Sysmeta-Chunk-" + std::to_string(i), std::string(7000, 'a'));
+      }
+      (void)co_await ex.respond(std::move(r));
+    };
+  };
+  for (auto [headers, ok] : {std::pair<size_t, bool>{8, true}, {10, false}}) {
+    TestServer server(handler(headers));
+    net::io_context ioc;
+    ConnectionPool pool(ClientOptions{});
+    auto result = run<Status>(ioc, [&]() -> net::awaitable<Status> {
+      ClientRequest req;
+      req.method = "HEAD";
+      req.target = "/sda/1/a/c";
+      auto r = co_await apus::common::http::simple_request(pool, "127.0.0.1", server.port(), req);
+      if (!r.ok()) co_return r.status();
+      if (r->head.headers.get_or("X-Container-Sysmeta-Chunk-7", "").size() != 7000) {
+        co_return Status::corruption("a header lost");
+      }
+      co_return Status();
+    });
+    CHECK(result.ok() == ok);
+  }
+}
+
 TEST_CASE("Expect: 100-continue returns 100, or the peer's refusal before the body") {
   TestServer server([](Exchange& ex) -> net::awaitable<void> {
     if (ex.request().path() == "/refuse") {
