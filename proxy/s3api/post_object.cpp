@@ -381,7 +381,7 @@ net::awaitable<void> post_object(Exchange& ex, S3Request& s3) {
     if (name == "acl") acl_fields.set("x-amz-acl", value);
     if (name.starts_with("x-amz-grant-")) acl_fields.set(name, value);
   }
-  if (auto e = co_await check_post_access(s3, acl_fields)) co_return co_await fail(*e);
+  if (auto e = co_await check_post_access(s3, key, acl_fields)) co_return co_await fail(*e);
 
   // The object's headers, from the fields.
   HeaderMap h;

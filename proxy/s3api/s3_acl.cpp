@@ -589,8 +589,9 @@ bool writes_resource(const S3Request& s3, const Need& need) {
   return m == "PUT" && !s3.has("partNumber");
 }
 
-// The ACL a write stores: the one its headers ask for, else private.
-std::optional<S3Error> plan_new_acl(S3Request& s3, bool bucket) {
+// The ACL a write stores: the one its headers (`asked`: the request's, or a POST form's
+// fields) ask for, else private.
+std::optional<S3Error> plan_new_acl(S3Request& s3, bool bucket, const HeaderMap& asked) {
   const std::string bucket_owner =
       bucket ? s3.user_id()
              : (s3.bucket_acl && !s3.bucket_acl->owner.empty() ? s3.bucket_acl->owner
@@ -598,9 +599,9 @@ std::optional<S3Error> plan_new_acl(S3Request& s3, bool bucket) {
   // An anonymous write (a public-write bucket) is the bucket owner's.
   std::string owner = s3.anonymous() ? bucket_owner : s3.user_id();
   if (!bucket && s3.ownership != ObjectOwnership::kObjectWriter) {
-    const std::string canned(s3.client.headers.get_or("x-amz-acl", ""));
+    const std::string canned(asked.get_or("x-amz-acl", ""));
     bool grants = false;
-    for (const auto& [name, value] : s3.client.headers) {
+    for (const auto& [name, value] : asked) {
       grants = grants || common::http::istarts_with(name, "x-amz-grant-");
     }
     if (s3.ownership == ObjectOwnership::kBucketOwnerEnforced) {
@@ -612,10 +613,10 @@ std::optional<S3Error> plan_new_acl(S3Request& s3, bool bucket) {
     }
     if (canned == "bucket-owner-full-control") owner = bucket_owner;  // BucketOwnerPreferred
   }
-  auto asked = acl_from_headers(s3.client.headers, bucket_owner, owner);
-  if (auto* e = std::get_if<S3Error>(&asked)) return std::move(*e);
-  auto& acl = std::get<std::optional<Acl>>(asked);
-  s3.new_acl = acl ? std::move(*acl) : *canned_acl("private", bucket_owner, owner);
+  auto acl = acl_from_headers(asked, bucket_owner, owner);
+  if (auto* e = std::get_if<S3Error>(&acl)) return std::move(*e);
+  auto& given = std::get<std::optional<Acl>>(acl);
+  s3.new_acl = given ? std::move(*given) : *canned_acl("private", bucket_owner, owner);
   return std::nullopt;
 }
 
@@ -840,7 +841,9 @@ net::awaitable<std::optional<S3Error>> check_access(S3Request& s3) {
                        .value_or(ObjectOwnership::kObjectWriter);
   }
   if (writes_resource(s3, need)) {
-    if (auto e = plan_new_acl(s3, need.target == Target::kNewBucket)) co_return e;
+    if (auto e = plan_new_acl(s3, need.target == Target::kNewBucket, s3.client.headers)) {
+      co_return e;
+    }
     if (need.target != Target::kNewBucket && blocked(s3, *s3.new_acl)) {
       co_return S3Error::access_denied();
     }
@@ -974,7 +977,7 @@ net::awaitable<std::optional<S3Error>> check_read_on_answer(S3Request& s3, int s
   co_return co_await check_object_access(s3, Permission::kRead);
 }
 
-net::awaitable<std::optional<S3Error>> check_post_access(S3Request& s3,
+net::awaitable<std::optional<S3Error>> check_post_access(S3Request& s3, const std::string& key,
                                                          const HeaderMap& acl_fields) {
   const std::string& account = bucket_account(s3);
   if (account.empty()) co_return errors::no_such_bucket(s3.bucket);
@@ -985,14 +988,19 @@ net::awaitable<std::optional<S3Error>> check_post_access(S3Request& s3,
   s3.public_block = decode_public_access_block(info.headers.get_or(kPublicAccessBlockSysmeta, ""));
   s3.ownership = ownership_from_name(info.headers.get_or(kOwnershipSysmeta, ""))
                      .value_or(ObjectOwnership::kObjectWriter);
-  if (!allowed(s3, s3.bucket_acl, account, Permission::kWrite)) co_return S3Error::access_denied();
-  const std::string bucket_owner =
-      s3.bucket_acl && !s3.bucket_acl->owner.empty() ? s3.bucket_acl->owner : s3.user_id();
-  const std::string owner = s3.anonymous() ? bucket_owner : s3.user_id();
-  auto asked = acl_from_headers(acl_fields, bucket_owner, owner);
-  if (auto* e = std::get_if<S3Error>(&asked)) co_return std::move(*e);
-  auto& acl = std::get<std::optional<Acl>>(asked);
-  s3.new_acl = acl ? std::move(*acl) : *canned_acl("private", bucket_owner, owner);
+  // The bucket policy first, as for a PUT of the key: a Deny wins, an Allow does without the
+  // bucket's WRITE grant.
+  PolicyEffect verdict = PolicyEffect::kNone;
+  if (auto policy = stored_policy(info.headers, s3.bucket)) {
+    s3.bucket_policy = std::make_shared<const BucketPolicy>(std::move(*policy));
+    verdict = co_await policy_verdict(s3, *s3.bucket_policy, "s3:PutObject", s3.bucket, key,
+                                      account);
+  }
+  if (verdict == PolicyEffect::kDeny ||
+      (verdict == PolicyEffect::kNone && !allowed(s3, s3.bucket_acl, account, Permission::kWrite))) {
+    co_return S3Error::access_denied();
+  }
+  if (auto e = plan_new_acl(s3, false, acl_fields)) co_return e;
   if (blocked(s3, *s3.new_acl)) co_return S3Error::access_denied();
   co_return std::nullopt;
 }

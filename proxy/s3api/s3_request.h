@@ -240,11 +240,12 @@ bool may_delete_key(const S3Request& s3, const std::string& key,
 bool policy_allows(const S3Request& s3, const std::string& action, const std::string& key);
 // The ACL for what a write stores (s3.new_acl), as the header to add to it.
 void add_new_acl(const S3Request& s3, std::string_view sysmeta_name, common::http::HeaderMap& h);
-// A browser POST upload (s3_acl): whether the requester may write the bucket, with
-// s3.new_acl set from the form's acl and x-amz-grant-* fields (in `acl_fields`). nullopt, or
-// the error.
+// A browser POST upload (s3_acl): whether the requester may write `key` in the bucket (its
+// policy's s3:PutObject, else the bucket's ACL), with s3.new_acl set from the form's acl and
+// x-amz-grant-* fields (in `acl_fields`, as the bucket's ownership controls allow). nullopt,
+// or the error.
 boost::asio::awaitable<std::optional<S3Error>> check_post_access(
-    S3Request& s3, const common::http::HeaderMap& acl_fields);
+    S3Request& s3, const std::string& key, const common::http::HeaderMap& acl_fields);
 // ?publicAccessBlock with s3_acl: GET, PUT and DELETE of a bucket's public access block.
 boost::asio::awaitable<common::http::Response> public_access_block_request(
     common::http::Exchange& ex, S3Request& s3);

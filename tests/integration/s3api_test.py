@@ -1065,7 +1065,20 @@ def post_uploads(port, call, code):
     call("PUT", "/gbucket?acl", headers={"x-amz-acl": "private"})
     s = post([("key", "up/anon2"), ("file", "anonymous data")])
     check((s[0], code(s)) == (403, "AccessDenied"), "post: anonymous, private bucket %r" % (s,))
+    # The bucket policy decides for a form as for a PUT of its key.
+    call("PUT", "/gbucket?policy", body=json.dumps({"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Principal": "*", "Action": "s3:PutObject",
+         "Resource": "arn:aws:s3:::gbucket/up/open*"}]}).encode())
+    s = post([("key", "up/open"), ("file", "by policy")])
+    check(s[0] == 204, "post: a policy's Allow %r" % (s[:2],))
     call("PUT", "/gbucket?acl", headers={"x-amz-acl": "public-read-write"})
+    call("PUT", "/gbucket?policy", body=json.dumps({"Version": "2012-10-17", "Statement": [
+        {"Effect": "Deny", "Principal": "*", "Action": "s3:PutObject",
+         "Resource": "arn:aws:s3:::gbucket/up/closed*"}]}).encode())
+    s = post([("key", "up/closed"), ("file", "denied")])
+    check((s[0], code(s)) == (403, "AccessDenied"), "post: a policy's Deny %r" % (s,))
+    call("DELETE", "/gbucket?policy")
+    call("DELETE", "/gbucket/up/open")
     for key in ("up/up.txt", "up/v4", "up/anon"):
         call("DELETE", "/gbucket/" + key)
 
