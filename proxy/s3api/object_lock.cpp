@@ -372,6 +372,7 @@ Response lock_answer(const S3Request& s3, int status, std::string body, const Re
 }  // namespace
 
 net::awaitable<std::optional<LockConfiguration>> bucket_lock(S3Request& s3) {
+  if (s3.bucket_lock_read) co_return *s3.bucket_lock_read;
   const std::string& account = bucket_holder(s3);
   if (account.empty()) co_return std::nullopt;
   CachedInfo info = co_await s3.config.info->container_info(account, s3.bucket, s3.client, s3.env);

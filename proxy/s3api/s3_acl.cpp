@@ -839,6 +839,7 @@ net::awaitable<std::optional<S3Error>> check_access(S3Request& s3) {
     s3.public_block = decode_public_access_block(info.headers.get_or(kPublicAccessBlockSysmeta, ""));
     s3.ownership = ownership_from_name(info.headers.get_or(kOwnershipSysmeta, ""))
                        .value_or(ObjectOwnership::kObjectWriter);
+    s3.bucket_lock_read = decode_lock_configuration(info.headers.get_or(kObjectLockSysmeta, ""));
   }
   if (writes_resource(s3, need)) {
     if (auto e = plan_new_acl(s3, need.target == Target::kNewBucket, s3.client.headers)) {

@@ -86,6 +86,9 @@ struct S3Request {
   std::optional<Acl> new_acl{};
   std::optional<PublicAccessBlock> public_block{};  // the bucket's, as check_access() read it
   ObjectOwnership ownership = ObjectOwnership::kObjectWriter;  // the bucket's, likewise
+  // The bucket's Object Lock configuration once its info was read (check_access() reads it,
+  // so that a write does not look it up again).
+  std::optional<std::optional<LockConfiguration>> bucket_lock_read{};
   // The bucket's policy, when it has one, and whether its Allow let the request in (an object
   // read then needs no ACL).
   std::shared_ptr<const BucketPolicy> bucket_policy{};
