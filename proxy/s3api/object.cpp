@@ -1129,6 +1129,9 @@ net::awaitable<DeleteOutcome> delete_one(
   S3Request one{.client = s3.client, .env = s3.env, .next = s3.next, .config = s3.config,
                 .bucket = s3.bucket, .key = key, .params = {}, .signature = s3.signature,
                 .acl_header_used = true, .bucket_accounts = s3.bucket_accounts};
+  // What check_access() learnt of the bucket holds for each key.
+  one.bucket_policy = s3.bucket_policy;
+  one.bucket_lock_read = s3.bucket_lock_read;
   if (version) {
     if (auto e = co_await version_delete_refused(one, key, *version)) {
       co_return DeleteOutcome{.error = std::pair(e->code, e->message), .delete_marker = {}};

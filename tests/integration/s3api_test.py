@@ -1314,6 +1314,30 @@ def object_lock(port, call, code):
     s = call("DELETE", "/glocked/kept?versionId=" + v1,
              headers={"x-amz-bypass-governance-retention": "true"})
     check(s[0] == 204, "lock: GOVERNANCE with the bypass %r" % (s,))
+    # Another account's user deletes a GOVERNANCE version with DeleteObjects, as the policy lets
+    # it bypass.
+    alt = Credentials("test2:tester2", "testing2")
+    s = call("PUT", "/glocked/gov", headers={
+        "x-amz-object-lock-mode": "GOVERNANCE",
+        "x-amz-object-lock-retain-until-date": "2031-01-01T00:00:00Z"}, body=b"gov")
+    gov = version_of(s)
+    doc = (b"<Delete><Object><Key>gov</Key><VersionId>%s</VersionId></Object></Delete>"
+           % gov.encode())
+    md5 = {"Content-MD5": base64.b64encode(hashlib.md5(doc).digest()).decode(),
+           "x-amz-bypass-governance-retention": "true"}
+    call("PUT", "/glocked?policy", body=json.dumps({"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Principal": {"AWS": "test2:tester2"},
+         "Action": "s3:DeleteObjectVersion", "Resource": "arn:aws:s3:::glocked/*"}]}).encode())
+    s = call("POST", "/glocked?delete", alt, md5, doc)
+    check(s[0] == 200 and b"<Code>AccessDenied</Code>" in s[2],
+          "lock: no bypass without the grant %r" % (s,))
+    call("PUT", "/glocked?policy", body=json.dumps({"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Principal": {"AWS": "test2:tester2"},
+         "Action": ["s3:DeleteObjectVersion", "s3:BypassGovernanceRetention"],
+         "Resource": "arn:aws:s3:::glocked/*"}]}).encode())
+    s = call("POST", "/glocked?delete", alt, md5, doc)
+    check(s[0] == 200 and b"<Deleted><Key>gov</Key>" in s[2],
+          "lock: bypass granted by the policy %r" % (s,))
     # The COMPLIANCE version stays until 2031, and so does its bucket: the cluster is this
     # run's own.
 
