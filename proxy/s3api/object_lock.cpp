@@ -28,19 +28,6 @@ S3Error invalid_retention_period() {
 
 bool known_mode(std::string_view m) { return m == "GOVERNANCE" || m == "COMPLIANCE"; }
 
-// A positive whole number of at most 18 digits, else nullopt.
-std::optional<int64_t> count_of(std::string_view text) {
-  if (text.empty() || text.size() > 18) return std::nullopt;
-  int64_t n = 0;
-  size_t i = text[0] == '-' ? 1 : 0;
-  if (i == text.size()) return std::nullopt;
-  for (; i < text.size(); ++i) {
-    if (text[i] < '0' || text[i] > '9') return std::nullopt;
-    n = n * 10 + (text[i] - '0');
-  }
-  return text[0] == '-' ? -n : n;
-}
-
 // The bucket's default retention for a version written `now`, if it has one.
 void add_default_retention(const LockConfiguration& bucket, double now,
                            std::vector<std::pair<std::string, std::string>>& out) {
@@ -70,9 +57,12 @@ std::variant<LockConfiguration, S3Error> parse_lock_configuration(std::string_vi
   if (!known_mode(c.mode)) return errors::malformed_xml();
   pugi::xml_node days = retention.child("Days"), years = retention.child("Years");
   if (static_cast<bool>(days) == static_cast<bool>(years)) return errors::malformed_xml();
-  auto n = count_of(days ? days.text().get() : years.text().get());
+  auto n = common::parse_python_int(days ? days.text().get() : years.text().get());
   if (!n) return errors::malformed_xml();
-  if (*n <= 0 || (days ? *n : *n * 365) > kMaxRetentionDays) return invalid_retention_period();
+  // Years compared as years: a client's count of them times 365 could overflow.
+  if (*n <= 0 || *n > (days ? kMaxRetentionDays : kMaxRetentionDays / 365)) {
+    return invalid_retention_period();
+  }
   (days ? c.days : c.years) = *n;
   return c;
 }
@@ -225,8 +215,8 @@ void add_lock_headers(const common::http::HeaderMap& swift, common::http::Header
     s3.set("x-amz-object-lock-mode", s.retention->mode);
     s3.set("x-amz-object-lock-retain-until-date", s.retention->until);
   }
-  if (auto hold = swift.get(kLegalHoldSysmeta); hold && !hold->empty()) {
-    s3.set("x-amz-object-lock-legal-hold", *hold);
+  if (!swift.get_or(kLegalHoldSysmeta, "").empty()) {
+    s3.set("x-amz-object-lock-legal-hold", s.legal_hold ? "ON" : "OFF");
   }
 }
 

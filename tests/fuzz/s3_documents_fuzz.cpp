@@ -1,7 +1,8 @@
 // Fuzzes the parsers of the S3 documents and headers a client sends with a request body or a
 // header: Tagging documents and x-amz-tagging (tagging.h), AccessControlPolicy documents
-// (s3_acl.h), CORSConfiguration documents (cors.h), browser POST policies (post_policy.h) and
-// bucket policies (bucket_policy.h, evaluated too).
+// (s3_acl.h), CORSConfiguration documents (cors.h), browser POST policies (post_policy.h),
+// bucket policies (bucket_policy.h, evaluated too), OwnershipControls (s3_acl.h), and Object
+// Lock's documents, dates and write headers (object_lock.h).
 // The first byte picks the parser; the rest is the document.
 //
 // Besides the sanitizers, it checks what the operations rely on: a refusal is a 400 (403 for
@@ -11,6 +12,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <string>
@@ -20,6 +22,7 @@
 
 #include "proxy/s3api/bucket_policy.h"
 #include "proxy/s3api/cors.h"
+#include "proxy/s3api/object_lock.h"
 #include "proxy/s3api/post_policy.h"
 #include "proxy/s3api/s3_acl.h"
 #include "proxy/s3api/tagging.h"
@@ -121,12 +124,100 @@ void check_bucket_policy(std::string_view body) {
   (void)policy.is_public();
 }
 
+void check_ownership(std::string_view body) {
+  auto parsed = s3::parse_ownership_controls(body);
+  if (const auto* e = std::get_if<s3::S3Error>(&parsed)) {
+    if (e->status != 400 || e->code != "MalformedXML") fail("an ownership refusal S3 does not give");
+    return;
+  }
+  auto back = s3::parse_ownership_controls(
+      s3::ownership_controls_document(std::get<s3::ObjectOwnership>(parsed)));
+  if (std::get_if<s3::ObjectOwnership>(&back) == nullptr ||
+      std::get<s3::ObjectOwnership>(back) != std::get<s3::ObjectOwnership>(parsed)) {
+    fail("the ownership document does not read back");
+  }
+}
+
+// The first byte of `body` picks the Object Lock document: configuration, retention, legal
+// hold, or x-amz-object-lock-* header values (the rest split at newlines).
+void check_object_lock(std::string_view body) {
+  constexpr double kNow = 1796175015;
+  if (body.empty()) return;
+  const char which = body[0];
+  body.remove_prefix(1);
+  auto allowed = [](const s3::S3Error& e, std::initializer_list<std::string_view> codes) {
+    return e.status == 400 && std::find(codes.begin(), codes.end(), e.code) != codes.end();
+  };
+  switch (which % 4) {
+    case 0: {
+      auto parsed = s3::parse_lock_configuration(body);
+      if (const auto* e = std::get_if<s3::S3Error>(&parsed)) {
+        if (!allowed(*e, {"MalformedXML", "InvalidRetentionPeriod"})) fail("a lock refusal");
+        return;
+      }
+      const auto& c = std::get<s3::LockConfiguration>(parsed);
+      if (c.days < 0 || c.years < 0 || c.days > 36500 || c.years > 100) fail("a period S3 refuses");
+      if (s3::decode_lock_configuration(s3::encode_lock_configuration(c)) != c) {
+        fail("the stored lock configuration does not read back");
+      }
+      break;
+    }
+    case 1: {
+      auto parsed = s3::parse_retention(body, kNow);
+      if (const auto* e = std::get_if<s3::S3Error>(&parsed)) {
+        if (!allowed(*e, {"MalformedXML", "InvalidArgument"})) fail("a retention refusal");
+        return;
+      }
+      const auto& r = std::get<s3::Retention>(parsed);
+      if (!(r.until_seconds > kNow) || s3::parse_iso8601(r.until) != r.until_seconds) {
+        fail("a retention date that does not hold");
+      }
+      break;
+    }
+    case 2: {
+      auto parsed = s3::parse_legal_hold(body);
+      if (const auto* e = std::get_if<s3::S3Error>(&parsed); e && !allowed(*e, {"MalformedXML"})) {
+        fail("a legal hold refusal");
+      }
+      break;
+    }
+    default: {
+      apus::common::http::HeaderMap h;
+      const char* names[] = {"x-amz-object-lock-mode", "x-amz-object-lock-retain-until-date",
+                             "x-amz-object-lock-legal-hold"};
+      for (const char* name : names) {
+        size_t nl = body.find('\n');
+        h.set(name, body.substr(0, nl));
+        body = nl == std::string_view::npos ? std::string_view() : body.substr(nl + 1);
+      }
+      auto lock = s3::lock_for_write(h, s3::LockConfiguration{}, kNow);
+      if (const auto* e = std::get_if<s3::S3Error>(&lock);
+          e && !allowed(*e, {"InvalidArgument", "InvalidRequest"})) {
+        fail("a lock header refusal");
+      }
+      if (auto* stored = std::get_if<0>(&lock)) {
+        apus::common::http::HeaderMap swift, answer;
+        for (const auto& [name, value] : *stored) swift.set(name, value);
+        s3::add_lock_headers(swift, answer);
+        (void)s3::deletion_refused(s3::lock_state(swift), kNow, false);
+      }
+      break;
+    }
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   std::string_view body(reinterpret_cast<const char*>(data) + 1, size - 1);
-  switch (data[0] % 7) {
+  switch (data[0] % 9) {
+    case 7:
+      check_ownership(body);
+      break;
+    case 8:
+      check_object_lock(body);
+      break;
     case 6:
       check_bucket_policy(body);
       break;

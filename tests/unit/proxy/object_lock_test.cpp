@@ -71,6 +71,19 @@ TEST_CASE("the bucket's configuration: Enabled, one mode, days or years") {
         "InvalidRetentionPeriod");
   CHECK(code_of(parse_lock_configuration(config("Enabled", rule("COMPLIANCE", "<Days>x</Days>")))) ==
         "MalformedXML");
+  // S3's 100 years, counted in days or in years; a count too large to multiply is refused too.
+  CHECK(code_of(parse_lock_configuration(config("Enabled", rule("COMPLIANCE", "<Days>36500</Days>")))) ==
+        "");
+  CHECK(code_of(parse_lock_configuration(config("Enabled", rule("COMPLIANCE", "<Days>36501</Days>")))) ==
+        "InvalidRetentionPeriod");
+  CHECK(code_of(parse_lock_configuration(config("Enabled", rule("COMPLIANCE", "<Years>100</Years>")))) ==
+        "");
+  CHECK(code_of(parse_lock_configuration(
+            config("Enabled", rule("COMPLIANCE", "<Years>999999999999999999</Years>")))) ==
+        "InvalidRetentionPeriod");
+  CHECK(code_of(parse_lock_configuration(
+            config("Enabled", rule("COMPLIANCE", "<Years>99999999999999999999</Years>")))) ==
+        "MalformedXML");
   CHECK(code_of(parse_lock_configuration("<Other/>")) == "MalformedXML");
 
   for (const LockConfiguration& c : {LockConfiguration{}, LockConfiguration{.mode = "COMPLIANCE", .years = 2}}) {
