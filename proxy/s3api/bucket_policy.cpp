@@ -505,13 +505,52 @@ std::vector<std::pair<std::string, std::string>> encode_policy_sysmeta(std::stri
   return out;
 }
 
-std::optional<std::string> decode_policy_sysmeta(const common::http::HeaderMap& h) {
+namespace {
+
+// The stored form: the chunk headers' values, joined.
+std::string encoded_policy(const common::http::HeaderMap& h) {
   std::string encoded;
   for (int i = 0; i < kPolicySysmetaChunks; ++i) {
     encoded += h.get_or(std::string(kPolicySysmetaPrefix) + std::to_string(i), "");
   }
+  return encoded;
+}
+
+}  // namespace
+
+std::optional<std::string> decode_policy_sysmeta(const common::http::HeaderMap& h) {
+  std::string encoded = encoded_policy(h);
   if (encoded.empty()) return std::nullopt;
   return common::crypto::strict_b64decode(encoded);
+}
+
+std::shared_ptr<const BucketPolicy> policy_from_sysmeta(const common::http::HeaderMap& h,
+                                                        std::string_view bucket) {
+  std::string encoded = encoded_policy(h);
+  if (encoded.empty()) return nullptr;
+  struct Entry {
+    std::string bucket, encoded;
+    std::shared_ptr<const BucketPolicy> policy;  // null: the stored form does not parse
+  };
+  constexpr size_t kEntries = 32;
+  thread_local std::vector<Entry> recent;  // most recently used last
+  for (size_t i = recent.size(); i-- > 0;) {
+    if (recent[i].bucket == bucket && recent[i].encoded == encoded) {
+      std::rotate(recent.begin() + static_cast<std::ptrdiff_t>(i),
+                  recent.begin() + static_cast<std::ptrdiff_t>(i) + 1, recent.end());
+      return recent.back().policy;
+    }
+  }
+  std::shared_ptr<const BucketPolicy> policy;
+  if (auto text = common::crypto::strict_b64decode(encoded)) {
+    auto parsed = BucketPolicy::parse(*text, bucket);
+    if (auto* p = std::get_if<BucketPolicy>(&parsed)) {
+      policy = std::make_shared<const BucketPolicy>(std::move(*p));
+    }
+  }
+  if (recent.size() == kEntries) recent.erase(recent.begin());
+  recent.push_back(Entry{std::string(bucket), std::move(encoded), policy});
+  return policy;
 }
 
 }  // namespace apus::proxy::s3api

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -101,6 +102,13 @@ class BucketPolicy {
 // none stored, or not readable).
 std::vector<std::pair<std::string, std::string>> encode_policy_sysmeta(std::string_view text);
 std::optional<std::string> decode_policy_sysmeta(const common::http::HeaderMap& h);
+
+// The policy a container's headers keep, for evaluation (null: none, or none that parses).
+// Every request to a bucket with a policy needs it: the parsed policies of the last 32
+// (bucket, stored form) pairs are kept per thread, at most some 20 KiB of text and its parse
+// each, so a busy bucket's policy is decoded and parsed once, not per request.
+std::shared_ptr<const BucketPolicy> policy_from_sysmeta(const common::http::HeaderMap& h,
+                                                        std::string_view bucket);
 
 // `text` matches `pattern`, where '*' stands for any run of characters and '?' for one
 // (`fold`: ASCII case does not matter).

@@ -761,15 +761,6 @@ std::optional<std::vector<std::string>> policy_value(const S3Request& s3, std::s
   return std::nullopt;
 }
 
-// The bucket's policy, from its cached container info (nullopt: none, or none that parses).
-std::optional<BucketPolicy> stored_policy(const HeaderMap& info, const std::string& bucket) {
-  auto text = decode_policy_sysmeta(info);
-  if (!text) return std::nullopt;
-  auto parsed = BucketPolicy::parse(*text, bucket);
-  if (auto* p = std::get_if<BucketPolicy>(&parsed)) return std::move(*p);
-  return std::nullopt;
-}
-
 // The policy's verdict on `action` on bucket/key for s3's requester. Reads the object's tags
 // (a HEAD) when a condition needs them. RestrictPublicBuckets: a public policy's Allow counts
 // only for the users of the bucket's own account.
@@ -881,8 +872,8 @@ net::awaitable<std::optional<S3Error>> check_access(S3Request& s3) {
       !s3.has("partNumber") && !s3.has("attributes") && !s3.has("tagging") &&
       (s3.client.method == "GET" || s3.client.method == "HEAD");
   // The bucket policy first: its Deny wins over any grant, its Allow over the ACLs.
-  if (auto policy = stored_policy(info.headers, s3.bucket)) {
-    s3.bucket_policy = std::make_shared<const BucketPolicy>(std::move(*policy));
+  if (auto policy = policy_from_sysmeta(info.headers, s3.bucket)) {
+    s3.bucket_policy = std::move(policy);
     if (s3.has("delete")) {
       // DeleteObjects: the policy speaks of keys, so each key is decided on its own.
       s3.delete_by_acl = allowed(s3, s3.bucket_acl, account, Permission::kWrite);
@@ -992,8 +983,8 @@ net::awaitable<std::optional<S3Error>> check_post_access(S3Request& s3, const st
   // The bucket policy first, as for a PUT of the key: a Deny wins, an Allow does without the
   // bucket's WRITE grant.
   PolicyEffect verdict = PolicyEffect::kNone;
-  if (auto policy = stored_policy(info.headers, s3.bucket)) {
-    s3.bucket_policy = std::make_shared<const BucketPolicy>(std::move(*policy));
+  if (auto policy = policy_from_sysmeta(info.headers, s3.bucket)) {
+    s3.bucket_policy = std::move(policy);
     verdict = co_await policy_verdict(s3, *s3.bucket_policy, "s3:PutObject", s3.bucket, key,
                                       account);
   }
@@ -1020,7 +1011,7 @@ net::awaitable<bool> may_read_copy_source(S3Request& s3, const std::string& buck
   if (!s3.config.s3_acl) co_return true;
   CachedInfo info = co_await s3.config.info->container_info(account, bucket, s3.client, s3.env);
   if (info.status >= 200 && info.status < 300) {
-    if (auto policy = stored_policy(info.headers, bucket)) {
+    if (auto policy = policy_from_sysmeta(info.headers, bucket)) {
       // The source's own bucket decides: its public access block, not the destination's.
       S3Request src{.client = s3.client, .env = s3.env, .next = s3.next, .config = s3.config,
                     .bucket = bucket, .key = key, .params = {}, .signature = s3.signature,

@@ -16,6 +16,7 @@ using apus::proxy::s3api::decode_policy_sysmeta;
 using apus::proxy::s3api::encode_policy_sysmeta;
 using apus::proxy::s3api::PolicyEffect;
 using apus::proxy::s3api::PolicyRequest;
+using apus::proxy::s3api::policy_from_sysmeta;
 using apus::proxy::s3api::policy_wildcard_match;
 using apus::proxy::s3api::S3Error;
 
@@ -217,4 +218,38 @@ TEST_CASE("wildcards: '*' runs over any characters, '?' one") {
   CHECK_FALSE(policy_wildcard_match("S3:GET*", "s3:getobject"));
   // No backtracking blow-up on many stars.
   CHECK_FALSE(policy_wildcard_match(std::string(200, '*') + "b", std::string(5000, 'a')));
+}
+
+TEST_CASE("the policy of a container's headers is parsed once and kept per thread") {
+  HeaderMap h;
+  CHECK(policy_from_sysmeta(h, "b") == nullptr);
+  for (const auto& [name, value] : encode_policy_sysmeta(kListForAll)) h.set(name, value);
+  auto first = policy_from_sysmeta(h, "b");
+  REQUIRE(first != nullptr);
+  CHECK(first->text() == kListForAll);
+  CHECK(policy_from_sysmeta(h, "b") == first);  // kept, not parsed again
+  CHECK(policy_from_sysmeta(h, "other") == nullptr);  // its resources are not other's
+  // Another stored policy is another entry; the first is still kept.
+  HeaderMap h2;
+  const std::string deny = one_statement(
+      R"("Effect":"Deny","Principal":"*","Action":"s3:*","Resource":"arn:aws:s3:::b/*")");
+  for (const auto& [name, value] : encode_policy_sysmeta(deny)) h2.set(name, value);
+  auto second = policy_from_sysmeta(h2, "b");
+  REQUIRE(second != nullptr);
+  CHECK(second->text() == deny);
+  CHECK(policy_from_sysmeta(h, "b") == first);
+  // A stored form that does not decode or parse is no policy.
+  HeaderMap bad;
+  bad.set("X-Container-Sysmeta-S3api-Policy-0", "not base64!");
+  CHECK(policy_from_sysmeta(bad, "b") == nullptr);
+  // Past the 32 entries kept, the oldest is parsed again (a new object, the same policy).
+  for (int i = 0; i < 40; ++i) {
+    HeaderMap other;
+    for (const auto& [name, value] : encode_policy_sysmeta(kListForAll)) other.set(name, value);
+    (void)policy_from_sysmeta(other, "bucket" + std::to_string(i));
+  }
+  auto again = policy_from_sysmeta(h2, "b");
+  REQUIRE(again != nullptr);
+  CHECK(again != second);
+  CHECK(again->text() == deny);
 }
