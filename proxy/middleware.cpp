@@ -27,6 +27,7 @@
 #include "proxy/bulk.h"
 #include "proxy/container_sync.h"
 #include "proxy/dlo.h"
+#include "proxy/encryption.h"
 #include "proxy/formpost.h"
 #include "proxy/limits.h"
 #include "proxy/backend.h"
@@ -924,6 +925,8 @@ constexpr std::pair<std::string_view, MiddlewareFactory> kMiddlewares[] = {
     {"versioned_writes", make_versioned_writes},
     {"s3api", make_s3api},
     {"container_sync", make_container_sync},
+    {"keymaster", make_keymaster},
+    {"encryption", make_encryption},
 };
 
 // Every paste.filter_factory entry point of Swift 2.35's setup.cfg (2.30.1's, plus

@@ -40,6 +40,21 @@ class S3Signature;
 using Authorize = std::function<boost::asio::awaitable<std::optional<common::http::Response>>(
     const common::http::Request& req, ProxyEnv& env)>;
 
+// What a keymaster hands the encryption middleware (Swift's fetch_crypto_keys() dict): keys
+// derived for the request's path, and the key id that says how, which the encryption
+// middleware stores beside what it encrypts and gives back to get the same keys again.
+struct CryptoKeys {
+  std::string container;  // 32 bytes; empty for an account request
+  std::string object;     // 32 bytes; empty unless the request names an object
+  std::string id;         // the key id, a JSON object (keymaster-specific, opaque to others)
+  std::vector<std::string> all_ids;  // the ids of every root secret the keymaster has
+};
+
+// swift.callback.fetch_crypto_keys: the keys of a stored key id, or of the keymaster's active
+// secret when `key_id` is null. InvalidArgument for a key id the keymaster cannot read,
+// NotFound for a secret it does not have.
+using FetchCryptoKeys = std::function<common::Result<CryptoKeys>(const std::string* key_id)>;
+
 // Swift's WSGI environ entries that middlewares and the app share.
 struct ProxyEnv {
   std::string trans_id;
@@ -94,6 +109,18 @@ struct ProxyEnv {
   // swift.format_listing: false when a middleware answers a listing in its own format (object
   // versioning's ?versions), which listing_formats then passes on as it is.
   bool format_listing = true;
+  // swift.callback.update_footers: called once an object PUT's body has been sent, to add
+  // metadata that depends on it (the encryption middleware's etags and crypto meta). The proxy
+  // then sends the body as Swift's MIME document with a footer, which the object servers store
+  // with the object. A response refuses the PUT (nothing is committed). Never passed to
+  // subrequests.
+  std::function<std::optional<common::http::Response>(common::http::HeaderMap& footers)>
+      update_footers;
+  // swift.callback.fetch_crypto_keys, set by a keymaster for the filters after it.
+  FetchCryptoKeys fetch_crypto_keys;
+  // swift.crypto.override: the encryption middleware neither encrypts nor decrypts (a
+  // middleware that moves stored bytes as they are).
+  bool crypto_override = false;
 };
 
 // What a cached HEAD of an account or container said (Swift's *_info dicts).

@@ -65,6 +65,7 @@ class ClientConnectionImpl {
     return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
   }
   const std::string& peer() const { return peer_; }
+  const HeaderMap& continue_headers() const { return continue_headers_; }
   void set_options(const ClientOptions& options) { options_ = options; }
 
  private:
@@ -92,6 +93,7 @@ class ClientConnectionImpl {
   beast::flat_buffer buffer_;
   std::optional<bhttp::response_parser<bhttp::buffer_body>> parser_;
   std::vector<std::string> masked_names_;  // field names the parser saw masked (read_head())
+  HeaderMap continue_headers_;             // the last 100 Continue's
   bool chunked_request_ = false;
   bool head_only_ = false;
   bool head_read_ = false;
@@ -111,6 +113,7 @@ net::awaitable<Status> ClientConnectionImpl::write(std::span<const net::const_bu
 
 net::awaitable<Result<int>> ClientConnectionImpl::send_head(const ClientRequest& request) {
   new_parser();
+  continue_headers_.clear();
   head_only_ = request.method == "HEAD";
   if (head_only_) parser_->skip(true);
   head_read_ = false;
@@ -149,6 +152,7 @@ net::awaitable<Result<int>> ClientConnectionImpl::send_head(const ClientRequest&
     if (!s.ok()) co_return s;
     int status = static_cast<int>(parser_->get().result_int());
     if (status == 100) {
+      continue_headers_ = make_response().headers;
       new_parser();  // the interim response is done; the real one follows the body
       if (head_only_) parser_->skip(true);
       co_return 100;
@@ -286,6 +290,7 @@ net::awaitable<Result<std::string>> ClientConnection::read_body_all(size_t limit
 
 bool ClientConnection::reusable() const { return impl_->reusable(); }
 const std::string& ClientConnection::peer() const { return impl_->peer(); }
+const HeaderMap& ClientConnection::continue_headers() const { return impl_->continue_headers(); }
 
 // ---- ConnectionPool ----------------------------------------------------------------------
 

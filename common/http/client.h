@@ -66,6 +66,9 @@ class ClientConnection {
   // node_timeout for the peer: 100 when the body may follow, or the final status (then read
   // the rest with read_response_head()). Timeout/Unavailable when the peer is slow or gone.
   boost::asio::awaitable<Result<int>> send_head(const ClientRequest& request);
+  // The headers of the peer's 100 Continue to the last send_head() (Swift's object servers name
+  // their MIME capabilities there); empty when there was none.
+  const HeaderMap& continue_headers() const;
   // Sends body bytes (chunk-framed when the request is chunked).
   boost::asio::awaitable<Status> write_body(std::string_view chunk);
   // Ends the body (the last chunk for chunked requests); a no-op for a fixed length.

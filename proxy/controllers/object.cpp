@@ -18,6 +18,8 @@
 #include "common/config/config.h"
 #include "common/constraints.h"
 #include "common/crypto/md5.h"
+#include "common/crypto/random.h"
+#include "common/listing_format.h"
 #include "common/expiring_queue.h"
 #include "common/hash_path.h"
 #include "common/http/client.h"
@@ -408,6 +410,7 @@ net::awaitable<void> connect_put_slot(std::shared_ptr<PutConnects> state, size_t
                                       common::http::ClientRequest request, std::string path) {
   auto& pool = common::http::ConnectionPool::for_this_thread();
   PutSlot& slot = state->slots[i];
+  const bool need_footer = request.headers.contains("X-Backend-Obj-Metadata-Footer");
   NodeRef node;
   while (state->nodes.next(&node)) {
     const ring::Device& dev = *node.device;
@@ -422,6 +425,15 @@ net::awaitable<void> connect_put_slot(std::shared_ptr<PutConnects> state, size_t
       continue;
     }
     health.record_timing(dev, seconds_since(started));
+    if (begun->status == 100 && need_footer &&
+        !common::config_true_value(
+            begun->conn->continue_headers().get_or("X-Obj-Metadata-Footer", "no"))) {
+      // A node that cannot take the footer cannot store the object as the client's request
+      // needs it (Swift's FooterNotSupported): another one takes its place.
+      APUS_LOG_WARNING("object server " + dev.ip + ":" + std::to_string(dev.port) +
+                       " does not take metadata footers");
+      continue;
+    }
     if (begun->status == 100) {
       slot.conn = std::move(begun->conn);
       slot.device = &dev;
@@ -904,6 +916,19 @@ net::awaitable<void> ObjectController::put(Exchange& ex, ProxyEnv& env,
   } else {
     put.chunked = true;
   }
+  // Metadata that depends on the body follows it in a MIME footer (Swift's MIMEPutter): the
+  // framing adds bytes, so the body goes chunked and its own length in a header of its own.
+  std::string mime_boundary;
+  if (env.update_footers) {
+    mime_boundary = common::crypto::random_hex(32);
+    put.headers.set("X-Backend-Obj-Metadata-Footer", "yes");
+    put.headers.set("X-Backend-Obj-Multipart-Mime-Boundary", mime_boundary);
+    if (put.content_length) {
+      put.headers.set("X-Backend-Obj-Content-Length", std::to_string(*put.content_length));
+    }
+    put.content_length.reset();
+    put.chunked = true;
+  }
   put.expect_continue = true;
   const std::string target = "/" + std::to_string(placement->partition) + quoted_path();
   std::optional<QueuePlacement> queue = place_in_queue(client);
@@ -942,12 +967,43 @@ net::awaitable<void> ObjectController::put(Exchange& ex, ProxyEnv& env,
                    std::to_string(quorum) + " required connections");
     co_return co_await ex.reply(swob_response(503));
   }
-  co_await send_body(ex, std::move(conns), std::move(conn_devices), n, *now);
+  co_await send_body(ex, env, std::move(conns), std::move(conn_devices), n, *now,
+                     std::move(mime_boundary));
 }
 
+namespace {
+
+std::shared_ptr<PutFanout::Chunk> chunk_of(std::string_view bytes) {
+  auto chunk = std::make_shared<PutFanout::Chunk>(bytes.size());
+  std::copy(bytes.begin(), bytes.end(), chunk->bytes.get());
+  chunk->size = bytes.size();
+  return chunk;
+}
+
+// The end of a MIME PUT body: the footer document (its JSON as Swift's json.dumps() of a
+// HeaderKeyDict writes it, with its MD5) and the closing boundary.
+std::string mime_footer(const HeaderMap& footers, std::string_view boundary) {
+  std::string json = "{";
+  for (const auto& [name, value] : footers) {
+    if (json.size() > 1) json += ", ";
+    common::listing::append_json_string(json, common::http::title_case(name));
+    json += ": ";
+    common::listing::append_json_string(json, value);
+  }
+  json += "}";
+  std::string out;
+  out.append("\r\n--").append(boundary).append("\r\nX-Document: object metadata\r\n");
+  out.append("Content-MD5: ").append(common::crypto::md5_hex(json)).append("\r\n\r\n");
+  out.append(json).append("\r\n--").append(boundary).append("--\r\n");
+  return out;
+}
+
+}  // namespace
+
 net::awaitable<void> ObjectController::send_body(
-    Exchange& ex, std::vector<std::unique_ptr<ClientConnection>> conns,
-    std::vector<const ring::Device*> devices, size_t n, Timestamp now) {
+    Exchange& ex, ProxyEnv& env, std::vector<std::unique_ptr<ClientConnection>> conns,
+    std::vector<const ring::Device*> devices, size_t n, Timestamp now,
+    std::string mime_boundary) {
   const ProxyConfig& conf = config();
   const std::optional<uint64_t> length = ex.request().content_length;
   const size_t quorum = quorum_size(n);
@@ -957,6 +1013,9 @@ net::awaitable<void> ObjectController::send_body(
   auto fanout = std::make_shared<PutFanout>(co_await net::this_coro::executor, std::move(conns),
                                             conf.put_queue_depth);
   PutFanout::start(fanout);
+  if (!mime_boundary.empty()) {
+    co_await fanout->push(chunk_of("--" + mime_boundary + "\r\nX-Document: object body\r\n\r\n"));
+  }
   for (;;) {
     auto chunk = std::make_shared<PutFanout::Chunk>(conf.client_chunk_size);
     auto got = co_await ex.read_body(std::span(chunk->bytes.get(), chunk->capacity));
@@ -984,6 +1043,15 @@ net::awaitable<void> ObjectController::send_body(
   if (length && received < *length) {
     fanout->abandon();
     co_return co_await ex.reply(swob_response(499));
+  }
+  if (!mime_boundary.empty()) {
+    HeaderMap footers;
+    if (auto refusal = env.update_footers(footers)) {
+      // The closing boundary never goes out, so no object server commits the body.
+      fanout->abandon();
+      co_return co_await ex.reply(std::move(*refusal));
+    }
+    co_await fanout->push(chunk_of(mime_footer(footers, mime_boundary)));
   }
   co_await fanout->drain();
   std::vector<PutLane> lanes;

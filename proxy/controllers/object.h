@@ -55,10 +55,14 @@ class ObjectController final : public Controller {
   boost::asio::awaitable<void> put(common::http::Exchange& ex, ProxyEnv& env,
                                    const CachedInfo& container);
   // Streams the client's body to `conns` (the replicas that answered 100 Continue, on
-  // `devices`, of `n`) while hashing it, then reads their answers and replies.
+  // `devices`, of `n`) while hashing it, then reads their answers and replies. With a
+  // `mime_boundary` the body goes as Swift's MIME document, its footer from `env`'s
+  // update_footers.
   boost::asio::awaitable<void> send_body(
-      common::http::Exchange& ex, std::vector<std::unique_ptr<common::http::ClientConnection>> conns,
-      std::vector<const ring::Device*> devices, size_t n, common::Timestamp now);
+      common::http::Exchange& ex, ProxyEnv& env,
+      std::vector<std::unique_ptr<common::http::ClientConnection>> conns,
+      std::vector<const ring::Device*> devices, size_t n, common::Timestamp now,
+      std::string mime_boundary);
   boost::asio::awaitable<void> post_or_delete(common::http::Exchange& ex, ProxyEnv& env,
                                               const CachedInfo& container);
 

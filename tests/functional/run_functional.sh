@@ -8,7 +8,8 @@
 # swift-proxy-server in front of the Apus storage servers, "swift-proxy-encryption" the same
 # with Swift's keymaster and encryption middlewares (every object PUT then reaches the object
 # servers as MIME with metadata footers), "swift-storage" the Apus proxy in front of stock
-# Swift storage servers. APUS_FUNCTIONAL_MIX=stock runs no Apus server at all: stock Swift's
+# Swift storage servers. APUS_FUNCTIONAL_MIX=encryption keeps every server Apus's and adds
+# keymaster and encryption to the Apus proxy, over the whole suite. APUS_FUNCTIONAL_MIX=stock runs no Apus server at all: stock Swift's
 # proxy, with the pipeline of Swift's own all-in-one (every middleware the suite tests), on
 # stock storage servers, over the whole suite: the baseline Apus is compared with
 # (compare_stock.py; failures are not checked against known_failures.txt).
@@ -68,6 +69,19 @@ if [ "$mix" = stock ]; then
   done
   compare_args=(--baseline)
   sleep 2
+elif [ "$mix" = encryption ]; then
+  # The Apus proxy itself with keymaster and encryption, over the whole suite: every object is
+  # stored encrypted, and the answers must not change.
+  conf="$APUS_SAIO_DIR/etc/proxy-server.conf"
+  sed -i 's/^pipeline = \(.*\) proxy-logging proxy-server$/pipeline = \1 keymaster encryption proxy-logging proxy-server/' "$conf"
+  printf '\n[filter:keymaster]\nuse = egg:swift#keymaster\nencryption_root_secret = %s\n\n[filter:encryption]\nuse = egg:swift#encryption\n' \
+    "$(head -c 32 /dev/urandom | base64)" >>"$conf"
+  pidfile="$APUS_SAIO_DIR/run/proxy-server.pid"
+  kill -TERM "$(cat "$pidfile")" 2>/dev/null
+  for _ in $(seq 100); do kill -0 "$(cat "$pidfile")" 2>/dev/null || break; sleep 0.1; done
+  setsid "$build_dir/bin/apus-proxy-server" "$conf" >>"$APUS_SAIO_DIR/log/proxy-server.out" 2>&1 &
+  echo $! >"$pidfile"
+  sleep 1
 elif [ -n "$mix" ]; then
   tests=(test/functional --ignore=test/functional/s3api)
   compare_args=(--mixed)
