@@ -55,6 +55,7 @@ class [[nodiscard]] Status {
 
   bool ok() const { return code_ == Code::kOk; }
   bool is_not_found() const { return code_ == Code::kNotFound; }
+  bool is_precondition_failed() const { return code_ == Code::kPreconditionFailed; }
   bool is_timeout() const { return code_ == Code::kTimeout; }
   bool is_cancelled() const { return code_ == Code::kCancelled; }
   Code code() const { return code_; }

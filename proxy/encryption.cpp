@@ -279,7 +279,28 @@ struct RootSecrets {
   std::map<std::string, std::string> by_id;  // "" for the secret without an id
   std::string active_id;
   std::string version_to_write = "2";
+  // S3's SSE-KMS keys by id (sse_kms_key_<id>): a local key store, as Ceph RGW's testing one.
+  std::map<std::string, std::string> kms_keys;
 };
+
+// Key ids of Apus's own for S3's SSE-KMS and SSE-C objects, whose object keys do not come from
+// the root secrets. Swift's keymaster refuses versions it does not know, so a Swift proxy
+// answers 500 for such an object rather than send garbage.
+constexpr std::string_view kKmsVersion = "apus-kms-1";
+constexpr std::string_view kCustomerVersion = "apus-sse-c-1";
+
+// What a request brings for S3's SSE (ProxyEnv's sse_* fields when it reached the keymaster).
+struct SseKeys {
+  std::string write_kms_key_id;
+  std::string write_customer_key;
+  std::string read_customer_key;
+};
+
+// Tells an SSE-C key from another without keeping anything that reveals it: a MAC keyed by it.
+std::string customer_key_check(std::string_view customer_key) {
+  return common::crypto::b64encode(
+      common::crypto::hmac_bytes("sha256", customer_key, "apus sse-c key check"));
+}
 
 class Keymaster final : public Middleware {
  public:
@@ -293,33 +314,37 @@ class Keymaster final : public Middleware {
       co_return co_await next(ex, env);
     }
     KeyPath request{*(*segs)[1], (*segs)[2].value_or(""), (*segs)[3].value_or("")};
+    SseKeys sse{env.sse_write_kms_key_id, env.sse_write_customer_key, env.sse_customer_key};
     FetchCryptoKeys before = env.fetch_crypto_keys;
     auto cache = std::make_shared<std::map<std::string, CryptoKeys>>();
-    env.fetch_crypto_keys = [this, request, before, cache](const std::string* key_id) {
-      return fetch(request, before, *cache, key_id);
+    env.fetch_crypto_keys = [this, request, sse, before, cache](const std::string* key_id) {
+      return fetch(request, sse, before, *cache, key_id);
     };
     co_await next(ex, env);
     env.fetch_crypto_keys = std::move(before);
   }
 
  private:
+  // A key id: {"path": ..., "secret_id": ..., "v": ...} and `extra` members, as JSON.
   std::string key_id_json(std::string_view path, const std::string& secret_id,
-                          const std::string& version) const {
-    json::object id;
-    id["path"] = version == "3" ? std::string(path) : wsgi_string(path);
+                          std::string_view version, const json::object& extra = {}) const {
+    json::object id = extra;
+    id["path"] = version == "1" || version == "2" ? wsgi_string(path) : std::string(path);
     if (!secret_id.empty()) id["secret_id"] = secret_id;
     id["v"] = version;
-    std::string out;
-    out = json::serialize(id);  // re-sorted by dump_crypto_meta() where it is stored
-    return out;
+    return json::serialize(id);  // sorted by dump_crypto_meta() where it is stored
   }
 
-  // Swift's KeyMasterContext.fetch_crypto_keys().
-  Result<CryptoKeys> fetch(const KeyPath& request, const FetchCryptoKeys& before,
+  // Swift's KeyMasterContext.fetch_crypto_keys(), and Apus's SSE-KMS and SSE-C keys.
+  Result<CryptoKeys> fetch(const KeyPath& request, const SseKeys& sse,
+                           const FetchCryptoKeys& before,
                            std::map<std::string, CryptoKeys>& cache,
                            const std::string* key_id) const {
     std::string secret_id = secrets_.active_id;
     std::string version = secrets_.version_to_write;
+    std::string kms_key_id;
+    std::string customer_key;  // for an SSE-C object key
+    std::string stored_check;  // the SSE-C key check a stored id holds
     KeyPath key = request;
     if (key_id) {
       boost::system::error_code ec;
@@ -332,11 +357,22 @@ class Keymaster final : public Middleware {
         return Status::invalid_argument("bad key id");
       }
       version = std::string(ver->get_string());
-      if (version != "1" && version != "2" && version != "3") {
+      const bool apus = version == kKmsVersion || version == kCustomerVersion;
+      if (version != "1" && version != "2" && version != "3" && !apus) {
         return Status::invalid_argument("Unknown key_id version: " + version);
       }
-      const json::value* sid = o.if_contains("secret_id");
-      secret_id = sid && sid->is_string() ? std::string(sid->get_string()) : std::string();
+      auto text = [&o](std::string_view name) {
+        const json::value* f = o.if_contains(name);
+        return f && f->is_string() ? std::string(f->get_string()) : std::string();
+      };
+      secret_id = text("secret_id");
+      kms_key_id = text("kms_key_id");
+      stored_check = text("sse_c_check");
+      if (version == kKmsVersion && kms_key_id.empty()) return Status::invalid_argument("bad key id");
+      if (version == kCustomerVersion) {
+        if (stored_check.empty()) return Status::invalid_argument("bad key id");
+        customer_key = sse.read_customer_key;
+      }
       std::string stored(path->get_string());
       if (version == "1" && !stored.starts_with("/" + request.account + "/")) {
         // Meta version 1 could name just the object: the request's account and container.
@@ -364,9 +400,16 @@ class Keymaster final : public Middleware {
         APUS_LOG_INFO("keymaster: path stored in crypto meta differs from the request's; "
                       "using the stored one");
       }
+    } else if (!sse.write_customer_key.empty()) {
+      version = kCustomerVersion;
+      customer_key = sse.write_customer_key;
+      stored_check = customer_key_check(customer_key);
+    } else if (!sse.write_kms_key_id.empty()) {
+      version = kKmsVersion;
+      kms_key_id = sse.write_kms_key_id;
     }
-    std::string cache_key = secret_id + '\n' + version + '\n' + key.account + '\n' +
-                            key.container + '\n' + key.object;
+    std::string cache_key = secret_id + '\n' + version + '\n' + kms_key_id + '\n' + stored_check +
+                            '\n' + key.account + '\n' + key.container + '\n' + key.object;
     if (auto hit = cache.find(cache_key); hit != cache.end()) return hit->second;
     auto secret = secrets_.by_id.find(secret_id);
     if (secret == secrets_.by_id.end()) {
@@ -375,20 +418,48 @@ class Keymaster final : public Middleware {
       return Status::not_found("unknown secret id " + secret_id);
     }
     CryptoKeys keys;
-    if (!request.container.empty()) {
-      std::string path = "/" + key.account + "/" + key.container;
-      keys.container = encryption::derive_key(secret->second, path);
-      if (!request.object.empty()) {
-        path = version == "1" && key.object.starts_with('/') ? key.object
-                                                             : path + "/" + key.object;
+    if (request.container.empty()) return keys;
+    std::string path = "/" + key.account + "/" + key.container;
+    keys.container = encryption::derive_key(secret->second, path);
+    if (!request.object.empty()) {
+      path = version == "1" && key.object.starts_with('/') ? key.object : path + "/" + key.object;
+      if (version == kKmsVersion) {
+        auto kms = secrets_.kms_keys.find(kms_key_id);
+        if (kms == secrets_.kms_keys.end()) {
+          return Status::precondition_failed(key_id ? "unknown KMS key " + kms_key_id : "kms-key");
+        }
+        keys.object = encryption::derive_key(kms->second, path);
+      } else if (version == kCustomerVersion) {
+        if (customer_key.empty()) return Status::precondition_failed("missing");
+        if (!common::crypto::streq_const_time(customer_key_check(customer_key), stored_check)) {
+          return Status::precondition_failed("mismatch");
+        }
+        keys.object = encryption::derive_key(customer_key, path);
+      } else {
         keys.object = encryption::derive_key(secret->second, path);
       }
-      keys.id = key_id_json(path, secret_id, version);
+    }
+    json::object extra;
+    if (version == kKmsVersion) extra["kms_key_id"] = kms_key_id;
+    if (version == kCustomerVersion) extra["sse_c_check"] = stored_check;
+    const bool apus = version == kKmsVersion || version == kCustomerVersion;
+    keys.id = key_id_json(path, secret_id, version, extra);
+    if (apus) {
+      keys.container_id = key_id_json(path, secret_id, secrets_.version_to_write);
+      keys.all_ids.push_back(keys.id);
+    } else {
       for (const auto& [id, unused] : secrets_.by_id) {
         keys.all_ids.push_back(key_id_json(path, id, version));
       }
-      cache.emplace(std::move(cache_key), keys);
+      // Conditional requests on an SSE-C object compare with its ETag's MAC under the
+      // client's key.
+      if (!sse.read_customer_key.empty() && !request.object.empty()) {
+        json::object c;
+        c["sse_c_check"] = customer_key_check(sse.read_customer_key);
+        keys.all_ids.push_back(key_id_json(path, secret_id, kCustomerVersion, c));
+      }
     }
+    cache.emplace(std::move(cache_key), keys);
     return keys;
   }
 
@@ -436,6 +507,14 @@ Result<RootSecrets> root_secrets(const common::Section& filter) {
     }
     secrets.by_id[suffix.empty() ? std::string() : std::string(suffix.substr(1))] =
         std::move(*secret);
+  }
+  for (const auto& [name, value] : conf.items()) {
+    if (!name.starts_with("sse_kms_key_") || name.size() == 12) continue;
+    auto key = common::crypto::strict_b64decode(value);
+    if (!key || key->size() != 32) {
+      return Status::invalid_argument(name + " must be a base64 encoding of 32 raw bytes");
+    }
+    secrets.kms_keys[name.substr(12)] = std::move(*key);
   }
   secrets.active_id = conf.get_string("active_root_secret_id");
   if (!secrets.by_id.contains(secrets.active_id)) {
@@ -557,6 +636,27 @@ class EncryptingExchange final : public common::http::ExchangeWrapper {
   common::crypto::Md5 cipher_md5_;
 };
 
+// The answer when the keymaster refused for want of the client's own key (S3's SSE-C: none,
+// or another than the object was stored with) or of a KMS key a write names; s3api reads
+// env.sse_refusal to answer in S3's terms.
+std::optional<Response> client_key_refusal(const Status& s, ProxyEnv& env) {
+  if (!s.is_precondition_failed()) return std::nullopt;
+  const std::string& why = s.message();
+  if (why == "missing") {
+    if (env.sse_refusal) *env.sse_refusal = why;
+    return common::http::text_response(400, "The object was stored with a key the client must send.");
+  }
+  if (why == "mismatch") {
+    if (env.sse_refusal) *env.sse_refusal = why;
+    return common::http::text_response(400, "The key given is not the one the object was stored with.");
+  }
+  if (why == "kms-key") {
+    if (env.sse_refusal) *env.sse_refusal = why;
+    return common::http::text_response(400, "No such KMS key.");
+  }
+  return std::nullopt;
+}
+
 // ---- encryption: reads -----------------------------------------------------------------------
 
 // The first byte of a Content-Range ("bytes 10-19/100").
@@ -583,10 +683,13 @@ std::string mime_boundary_of(std::string_view content_type) {
 
 // An object GET or HEAD answer on its way out: headers decrypted, crypto sysmeta removed, the
 // body decrypted from the offset its Content-Range names (each part of a multipart/byteranges
-// answer from its own).
+// answer from its own). A multipart answer's parts are written again as they came
+// ("--<boundary>", the part's header lines, a blank line, its bytes, CRLF; "--<boundary>--"),
+// byte for byte the framing of Swift's and Apus's object servers, so its length stands, as
+// Swift's decrypter has it.
 class DecryptingExchange final : public common::http::ExchangeWrapper {
  public:
-  DecryptingExchange(Exchange& inner, const ProxyEnv& env) : ExchangeWrapper(inner), env_(env) {}
+  DecryptingExchange(Exchange& inner, ProxyEnv& env) : ExchangeWrapper(inner), env_(env) {}
 
   net::awaitable<Status> write_body(std::string_view chunk) override {
     if (failed_) co_return Status::cancelled("decryption failed");
@@ -612,11 +715,11 @@ class DecryptingExchange final : public common::http::ExchangeWrapper {
       co_return co_await ExchangeWrapper::do_respond(std::move(*refusal));
     }
     if (splitter_) {
-      // A whole multipart answer: re-framed and sent as a stream.
+      // A whole multipart answer: sent as a stream, its parts framed anew as they came.
       std::string body = std::move(response.body);
-      response.headers.erase("Content-Length");
+      const uint64_t length = body.size();
       APUS_CO_RETURN_IF_ERROR(co_await ExchangeWrapper::do_start_response(
-          response.status, std::move(response.headers), std::nullopt));
+          response.status, std::move(response.headers), length));
       APUS_CO_RETURN_IF_ERROR(co_await write_parts(body));
       co_return co_await finish_response();
     }
@@ -632,11 +735,6 @@ class DecryptingExchange final : public common::http::ExchangeWrapper {
       failed_ = true;
       (void)co_await ExchangeWrapper::do_respond(std::move(*refusal));
       co_return Status::cancelled("decryption failed");
-    }
-    if (splitter_) {
-      // Parts are framed anew, so the length may change: stream it chunked.
-      headers.erase("Content-Length");
-      length.reset();
     }
     co_return co_await ExchangeWrapper::do_start_response(status, std::move(headers), length);
   }
@@ -669,9 +767,9 @@ class DecryptingExchange final : public common::http::ExchangeWrapper {
       return m && !m->key_id.empty() ? &m->key_id : nullptr;
     };
     auto put_keys = request_keys(env_, key_id(body_meta), true);
-    if (!put_keys.ok()) return keys_failure(put_keys.status());
+    if (!put_keys.ok()) return keys_failure(put_keys.status(), env_);
     auto post_keys = request_keys(env_, key_id(meta_meta), false);
-    if (!post_keys.ok()) return keys_failure(post_keys.status());
+    if (!post_keys.ok()) return keys_failure(post_keys.status(), env_);
 
     HeaderMap decrypted;
     if (auto v = h.get(kCryptoEtag); v && !v->empty()) {
@@ -737,7 +835,8 @@ class DecryptingExchange final : public common::http::ExchangeWrapper {
 
   const std::string& ex_method() const { return request().method; }
 
-  static Response keys_failure(const Status& s) {
+  static Response keys_failure(const Status& s, ProxyEnv& env) {
+    if (auto refusal = client_key_refusal(s, env)) return std::move(*refusal);
     APUS_LOG_ERROR("encryption: get_keys(): " + s.message());
     return keys_error();
   }
@@ -792,7 +891,7 @@ class DecryptingExchange final : public common::http::ExchangeWrapper {
     }
   }
 
-  const ProxyEnv& env_;
+  ProxyEnv& env_;
   bool failed_ = false;
   std::string body_key_, body_iv_;
   std::unique_ptr<common::crypto::AesCtr> stream_;
@@ -816,12 +915,14 @@ class Encryption final : public Middleware {
     const Request& req = ex.request();
     auto segs = common::http::split_path(common::http::percent_decode(req.path()), 3, 4, true);
     if (!segs.ok()) co_return co_await next(ex, env);
-    const bool object = (*segs)[3].has_value();
+    // As Python's truth test has it: an empty name ("/v1/a/c/") is none.
+    const bool object = !(*segs)[3].value_or("").empty();
+    const bool container = !(*segs)[2].value_or("").empty();
     const std::string& m = req.method;
     if (object && m == "PUT" && !disable_encryption_) co_return co_await put(ex, env, next);
     if (object && m == "POST" && !disable_encryption_) co_return co_await post(ex, env, next);
     if (object && (m == "GET" || m == "HEAD")) co_return co_await get_object(ex, env, next);
-    if (!object && m == "GET") co_return co_await get_container(ex, env, next);
+    if (!object && container && m == "GET") co_return co_await get_container(ex, env, next);
     co_await next(ex, env);
   }
 
@@ -837,6 +938,9 @@ class Encryption final : public Middleware {
     if (auto bad = bad_metadata(ex.request())) co_return co_await ex.reply(std::move(*bad));
     auto keys = request_keys(env, nullptr, true);
     if (!keys.ok()) {
+      if (auto refusal = client_key_refusal(keys.status(), env)) {
+        co_return co_await ex.reply(std::move(*refusal));
+      }
       APUS_LOG_ERROR("encryption: get_keys(): " + keys.status().message());
       co_return co_await ex.reply(keys_error());
     }
@@ -875,7 +979,9 @@ class Encryption final : public Middleware {
       if (!listing && !plaintext_etag.empty()) listing = plaintext_etag;
       if (listing && !listing->empty() && (*listing != kMd5OfEmpty || !plaintext_etag.empty())) {
         footers.set(std::string(kOverrideEtag),
-                    encryption::encrypt_value(keys->container, *listing, keys->id));
+                    encryption::encrypt_value(keys->container, *listing,
+                                              keys->container_id.empty() ? keys->id
+                                                                         : keys->container_id));
       }
       return std::nullopt;
     };

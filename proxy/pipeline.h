@@ -48,6 +48,9 @@ struct CryptoKeys {
   std::string object;     // 32 bytes; empty unless the request names an object
   std::string id;         // the key id, a JSON object (keymaster-specific, opaque to others)
   std::vector<std::string> all_ids;  // the ids of every root secret the keymaster has
+  // The id of the container key alone, when `id` names an object key that does not come from
+  // the root secrets (S3's SSE-KMS and SSE-C): a container listing is read with this one.
+  std::string container_id;
 };
 
 // swift.callback.fetch_crypto_keys: the keys of a stored key id, or of the keymaster's active
@@ -118,6 +121,19 @@ struct ProxyEnv {
       update_footers;
   // swift.callback.fetch_crypto_keys, set by a keymaster for the filters after it.
   FetchCryptoKeys fetch_crypto_keys;
+  // S3 server-side encryption (s3api/sse.h) as the keymaster applies it. A write's object key
+  // comes from the named KMS key or from the client's own key (SSE-C) instead of the root
+  // secrets; neither is passed on to subrequests.
+  std::string sse_write_kms_key_id;
+  std::string sse_write_customer_key;  // 32 raw bytes
+  // An SSE-C key the client sent to read an object stored with it; passed on to subrequests
+  // (an SLO's segments need it too).
+  std::string sse_customer_key;
+  // Where the encryption middleware says why it refused a request for the client's key:
+  // "missing" (the object was stored with one), "mismatch" (another one), "kms-key" (no such
+  // KMS key). Shared with subrequests, so that s3api hears of an SLO segment's refusal too;
+  // null when nobody listens.
+  std::shared_ptr<std::string> sse_refusal;
   // swift.crypto.override: the encryption middleware neither encrypts nor decrypts (a
   // middleware that moves stored bytes as they are).
   bool crypto_override = false;

@@ -288,6 +288,8 @@ ProxyEnv subrequest_env(const ProxyEnv& env, std::string source) {
   sub.clean_acl = env.clean_acl;
   sub.memcache = env.memcache;
   sub.log_info = env.log_info;
+  sub.sse_customer_key = env.sse_customer_key;
+  sub.sse_refusal = env.sse_refusal;
   sub.source = std::move(source);
   return sub;
 }

@@ -167,6 +167,32 @@ net::awaitable<std::variant<UploadInfo, S3Error>> upload_info(S3Request& s3,
   co_return no_such_upload(upload_id);
 }
 
+// A part's (or a Complete's) encryption: the upload's, whatever the request's SSE headers say,
+// and with SSE-C the client's key again, which must be the one the upload was created with.
+std::variant<Sse, S3Error> part_encryption(const S3Request& s3, const HeaderMap& upload) {
+  const Sse stored = stored_sse(upload);
+  auto given = customer_key(s3.client.headers);
+  if (auto* e = std::get_if<S3Error>(&given)) return std::move(*e);
+  auto& key = std::get<std::optional<Sse>>(given);
+  if (stored.kind != SseKind::kCustomer) {
+    if (key) {
+      return S3Error::invalid_request(
+          "The encryption parameters are not applicable to this upload.");
+    }
+    return stored;
+  }
+  if (!key) {
+    return S3Error::invalid_request(
+        "The multipart upload initiate requested encryption. Subsequent part requests must "
+        "include the appropriate encryption parameters.");
+  }
+  if (key->customer_key_md5 != stored.customer_key_md5) {
+    return S3Error::invalid_request(
+        "The provided encryption parameters did not match the ones used originally.");
+  }
+  return std::move(*key);
+}
+
 // What every operation on an object's upload checks first (Swift's object_operation and
 // check_container_existence): a key, and the bucket.
 net::awaitable<std::optional<S3Error>> object_and_bucket(S3Request& s3) {
@@ -366,6 +392,10 @@ net::awaitable<Response> create_multipart_upload(S3Request& s3) {
   auto wanted = upload_checksum(s3);
   if (auto* e = std::get_if<S3Error>(&wanted)) co_return s3.error(*e);
   const std::optional<UploadChecksum> checksum = std::get<std::optional<UploadChecksum>>(wanted);
+  // The encryption the parts and the completed object get, kept on the marker.
+  auto encryption = co_await write_encryption(s3);
+  if (auto* e = std::get_if<S3Error>(&encryption)) co_return s3.error(*e);
+  const Sse sse = std::get<Sse>(encryption);
   const std::string upload_id = new_upload_id();
   const std::string segments = segments_container(s3);
   auto seg = co_await call_swift(s3, "HEAD", segments, std::nullopt);
@@ -410,6 +440,8 @@ net::awaitable<Response> create_multipart_upload(S3Request& s3) {
       h.set(kChecksumAlgorithmSysmeta, checksum_upper_name(checksum->algorithm));
       h.set(kChecksumTypeSysmeta, checksum->type);
     }
+    ProxyEnv marker_env;  // the empty marker itself is written as any object
+    apply_write_sse(sse, h, marker_env);
   });
   if (auto* e = std::get_if<S3Error>(&put)) co_return s3.error(*e);
   const Response& p = std::get<Response>(put);
@@ -425,6 +457,7 @@ net::awaitable<Response> create_multipart_upload(S3Request& s3) {
     out.headers.set("x-amz-checksum-algorithm", checksum_upper_name(checksum->algorithm));
     out.headers.set("x-amz-checksum-type", checksum->type);
   }
+  add_sse_headers(sse, out.headers);
   co_return out;
 }
 
@@ -889,12 +922,22 @@ net::awaitable<std::optional<Response>> complete_multipart_upload(Exchange& ex, 
     h.set(kChecksumTypeSysmeta, full_object ? "FULL_OBJECT" : "COMPOSITE");
   }
   h.set(kOverrideEtag, "; s3_etag=" + s3_etag);  // slo puts the manifest's etag in front
+  // The object is encrypted as its upload: its parts are; the manifest is with the KMS key,
+  // or (SSE-C, whose key the manifest's later readers may not send) with the root secrets.
+  // SLO's checks of the parts need an SSE-C key, which the request must bring again.
+  auto sse = part_encryption(s3, info.head.headers);
+  if (auto* e = std::get_if<S3Error>(&sse)) co_return s3.error(*e);
+  const Sse& upload_sse = std::get<Sse>(sse);
+  Sse manifest_sse = upload_sse;
+  manifest_sse.customer_key.clear();
+  ProxyEnv env = swift_env(s3);
+  apply_write_sse(manifest_sse, h, env);
+  env.sse_customer_key = upload_sse.customer_key;
   const std::string body = boost::json::serialize(manifest);
   h.set("Content-Length", std::to_string(body.size()));
   auto put = make_subrequest("PUT", swift_path(s3, s3.bucket, s3.key),
                              "multipart-manifest=put", std::move(h));
   put.content_length = body.size();
-  ProxyEnv env = swift_env(s3);
   const std::string too_small = "s3api requires that each segment be at least " +
                                 std::to_string(s3.config.min_segment_size) + " bytes";
   const int64_t min_size = s3.config.min_segment_size;
@@ -936,6 +979,7 @@ net::awaitable<std::optional<Response>> complete_multipart_upload(Exchange& ex, 
     if (auto v = answer->headers.get("X-Object-Version-Id"); v && !v->empty()) {
       out.headers.set("x-amz-version-id", *v);
     }
+    add_sse_headers(upload_sse, out.headers);
     co_return out;
   };
   co_return co_await with_heartbeat(ex, s3.env.trans_id, store, kCompleteHeartbeat,
@@ -971,9 +1015,12 @@ net::awaitable<void> part_request(Exchange& ex, S3Request& s3) {
   }
   auto info = co_await upload_info(s3, *upload_id);
   if (auto* e = std::get_if<S3Error>(&info)) co_return co_await ex.reply(s3.error(*e));
+  auto sse = part_encryption(s3, std::get<UploadInfo>(info).head.headers);
+  if (auto* e = std::get_if<S3Error>(&sse)) co_return co_await ex.reply(s3.error(*e));
   co_await put_object(ex, s3,
                       PutTarget{segments_container(s3),
-                                marker_name(s3, *upload_id) + "/" + std::to_string(*number), true});
+                                marker_name(s3, *upload_id) + "/" + std::to_string(*number), true,
+                                std::move(std::get<Sse>(sse))});
 }
 
 net::awaitable<void> upload_request(Exchange& ex, S3Request& s3) {

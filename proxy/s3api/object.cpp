@@ -311,6 +311,17 @@ class ObjectExchange final : public ExchangeWrapper {
     parts_count_ = parts_count;
   }
 
+  // Server-side encryption: a write's, answered with its headers, or the key a read brings,
+  // checked against the object's (and against what the encryption middleware said in `env`).
+  void write_sse(Sse sse, const ProxyEnv* env) {
+    sse_ = std::move(sse);
+    sse_env_ = env;
+  }
+  void read_sse(Sse sse, const ProxyEnv* env) {
+    sse_ = std::move(sse);
+    sse_env_ = env;
+  }
+
   // Checks the payload against `plan`'s checksum before its last bytes are handed on.
   void verify_checksum(ChecksumPlan plan, std::optional<uint64_t> length) {
     checksum_.emplace(plan.algorithm);
@@ -470,6 +481,13 @@ class ObjectExchange final : public ExchangeWrapper {
     }
     const bool ok = op_ == Op::kPut ? (status == 201 || status == 202)
                                     : (status == 200 || status == 206 || status == 304);
+    const std::string refusal =
+        sse_env_ && sse_env_->sse_refusal ? *sse_env_->sse_refusal : std::string();
+    if (op_ == Op::kPut) {
+      if (auto e = write_sse_refusal(refusal)) co_return std::move(*e);
+    } else if (ok || !refusal.empty()) {
+      if (auto e = read_sse_refusal(swift, sse_, refusal)) co_return std::move(*e);
+    }
     if (!ok) co_return co_await error_for(status);
     HeaderMap h = swift_to_s3_headers(swift);
     if (std::string etag = s3_etag(swift); !etag.empty()) h.set("ETag", "\"" + etag + "\"");
@@ -482,9 +500,11 @@ class ObjectExchange final : public ExchangeWrapper {
         h.set("x-amz-checksum-" + std::string(checksum_name(plan_->algorithm)),
               common::crypto::b64encode(checksum_->digest()));
       }
+      add_sse_headers(sse_, h);
       co_return std::make_pair(200, std::move(h));
     }
     if (h.contains("x-amz-meta-deleted")) co_return errors::no_such_key(*s3_.key);
+    add_sse_headers(swift, h);
     add_stored_checksum(status, swift, h);
     if (size_t tags = decode_tags(swift.get_or(kObjectTaggingSysmeta, "")).size(); tags > 0) {
       h.set("x-amz-tagging-count", std::to_string(tags));
@@ -582,6 +602,8 @@ class ObjectExchange final : public ExchangeWrapper {
   std::optional<uint64_t> checksum_left_;  // bytes of a plain body still to be checksummed
   std::optional<std::string> part_range_;   // answer_part()
   std::optional<size_t> parts_count_;
+  Sse sse_;                                 // write_sse(), read_sse()
+  const ProxyEnv* sse_env_ = nullptr;
 };
 
 // Swift's validation of Content-MD5: base64 of 16 bytes, as the hex ETag Swift checks.
@@ -698,6 +720,9 @@ net::awaitable<std::variant<PartRange, S3Error>> part_range(S3Request& s3,
 }
 
 net::awaitable<void> get_or_head(Exchange& ex, S3Request& s3, Op op) {
+  auto sse = read_sse(s3.client.headers);
+  if (auto* e = std::get_if<S3Error>(&sse)) co_return co_await ex.reply(s3.error(*e));
+  s3.sse_customer_key = std::get<Sse>(sse).customer_key;
   auto headers = swift_headers(s3);
   if (auto* e = std::get_if<S3Error>(&headers)) co_return co_await ex.reply(s3.error(*e));
   HeaderMap& h = std::get<HeaderMap>(headers);
@@ -742,11 +767,13 @@ net::awaitable<void> get_or_head(Exchange& ex, S3Request& s3, Op op) {
     part = std::move(std::get<PartRange>(found));
     if (!part->range.empty()) h.set("Range", part->range);
   }
+  ProxyEnv env = swift_env(s3);
+  apply_read_sse(std::get<Sse>(sse), h, env);
   Request swift = make_subrequest(op == Op::kGet ? "GET" : "HEAD", swift_path(s3, s3.bucket, s3.key),
                                   query, std::move(h));
   ObjectExchange out(ex, s3, op, std::move(swift));
   if (part && !part->range.empty()) out.answer_part(part->range, part->parts_count);
-  ProxyEnv env = swift_env(s3);
+  out.read_sse(std::move(std::get<Sse>(sse)), &env);
   co_await s3.next(out, env);
 }
 
@@ -814,17 +841,32 @@ net::awaitable<Response> copy_object(S3Request& s3, const PutTarget& target) {
   };
   const std::string src_account = account_of(src_bucket);
   const bool other_account = src_account != account_of(s3.bucket);
+  // The source's SSE-C key, if it was stored with one; the copy's own encryption.
+  auto source_key = customer_key(s3.client.headers, /*copy_source=*/true);
+  if (auto* e = std::get_if<S3Error>(&source_key)) co_return s3.error(*e);
+  const Sse source_sse = std::get<std::optional<Sse>>(source_key).value_or(Sse{});
+  Sse sse;
+  if (target.sse) {
+    sse = *target.sse;
+  } else {
+    auto wanted = co_await write_encryption(s3);
+    if (auto* e = std::get_if<S3Error>(&wanted)) co_return s3.error(*e);
+    sse = std::move(std::get<Sse>(wanted));
+  }
   // The source's HEAD, with the x-amz-copy-source-if-* conditions as If-* headers.
+  std::string refusal;
   auto head = co_await call_swift(s3, "HEAD", src_bucket, src_key, version_query, 1 << 16,
                                   [&](HeaderMap& h) {
     for (const auto& [name, value] : s3.client.headers) {
-      if (common::http::istarts_with(name, "x-amz-copy-source-")) {
+      if (common::http::istarts_with(name, "x-amz-copy-source-if-")) {
         h.set(std::string(name).substr(std::string_view("x-amz-copy-source-").size()), value);
       }
     }
-  });
+    drop_sse_headers(h);
+  }, [&](ProxyEnv& env) { env.sse_customer_key = source_sse.customer_key; });
   if (auto* e = std::get_if<S3Error>(&head)) co_return s3.error(*e);
   const Response& hr = std::get<Response>(head);
+  if (auto e = read_sse_refusal(hr, source_sse)) co_return s3.error(*e);
   if (hr.status == 404) {
     S3Request src_s3{.client = s3.client, .env = s3.env, .next = s3.next, .config = s3.config,
                      .bucket = src_bucket, .key = src_key, .params = {},
@@ -881,10 +923,16 @@ net::awaitable<Response> copy_object(S3Request& s3, const PutTarget& target) {
   const common::Timestamp now = common::Timestamp::now();
   const std::string put_query =
       version.empty() || target.part ? "" : "version-id=" + common::http::quote(version, "");
+  ProxyEnv sse_env;  // what apply_write_sse() asks of the keymaster, for the PUT's env
   auto put = co_await call_swift(s3, "PUT", target.container, target.object, put_query, 1 << 16,
                                  [&](HeaderMap& h) {
     for (const auto& [name, value] : s3.client.headers) {
       if (common::http::istarts_with(name, "x-amz-copy-source")) h.erase(name);
+    }
+    // The copy is encrypted as the request (or the bucket) says, whatever its source was.
+    apply_write_sse(sse, h, sse_env);
+    for (std::string_view name : {kSseSysmeta, kSseKmsKeySysmeta, kSseCustomerMd5Sysmeta}) {
+      if (!h.contains(name)) h.set(name, "");
     }
     h.erase("x-amz-metadata-directive");
     h.erase(kObjectTaggingSysmeta);
@@ -931,9 +979,16 @@ net::awaitable<Response> copy_object(S3Request& s3, const PutTarget& target) {
       }
       for (const auto& name : meta) h.erase(name);
     }
+  }, [&](ProxyEnv& env) {
+    env.sse_write_kms_key_id = sse_env.sse_write_kms_key_id;
+    env.sse_write_customer_key = sse_env.sse_write_customer_key;
+    env.sse_customer_key = source_sse.customer_key;
   });
   if (auto* e = std::get_if<S3Error>(&put)) co_return s3.error(*e);
   const Response& pr = std::get<Response>(put);
+  if (pr.status == 400) {
+    if (auto e = read_sse_refusal(pr, source_sse)) co_return s3.error(*e);
+  }
   if (pr.status == 404) co_return s3.error(errors::no_such_bucket(s3.bucket));
   if (pr.status == 412) co_return s3.error(errors::precondition_failed());
   if (pr.status == 413) {
@@ -959,6 +1014,7 @@ net::awaitable<Response> copy_object(S3Request& s3, const PutTarget& target) {
   }
   out.headers.set("Content-Type", "application/xml");
   out.headers.erase("Content-Length");
+  add_sse_headers(sse, out.headers);
   co_return out;
 }
 
@@ -1051,6 +1107,16 @@ net::awaitable<void> put_object(Exchange& ex, S3Request& s3, const PutTarget& ta
     if (auto* e = std::get_if<S3Error>(&etag)) co_return co_await ex.reply(s3.error(*e));
     h.set("ETag", std::get<std::string>(etag));
   }
+  Sse sse;
+  if (target.sse) {
+    sse = *target.sse;
+  } else {
+    auto wanted = co_await write_encryption(s3);
+    if (auto* e = std::get_if<S3Error>(&wanted)) co_return co_await ex.reply(s3.error(*e));
+    sse = std::move(std::get<Sse>(wanted));
+  }
+  ProxyEnv env = swift_env(s3);
+  apply_write_sse(sse, h, env);
   h.set("X-Timestamp", common::Timestamp::now().internal());
   if (h.get_or("Content-Type", "").empty()) h.set("Content-Type", "binary/octet-stream");
   Request swift = make_subrequest("PUT", swift_path(s3, target.container, target.object), "",
@@ -1090,7 +1156,7 @@ net::awaitable<void> put_object(Exchange& ex, S3Request& s3, const PutTarget& ta
                        sha != "STREAMING-UNSIGNED-PAYLOAD-TRAILER");
   }
   if (plan) out.verify_checksum(std::move(*plan), s3.client.content_length);
-  ProxyEnv env = swift_env(s3);
+  out.write_sse(std::move(sse), &env);
   co_await s3.next(out, env);
 }
 
@@ -1487,11 +1553,15 @@ net::awaitable<Response> object_attributes(S3Request& s3) {
   auto v = s3.params.find("versionId");
   const std::string version_query =
       v == s3.params.end() ? "" : "version-id=" + common::http::quote(v->second, "");
+  auto sse = read_sse(s3.client.headers);
+  if (auto* e = std::get_if<S3Error>(&sse)) co_return s3.error(*e);
+  s3.sse_customer_key = std::get<Sse>(sse).customer_key;
   auto head = co_await call_swift(s3, "HEAD", s3.bucket, s3.key, version_query, 1 << 16,
                                   drop_conditions);
   if (auto* e = std::get_if<S3Error>(&head)) co_return s3.error(*e);
   const Response& object = std::get<Response>(head);
   if (object.status == 404) co_return s3.error(co_await missing_object(s3));
+  if (auto e = read_sse_refusal(object, std::get<Sse>(sse))) co_return s3.error(*e);
   if (object.status != 200) co_return s3.error(unexpected(s3, object));
   const HeaderMap& oh = object.headers;
 

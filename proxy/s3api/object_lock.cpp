@@ -361,11 +361,19 @@ Response lock_answer(const S3Request& s3, int status, std::string body, const Re
 
 }  // namespace
 
+net::awaitable<CachedInfo> bucket_info(S3Request& s3) {
+  if (!s3.bucket_info_read) {
+    const std::string& account = bucket_holder(s3);
+    s3.bucket_info_read = account.empty() ? CachedInfo{}
+                                          : co_await s3.config.info->container_info(
+                                                account, s3.bucket, s3.client, s3.env);
+  }
+  co_return *s3.bucket_info_read;
+}
+
 net::awaitable<std::optional<LockConfiguration>> bucket_lock(S3Request& s3) {
   if (s3.bucket_lock_read) co_return *s3.bucket_lock_read;
-  const std::string& account = bucket_holder(s3);
-  if (account.empty()) co_return std::nullopt;
-  CachedInfo info = co_await s3.config.info->container_info(account, s3.bucket, s3.client, s3.env);
+  CachedInfo info = co_await bucket_info(s3);
   if (info.status < 200 || info.status >= 300) co_return std::nullopt;
   co_return decode_lock_configuration(info.headers.get_or(kObjectLockSysmeta, ""));
 }

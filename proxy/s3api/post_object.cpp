@@ -419,13 +419,23 @@ net::awaitable<void> post_object(Exchange& ex, S3Request& s3) {
     if (!stored.empty()) h.set(kObjectTaggingSysmeta, stored);
   }
   add_new_acl(s3, kObjectAclSysmeta, h);
+  // Server-side encryption, as the fields (or the bucket's default) ask.
+  HeaderMap sse_fields;
+  for (const auto& [name, value] : form.fields) {
+    if (name.starts_with("x-amz-server-side-encryption")) sse_fields.set(name, value);
+  }
+  auto sse = co_await write_encryption(s3, sse_fields);
+  if (auto* e = std::get_if<S3Error>(&sse)) co_return co_await fail(*e);
+  ProxyEnv env = swift_env(s3);
+  apply_write_sse(std::get<Sse>(sse), h, env);
   h.set("X-Timestamp", common::Timestamp::now().internal());
   h.set("Transfer-Encoding", "chunked");
   Request put = make_subrequest("PUT", swift_path(s3, s3.bucket, s3.key), "", std::move(h));
   put.content_length.reset();
   put.chunked = true;
   PostFileBody body(reader, range, algorithm, expected);
-  auto r = co_await run_subrequest_with_body(s3.next, std::move(put), swift_env(s3), body, 1 << 16);
+  auto r = co_await run_subrequest_with_body(s3.next, std::move(put), std::move(env), body,
+                                             1 << 16);
   switch (body.broken()) {
     case PostFileBody::Broken::kTooLarge:
       co_return co_await fail({.status = 400, .code = "EntityTooLarge",
@@ -459,6 +469,7 @@ net::awaitable<void> post_object(Exchange& ex, S3Request& s3) {
   if (auto version = r->headers.get("X-Object-Version-Id")) {
     out.headers.set("x-amz-version-id", *version);
   }
+  add_sse_headers(std::get<Sse>(sse), out.headers);
   const std::string* redirect = field("success_action_redirect");
   if (!redirect) redirect = field("redirect");
   if (redirect && !redirect->empty()) {

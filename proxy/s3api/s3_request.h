@@ -26,6 +26,7 @@
 #include "proxy/s3api/object_lock.h"
 #include "proxy/s3api/s3_acl.h"
 #include "proxy/s3api/s3_auth.h"
+#include "proxy/s3api/sse.h"
 
 namespace apus::proxy::s3api {
 
@@ -57,6 +58,8 @@ struct S3ApiConfig {
   // ("*": all), as Swift's s3api option of this name; empty: bucket CORS rules decide.
   std::vector<std::string> cors_preflight_allow_origin;
   InfoLookup* info = nullptr;  // the proxy's cached account and container HEADs
+  // Server-side encryption (sse.h): the encryption middleware follows s3api in the pipeline.
+  bool encryption = false;
 };
 
 inline constexpr int64_t kMax32BitInt = 2147483647;
@@ -89,6 +92,10 @@ struct S3Request {
   // The bucket's Object Lock configuration once its info was read (check_access() reads it,
   // so that a write does not look it up again).
   std::optional<std::optional<LockConfiguration>> bucket_lock_read{};
+  // The bucket's cached info once a write read it (its lock and encryption defaults).
+  std::optional<CachedInfo> bucket_info_read{};
+  // A read's SSE-C key (sse.h), which every Swift subrequest made for it carries.
+  std::string sse_customer_key{};
   // The bucket's policy, when it has one, and whether its Allow let the request in (an object
   // read then needs no ACL).
   std::shared_ptr<const BucketPolicy> bucket_policy{};
@@ -143,13 +150,15 @@ std::string swift_path(const S3Request& s3, const std::string& bucket,
 
 // Runs a Swift request for `s3` (`query` already encoded) and collects its small answer.
 // `edit`, when given, changes the request's headers last.
+// `env_edit`, when given, changes the subrequest's ProxyEnv (server-side encryption's keys).
 using HeaderEdit = std::function<void(common::http::HeaderMap&)>;
+using EnvEdit = std::function<void(ProxyEnv&)>;
 boost::asio::awaitable<SwiftAnswer> call_swift(S3Request& s3, const std::string& method,
                                                const std::string& bucket,
                                                const std::optional<std::string>& key,
                                                std::string query = {},
                                                size_t max_body = 1 << 20,
-                                               HeaderEdit edit = {});
+                                               HeaderEdit edit = {}, EnvEdit env_edit = {});
 
 // The ProxyEnv of a Swift subrequest for `s3` (the signature goes along for the auth
 // middleware).
@@ -205,6 +214,17 @@ boost::asio::awaitable<std::variant<common::http::HeaderMap, S3Error>> bucket_he
     S3Request& s3);
 // The answer of a bucket configuration's PUT (200) or DELETE (204).
 common::http::Response configuration_answer(const S3Request& s3);
+// The bucket's container info from the proxy's cache, read once per request (a write's
+// defaults: Object Lock, encryption); status 0 when it cannot be read.
+boost::asio::awaitable<CachedInfo> bucket_info(S3Request& s3);
+// GetBucketEncryption, PutBucketEncryption, DeleteBucketEncryption (?encryption; sse.cpp).
+boost::asio::awaitable<common::http::Response> bucket_encryption_request(
+    common::http::Exchange& ex, S3Request& s3);
+// A write's encryption in S3's terms: its headers, else the bucket's default (sse.h).
+boost::asio::awaitable<std::variant<Sse, S3Error>> write_encryption(S3Request& s3);
+// The same with the SSE headers of `asked` (a browser upload's fields).
+boost::asio::awaitable<std::variant<Sse, S3Error>> write_encryption(
+    S3Request& s3, const common::http::HeaderMap& asked);
 
 // ---- Access (s3_acl.cpp, bucket_registry.cpp) ----
 // With s3_acl: authenticates a signed request up front (a TEST request the auth middleware
@@ -352,6 +372,9 @@ struct PutTarget {
   std::string container;
   std::string object;
   bool part = false;  // UploadPart: no key length check; a copy may take a range of its source
+  // UploadPart: the encryption its upload asked for (the client's own key sent again with
+  // SSE-C), which the part gets whatever its headers say.
+  std::optional<Sse> sse = std::nullopt;
 };
 // Object PUT, or with x-amz-copy-source a copy (CopyObject, UploadPartCopy) (object.cpp).
 boost::asio::awaitable<void> put_object(common::http::Exchange& ex, S3Request& s3,

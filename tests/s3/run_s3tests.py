@@ -20,6 +20,7 @@ Prints passed, failed and skipped, and ends with "N passed, N failed".
 
 Only /usr/bin/python3 runs this (Debian's python3-swift, pytest, boto3, munch, isodate).
 """
+import base64
 import os
 import shutil
 import signal
@@ -49,7 +50,8 @@ SUBSET = os.path.join(HERE, "ci_subset.txt")
 COMPARE = os.path.join(TOP, "tests", "functional", "compare_failures.py")
 
 PIPELINE = ("catch_errors gatekeeper healthcheck proxy-logging cache listing_formats s3api "
-            "tempauth copy slo versioned_writes symlink proxy-logging proxy-server")
+            "tempauth copy slo versioned_writes symlink keymaster encryption proxy-logging "
+            "proxy-server")
 # The suite's users: main and alt in accounts of their own (cross-account ACL tests), and the
 # tenant user in a third. cluster.py's tempauth already has test:tester / testing.
 USERS = {"s3 main": ("test", "tester", "testing"),
@@ -62,7 +64,13 @@ FILTERS = ("user_test2_tester2 = testing2 .admin\nuser_test3_tester3 = testing3 
            "[filter:copy]\nuse = egg:swift#copy\n[filter:slo]\nuse = egg:swift#slo\n"
            "[filter:symlink]\nuse = egg:swift#symlink\n"
            "[filter:versioned_writes]\nuse = egg:swift#versioned_writes\n"
-           "allow_object_versioning = true\n")
+           "allow_object_versioning = true\n"
+           # Encryption at rest, and the suite's two SSE-KMS key ids in the keymaster's local
+           # key store (stock Swift ignores those options).
+           "[filter:keymaster]\nuse = egg:swift#keymaster\n"
+           "encryption_root_secret = %s\nsse_kms_key_testkey-1 = %s\nsse_kms_key_testkey-2 = %s\n"
+           "[filter:encryption]\nuse = egg:swift#encryption\n"
+           % tuple(base64.b64encode(bytes([n]) * 32).decode() for n in (1, 2, 3)))
 
 
 def suite_dir():
