@@ -51,8 +51,7 @@ ProxyEnv sink_env(const ProxyEnv& env) {
   ProxyEnv sub = subrequest_env(env, "SSC");
   sub.reseller_request = env.reseller_request;
   // The sink is the client's write: it is encrypted as the client asked (S3's SSE).
-  sub.sse_write_kms_key_id = env.sse_write_kms_key_id;
-  sub.sse_write_customer_key = env.sse_write_customer_key;
+  carry_write(env, sub);
   return sub;
 }
 

@@ -688,6 +688,7 @@ class ObjectVersioning final : public Middleware {
     ProxyEnv put_env = pre_authed(env);
     put_env.content_type_overridden = env.content_type_overridden;
     env.content_type_overridden = false;
+    carry_write(env, put_env);  // the new version is the client's write
     const std::string put_type(vput.headers.get_or("Content-Type", ""));
     const std::string slo_size(vput.headers.get_or("X-Object-Sysmeta-Slo-Size", ""));
     ClientBody body(ex);

@@ -294,6 +294,12 @@ ProxyEnv subrequest_env(const ProxyEnv& env, std::string source) {
   return sub;
 }
 
+void carry_write(const ProxyEnv& from, ProxyEnv& to) {
+  to.sse_write_kms_key_id = from.sse_write_kms_key_id;
+  to.sse_write_customer_key = from.sse_write_customer_key;
+  to.update_footers = from.update_footers;
+}
+
 namespace {
 net::awaitable<std::optional<Response>> allow_all(const Request&, ProxyEnv&) {
   co_return std::nullopt;

@@ -40,6 +40,11 @@ namespace apus::proxy {
 // inbound X-Timestamp, swift_owner) carries over: authorization is decided afresh.
 ProxyEnv subrequest_env(const ProxyEnv& env, std::string source);
 
+// For a subrequest that is the client's own write in another place (object versioning's PUT
+// of the new version, copy's PUT of the copy): what that write was to carry, which
+// subrequest_env() leaves behind: S3's server-side encryption of it and the footer callback.
+void carry_write(const ProxyEnv& from, ProxyEnv& to);
+
 // subrequest_env() for a request some middleware already authorized (Swift's
 // make_pre_authed_env): its authorize allows everything, authorize_override is set, and the
 // user is ".wsgi.pre_authed". Only for requests the middleware itself decided on, never for a

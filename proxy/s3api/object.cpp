@@ -419,6 +419,14 @@ class ObjectExchange final : public ExchangeWrapper {
     co_return n;
   }
 
+  // A checksum that came in a trailer and checked out, base64, once the body was read.
+  std::optional<std::string> trailer_checksum() const {
+    if (!plan_ || plan_->value || !checksum_ || !decoder_ || !decoder_->done() || body_error_) {
+      return std::nullopt;
+    }
+    return common::crypto::b64encode(checksum_->digest());
+  }
+
   // The payload's checksum against the header's value or the trailer's (once decoded).
   std::optional<S3Error> checksum_error() const {
     std::optional<std::string> want = plan_->value;
@@ -1095,8 +1103,8 @@ net::awaitable<void> put_object(Exchange& ex, S3Request& s3, const PutTarget& ta
   h.erase("If-Match");
   // The checksum is S3's; Swift has no use for these headers.
   for (const char* name : {"x-amz-trailer", "x-amz-sdk-checksum-algorithm"}) h.erase(name);
-  // A checksum sent as a header is kept with the object (GET returns it when asked). One in a
-  // trailer is checked but not kept: it comes after the object servers took the metadata.
+  // A checksum is kept with the object (GET returns it when asked): one sent as a header here,
+  // one in a trailer in the PUT's metadata footer (below).
   h.erase_prefix("X-Object-Sysmeta-S3api-Checksum-");
   if (plan && plan->value) {
     h.set(checksum_sysmeta(plan->algorithm), common::crypto::b64encode(*plan->value));
@@ -1154,6 +1162,18 @@ net::awaitable<void> put_object(Exchange& ex, S3Request& s3, const PutTarget& ta
     if (plan && !plan->value) trailers.insert(plan->name);
     out.decode_chunked(*decoded_length, std::move(trailers),
                        sha != "STREAMING-UNSIGNED-PAYLOAD-TRAILER");
+  }
+  if (plan && !plan->value && decoded_length) {
+    // A checksum in a trailer is known once the body was sent: it goes to the object servers
+    // in the PUT's metadata footer, to be kept as a header's is.
+    env.update_footers = [&out, algorithm = plan->algorithm](
+                             HeaderMap& footers) -> std::optional<Response> {
+      if (auto value = out.trailer_checksum()) {
+        footers.set(checksum_sysmeta(algorithm), *value);
+        footers.set(kChecksumTypeSysmeta, "FULL_OBJECT");
+      }
+      return std::nullopt;
+    };
   }
   if (plan) out.verify_checksum(std::move(*plan), s3.client.content_length);
   out.write_sse(std::move(sse), &env);

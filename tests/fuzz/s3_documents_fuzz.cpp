@@ -1,8 +1,9 @@
 // Fuzzes the parsers of the S3 documents and headers a client sends with a request body or a
 // header: Tagging documents and x-amz-tagging (tagging.h), AccessControlPolicy documents
 // (s3_acl.h), CORSConfiguration documents (cors.h), browser POST policies (post_policy.h),
-// bucket policies (bucket_policy.h, evaluated too), OwnershipControls (s3_acl.h), and Object
-// Lock's documents, dates and write headers (object_lock.h).
+// bucket policies (bucket_policy.h, evaluated too), OwnershipControls (s3_acl.h), Object
+// Lock's documents, dates and write headers (object_lock.h), and server-side encryption's
+// bucket default and headers (sse.h).
 // The first byte picks the parser; the rest is the document.
 //
 // Besides the sanitizers, it checks what the operations rely on: a refusal is a 400 (403 for
@@ -25,6 +26,7 @@
 #include "proxy/s3api/object_lock.h"
 #include "proxy/s3api/post_policy.h"
 #include "proxy/s3api/s3_acl.h"
+#include "proxy/s3api/sse.h"
 #include "proxy/s3api/tagging.h"
 
 namespace s3 = apus::proxy::s3api;
@@ -206,12 +208,66 @@ void check_object_lock(std::string_view body) {
   }
 }
 
+// The first byte of `body` picks a bucket encryption document or SSE header values (the rest
+// split at newlines, one header each).
+void check_sse(std::string_view body) {
+  if (body.empty()) return;
+  const char which = body[0];
+  body.remove_prefix(1);
+  if (which % 2 == 0) {
+    auto parsed = s3::parse_bucket_encryption(body);
+    if (const auto* e = std::get_if<s3::S3Error>(&parsed)) {
+      if (e->status != 400 || (e->code != "MalformedXML" && e->code != "InvalidArgument")) {
+        fail("a bucket encryption refusal");
+      }
+      return;
+    }
+    const auto& c = std::get<s3::BucketEncryption>(parsed);
+    auto back = s3::decode_bucket_encryption(s3::encode_bucket_encryption(c));
+    if (!back || back->kind != c.kind || back->kms_key_id != c.kms_key_id ||
+        back->bucket_key != c.bucket_key) {
+      fail("the stored bucket encryption does not read back");
+    }
+    (void)s3::bucket_encryption_document(c);
+    return;
+  }
+  apus::common::http::HeaderMap h;
+  const char* names[] = {"x-amz-server-side-encryption",
+                         "x-amz-server-side-encryption-aws-kms-key-id",
+                         "x-amz-server-side-encryption-customer-algorithm",
+                         "x-amz-server-side-encryption-customer-key",
+                         "x-amz-server-side-encryption-customer-key-MD5"};
+  for (const char* name : names) {
+    size_t nl = body.find('\n');
+    if (!body.empty() && body[0] != '-') h.set(name, body.substr(0, nl));
+    body = nl == std::string_view::npos ? std::string_view() : body.substr(nl + 1);
+  }
+  for (const auto& result : {s3::write_sse(h, std::nullopt), s3::read_sse(h)}) {
+    if (const auto* e = std::get_if<s3::S3Error>(&result)) {
+      if (e->status != 400 || e->code != "InvalidArgument") fail("an SSE header refusal");
+      continue;
+    }
+    const auto& sse = std::get<s3::Sse>(result);
+    if (sse.kind == s3::SseKind::kCustomer && sse.customer_key.size() != 32) {
+      fail("an SSE-C key that is not 32 bytes");
+    }
+    apus::common::http::HeaderMap swift, answer;
+    apus::proxy::ProxyEnv env;
+    s3::apply_write_sse(sse, swift, env);
+    s3::add_sse_headers(swift, answer);
+    if (swift.contains("x-amz-server-side-encryption-customer-key")) fail("a key stored");
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   std::string_view body(reinterpret_cast<const char*>(data) + 1, size - 1);
-  switch (data[0] % 9) {
+  switch (data[0] % 10) {
+    case 9:
+      check_sse(body);
+      break;
     case 7:
       check_ownership(body);
       break;

@@ -79,6 +79,13 @@ const checked = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: "small
                                                      ChecksumMode: "ENABLED" }));
 check((await body(checked)).equals(small) && /^[A-Za-z0-9+/]{6}==$/.test(checked.ChecksumCRC32 || ""),
       "GetObject with ChecksumMode: CRC32 " + checked.ChecksumCRC32 + ", validated by the SDK");
+// The streamed object's CRC32 came in the aws-chunked trailer: it is kept as one in a header is.
+const checkedStreamed = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: "dir/streamed.bin",
+                                                             ChecksumMode: "ENABLED" }));
+check(md5(await body(checkedStreamed)) === md5(streamed) &&
+      /^[A-Za-z0-9+/]{6}==$/.test(checkedStreamed.ChecksumCRC32 || ""),
+      "GetObject of the streamed object with ChecksumMode: trailer's CRC32 " +
+      checkedStreamed.ChecksumCRC32);
 const headSum = await s3.send(new HeadObjectCommand({ Bucket: bucket, Key: "dir/big.bin",
                                                       ChecksumMode: "ENABLED" }));
 check(/-3$/.test(headSum.ChecksumCRC32 || "") && headSum.ChecksumType === "COMPOSITE",
