@@ -253,6 +253,29 @@ boost::asio::awaitable<void> InfoCache::set(std::string key, InfoKind kind, Cach
   local_set(std::move(key), std::move(info));
 }
 
+std::optional<CachedInfo> RequestInfoMemo::find(std::string_view key) const {
+  common::MutexLock lock(&mutex_);
+  for (const auto& [k, info] : entries_) {
+    if (k == key) return info;
+  }
+  return std::nullopt;
+}
+
+void RequestInfoMemo::put(std::string_view key, const CachedInfo& info) {
+  if (info.status != 404 && info.status != 410 && (info.status < 200 || info.status >= 300)) {
+    return;  // not an authoritative answer: the next lookup asks again
+  }
+  common::MutexLock lock(&mutex_);
+  std::erase_if(entries_, [&](const auto& e) { return e.first == key; });
+  if (entries_.size() >= kMaxEntries) entries_.erase(entries_.begin());
+  entries_.emplace_back(std::string(key), info);
+}
+
+void RequestInfoMemo::forget(std::string_view key) {
+  common::MutexLock lock(&mutex_);
+  std::erase_if(entries_, [&](const auto& e) { return e.first == key; });
+}
+
 boost::asio::awaitable<void> InfoCache::forget(std::string key, Memcache* mc) {
   local_forget(key);
   if (mc) co_await mc->del(std::move(key));

@@ -16,6 +16,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include <boost/asio/awaitable.hpp>
 
@@ -37,6 +38,27 @@ std::string info_to_json(const CachedInfo& info, InfoKind kind,
 // nullopt when `json` is not an info dict.
 std::optional<CachedInfo> info_from_json(std::string_view json, InfoKind kind,
                                          const common::StoragePolicies& policies);
+
+// Swift's swift.infocache: the infos one client request and its subrequests have looked up, so
+// that a middleware's lookup and the app's of the same account or container cost one cache
+// round trip, not one each (s3api with s3_acl reads the bucket's info before the GET does).
+// Writes through the proxy forget their entry here as in the shared cache. Only authoritative
+// answers (2xx, 404, 410) are kept, for the request's lifetime, as Swift keeps them; at most
+// kMaxEntries, the oldest going first (a bulk request touches one container after another).
+//
+// Thread-safe (a request's subrequests may run side by side).
+class RequestInfoMemo {
+ public:
+  static constexpr size_t kMaxEntries = 8;
+
+  std::optional<CachedInfo> find(std::string_view key) const APUS_EXCLUDES(mutex_);
+  void put(std::string_view key, const CachedInfo& info) APUS_EXCLUDES(mutex_);
+  void forget(std::string_view key) APUS_EXCLUDES(mutex_);
+
+ private:
+  mutable common::Mutex mutex_;
+  std::vector<std::pair<std::string, CachedInfo>> entries_ APUS_GUARDED_BY(mutex_);  // oldest first
+};
 
 class InfoCache {
  public:

@@ -32,6 +32,7 @@ namespace apus::proxy {
 
 class Memcache;
 struct ProxyEnv;
+class RequestInfoMemo;
 namespace s3api {
 class S3Signature;
 }
@@ -86,6 +87,9 @@ struct ProxyEnv {
   // on as X-Backend-Inbound-X-Timestamp, as Swift's shunt_inbound_x_timestamp does).
   std::optional<std::string> inbound_x_timestamp;
   Memcache* memcache = nullptr;        // swift.cache
+  // swift.infocache: the account and container infos this request has looked up, shared with
+  // its subrequests; null: every lookup goes to the cache.
+  std::shared_ptr<RequestInfoMemo> info_memo;
   // s3api.auth_details: the signature of the S3 request s3api is serving, which the auth
   // middleware checks with the access key's secret. Shared by all of s3api's subrequests.
   std::shared_ptr<s3api::S3Signature> s3_signature;

@@ -220,6 +220,7 @@ net::awaitable<void> ProxyServer::handle(common::http::Exchange& ex) {
   env.start_time =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   env.trans_id = generate_trans_id("");  // catch_errors makes its own, with the suffix
+  env.info_memo = std::make_shared<RequestInfoMemo>();
   // Whatever the pipeline holds, what a client may not say is gone before any middleware sees
   // the request (the copy is made only for the rare request that says it).
   bool internal = false;
@@ -316,7 +317,13 @@ net::awaitable<CachedInfo> ProxyApp::cached_head(const std::string& account,
   const InfoKind kind = container.empty() ? InfoKind::kAccount : InfoKind::kContainer;
   std::string key =
       container.empty() ? "account/" + account : "container/" + account + "/" + container;
-  if (auto hit = co_await info_cache_.get(key, kind, env.memcache)) co_return std::move(*hit);
+  if (env.info_memo) {
+    if (auto hit = env.info_memo->find(key)) co_return std::move(*hit);
+  }
+  if (auto hit = co_await info_cache_.get(key, kind, env.memcache)) {
+    if (env.info_memo) env.info_memo->put(key, *hit);
+    co_return std::move(*hit);
+  }
   ring::Ring& ring = container.empty() ? *account_ring_ : *container_ring_;
   auto part = ring.get_part(account, container);
   CachedInfo info;
@@ -329,6 +336,7 @@ net::awaitable<CachedInfo> ProxyApp::cached_head(const std::string& account,
   common::http::Response r = co_await get_or_head(*this, ring, *part, "HEAD", path, h);
   info.status = r.status;
   info.headers = std::move(r.headers);
+  if (env.info_memo) env.info_memo->put(key, info);
   co_await info_cache_.set(std::move(key), kind, info,
                            container.empty() ? config_.recheck_account_existence
                                              : config_.recheck_container_existence,
@@ -362,9 +370,10 @@ net::awaitable<CachedInfo> ProxyApp::container_info(const std::string& account,
 
 net::awaitable<void> ProxyApp::forget_info(std::string account, std::string container,
                                            const ProxyEnv& env) {
-  co_await info_cache_.forget(
-      container.empty() ? "account/" + account : "container/" + account + "/" + container,
-      env.memcache);
+  std::string key =
+      container.empty() ? "account/" + account : "container/" + account + "/" + container;
+  if (env.info_memo) env.info_memo->forget(key);
+  co_await info_cache_.forget(std::move(key), env.memcache);
 }
 
 }  // namespace apus::proxy

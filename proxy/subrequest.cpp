@@ -287,6 +287,7 @@ ProxyEnv subrequest_env(const ProxyEnv& env, std::string source) {
   sub.remote_user = env.remote_user;
   sub.clean_acl = env.clean_acl;
   sub.memcache = env.memcache;
+  sub.info_memo = env.info_memo;
   sub.log_info = env.log_info;
   sub.sse_customer_key = env.sse_customer_key;
   sub.sse_refusal = env.sse_refusal;

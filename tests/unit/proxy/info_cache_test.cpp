@@ -103,5 +103,34 @@ TEST_CASE("info cache: the default bound is a named constant") {
   CHECK(cache.local_size() == InfoCache::kDefaultMaxEntries);
 }
 
+TEST_CASE("request info memo: keeps authoritative answers, forgets on write, bounded") {
+  RequestInfoMemo memo;
+  CachedInfo found;
+  found.status = 204;
+  found.headers.set("X-Container-Object-Count", "3");
+  CachedInfo missing;
+  missing.status = 404;
+  CachedInfo trouble;
+  trouble.status = 503;
+  memo.put("container/a/c", found);
+  memo.put("container/a/gone", missing);
+  memo.put("container/a/busy", trouble);
+  REQUIRE(memo.find("container/a/c"));
+  CHECK(memo.find("container/a/c")->headers.get_or("X-Container-Object-Count", "") == "3");
+  CHECK(memo.find("container/a/gone")->status == 404);
+  CHECK_FALSE(memo.find("container/a/busy"));  // asked again next time
+  memo.forget("container/a/c");
+  CHECK_FALSE(memo.find("container/a/c"));
+  found.headers.set("X-Container-Object-Count", "4");
+  memo.put("container/a/gone", found);  // replaces
+  CHECK(memo.find("container/a/gone")->status == 204);
+  for (size_t i = 0; i < RequestInfoMemo::kMaxEntries; ++i) {
+    memo.put("account/AUTH_" + std::to_string(i), found);
+  }
+  CHECK_FALSE(memo.find("container/a/gone"));  // the oldest went
+  CHECK(memo.find("account/AUTH_0"));
+  CHECK(memo.find("account/AUTH_" + std::to_string(RequestInfoMemo::kMaxEntries - 1)));
+}
+
 }  // namespace
 }  // namespace apus::proxy
