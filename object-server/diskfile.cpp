@@ -395,7 +395,12 @@ Result<Metadata> DiskFileManager::read_metadata_at(const std::string& path) {
 Result<DiskObject> DiskFileManager::open(const Location& loc) {
   auto hash = object_hash(loc);
   if (!hash.ok()) return hash.status();
-  std::string dir = hash_dir(loc, *hash);
+  return open_hash(loc, *hash, loc.name());
+}
+
+Result<DiskObject> DiskFileManager::open_hash(const Location& loc, const std::string& hash,
+                                              std::optional<std::string> expected_name) {
+  std::string dir = hash_dir(loc, hash);
   DiskObject obj;
   auto names = fs_.list_dir(dir);
   if (!names.ok()) {
@@ -403,7 +408,7 @@ Result<DiskObject> DiskFileManager::open(const Location& loc) {
     // A hash "directory" that is a file: Swift quarantines it.
     auto st = fs_.stat(dir);
     if (st.ok() && st->exists && !st->is_dir) {
-      quarantine(loc, *hash, "hash directory is a file").ignore();
+      quarantine(loc, hash, "hash directory is a file").ignore();
       return obj;
     }
     return names.status();
@@ -429,25 +434,25 @@ Result<DiskObject> DiskFileManager::open(const Location& loc) {
   auto data_md = read_metadata(*data);
   if (!data_md.ok()) {
     if (data_md.status().code() == Status::Code::kCorruption) {
-      quarantine(loc, *hash, data_md.status().message()).ignore();
+      quarantine(loc, hash, data_md.status().message()).ignore();
       return obj;
     }
     return data_md.status();
   }
   const std::string* stored_name = find_meta(*data_md, "name");
   if (!stored_name) {
-    quarantine(loc, *hash, "missing name metadata").ignore();
+    quarantine(loc, hash, "missing name metadata").ignore();
     return obj;
   }
-  if (*stored_name != loc.name()) {
-    APUS_LOG_ERROR("hash collision: " + loc.name() + " finds the data of " + *stored_name);
+  if (expected_name && *stored_name != *expected_name) {
+    APUS_LOG_ERROR("hash collision: " + *expected_name + " finds the data of " + *stored_name);
     obj.state = DiskObject::State::kCollision;
     return obj;
   }
   auto st = fs_.fstat(*data);
   const std::string* length = find_meta(*data_md, "Content-Length");
   if (!st.ok() || !length || std::to_string(st->size) != *length) {
-    quarantine(loc, *hash, "data file size does not match Content-Length").ignore();
+    quarantine(loc, hash, "data file size does not match Content-Length").ignore();
     return obj;
   }
 
@@ -466,7 +471,7 @@ Result<DiskObject> DiskFileManager::open(const Location& loc) {
   }
   auto meta_md = read_metadata_at(join(dir, chosen.meta->name));
   if (!meta_md.ok()) {
-    quarantine(loc, *hash, meta_md.status().message()).ignore();
+    quarantine(loc, hash, meta_md.status().message()).ignore();
     return DiskObject();
   }
   Metadata effective = std::move(*meta_md);

@@ -229,6 +229,12 @@ class DiskFileManager {
   // metadata, bad checksum, size mismatch) is quarantined and the object reported missing; one
   // whose data names another object is State::kCollision. A failed Status is a disk failure.
   common::Result<DiskObject> open(const Location& loc);
+  // The same for the object whose hash (32 hex) is `hash` in the partition of `loc` (device,
+  // partition, policy), whatever its name (Swift's get_diskfile_from_hash, for replication):
+  // with `expected_name`, data stored under another name is State::kCollision. The object's
+  // name is the metadata's "name".
+  common::Result<DiskObject> open_hash(const Location& loc, const std::string& hash,
+                                       std::optional<std::string> expected_name);
 
   // Reads up to buf.size() bytes of an opened object's data at `offset`.
   common::Result<size_t> read(const DiskObject& obj, uint64_t offset, std::span<char> buf);

@@ -392,6 +392,16 @@ Result<ObjectServerConfig> ObjectServerConfig::from_config(const common::Config&
   c.threads_per_disk = static_cast<int>(std::max<int64_t>(1, threads));
   std::string replication = s.get_string("replication_server", "");
   c.replication_server = replication.empty() || common::config_true_value(replication);
+  int64_t concurrency = 4;
+  APUS_ASSIGN_OR_RETURN(concurrency, get_int("replication_concurrency", 4));
+  c.replication_concurrency = static_cast<int>(std::clamp<int64_t>(concurrency, 0, 1 << 20));
+  APUS_ASSIGN_OR_RETURN(concurrency, get_int("replication_concurrency_per_device", 1));
+  c.replication_concurrency_per_device =
+      static_cast<int>(std::clamp<int64_t>(concurrency, 0, 1024));
+  APUS_ASSIGN_OR_RETURN(c.replication_lock_timeout, get_double("replication_lock_timeout", 15));
+  APUS_ASSIGN_OR_RETURN(c.replication_failure_threshold,
+                        get_int("replication_failure_threshold", 100));
+  APUS_ASSIGN_OR_RETURN(c.replication_failure_ratio, get_double("replication_failure_ratio", 1.0));
   std::string allowed = s.get_string(
       "allowed_headers",
       "Content-Disposition, Content-Encoding, X-Delete-At, X-Object-Manifest, "
@@ -453,11 +463,11 @@ net::awaitable<void> ObjectServer::handle(Exchange& ex) {
   const auto started = std::chrono::steady_clock::now();
   const Request& req = ex.request();
   const std::string& method = req.method;
-  static const std::array<std::string_view, 7> kPublic = {
-      "DELETE", "GET", "HEAD", "OPTIONS", "POST", "PUT", "REPLICATE"};
+  static const std::array<std::string_view, 8> kPublic = {
+      "DELETE", "GET", "HEAD", "OPTIONS", "POST", "PUT", "REPLICATE", "SSYNC"};
   if (method == "OPTIONS") {
     Response r;
-    r.headers.set("Allow", "DELETE, GET, HEAD, OPTIONS, POST, PUT, REPLICATE");
+    r.headers.set("Allow", "DELETE, GET, HEAD, OPTIONS, POST, PUT, REPLICATE, SSYNC");
     r.headers.set("Server", "object-server/" APUS_SWIFT_VERSION);
     co_return co_await ex.reply(std::move(r));
   }
@@ -472,6 +482,7 @@ net::awaitable<void> ObjectServer::handle(Exchange& ex) {
     co_return co_await ex.reply(std::move(r));
   }
   if (method == "REPLICATE") co_return co_await handle_replicate(ex, path);
+  if (method == "SSYNC") co_return co_await handle_ssync(ex, path);
   OrRefusal<Parsed> parsed = parse_object_request(req, path);
   if (!parsed) co_return co_await ex.reply(std::move(parsed).refusal());
   Parsed& p = *parsed;
@@ -596,6 +607,35 @@ net::awaitable<void> ObjectServer::handle_replicate(Exchange& ex, const std::str
     return ok;
   });
   co_return co_await ex.reply(std::move(r));
+}
+
+// ---- SSYNC ----------------------------------------------------------------------------------
+
+net::awaitable<void> ObjectServer::handle_ssync(Exchange& ex, const std::string& path) {
+  const Request& req = ex.request();
+  if (!config_.replication_server) co_return co_await ex.reply(swob_response(405));
+  auto segs = common::http::split_path(path, 2, 2, false);
+  if (auto refusal = check_device_partition(segs)) co_return co_await ex.reply(std::move(*refusal));
+  OrRefusal<int> policy = policy_index(config_.swift.policies, req);
+  if (!policy) co_return co_await ex.reply(std::move(policy).refusal());
+  // Fragment indexes are for EC policies, which this server refuses; a bad one is still 400.
+  if (auto frag = req.headers.get("X-Backend-Ssync-Frag-Index"); frag && !frag->empty() &&
+                                                                  !common::parse_python_int(*frag)) {
+    co_return co_await ex.reply(
+        text_response(400, "Invalid X-Backend-Ssync-Frag-Index '" + std::string(*frag) + "'"));
+  }
+  Location loc;
+  loc.device = *(*segs)[0];
+  loc.partition = *(*segs)[1];
+  loc.policy = *policy;
+  common::io::BlockingPool* pool = co_await pools_.checked(loc.device);
+  if (!pool) co_return co_await ex.reply(device_unavailable(req, loc.device));
+  // The answer starts at once: Swift's sender reads the status before it sends anything.
+  HeaderMap h;
+  h.set("X-Backend-Accept-No-Commit", "True");
+  ex.read_body_after_head();
+  if (!(co_await ex.start_response(200, std::move(h), std::nullopt)).ok()) co_return;
+  co_await run_ssync(ex, loc, *pool);
 }
 
 // ---- PUT ------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@
 
 #include <map>
 #include <memory>
+#include <atomic>
 #include <optional>
 #include <set>
 #include <string>
@@ -37,6 +38,8 @@
 
 namespace apus::object {
 
+class SsyncInput;  // ssync.cpp
+
 struct ObjectServerConfig {
   common::http::ServerOptions server;  // bind_ip/port, workers, client_timeout, backlog...
   DiskFileOptions disk;
@@ -50,6 +53,14 @@ struct ObjectServerConfig {
   bool container_update_async = false;  // container_update_mode = async
   int threads_per_disk = 2;
   bool replication_server = true;
+  // SSYNC receiver (Swift's names and defaults): requests at once in this server (0: any),
+  // per device (lock files), how long to wait for the partition and device locks, and when
+  // failed updates end a request early (at least the threshold, and more than ratio x successes).
+  int replication_concurrency = 4;
+  int replication_concurrency_per_device = 1;
+  double replication_lock_timeout = 15;
+  int64_t replication_failure_threshold = 100;
+  double replication_failure_ratio = 1.0;
   bool keep_cache_private = false;        // GETs with a token may keep the page cache too
   std::set<std::string> allowed_headers;  // lower-case names
   std::string log_name = "object-server";
@@ -102,6 +113,21 @@ class ObjectServer {
   boost::asio::awaitable<void> after_put(PutState& put);
   boost::asio::awaitable<void> handle_replicate(common::http::Exchange& ex,
                                                 const std::string& path);
+  // SSYNC (ssync.h): the request's checks here, the protocol in ssync.cpp.
+  boost::asio::awaitable<void> handle_ssync(common::http::Exchange& ex, const std::string& path);
+  boost::asio::awaitable<void> run_ssync(common::http::Exchange& ex, const Location& loc,
+                                         common::io::BlockingPool& pool);
+  struct ReplicationLocks;
+  boost::asio::awaitable<common::Result<ReplicationLocks>> take_replication_locks(
+      const Location& loc, common::io::BlockingPool& pool);
+  boost::asio::awaitable<common::Status> ssync_missing_check(common::http::Exchange& ex,
+                                                             SsyncInput& input,
+                                                             const Location& loc,
+                                                             common::io::BlockingPool& pool);
+  // The updates; *code is the status an error line gives (0 when none applies).
+  boost::asio::awaitable<common::Status> ssync_updates(common::http::Exchange& ex,
+                                                       SsyncInput& input, const Location& loc,
+                                                       int* code);
   boost::asio::awaitable<void> handle_get_head(common::http::Exchange& ex, Parsed& p);
   boost::asio::awaitable<void> handle_post(common::http::Exchange& ex, Parsed& p);
   boost::asio::awaitable<void> handle_delete(common::http::Exchange& ex, Parsed& p);
@@ -123,6 +149,7 @@ class ObjectServer {
   common::Metrics* metrics_;
   common::io::DevicePools pools_;  // the disk pools, made only for devices that exist
   UpdateSender updates_;  // after the pools: its deliveries use them
+  std::atomic<int> ssync_running_{0};  // SSYNC requests being served
   common::HistogramHandle phase_body_, phase_write_, phase_commit_, phase_update_;
 };
 

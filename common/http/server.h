@@ -148,6 +148,15 @@ class Exchange {
   // Headers to send with that "100 Continue" (Swift's object server names its MIME
   // capabilities there, X-Obj-Metadata-Footer). Call before it is sent.
   virtual void set_continue_headers(HeaderMap headers) { (void)headers; }
+  // The handler will go on reading the request body after its response head is out (SSYNC's
+  // conversation over one request): the head then does not say "Connection: close" for the
+  // unread body, which would make a client such as Python's http.client drop the connection
+  // it still has to write on. Call before the response starts.
+  virtual void read_body_after_head() {}
+  // The rest of the request body is not worth reading: once the response is out the
+  // connection closes at once, without reading what the client still sends (SSYNC after an
+  // error line, as Swift's receiver hangs up).
+  virtual void close_without_reading_body() {}
 
   // Sends a whole response. For HEAD no body is sent.
   boost::asio::awaitable<Status> respond(Response response) {
@@ -205,6 +214,8 @@ class ExchangeWrapper : public Exchange {
   void set_continue_headers(HeaderMap headers) override {
     inner_.set_continue_headers(std::move(headers));
   }
+  void read_body_after_head() override { inner_.read_body_after_head(); }
+  void close_without_reading_body() override { inner_.close_without_reading_body(); }
   boost::asio::awaitable<Status> write_body(std::string_view chunk) override {
     return inner_.write_body(chunk);
   }

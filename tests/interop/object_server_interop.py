@@ -35,12 +35,7 @@ failures = []
 
 # Differences we know of and have not closed yet (each is work left in an issue). The test
 # prints them when seen, and fails on any difference not listed here.
-KNOWN_DIFFERENCES = {
-    # SSYNC is not implemented yet (issue 4, replication part; rsync replication is Swift's
-    # default and uses REPLICATE).
-    "Allow swift 'DELETE, GET, HEAD, OPTIONS, POST, PUT, REPLICATE, SSYNC', "
-    "apus 'DELETE, GET, HEAD, OPTIONS, POST, PUT, REPLICATE'",
-}
+KNOWN_DIFFERENCES = set()
 
 
 def check(cond, what):

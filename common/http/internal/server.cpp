@@ -292,6 +292,8 @@ class Session : public Exchange, public std::enable_shared_from_this<Session> {
   net::awaitable<Result<size_t>> read_body(std::span<char> buf) override;
   net::awaitable<Status> send_continue() override;
   void set_continue_headers(HeaderMap headers) override { continue_headers_ = std::move(headers); }
+  void read_body_after_head() override { body_after_head_ = true; }
+  void close_without_reading_body() override { skip_unread_body_ = true; }
   net::awaitable<Status> write_body(std::string_view chunk) override;
   net::awaitable<Status> finish_response() override;
   bool response_started() const override { return status_ != 0; }
@@ -341,6 +343,8 @@ class Session : public Exchange, public std::enable_shared_from_this<Session> {
   bool chunked_response_ = false;
   bool response_done_ = false;
   bool must_close_ = false;   // connection cannot be reused after this response
+  bool body_after_head_ = false;  // read_body_after_head(): no "Connection: close" for it
+  bool skip_unread_body_ = false;  // close_without_reading_body()
   bool unread_body_ = false;  // answered with the request body unread: linger before closing
   uint64_t bytes_in_ = 0;
   uint64_t bytes_out_ = 0;
@@ -499,6 +503,8 @@ void Session::fill_request() {
   }
   status_ = 0;
   continue_sent_ = false;
+  body_after_head_ = false;
+  skip_unread_body_ = false;
   continue_headers_.clear();
   body_done_ = parser_->is_done();
   chunked_response_ = false;
@@ -561,7 +567,8 @@ net::awaitable<void> Session::serve_one() {
   // answer (discard_until_closed). A client told no 100 Continue sends no body.
   if (!body_done_) {
     must_close_ = true;
-    unread_body_ = response_done_ && !(request_.expect_continue && !continue_sent_);
+    unread_body_ = response_done_ && !skip_unread_body_ &&
+                   !(request_.expect_continue && !continue_sent_);
   }
   // Keep-alive connections wait with a small buffer: a thousand idle clients cost little.
   if (buffer_.size() == 0 && buffer_.capacity() > kIdleBufferBytes) buffer_.shrink_to_fit();
@@ -666,7 +673,7 @@ std::string Session::format_head(int status, const HeaderMap& headers,
   // An answer given before the request body was all read ends the connection, and says so:
   // the rest of the body would be taken for the next request (a client that asked for
   // 100-continue and got a final answer may still send its body; eventlet closes those too).
-  if (!body_done_) must_close_ = true;
+  if (!body_done_ && !body_after_head_) must_close_ = true;
   if (worker_.draining) must_close_ = true;
   std::string head;
   head.reserve(256);

@@ -1,0 +1,398 @@
+#!/usr/bin/env python3
+"""SSYNC receiver (issue 16): Swift's own ssync sender (Debian's 2.30.1, swift.obj.ssync_sender,
+run in this process) pushes one source partition to a stock swift-object-server and to an
+apus-object-server, side by side.
+
+1. A first sync of a partition holding plain objects, objects with a POST (.meta), a POST that
+   changed the Content-Type, tombstones, an empty and a 1 MiB object, non-ASCII names, and
+   objects the receivers already hold older or newer: both syncs succeed, the sender sends the
+   same updates to both, and the two receivers end with the same files (names, metadata, bytes).
+2. A second sync sends nothing; after a POST and a DELETE at the source, a third sends exactly
+   one POST and one DELETE, to both.
+3. Bad requests: a garbage first line, a bad missing-check line, an update without its headers,
+   an unknown device, a bad frag index, replication_server = false: what both receivers answer
+   (statuses equal; both write an :ERROR: line where Swift does).
+4. A partition whose replication lock is held: the receiver gives up after
+   replication_lock_timeout with an :ERROR: line, as Swift's does.
+
+usage: ssync_interop.py <build-dir>
+"""
+import fcntl
+import hashlib
+import logging
+import os
+import socket
+import sys
+import time
+import urllib.parse
+
+SUPPORT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support")
+sys.path.insert(0, SUPPORT)
+import procs  # noqa: E402
+
+BUILD = os.path.abspath(sys.argv[1])
+APUS = os.path.join(BUILD, "bin", "apus-object-server")
+PART = "77"
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what)
+
+
+def write_configs(root, ports):
+    etc = os.path.join(root, "etc")
+    os.makedirs(etc)
+    with open(os.path.join(etc, "swift.conf"), "w") as f:
+        f.write("[swift-hash]\nswift_hash_path_prefix = apus-test\n"
+                "swift_hash_path_suffix = ssync\n\n"
+                "[storage-policy:0]\nname = gold\ndefault = yes\n")
+    confs = {}
+    for name, extra in (("source", "workers = 0\n"), ("swift", "workers = 0\n"),
+                        ("apus", "workers = 2\nlog_file = %s/apus.log\n" % root),
+                        ("swift-norepl", "workers = 0\nreplication_server = false\n"),
+                        ("apus-norepl", "workers = 1\nreplication_server = false\n")):
+        devices = os.path.join(root, name.replace("-norepl", ""))
+        os.makedirs(os.path.join(devices, "sda1"), exist_ok=True)
+        path = os.path.join(etc, name + "-object-server.conf")
+        with open(path, "w") as f:
+            f.write("[DEFAULT]\ndevices = %s\nmount_check = false\nbind_ip = 127.0.0.1\n"
+                    "bind_port = %d\nswift_dir = %s\nlog_name = %s\nfallocate_reserve = 0\n%s\n"
+                    "[pipeline:main]\npipeline = object-server\n\n"
+                    "[app:object-server]\nuse = egg:swift#object\n"
+                    "replication_lock_timeout = 1\n"
+                    % (devices, ports[name], etc, name, extra))
+        confs[name] = path
+    return etc, confs
+
+
+# Recent times: tombstones older than reclaim_age (a week) are removed by the servers at once.
+BASE_TIME = int(time.time()) - 3600
+
+
+def ts(n):
+    return "%016.05f" % (BASE_TIME + n)
+
+
+def obj_path(name):
+    return "/sda1/%s/AUTH_test/c/%s" % (PART, urllib.parse.quote(name))
+
+
+def put(port, name, t, body=b"", **headers):
+    h = {"X-Timestamp": ts(t), "Content-Type": "application/octet-stream",
+         "Content-Length": str(len(body))}
+    h.update(headers)
+    status = procs.request(port, "PUT", obj_path(name), h, body)[0]
+    check(status == 201, "PUT %s at %d on port %d: %d" % (name, t, port, status))
+
+
+def post(port, name, t, **headers):
+    h = {"X-Timestamp": ts(t)}
+    h.update(headers)
+    status = procs.request(port, "POST", obj_path(name), h)[0]
+    check(status == 202, "POST %s at %d: %d" % (name, t, status))
+
+
+def delete(port, name, t):
+    status = procs.request(port, "DELETE", obj_path(name), {"X-Timestamp": ts(t)})[0]
+    check(status in (204, 404), "DELETE %s at %d: %d" % (name, t, status))
+
+
+def populate(ports):
+    src = ports["source"]
+    put(src, "plain", 1, b"hello")
+    put(src, "empty", 2, b"")
+    put(src, "big", 3, os.urandom(1 << 20), **{"X-Object-Meta-Size": "big"})
+    put(src, "caf\u00e9 \u00fc/na\u00efve", 4, b"unicode", **{"X-Object-Meta-Uni": "\u00e9"})
+    put(src, "posted", 5, b"p", **{"X-Object-Meta-Color": "red"})
+    post(src, "posted", 6, **{"X-Object-Meta-Color": "blue"})
+    put(src, "ctype", 7, b"c", **{"X-Object-Meta-A": "1"})
+    post(src, "ctype", 8, **{"Content-Type": "text/plain", "X-Object-Meta-A": "2"})
+    put(src, "deleted", 9, b"gone")
+    delete(src, "deleted", 10)
+    put(src, "sysmeta", 11, b"s", **{"X-Object-Sysmeta-Test": "kept",
+                                     "X-Object-Transient-Sysmeta-T": "t",
+                                     "Content-Disposition": "inline"})
+    for i in range(20):
+        put(src, "many-%02d" % i, 20 + i, b"x" * i)
+    put(src, "newer-here", 50, b"old")
+    put(src, "older-here", 60, b"new")
+    delete(src, "tomb-only", 61)
+    for port in (ports["swift"], ports["apus"]):
+        put(port, "newer-here", 70, b"newer on the receiver")
+        put(port, "older-here", 55, b"older on the receiver")
+
+
+class CountingSenderFactory:
+    """Swift's Sender, counting the updates it sends."""
+
+    def __init__(self):
+        from swift.obj import ssync_sender
+        self.module = ssync_sender
+        self.sent = []
+
+    def make(self, *args, **kwargs):
+        sent = self.sent
+
+        class Counting(self.module.Sender):
+            def send_put(self, connection, url_path, df, durable=True):
+                sent.append(("PUT", url_path))
+                return super().send_put(connection, url_path, df, durable=durable)
+
+            def send_post(self, connection, url_path, df):
+                sent.append(("POST", url_path))
+                return super().send_post(connection, url_path, df)
+
+            def send_delete(self, connection, url_path, timestamp):
+                sent.append(("DELETE", url_path))
+                return super().send_delete(connection, url_path, timestamp)
+
+        return Counting(*args, **kwargs)
+
+
+class Daemon:
+    """What ssync_sender.Sender needs of an object replicator."""
+
+    def __init__(self, devices):
+        from swift.obj.diskfile import DiskFileRouter
+        self.logger = logging.getLogger("ssync-sender")
+        conf = {"devices": devices, "mount_check": "false"}
+        self._df_router = DiskFileRouter(conf, self.logger)
+        self.conn_timeout = 5
+        self.node_timeout = 10
+        self.http_timeout = 30
+        self.network_chunk_size = 65536
+
+
+def sync(daemon, port, suffixes):
+    from swift.common.storage_policy import POLICIES
+    factory = CountingSenderFactory()
+    node = {"replication_ip": "127.0.0.1", "replication_port": port, "device": "sda1",
+            "index": 0}
+    job = {"device": "sda1", "partition": PART, "policy": POLICIES[0]}
+    ok, in_sync = factory.make(daemon, node, job, suffixes)()
+    return ok, in_sync, sorted(factory.sent)
+
+
+def suffixes_of(devices):
+    part = os.path.join(devices, "sda1", "objects", PART)
+    return sorted(s for s in os.listdir(part) if len(s) == 3)
+
+
+def tree(devices):
+    """{hash dir: [(file name, metadata, md5 of bytes)]} of the partition."""
+    from swift.obj.diskfile import read_metadata
+    out = {}
+    part = os.path.join(devices, "sda1", "objects", PART)
+    for suffix in sorted(os.listdir(part)):
+        sdir = os.path.join(part, suffix)
+        if len(suffix) != 3 or not os.path.isdir(sdir):
+            continue
+        for h in sorted(os.listdir(sdir)):
+            files = []
+            for name in sorted(os.listdir(os.path.join(sdir, h))):
+                path = os.path.join(sdir, h, name)
+                with open(path, "rb") as f:
+                    files.append((name, read_metadata(f), hashlib.md5(f.read()).hexdigest()))
+            out[h] = files
+    return out
+
+
+def first_sync(root, ports, daemon):
+    suffixes = suffixes_of(os.path.join(root, "source"))
+    results = {}
+    for name in ("swift", "apus"):
+        ok, in_sync, sent = sync(daemon, ports[name], suffixes)
+        check(ok, "first sync to %s succeeds" % name)
+        results[name] = (in_sync, sent)
+    check(results["swift"] == results["apus"],
+          "first sync: same updates sent to both receivers:\nswift %r\napus  %r"
+          % (results["swift"][1], results["apus"][1]))
+    sent = results["apus"][1]
+    check(("PUT", "/AUTH_test/c/newer-here") not in sent and
+          ("PUT", "/AUTH_test/c/older-here") in sent,
+          "what a receiver has newer is not sent, what it has older is: %r" % sent)
+    swift_tree, apus_tree = tree(os.path.join(root, "swift")), tree(os.path.join(root, "apus"))
+    check(sorted(swift_tree) == sorted(apus_tree), "the same hash directories on both receivers")
+    for h in swift_tree:
+        check(swift_tree[h] == apus_tree.get(h),
+              "hash %s: the same files, metadata and bytes:\nswift %r\napus  %r"
+              % (h, swift_tree[h], apus_tree.get(h)))
+    print("first sync: %d updates, %d hash directories, receivers equal"
+          % (len(sent), len(apus_tree)))
+
+
+def later_syncs(root, ports, daemon):
+    suffixes = suffixes_of(os.path.join(root, "source"))
+    for name in ("swift", "apus"):
+        ok, _, sent = sync(daemon, ports[name], suffixes)
+        check(ok and sent == [], "second sync to %s sends nothing: %r" % (name, sent))
+    post(ports["source"], "plain", 100, **{"X-Object-Meta-Later": "yes"})
+    delete(ports["source"], "many-03", 101)
+    suffixes = suffixes_of(os.path.join(root, "source"))
+    for name in ("swift", "apus"):
+        ok, _, sent = sync(daemon, ports[name], suffixes)
+        check(ok and sent == [("DELETE", "/AUTH_test/c/many-03"), ("POST", "/AUTH_test/c/plain")],
+              "third sync to %s: one POST and one DELETE: %r" % (name, sent))
+    swift_tree, apus_tree = tree(os.path.join(root, "swift")), tree(os.path.join(root, "apus"))
+    check(swift_tree == apus_tree, "receivers equal after the meta-only and delete updates")
+    status, h, _ = procs.request(ports["apus"], "HEAD", obj_path("plain"))
+    check(status == 200 and h.get("x-object-meta-later") == "yes",
+          "Apus serves the replicated POST: %d %r" % (status, h.get("x-object-meta-later")))
+
+
+def answer_complete(data):
+    """Whether `data` holds a whole response (the servers may keep the connection open)."""
+    head, sep, body = data.partition(b"\r\n\r\n")
+    if not sep:
+        return False
+    lower = head.lower()
+    if b"transfer-encoding: chunked" in lower:
+        return body.endswith(b"0\r\n\r\n") and (body == b"0\r\n\r\n" or
+                                                 body.endswith(b"\r\n0\r\n\r\n"))
+    for line in lower.split(b"\r\n"):
+        if line.startswith(b"content-length:"):
+            return len(body) >= int(line.split(b":")[1])
+    return False
+
+
+def raw_ssync(port, device, body_lines, headers=None, lock_wait=0):
+    """An SSYNC request written by hand: (status, answer body lines)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    try:
+        head = "SSYNC /%s/%s HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n" % (device, PART)
+        for k, v in (headers or {}).items():
+            head += "%s: %s\r\n" % (k, v)
+        head += "X-Backend-Storage-Policy-Index: 0\r\n\r\n"
+        s.sendall(head.encode())
+        for line in body_lines:
+            s.sendall(b"%x\r\n%s\r\n" % (len(line), line))
+        s.sendall(b"0\r\n\r\n")
+        data = b""
+        while not answer_complete(data):
+            try:
+                chunk = s.recv(65536)
+            except (ConnectionResetError, socket.timeout):
+                break
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        s.close()
+    head, _, body = data.partition(b"\r\n\r\n")
+    status = int(head.split(b" ")[1]) if head else 0
+    text = b""
+    if b"chunked" in head.lower():
+        while body:
+            size_line, _, rest = body.partition(b"\r\n")
+            try:
+                size = int(size_line.split(b";")[0], 16)
+            except ValueError:
+                break
+            if size == 0:
+                break
+            text += rest[:size]
+            body = rest[size + 2:]
+    else:
+        text = body
+    return status, [ln.strip() for ln in text.split(b"\n") if ln.strip()]
+
+
+def bad_requests(ports):
+    start = b":MISSING_CHECK: START\r\n"
+    end = b":MISSING_CHECK: END\r\n"
+    cases = [
+        ("garbage first line", "sda1", [b"hello\r\n"], {}),
+        ("bad missing check line", "sda1", [start, b"not-a-hash 123\r\n", end], {}),
+        ("a path for a hash", "sda1", [start, b"../../../etc/x 123\r\n", end], {}),
+        ("update without headers", "sda1",
+         [start, end, b":UPDATES: START\r\n", b"PUT /AUTH_test/c/x\r\n"], {}),
+        ("update with a bad method", "sda1",
+         [start, end, b":UPDATES: START\r\n", b"GET /AUTH_test/c/x\r\n", b"X-Timestamp: 1\r\n",
+          b"\r\n", b":UPDATES: END\r\n"], {}),
+        ("PUT without Content-Length", "sda1",
+         [start, end, b":UPDATES: START\r\n", b"PUT /AUTH_test/c/x\r\n",
+          b"X-Timestamp: 1700000000.00000\r\n", b"\r\n", b":UPDATES: END\r\n"], {}),
+        ("unknown device", "nodev", [start, end], {}),
+        ("bad device name", "..", [start, end], {}),
+        ("bad frag index", "sda1", [start, end], {"X-Backend-Ssync-Frag-Index": "x"}),
+        ("empty exchange", "sda1", [start, end, b":UPDATES: START\r\n", b":UPDATES: END\r\n"], {}),
+    ]
+    # Swift looks up whatever a missing check line names (a path, for one); Apus takes only
+    # 32 hex digits and a valid timestamp, and ends the request with an :ERROR: line.
+    stricter = {"bad missing check line", "a path for a hash"}
+    for what, device, lines, headers in cases:
+        got = {name: raw_ssync(ports[name], device, lines, headers) for name in ("swift", "apus")}
+        s_status, s_lines = got["swift"]
+        a_status, a_lines = got["apus"]
+        check(s_status == a_status, "%s: status swift %d, apus %d" % (what, s_status, a_status))
+        if what in stricter:
+            check(len(a_lines) == 1 and a_lines[0].startswith(b":ERROR: 0 "),
+                  "%s: Apus refuses the line: %r" % (what, a_lines))
+            continue
+        s_err = any(ln.startswith(b":ERROR:") for ln in s_lines)
+        a_err = any(ln.startswith(b":ERROR:") for ln in a_lines)
+        check(s_err == a_err, "%s: an :ERROR: line from swift %s, from apus %s (%r / %r)"
+              % (what, s_err, a_err, s_lines, a_lines))
+        ok_lines = [ln for ln in a_lines if not ln.startswith(b":ERROR:")]
+        check([ln for ln in s_lines if not ln.startswith(b":ERROR:")] == ok_lines,
+              "%s: the same protocol lines (%r / %r)" % (what, s_lines, a_lines))
+    for name in ("swift-norepl", "apus-norepl"):
+        status, _ = raw_ssync(ports[name], "sda1", [start, end])
+        check(status == 405, "%s: SSYNC refused with 405, got %d" % (name, status))
+    print("bad requests: %d cases compared" % len(cases))
+
+
+def held_lock(root, ports):
+    """Both receivers wait replication_lock_timeout (1 s here) for a held partition lock."""
+    for name in ("swift", "apus"):
+        part_dir = os.path.join(root, name, "sda1", "objects", PART)
+        with open(os.path.join(part_dir, ".lock-replication"), "a") as f:
+            fcntl.flock(f, fcntl.LOCK_EX)
+            began = time.time()
+            status, lines = raw_ssync(ports[name], "sda1",
+                                      [b":MISSING_CHECK: START\r\n", b":MISSING_CHECK: END\r\n"])
+            took = time.time() - began
+        check(status == 200 and any(ln.startswith(b":ERROR:") for ln in lines) and 0.9 < took < 5,
+              "%s with the partition lock held: %d %r after %.1f s" % (name, status, lines, took))
+
+
+def main():
+    names = ("source", "swift", "apus", "swift-norepl", "apus-norepl")
+    with procs.TempDir("apus-ssync-interop-") as root, procs.Processes() as ps:
+        ports = {name: procs.free_port() for name in names}
+        etc, confs = write_configs(root, ports)
+        from swift.common import storage_policy, utils
+        utils.set_swift_dir(etc)
+        storage_policy.reload_storage_policies()
+        procs_by_name = {}
+        for name in names:
+            log = os.path.join(root, name + ".out")
+            if name.startswith("apus"):
+                procs_by_name[name] = ps.start([APUS, confs[name]], log)
+            else:
+                procs_by_name[name] = ps.start(
+                    ["/usr/bin/python3", os.path.join(SUPPORT, "run_swift_server.py"), etc,
+                     "object", confs[name]], log)
+        for name in names:
+            procs.wait_for_port(ports[name], proc=procs_by_name[name],
+                                log_path=os.path.join(root, name + ".out"))
+        began = time.time()
+        populate(ports)
+        print("populated in %.1f s" % (time.time() - began))
+        daemon = Daemon(os.path.join(root, "source"))
+        first_sync(root, ports, daemon)
+        print("first sync done at %.1f s" % (time.time() - began))
+        later_syncs(root, ports, daemon)
+        print("later syncs done at %.1f s" % (time.time() - began))
+        bad_requests(ports)
+        print("bad requests done at %.1f s" % (time.time() - began))
+        held_lock(root, ports)
+    print("ssync interop:", "%d failures" % len(failures) if failures else "ok")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
