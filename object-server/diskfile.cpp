@@ -491,6 +491,7 @@ Result<DiskObject> DiskFileManager::open_hash(const Location& loc, const std::st
       }
     }
   }
+  obj.meta_metadata = effective;
   for (const auto& [k, v] : obj.data_metadata) {
     std::string lower = common::http::to_lower(k);
     if (lower == "content-length" || lower == "deleted" || lower == "etag" ||

@@ -99,6 +99,9 @@ struct DiskObject {
   common::Timestamp ctype_timestamp;  // of the Content-Type in effect
   Metadata metadata;                  // effective metadata (§7.3 rule 5)
   Metadata data_metadata;             // the .data file's own metadata
+  // The .meta file's own metadata with a newer Content-Type from another .meta merged in
+  // (Swift's get_metafile_metadata(), what SSYNC's POST carries); empty without a .meta.
+  Metadata meta_metadata;
   uint64_t size = 0;
   common::io::File data_file;  // open for reading when kExists
 };

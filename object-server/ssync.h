@@ -9,11 +9,18 @@
 // (Swift joins whatever it gets into a path), timestamps valid, deltas in range.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
+#include <boost/asio/awaitable.hpp>
+
+#include "common/http/client.h"
 #include "common/timestamp.h"
+#include "object-server/diskfile.h"
 
 namespace apus::object::ssync {
 
@@ -49,5 +56,40 @@ struct Wanted {
   bool meta = false;
 };
 Wanted decode_wanted(std::string_view parts);
+
+// ---- The sender (ssync_sender.cpp) ----
+
+// A receiving object server: its replication address and the device there.
+struct SyncTarget {
+  std::string ip;
+  uint16_t port = 0;
+  std::string device;
+};
+
+struct SyncResult {
+  bool ok = false;
+  std::string error;  // why not, when !ok
+  // Every object offered, now held by the receiver too (hash, data or tombstone time): what a
+  // handoff partition may delete after every primary took it (Swift's can_delete_obj).
+  std::vector<std::pair<std::string, common::Timestamp>> in_sync;
+  size_t puts = 0, posts = 0, deletes = 0;  // updates sent
+};
+
+// Swift's ssync_sender.Sender: offers the objects of `suffixes` of the partition of `part`
+// (device, partition, policy) to `target` and sends what it wants. Reads the disk inline: run
+// it on an io_context of the replicator's own, whose thread may block on disk I/O.
+// (A plain function over a coroutine: see the GCC 12 note in common/http/server.h.)
+boost::asio::awaitable<SyncResult> send_partition_impl(DiskFileManager& disk,
+                                                       const Location& part,
+                                                       std::vector<std::string> suffixes,
+                                                       SyncTarget target,
+                                                       common::http::ClientOptions options);
+inline boost::asio::awaitable<SyncResult> send_partition(DiskFileManager& disk,
+                                                         const Location& part,
+                                                         std::vector<std::string> suffixes,
+                                                         SyncTarget target,
+                                                         common::http::ClientOptions options) {
+  return send_partition_impl(disk, part, std::move(suffixes), std::move(target), options);
+}
 
 }  // namespace apus::object::ssync
