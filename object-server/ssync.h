@@ -59,6 +59,11 @@ Wanted decode_wanted(std::string_view parts);
 
 // ---- The sender (ssync_sender.cpp) ----
 
+// What this node would offer of the objects in `suffixes` of the partition of `part` (Swift's
+// yield_hashes: by the names of their files, in hash order). Blocking disk I/O.
+common::Result<std::vector<Offer>> local_offers(DiskFileManager& disk, const Location& part,
+                                                const std::vector<std::string>& suffixes);
+
 // A receiving object server: its replication address and the device there.
 struct SyncTarget {
   std::string ip;
@@ -69,9 +74,10 @@ struct SyncTarget {
 struct SyncResult {
   bool ok = false;
   std::string error;  // why not, when !ok
-  // Every object offered, now held by the receiver too (hash, data or tombstone time): what a
-  // handoff partition may delete after every primary took it (Swift's can_delete_obj).
-  std::vector<std::pair<std::string, common::Timestamp>> in_sync;
+  // Every object offered, now held by the receiver too, as it was offered: what a handoff
+  // partition may delete after every primary took it (Swift's can_delete_obj), if it has not
+  // changed since.
+  std::vector<Offer> in_sync;
   size_t puts = 0, posts = 0, deletes = 0;  // updates sent
 };
 

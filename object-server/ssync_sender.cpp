@@ -65,6 +65,18 @@ net::awaitable<Status> send_line(ClientConnection& conn, std::string line) {
   co_return co_await conn.write_body(line);
 }
 
+// An update: "<METHOD> <path>", sorted "Name: value" lines, a blank line, as one chunk.
+net::awaitable<Status> send_update(ClientConnection& conn, const std::string& method,
+                                   const std::string& path, std::vector<std::pair<std::string, std::string>> headers) {
+  std::sort(headers.begin(), headers.end());
+  std::string msg = method + " " + path + "\r\n";
+  for (const auto& [k, v] : headers) msg += k + ": " + v + "\r\n";
+  msg += "\r\n";
+  co_return co_await conn.write_body(msg);
+}
+
+}  // namespace
+
 // The offers of the objects in `suffixes` of the partition (Swift's yield_hashes), by the names
 // of their files, in hash order.
 Result<std::vector<Offer>> local_offers(DiskFileManager& disk, const Location& part,
@@ -99,18 +111,6 @@ Result<std::vector<Offer>> local_offers(DiskFileManager& disk, const Location& p
   }
   return offers;
 }
-
-// An update: "<METHOD> <path>", sorted "Name: value" lines, a blank line, as one chunk.
-net::awaitable<Status> send_update(ClientConnection& conn, const std::string& method,
-                                   const std::string& path, std::vector<std::pair<std::string, std::string>> headers) {
-  std::sort(headers.begin(), headers.end());
-  std::string msg = method + " " + path + "\r\n";
-  for (const auto& [k, v] : headers) msg += k + ": " + v + "\r\n";
-  msg += "\r\n";
-  co_return co_await conn.write_body(msg);
-}
-
-}  // namespace
 
 net::awaitable<SyncResult> send_partition_impl(DiskFileManager& disk, const Location& part,
                                                std::vector<std::string> suffixes,
@@ -227,9 +227,9 @@ net::awaitable<SyncResult> send_partition_impl(DiskFileManager& disk, const Loca
   if (auto s = co_await answer.expect(":UPDATES: END"); !s.ok()) co_return fail(s);
   (void)co_await conn.finish_body();
   // In sync now: every object offered (Swift's can_delete_obj for a handoff partition).
-  for (const Offer& o : *offers) result.in_sync.emplace_back(o.hash, o.ts_data);
+  result.in_sync = std::move(*offers);
   result.ok = true;
-  APUS_LOG_DEBUG(where + " ssync completed: " + std::to_string(offers->size()) + " offered, " +
+  APUS_LOG_DEBUG(where + " ssync completed: " + std::to_string(result.in_sync.size()) + " offered, " +
                  std::to_string(wanted.size()) + " wanted");
   co_return result;
 }

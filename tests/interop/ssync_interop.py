@@ -20,6 +20,11 @@ apus-object-server, side by side.
    files as Swift's sender left on sda1; again nothing on a second run, then one POST and one
    DELETE.
 
+6. Apus's replication of one partition (object-server/replicator.h) to device sdc1 of both:
+   as a primary, suffix hashes compared by REPLICATE and what differs sent, until both
+   peers' hashes equal the partition's; a lost replica refilled; as a handoff, the objects
+   removed only once every primary took them (not with a primary unreachable).
+
 usage: ssync_interop.py <build-dir> [ssync_send binary]
 """
 import fcntl
@@ -63,6 +68,7 @@ def write_configs(root, ports):
         devices = os.path.join(root, name.replace("-norepl", ""))
         os.makedirs(os.path.join(devices, "sda1"), exist_ok=True)
         os.makedirs(os.path.join(devices, "sdb1"), exist_ok=True)
+        os.makedirs(os.path.join(devices, "sdc1"), exist_ok=True)
         path = os.path.join(etc, name + "-object-server.conf")
         with open(path, "w") as f:
             f.write("[DEFAULT]\ndevices = %s\nmount_check = false\nbind_ip = 127.0.0.1\n"
@@ -211,9 +217,9 @@ def tree(devices, device="sda1"):
 def apus_sync(root, port, suffixes):
     """Apus's sender from the source to device sdb1 at `port`: (ok, sorted update counts)."""
     import subprocess
-    run = subprocess.run([SSYNC_SEND, os.path.join(root, "source"), "sda1", PART,
+    run = subprocess.run([SSYNC_SEND, "ssync", os.path.join(root, "source"), "sda1", PART,
                           ",".join(suffixes), "127.0.0.1", str(port), "sdb1"],
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
     words = run.stdout.split()
     if run.returncode != 0 or not words or words[0] != "ok":
         return False, run.stdout
@@ -409,6 +415,76 @@ def bad_requests(ports):
     print("bad requests: %d cases compared" % len(cases))
 
 
+PART2 = "88"
+
+
+def replicate_hashes(port, device, part=PART2):
+    import pickle
+    status, _, body = procs.request(port, "REPLICATE", "/%s/%s" % (device, part),
+                                    {"X-Backend-Storage-Policy-Index": "0"})
+    hashes = pickle.loads(body) if status == 200 else None
+    return {k: v for k, v in (hashes or {}).items() if isinstance(k, str) and len(k) == 3}
+
+
+def apus_replicate(root, mode, nodes):
+    import subprocess
+    run = subprocess.run([SSYNC_SEND, mode, os.path.join(root, "source"), "sda1", PART2] + nodes,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
+    words = run.stdout.split()
+    check(run.returncode == 0 and words and words[0] == "ok", "replication ran: %r" % run.stdout)
+    keys = ("synced", "failed", "hashmatch", "suffixes", "removed", "partition_removed")
+    return dict(zip(keys, (int(w) for w in words[1:])))
+
+
+def partition_replication(root, ports):
+    src = ports["source"]
+    for i in range(12):
+        status = procs.request(src, "PUT", "/sda1/%s/AUTH_test/r/obj-%d" % (PART2, i),
+                               {"X-Timestamp": ts(200 + i), "Content-Type": "text/plain",
+                                "Content-Length": "3"}, b"r%02d" % i)[0]
+        check(status == 201, "PUT obj-%d: %d" % (i, status))
+    procs.request(src, "DELETE", "/sda1/%s/AUTH_test/r/obj-0" % PART2, {"X-Timestamp": ts(230)})
+    nodes = ["127.0.0.1:%d/sdc1" % ports["swift"], "127.0.0.1:%d/sdc1" % ports["apus"]]
+    got = apus_replicate(root, "primary", nodes)
+    check(got.get("synced") == 2 and got.get("failed") == 0 and got.get("hashmatch") == 0,
+          "primary: both peers synced: %r" % got)
+    want = replicate_hashes(src, "sda1")
+    for name in ("swift", "apus"):
+        check(replicate_hashes(ports[name], "sdc1") == want,
+              "%s's suffix hashes equal the partition's after a pass" % name)
+    got = apus_replicate(root, "primary", nodes)
+    check(got.get("hashmatch") == 2, "a second pass finds both in step: %r" % got)
+    # A replica lost on the Apus peer comes back.
+    lost = None
+    part_dir = os.path.join(root, "apus", "sdc1", "objects", PART2)
+    for suffix in sorted(os.listdir(part_dir)):
+        if len(suffix) == 3:
+            lost = os.path.join(part_dir, suffix)
+            break
+    import shutil
+    shutil.rmtree(lost)
+    with open(os.path.join(part_dir, "hashes.invalid"), "a") as f:
+        f.write(os.path.basename(lost) + "\n")
+    got = apus_replicate(root, "primary", nodes)
+    check(got.get("hashmatch") == 1 and got.get("synced") == 2 and got.get("suffixes") == 1,
+          "the lost suffix is sent to the Apus peer only: %r" % got)
+    check(replicate_hashes(ports["apus"], "sdc1") == want, "the lost replica is back")
+    # As a handoff, with a primary unreachable: nothing removed.
+    dead = "127.0.0.1:%d/sdc1" % procs.free_port()
+    got = apus_replicate(root, "handoff", nodes + [dead])
+    check(got.get("failed") == 1 and got.get("removed") == 0 and
+          os.path.isdir(os.path.join(root, "source", "sda1", "objects", PART2)),
+          "handoff with a primary down keeps its objects: %r" % got)
+    got = apus_replicate(root, "handoff", nodes)
+    check(got.get("synced") == 2 and got.get("removed") == 12 and got.get("partition_removed") == 1
+          and not os.path.exists(os.path.join(root, "source", "sda1", "objects", PART2)),
+          "handoff taken by every primary is removed: %r" % got)
+    for name in ("swift", "apus"):
+        check(replicate_hashes(ports[name], "sdc1") == want,
+              "%s still holds the partition after the handoff went" % name)
+    print("partition replication: primary, refill and handoff revert checked")
+
+
 def held_lock(root, ports):
     """Both receivers wait replication_lock_timeout (1 s here) for a held partition lock."""
     for name in ("swift", "apus"):
@@ -452,6 +528,7 @@ def main():
         later_syncs(root, ports, daemon)
         print("later syncs done at %.1f s" % (time.time() - began))
         bad_requests(ports)
+        partition_replication(root, ports)
         print("bad requests done at %.1f s" % (time.time() - began))
         held_lock(root, ports)
     print("ssync interop:", "%d failures" % len(failures) if failures else "ok")
