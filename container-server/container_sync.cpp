@@ -204,26 +204,6 @@ Result<HttpUrl> parse_http_url(std::string_view url) {
   return out;
 }
 
-std::vector<std::string> local_ips(const std::string& bind_ip) {
-  if (bind_ip != "0.0.0.0" && bind_ip != "::" && !bind_ip.empty()) return {bind_ip};
-  std::vector<std::string> out;
-  struct ifaddrs* list = nullptr;
-  if (::getifaddrs(&list) != 0) return out;
-  for (struct ifaddrs* i = list; i; i = i->ifa_next) {
-    if (!i->ifa_addr) continue;
-    char buf[INET6_ADDRSTRLEN] = {};
-    if (i->ifa_addr->sa_family == AF_INET) {
-      auto* a = reinterpret_cast<struct sockaddr_in*>(i->ifa_addr);
-      if (::inet_ntop(AF_INET, &a->sin_addr, buf, sizeof buf)) out.emplace_back(buf);
-    } else if (i->ifa_addr->sa_family == AF_INET6) {
-      auto* a = reinterpret_cast<struct sockaddr_in6*>(i->ifa_addr);
-      if (::inet_ntop(AF_INET6, &a->sin6_addr, buf, sizeof buf)) out.emplace_back(buf);
-    }
-  }
-  ::freeifaddrs(list);
-  return out;
-}
-
 namespace {
 
 // An IP address for `host` (itself when it is one). Blocking: the sync thread only.
@@ -296,7 +276,7 @@ struct ContainerSync::Impl {
         devices(d),
         realms(std::move(r)),
         container_ring(std::move(ring)),
-        my_ips(local_ips(s.server.bind_ip)),
+        my_ips(ring::local_ips(s.server.bind_ip)),
         my_port(s.server.bind_port),
         user_agent("container-sync " + std::to_string(::getpid())) {
     if (auto* m = devices.metrics()) {

@@ -120,10 +120,6 @@ struct HttpUrl {
 };
 common::Result<HttpUrl> parse_http_url(std::string_view url);
 
-// Swift's whataremyips(bind_ip): `bind_ip` itself, or every address of the host's interfaces
-// when it is 0.0.0.0 or ::.
-std::vector<std::string> local_ips(const std::string& bind_ip);
-
 class ContainerSync {
  public:
   // `server`, `devices` must outlive this. `realms` is the server's container-sync-realms.conf.

@@ -2,13 +2,25 @@
 #include "object-server/replicator.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <set>
+#include <sstream>
+#include <thread>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_future.hpp>
+#include <boost/json.hpp>
 
 #include "common/http/url.h"
 #include "common/log/log.h"
 #include "common/pickle.h"
+#include "common/status.h"
 
 namespace apus::object {
 
@@ -220,6 +232,233 @@ net::awaitable<PartitionOutcome> replicate_partition_impl(DiskFileManager& disk,
     co_await revert_handoff(disk, job, options, pool, out);
   }
   co_return out;
+}
+
+}  // namespace apus::object
+
+// ---- The daemon -----------------------------------------------------------------------------
+
+namespace apus::object {
+
+Result<ReplicatorConfig> ReplicatorConfig::from_config(const common::Config& conf) {
+  ReplicatorConfig c;
+  common::Section s = conf.section("object-replicator");
+  c.devices = s.get_string("devices", "/srv/node");
+  APUS_ASSIGN_OR_RETURN(c.mount_check, s.get_bool("mount_check", true));
+  c.swift_dir = s.get_string("swift_dir", "/etc/swift");
+  c.bind_ip = s.get_string("bind_ip", "0.0.0.0");
+  int64_t n = 0;
+  APUS_ASSIGN_OR_RETURN(n, s.get_int("bind_port", 6200));
+  c.bind_port = static_cast<int>(n);
+  APUS_ASSIGN_OR_RETURN(c.interval, s.get_double("interval", 30));
+  APUS_ASSIGN_OR_RETURN(n, s.get_int("concurrency", 1));
+  c.concurrency = static_cast<int>(std::clamp<int64_t>(n, 1, 256));
+  APUS_ASSIGN_OR_RETURN(c.node_timeout, s.get_double("node_timeout", 10));
+  APUS_ASSIGN_OR_RETURN(c.conn_timeout, s.get_double("conn_timeout", 0.5));
+  APUS_ASSIGN_OR_RETURN(c.http_timeout, s.get_double("http_timeout", 60));
+  APUS_ASSIGN_OR_RETURN(c.reclaim_age, s.get_int("reclaim_age", 604800));
+  APUS_ASSIGN_OR_RETURN(c.handoffs_first, s.get_bool("handoffs_first", false));
+  std::string handoff_delete = s.get_string("handoff_delete", "auto");
+  if (handoff_delete != "auto") {
+    APUS_ASSIGN_OR_RETURN(n, s.get_int("handoff_delete", 0));
+    c.handoff_delete = static_cast<int>(std::max<int64_t>(0, n));
+  }
+  std::string method = s.get_string("sync_method", "ssync");
+  if (method != "ssync") {
+    return s.invalid("sync_method", "only ssync is implemented (rsync is not yet)");
+  }
+  c.recon_cache_path = s.get_string("recon_cache_path", "/var/cache/swift");
+  c.log_name = s.get_string("log_name", "object-replicator");
+  auto swift = common::load_swift_conf(c.swift_dir + "/swift.conf");
+  if (!swift.ok()) return swift.status();
+  c.swift = std::move(*swift);
+  return c;
+}
+
+struct ObjectReplicator::Impl {
+  ReplicatorConfig config;
+  common::io::Fs& fs;
+  std::map<int, std::unique_ptr<ring::Ring>> rings;
+  DiskFileManager disk;
+  std::vector<std::string> my_ips;
+
+  Impl(ReplicatorConfig c, common::io::Fs& f, std::map<int, std::unique_ptr<ring::Ring>> r)
+      : config(std::move(c)),
+        fs(f),
+        rings(std::move(r)),
+        disk(f, disk_options(config), {config.swift.hash_path_prefix, config.swift.hash_path_suffix}),
+        my_ips(ring::local_ips(config.bind_ip)) {}
+
+  static DiskFileOptions disk_options(const ReplicatorConfig& c) {
+    DiskFileOptions o;
+    o.devices = c.devices;
+    o.mount_check = c.mount_check;
+    o.reclaim_age = c.reclaim_age;
+    return o;
+  }
+
+  std::vector<PartitionJob> collect_jobs(const PassFilter& filter);
+  void write_recon(const ReplicationStats& stats);
+};
+
+std::vector<PartitionJob> ObjectReplicator::Impl::collect_jobs(const PassFilter& filter) {
+  std::vector<PartitionJob> primaries, handoffs;
+  for (const auto& [policy, ring] : rings) {
+    auto state = ring->state();
+    std::set<std::string> local_devices;
+    for (const auto& dev : state->devs()) {
+      if (dev && ring::is_local_device(my_ips, config.bind_port, *dev)) {
+        local_devices.insert(dev->device);
+      }
+    }
+    for (const std::string& device : local_devices) {
+      if (!filter.devices.empty() && !filter.devices.contains(device)) continue;
+      if (!disk.check_device(device).ok()) {
+        APUS_LOG_WARNING("skipping device " + device + ": not mounted or missing");
+        continue;
+      }
+      Location base;
+      base.device = device;
+      base.policy = policy;
+      auto parts = fs.list_dir(config.devices + "/" + device + "/" +
+                               DiskFileManager::policy_dir("objects", policy));
+      if (!parts.ok()) continue;
+      for (const std::string& part : *parts) {
+        auto number = common::parse_python_int(part);
+        if (!number || *number < 0 || static_cast<uint64_t>(*number) >= state->partition_count()) {
+          continue;
+        }
+        if (!filter.partitions.empty() && !filter.partitions.contains(part)) continue;
+        PartitionJob job;
+        job.part = base;
+        job.part.partition = part;
+        std::vector<ring::Node> nodes;
+        state->get_part_nodes(static_cast<uint32_t>(*number), &nodes);
+        job.primary = false;
+        for (const ring::Node& node : nodes) {
+          if (node.device->device == device &&
+              ring::is_local_device(my_ips, config.bind_port, *node.device)) {
+            job.primary = true;
+            continue;
+          }
+          job.nodes.push_back({node.device->replication_ip,
+                               static_cast<uint16_t>(node.device->replication_port),
+                               node.device->device});
+        }
+        (job.primary ? primaries : handoffs).push_back(std::move(job));
+      }
+    }
+  }
+  std::vector<PartitionJob> jobs;
+  auto& first = config.handoffs_first ? handoffs : primaries;
+  auto& second = config.handoffs_first ? primaries : handoffs;
+  jobs.insert(jobs.end(), std::make_move_iterator(first.begin()),
+              std::make_move_iterator(first.end()));
+  jobs.insert(jobs.end(), std::make_move_iterator(second.begin()),
+              std::make_move_iterator(second.end()));
+  return jobs;
+}
+
+// Swift's dump_recon_cache: the keys merged into <recon_cache_path>/object.recon (JSON), the
+// file replaced whole.
+void ObjectReplicator::Impl::write_recon(const ReplicationStats& stats) {
+  const std::string path = config.recon_cache_path + "/object.recon";
+  boost::json::object recon;
+  {
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    boost::system::error_code ec;
+    auto parsed = boost::json::parse(text.str(), ec);
+    if (!ec && parsed.is_object()) recon = parsed.as_object();
+  }
+  const double now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  boost::json::object s;
+  s["attempted"] = stats.attempted;
+  s["success"] = stats.success;
+  s["failure"] = stats.failure;
+  s["hashmatch"] = stats.hashmatch;
+  s["suffix_sync"] = stats.suffix_sync;
+  s["remove"] = stats.handoffs_removed;
+  s["start"] = now - stats.seconds;
+  recon["replication_stats"] = s;
+  recon["replication_time"] = stats.seconds / 60;
+  recon["replication_last"] = now;
+  recon["object_replication_time"] = stats.seconds / 60;
+  recon["object_replication_last"] = now;
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    if (!out) return;  // no recon cache directory: Swift logs and goes on too
+    out << boost::json::serialize(recon);
+  }
+  std::rename(tmp.c_str(), path.c_str());
+}
+
+ObjectReplicator::ObjectReplicator(ReplicatorConfig config, common::io::Fs& fs,
+                                   std::map<int, std::unique_ptr<ring::Ring>> rings)
+    : impl_(std::make_unique<Impl>(std::move(config), fs, std::move(rings))) {}
+
+ObjectReplicator::~ObjectReplicator() = default;
+
+ReplicationStats ObjectReplicator::run_once(const PassFilter& filter) {
+  const auto began = std::chrono::steady_clock::now();
+  std::vector<PartitionJob> jobs = impl_->collect_jobs(filter);
+  ReplicationStats stats;
+  std::mutex mu;
+  std::atomic<size_t> next{0};
+  ReplicationOptions options;
+  options.client.conn_timeout = impl_->config.conn_timeout;
+  options.client.node_timeout = impl_->config.node_timeout;
+  options.http_timeout = impl_->config.http_timeout;
+  options.handoff_delete = impl_->config.handoff_delete;
+  // `concurrency` threads, each with an io_context of its own, take the next partition.
+  auto worker = [&] {
+    for (size_t i = next++; i < jobs.size(); i = next++) {
+      net::io_context ioc;
+      auto done = net::co_spawn(ioc, replicate_partition(impl_->disk, jobs[i], options),
+                                net::use_future);
+      ioc.run();
+      PartitionOutcome o = done.get();
+      std::lock_guard<std::mutex> lock(mu);
+      ++stats.attempted;
+      stats.success += static_cast<uint64_t>(o.synced);
+      stats.failure += static_cast<uint64_t>(o.failed);
+      stats.hashmatch += static_cast<uint64_t>(o.hashmatch);
+      stats.suffix_sync += static_cast<uint64_t>(o.suffixes_synced);
+      stats.removed += o.objects_removed;
+      stats.handoffs_removed += o.partition_removed ? 1 : 0;
+    }
+  };
+  std::vector<std::thread> threads;
+  const size_t n = std::min<size_t>(static_cast<size_t>(impl_->config.concurrency),
+                                    std::max<size_t>(1, jobs.size()));
+  for (size_t t = 1; t < n; ++t) threads.emplace_back(worker);
+  worker();
+  for (auto& t : threads) t.join();
+  stats.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+  APUS_LOG_INFO(std::to_string(stats.attempted) + " partitions replicated in " +
+                std::to_string(stats.seconds) + " s: " + std::to_string(stats.success) +
+                " peer syncs, " + std::to_string(stats.failure) + " failures, " +
+                std::to_string(stats.hashmatch) + " hash matches, " +
+                std::to_string(stats.suffix_sync) + " suffixes sent, " +
+                std::to_string(stats.handoffs_removed) + " handoff partitions removed");
+  if (filter.devices.empty() && filter.partitions.empty()) impl_->write_recon(stats);
+  return stats;
+}
+
+void ObjectReplicator::run_forever(const std::atomic<bool>& stop) {
+  while (!stop) {
+    const auto began = std::chrono::steady_clock::now();
+    (void)run_once();
+    const auto next = began + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                  std::chrono::duration<double>(impl_->config.interval));
+    while (!stop && std::chrono::steady_clock::now() < next) {
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
+  }
 }
 
 }  // namespace apus::object

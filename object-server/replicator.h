@@ -1,7 +1,12 @@
-// Object replication of one partition, as Swift's object replicator does it with
-// sync_method = ssync (swift-protocol.md §16.1-16.2): the part of apus-object-replicator that
-// decides what to send where and what a handoff may delete. The daemon around it (rings, local
-// devices, passes, stats) is issue 16's next step.
+// apus-object-replicator: object replication as Swift's object replicator does it with
+// sync_method = ssync (swift-protocol.md §16.1-16.2).
+//
+// A pass takes every partition directory of every local device (a ring device whose
+// replication address and port are this node's, Swift's whataremyips and bind_port) under
+// every policy's ring, and replicates it as below, `concurrency` partitions at once (a thread
+// each); passes start every `interval` seconds. An idle pass costs a REPLICATE per partition and
+// peer, whose answer the peer reads from hashes.pkl. Stats are logged at INFO per pass and
+// written to object.recon in recon_cache_path as Swift's replicator writes them.
 //
 // A primary partition: its suffix hashes (get_hashes) are compared with each other primary's
 // (REPLICATE /<dev>/<part>); suffixes that differ are rehashed here, compared again, sent with
@@ -15,13 +20,20 @@
 // Blocking disk I/O inline: run on an io_context of the replicator's own.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
 #include <boost/asio/awaitable.hpp>
 
+#include "common/config/config.h"
+#include "common/config/swift_conf.h"
 #include "common/http/client.h"
+#include "ring/ring.h"
 #include "object-server/diskfile.h"
 #include "object-server/ssync.h"
 
@@ -58,5 +70,65 @@ inline boost::asio::awaitable<PartitionOutcome> replicate_partition(DiskFileMana
                                                                     ReplicationOptions options) {
   return replicate_partition_impl(disk, std::move(job), std::move(options));
 }
+
+// ---- The daemon ----
+
+struct ReplicatorConfig {
+  std::string devices = "/srv/node";
+  bool mount_check = true;
+  std::string swift_dir = "/etc/swift";
+  std::string bind_ip = "0.0.0.0";  // which ring devices are this node's
+  int bind_port = 6200;
+  double interval = 30;  // seconds between the starts of two passes
+  int concurrency = 1;   // partitions replicated at once
+  double node_timeout = 10;
+  double conn_timeout = 0.5;
+  double http_timeout = 60;
+  int64_t reclaim_age = 604800;
+  bool handoffs_first = false;  // handoff partitions before primaries in a pass
+  int handoff_delete = 0;       // 0: "auto", every primary
+  std::string recon_cache_path = "/var/cache/swift";
+  std::string log_name = "object-replicator";
+  common::SwiftConf swift;
+
+  // Reads [object-replicator] of an object-server.conf (DEFAULT inherited) and its swift.conf.
+  // sync_method must be ssync (the default here; Swift's is rsync, which Apus does not
+  // speak yet: asking for it is a start-up error).
+  static common::Result<ReplicatorConfig> from_config(const common::Config& conf);
+};
+
+struct ReplicationStats {
+  uint64_t attempted = 0;  // partitions
+  uint64_t success = 0;    // peer syncs that worked (or found the peer in step)
+  uint64_t failure = 0;
+  uint64_t hashmatch = 0;
+  uint64_t suffix_sync = 0;
+  uint64_t removed = 0;           // handoff objects removed
+  uint64_t handoffs_removed = 0;  // handoff partitions removed
+  double seconds = 0;
+};
+
+// Which devices and partitions a pass takes (--devices, --partitions); empty: all.
+struct PassFilter {
+  std::set<std::string> devices;
+  std::set<std::string> partitions;
+};
+
+class ObjectReplicator {
+ public:
+  // `fs` must outlive the replicator. `rings`: policy index -> object ring.
+  ObjectReplicator(ReplicatorConfig config, common::io::Fs& fs,
+                   std::map<int, std::unique_ptr<ring::Ring>> rings);
+  ~ObjectReplicator();
+
+  // One pass; blocks until it is done.
+  ReplicationStats run_once(const PassFilter& filter = {});
+  // Passes every `interval` seconds until `stop` becomes true (checked once a second).
+  void run_forever(const std::atomic<bool>& stop);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace apus::object

@@ -1,5 +1,10 @@
 #include "ring/ring.h"
 
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+
+#include <algorithm>
 #include <charconv>
 #include <map>
 #include <tuple>
@@ -361,5 +366,30 @@ Result<NodeList> Ring::get_nodes(std::string_view account, std::string_view cont
 }
 
 HandoffIterator Ring::get_more_nodes(uint32_t part) const { return state()->get_more_nodes(part); }
+
+std::vector<std::string> local_ips(const std::string& bind_ip) {
+  if (bind_ip != "0.0.0.0" && bind_ip != "::" && !bind_ip.empty()) return {bind_ip};
+  std::vector<std::string> out;
+  struct ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0) return out;
+  for (struct ifaddrs* i = list; i; i = i->ifa_next) {
+    if (!i->ifa_addr) continue;
+    char buf[INET6_ADDRSTRLEN] = {};
+    if (i->ifa_addr->sa_family == AF_INET) {
+      auto* a = reinterpret_cast<struct sockaddr_in*>(i->ifa_addr);
+      if (::inet_ntop(AF_INET, &a->sin_addr, buf, sizeof buf)) out.emplace_back(buf);
+    } else if (i->ifa_addr->sa_family == AF_INET6) {
+      auto* a = reinterpret_cast<struct sockaddr_in6*>(i->ifa_addr);
+      if (::inet_ntop(AF_INET6, &a->sin6_addr, buf, sizeof buf)) out.emplace_back(buf);
+    }
+  }
+  ::freeifaddrs(list);
+  return out;
+}
+
+bool is_local_device(const std::vector<std::string>& my_ips, int my_port, const Device& dev) {
+  return dev.replication_port == my_port &&
+         std::find(my_ips.begin(), my_ips.end(), dev.replication_ip) != my_ips.end();
+}
 
 }  // namespace apus::ring

@@ -266,4 +266,11 @@ class Ring {
   mutable uint64_t loaded_size_ = 0;
 };
 
+// Swift's whataremyips(bind_ip): `bind_ip` itself, or every address of the host's interfaces
+// when it is 0.0.0.0 or ::.
+std::vector<std::string> local_ips(const std::string& bind_ip);
+// Whether `dev` is served here: its replication address is one of `my_ips` and its replication
+// port `my_port` (what Swift's replicators take as their own devices).
+bool is_local_device(const std::vector<std::string>& my_ips, int my_port, const Device& dev);
+
 }  // namespace apus::ring

@@ -112,8 +112,8 @@ TEST_CASE("parse_http_url splits sync endpoints") {
 }
 
 TEST_CASE("local_ips is the bind address, or every interface's for 0.0.0.0") {
-  CHECK(apus::container::local_ips("127.0.0.2") == std::vector<std::string>{"127.0.0.2"});
-  auto all = apus::container::local_ips("0.0.0.0");
+  CHECK(apus::ring::local_ips("127.0.0.2") == std::vector<std::string>{"127.0.0.2"});
+  auto all = apus::ring::local_ips("0.0.0.0");
   CHECK(std::find(all.begin(), all.end(), "127.0.0.1") != all.end());
 }
 

@@ -1,0 +1,87 @@
+// apus-object-replicator CONFIG [--once] [--devices d1,d2] [--partitions p1,p2]: object
+// replication with SSYNC, like swift-object-replicator with sync_method = ssync.
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <string>
+#include <thread>
+
+#include "common/config/config.h"
+#include "common/io/fs.h"
+#include "common/log/log.h"
+#include "common/process.h"
+#include "object-server/replicator.h"
+#include "ring/ring_reloader.h"
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr,
+                 "usage: %s CONFIG_FILE [--once] [--devices D,...] [--partitions P,...]\n",
+                 argv[0]);
+    return 2;
+  }
+  bool once = false;
+  apus::object::PassFilter filter;
+  for (int i = 2; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--once" || arg == "-o") {
+      once = true;
+    } else if ((arg == "--devices" || arg == "-d") && i + 1 < argc) {
+      for (auto& d : apus::common::list_from_csv(argv[++i])) filter.devices.insert(d);
+    } else if ((arg == "--partitions" || arg == "-p") && i + 1 < argc) {
+      for (auto& p : apus::common::list_from_csv(argv[++i])) filter.partitions.insert(p);
+    } else {
+      std::fprintf(stderr, "unknown argument %s\n", arg.c_str());
+      return 2;
+    }
+  }
+  apus::common::block_stop_signals();
+  auto conf = apus::common::load_program_config(argv[1]);
+  if (!conf.ok()) {
+    std::fprintf(stderr, "%s\n", conf.status().message().c_str());
+    return 1;
+  }
+  auto config = apus::object::ReplicatorConfig::from_config(*conf);
+  apus::common::Status logging =
+      config.ok() ? apus::common::configure_logging(conf->section("object-replicator"),
+                                                    config->log_name)
+                  : config.status();
+  if (!logging.ok()) {
+    std::fprintf(stderr, "%s\n", logging.message().c_str());
+    return 1;
+  }
+  // One ring per policy, kept current by the reloader's thread (ring_check_interval).
+  std::map<int, std::unique_ptr<apus::ring::Ring>> rings;
+  for (const auto& policy : config->swift.policies.all()) {
+    apus::ring::RingOptions ring_options;
+    ring_options.reloader = apus::ring::RingReloader::shared();
+    std::string name = policy.index == 0 ? "object" : "object-" + std::to_string(policy.index);
+    auto ring = apus::ring::Ring::open(
+        config->swift_dir + "/" + name + ".ring.gz",
+        {config->swift.hash_path_prefix, config->swift.hash_path_suffix}, std::move(ring_options));
+    if (!ring.ok()) {
+      std::fprintf(stderr, "cannot load the %s ring: %s\n", name.c_str(),
+                   ring.status().to_string().c_str());
+      return 1;
+    }
+    rings.emplace(policy.index, std::move(*ring));
+  }
+  apus::object::ObjectReplicator replicator(*config, apus::common::io::default_fs(),
+                                            std::move(rings));
+  if (once) {
+    (void)replicator.run_once(filter);  // failures are logged; the exit status is 0, as Swift's
+    return 0;
+  }
+  std::atomic<bool> stop{false};
+  std::thread signals([&stop] {
+    apus::common::wait_for_stop_signal();
+    stop = true;
+  });
+  char cadence[32];
+  std::snprintf(cadence, sizeof cadence, "%g", config->interval);
+  APUS_LOG_INFO(std::string("object-replicator started: a pass every ") + cadence + " s");
+  replicator.run_forever(stop);
+  signals.join();
+  return 0;
+}

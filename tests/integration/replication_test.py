@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""apus-object-replicator on a 4-node Apus cluster (issue 16): a primary down during writes
+then back (the handoffs' copies go home and leave the handoffs), a primary's disk emptied
+(refilled from the other replicas), a delete while a primary was down (the tombstone follows),
+a second pass with nothing to do, and the recon cache.
+
+usage: replication_test.py <build-dir>
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+SUPPORT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support")
+sys.path.insert(0, SUPPORT)
+import procs  # noqa: E402
+from cluster import Cluster  # noqa: E402
+from swiftclient import client as swift  # noqa: E402
+
+BIN = os.path.join(os.path.abspath(sys.argv[1]), "bin")
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what)
+
+
+def replicate(cluster, n, *extra):
+    """apus-object-replicator --once for node n (its object server's config)."""
+    conf = os.path.join(cluster.etc, "replicator-%d.conf" % n)
+    with open(os.path.join(cluster.etc, "object-%d.conf" % n)) as f:
+        text = f.read()
+    with open(conf, "w") as f:
+        f.write(text.replace("log_file = %s/object-%d.log" % (cluster.root, n),
+                             "log_file = %s/replicator-%d.log" % (cluster.root, n)) +
+                "\n[object-replicator]\nrecon_cache_path = %s\nconcurrency = 2\n"
+                % os.path.join(cluster.root, "recon-%d" % n))
+    os.makedirs(os.path.join(cluster.root, "recon-%d" % n), exist_ok=True)
+    run = subprocess.run([os.path.join(BIN, "apus-object-replicator"), conf, "--once"] +
+                         list(extra), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         text=True, timeout=300)
+    check(run.returncode == 0, "replicator on node %d: %d %s" % (n, run.returncode, run.stdout))
+
+
+def replicate_all(cluster):
+    for n in range(4):
+        replicate(cluster, n)
+
+
+def head_on(cluster, n, part, name):
+    status, headers, _ = procs.request(cluster.ports["object"][n], "HEAD",
+                                       "/sd%d/%d/AUTH_test/c/%s" % (n, part, name))
+    return status, headers
+
+
+def hash_dirs(cluster, n):
+    """Object hash directories on node n."""
+    out = set()
+    objects = os.path.join(cluster.root, "node%d" % n, "sd%d" % n, "objects")
+    for dirpath, dirnames, _ in os.walk(objects):
+        for d in dirnames:
+            if len(d) == 32:
+                out.add(d)
+    return out
+
+
+def main():
+    with procs.TempDir("apus-replication-") as root, procs.Processes() as ps:
+        cluster = Cluster(BIN, root, ps)
+        url, token = cluster.connect()
+        swift.put_container(url, token, "c")
+        victim = 1
+        names = []
+        i = 0
+        while len(names) < 6:
+            name = "obj-%d" % i
+            i += 1
+            if victim in cluster.primaries("c", name):
+                names.append(name)
+        swift.put_object(url, token, "c", names[-1], b"to be deleted")
+        cluster.stop("object", victim)
+        bodies = {}
+        for name in names[:-1]:
+            bodies[name] = os.urandom(1000 + len(name))
+            swift.put_object(url, token, "c", name, bodies[name])
+        swift.delete_object(url, token, "c", names[-1])
+        cluster.start("object", victim)
+        for name in names[:-1]:
+            part, _ = cluster.placement("c", name)
+            check(head_on(cluster, victim, part, name)[0] == 404,
+                  "%s is missing on node %d before replication" % (name, victim))
+        for name in names[:-1]:
+            part, prim = cluster.placement("c", name)
+            on_handoff = [n for n in set(range(4)) - set(prim)
+                          if head_on(cluster, n, part, name)[0] == 200]
+            check(on_handoff, "%s was written to a handoff while node %d was down" % (name, victim))
+
+        # 1. Back from down: the handoffs' copies go home, the handoffs keep nothing of them.
+        replicate_all(cluster)
+        for name in names[:-1]:
+            part, prim = cluster.placement("c", name)
+            for n in prim:
+                status, _ = head_on(cluster, n, part, name)
+                check(status == 200, "%s on primary %d after a pass: %d" % (name, n, status))
+            for n in set(range(4)) - set(prim):
+                status, _ = head_on(cluster, n, part, name)
+                check(status == 404, "%s gone from handoff %d: %d" % (name, n, status))
+        part, _ = cluster.placement("c", names[-1])
+        status, headers = head_on(cluster, victim, part, names[-1])
+        check(status == 404 and "x-backend-timestamp" in headers,
+              "the delete reached node %d as a tombstone: %d %r" % (victim, status, headers))
+        with open(os.path.join(root, "recon-0", "object.recon")) as f:
+            recon = json.load(f)
+        check(recon.get("replication_stats", {}).get("attempted", 0) > 0 and
+              "object_replication_last" in recon, "recon cache written: %r" % recon)
+
+        # 2. A second pass finds everything in step.
+        before = {n: hash_dirs(cluster, n) for n in range(4)}
+        replicate_all(cluster)
+        check(before == {n: hash_dirs(cluster, n) for n in range(4)},
+              "a second pass changes nothing")
+
+        # 3. A disk emptied: the other replicas refill it.
+        shutil.rmtree(os.path.join(root, "node%d" % victim, "sd%d" % victim, "objects"))
+        for n in range(4):
+            if n != victim:
+                replicate(cluster, n)
+        for name in names[:-1]:
+            part, _ = cluster.placement("c", name)
+            status, _, body = procs.request(cluster.ports["object"][victim], "GET",
+                                            "/sd%d/%d/AUTH_test/c/%s" % (victim, part, name))
+            check(status == 200 and body == bodies[name],
+                  "%s refilled on node %d: %d" % (name, victim, status))
+        check(hash_dirs(cluster, victim) == before[victim],
+              "the emptied disk holds what it held before")
+        for name in names[:-1]:
+            _, got = swift.get_object(url, token, "c", name)
+            check(got == bodies[name], "%s reads back through the proxy" % name)
+    print("replication:", "%d failures" % len(failures) if failures else "ok")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
