@@ -3,13 +3,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
-#include <fstream>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <set>
-#include <sstream>
 #include <thread>
 
 #include <boost/asio/co_spawn.hpp>
@@ -20,6 +17,7 @@
 #include "common/http/url.h"
 #include "common/log/log.h"
 #include "common/pickle.h"
+#include "common/recon_cache.h"
 #include "common/status.h"
 
 namespace apus::object {
@@ -359,19 +357,8 @@ std::vector<PartitionJob> ObjectReplicator::Impl::collect_jobs(const PassFilter&
   return jobs;
 }
 
-// Swift's dump_recon_cache: the keys merged into <recon_cache_path>/object.recon (JSON), the
-// file replaced whole.
+// Swift's replicator stats in object.recon.
 void ObjectReplicator::Impl::write_recon(const ReplicationStats& stats) {
-  const std::string path = config.recon_cache_path + "/object.recon";
-  boost::json::object recon;
-  {
-    std::ifstream in(path);
-    std::stringstream text;
-    text << in.rdbuf();
-    boost::system::error_code ec;
-    auto parsed = boost::json::parse(text.str(), ec);
-    if (!ec && parsed.is_object()) recon = parsed.as_object();
-  }
   const double now =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   boost::json::object s;
@@ -382,18 +369,15 @@ void ObjectReplicator::Impl::write_recon(const ReplicationStats& stats) {
   s["suffix_sync"] = stats.suffix_sync;
   s["remove"] = stats.handoffs_removed;
   s["start"] = now - stats.seconds;
+  boost::json::object recon;
   recon["replication_stats"] = s;
   recon["replication_time"] = stats.seconds / 60;
   recon["replication_last"] = now;
   recon["object_replication_time"] = stats.seconds / 60;
   recon["object_replication_last"] = now;
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    if (!out) return;  // no recon cache directory: Swift logs and goes on too
-    out << boost::json::serialize(recon);
-  }
-  std::rename(tmp.c_str(), path.c_str());
+  Status written = common::dump_recon_cache(config.recon_cache_path + "/object.recon",
+                                            boost::json::serialize(recon));
+  if (!written.ok()) APUS_LOG_ERROR("cannot write the recon cache: " + written.to_string());
 }
 
 ObjectReplicator::ObjectReplicator(ReplicatorConfig config, common::io::Fs& fs,

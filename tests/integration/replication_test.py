@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""apus-object-replicator on a 4-node Apus cluster (issue 16): a primary down during writes
-then back (the handoffs' copies go home and leave the handoffs), a primary's disk emptied
-(refilled from the other replicas), a delete while a primary was down (the tombstone follows),
-a second pass with nothing to do, and the recon cache.
+"""apus-object-replicator and apus-object-auditor on a 4-node Apus cluster (issue 16): a
+primary down during writes then back (the handoffs' copies go home and leave the handoffs), a
+primary's disk emptied (refilled from the other replicas), a delete while a primary was down
+(the tombstone follows), a second pass with nothing to do, bit rot in one replica (the auditor
+quarantines it, the replicator repairs it), and the recon cache.
 
 usage: replication_test.py <build-dir>
 """
@@ -43,6 +44,74 @@ def replicate(cluster, n, *extra):
                          list(extra), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                          text=True, timeout=300)
     check(run.returncode == 0, "replicator on node %d: %d %s" % (n, run.returncode, run.stdout))
+
+
+def audit(cluster, n, *extra):
+    """apus-object-auditor --once for node n: its log."""
+    conf = os.path.join(cluster.etc, "auditor-%d.conf" % n)
+    with open(os.path.join(cluster.etc, "object-%d.conf" % n)) as f:
+        text = f.read()
+    log = os.path.join(cluster.root, "auditor-%d.log" % n)
+    with open(conf, "w") as f:
+        f.write(text.replace("log_file = %s/object-%d.log" % (cluster.root, n), "log_file = " + log) +
+                "\n[object-auditor]\nrecon_cache_path = %s\nfiles_per_second = 1000\n"
+                "bytes_per_second = 100000000\n" % os.path.join(cluster.root, "recon-%d" % n))
+    os.makedirs(os.path.join(cluster.root, "recon-%d" % n), exist_ok=True)
+    run = subprocess.run([os.path.join(BIN, "apus-object-auditor"), conf, "--once"] +
+                         list(extra), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         text=True, timeout=300)
+    check(run.returncode == 0, "auditor on node %d: %d %s" % (n, run.returncode, run.stdout))
+    with open(log) as f:
+        return f.read()
+
+
+def data_file(cluster, n, part, name):
+    """The .data file of `name` on node n."""
+    objects = os.path.join(cluster.root, "node%d" % n, "sd%d" % n, "objects", str(part))
+    for dirpath, _, files in os.walk(objects):
+        for f in files:
+            if f.endswith(".data"):
+                from swift.obj.diskfile import read_metadata
+                if read_metadata(os.path.join(dirpath, f))["name"] == "/AUTH_test/c/" + name:
+                    return os.path.join(dirpath, f)
+    return None
+
+
+def bit_rot(cluster, names, bodies, url, token):
+    name = names[0]
+    part, prim = cluster.placement("c", name)
+    n = prim[0]
+    path = data_file(cluster, n, part, name)
+    check(path is not None, "found %s's .data on node %d" % (name, n))
+    with open(path, "r+b") as f:
+        f.seek(500)
+        byte = f.read(1)
+        f.seek(500)
+        f.write(bytes([byte[0] ^ 0x55]))
+    audit(cluster, n, "--zero-byte-only")
+    check(os.path.exists(path), "a ZBF pass does not read non-empty objects")
+    log = audit(cluster, n)
+    hash_dir = os.path.basename(os.path.dirname(path))
+    quarantined = os.path.join(cluster.root, "node%d" % n, "sd%d" % n, "quarantined", "objects",
+                               hash_dir)
+    check(not os.path.exists(path) and os.path.isdir(quarantined),
+          "the rotten replica is quarantined: %s" % log[-500:])
+    check("1 quarantined" in log, "the auditor counts it: %s" % log[-300:])
+    with open(os.path.join(cluster.root, "recon-%d" % n, "object.recon")) as f:
+        recon = json.load(f)
+    check(recon.get("object_auditor_stats_ALL", {}).get("quarantined") == 1 and
+          "object_auditor_stats_ZBF" in recon, "auditor stats in object.recon: %r" % recon)
+    status, _ = head_on(cluster, n, part, name)
+    check(status == 404, "node %d no longer serves it: %d" % (n, status))
+    _, got = swift.get_object(url, token, "c", name)
+    check(got == bodies[name], "the proxy serves the good bytes meanwhile")
+    for m in prim[1:]:
+        replicate(cluster, m)
+    status, _, body = procs.request(cluster.ports["object"][n], "GET",
+                                    "/sd%d/%d/AUTH_test/c/%s" % (n, part, name))
+    check(status == 200 and body == bodies[name], "the replicator repaired node %d: %d" % (n, status))
+    log = audit(cluster, n)
+    check("0 quarantined" in log.splitlines()[-1], "a second audit finds nothing: %s" % log[-300:])
 
 
 def replicate_all(cluster):
@@ -139,6 +208,9 @@ def main():
         for name in names[:-1]:
             _, got = swift.get_object(url, token, "c", name)
             check(got == bodies[name], "%s reads back through the proxy" % name)
+
+        # 4. Bit rot in one replica.
+        bit_rot(cluster, names, bodies, url, token)
     print("replication:", "%d failures" % len(failures) if failures else "ok")
     return 1 if failures else 0
 

@@ -1,0 +1,219 @@
+#include "object-server/auditor.h"
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include <boost/json.hpp>
+
+#include "common/crypto/md5.h"
+#include "common/log/log.h"
+#include "common/recon_cache.h"
+#include "object-server/diskfile.h"
+
+namespace apus::object {
+
+using common::Result;
+using common::Status;
+
+Result<AuditorConfig> AuditorConfig::from_config(const common::Config& conf) {
+  AuditorConfig c;
+  common::Section s = conf.section("object-auditor");
+  c.devices = s.get_string("devices", "/srv/node");
+  APUS_ASSIGN_OR_RETURN(c.mount_check, s.get_bool("mount_check", true));
+  c.swift_dir = s.get_string("swift_dir", "/etc/swift");
+  APUS_ASSIGN_OR_RETURN(c.interval, s.get_double("interval", 30));
+  APUS_ASSIGN_OR_RETURN(c.files_per_second, s.get_double("files_per_second", 20));
+  APUS_ASSIGN_OR_RETURN(c.zero_byte_files_per_second,
+                        s.get_double("zero_byte_files_per_second", 50));
+  APUS_ASSIGN_OR_RETURN(c.bytes_per_second, s.get_double("bytes_per_second", 10000000));
+  APUS_ASSIGN_OR_RETURN(c.reclaim_age, s.get_int("reclaim_age", 604800));
+  c.recon_cache_path = s.get_string("recon_cache_path", "/var/cache/swift");
+  c.log_name = s.get_string("log_name", "object-auditor");
+  auto swift = common::load_swift_conf(c.swift_dir + "/swift.conf");
+  if (!swift.ok()) return swift.status();
+  c.swift = std::move(*swift);
+  return c;
+}
+
+namespace {
+
+// Keeps a pass under `per_second` units: sleeps when it is ahead (Swift's ratelimit_sleep).
+class Pacer {
+ public:
+  explicit Pacer(double per_second) : per_second_(per_second) {}
+  void take(double units) {
+    if (per_second_ <= 0) return;
+    owed_ += units / per_second_;
+    const double ahead =
+        owed_ - std::chrono::duration<double>(std::chrono::steady_clock::now() - began_).count();
+    if (ahead > 0) std::this_thread::sleep_for(std::chrono::duration<double>(ahead));
+  }
+
+ private:
+  double per_second_;
+  double owed_ = 0;  // seconds the units taken so far should have lasted
+  std::chrono::steady_clock::time_point began_ = std::chrono::steady_clock::now();
+};
+
+}  // namespace
+
+struct ObjectAuditor::Impl {
+  AuditorConfig config;
+  common::io::Fs& fs;
+  DiskFileManager disk;
+
+  Impl(AuditorConfig c, common::io::Fs& f)
+      : config(std::move(c)),
+        fs(f),
+        disk(f, disk_options(config), {config.swift.hash_path_prefix, config.swift.hash_path_suffix}) {}
+
+  static DiskFileOptions disk_options(const AuditorConfig& c) {
+    DiskFileOptions o;
+    o.devices = c.devices;
+    o.mount_check = c.mount_check;
+    o.reclaim_age = c.reclaim_age;
+    return o;
+  }
+
+  void audit_object(const Location& part, const std::string& hash, AuditMode mode,
+                    AuditStats& stats, Pacer& bytes);
+  std::vector<std::string> sorted_dir(const std::string& path) {
+    auto names = fs.list_dir(path);
+    if (!names.ok()) return {};
+    std::sort(names->begin(), names->end());
+    return std::move(*names);
+  }
+};
+
+void ObjectAuditor::Impl::audit_object(const Location& part, const std::string& hash,
+                                       AuditMode mode, AuditStats& stats, Pacer& bytes) {
+  // Opening checks the metadata and the size, and quarantines what fails.
+  const std::string dir = disk.hash_dir(part, hash);
+  auto obj = disk.open_hash(part, hash, std::nullopt);
+  if (!obj.ok()) {
+    ++stats.errors;
+    APUS_LOG_ERROR("auditing " + dir + ": " + obj.status().to_string());
+    return;
+  }
+  if (obj->state != DiskObject::State::kExists) {
+    // Gone: a tombstone, or quarantined just now by the open.
+    auto st = fs.stat(dir);
+    if (obj->state == DiskObject::State::kMissing && !(st.ok() && st->exists)) ++stats.quarantined;
+    return;
+  }
+  if (mode == AuditMode::kZeroByte) {
+    if (obj->size == 0) ++stats.passes;
+    return;
+  }
+  common::crypto::Md5 md5;
+  std::vector<char> buf(65536);
+  uint64_t offset = 0;
+  while (offset < obj->size) {
+    auto got = disk.read(*obj, offset, std::span<char>(buf.data(), buf.size()));
+    if (!got.ok()) {
+      // EIO and the like: Swift quarantines an object it cannot read.
+      ++stats.errors;
+      if (disk.quarantine(part, hash, "read failed: " + got.status().to_string()).ok()) {
+        ++stats.quarantined;
+      }
+      return;
+    }
+    if (*got == 0) break;
+    md5.update(std::string_view(buf.data(), *got));
+    offset += *got;
+    stats.bytes += *got;
+    bytes.take(static_cast<double>(*got));
+  }
+  disk.drop_cache(*obj, 0, obj->size);  // an audit should not push the working set out
+  const std::string* etag = find_meta(obj->data_metadata, "ETag");
+  const std::string actual = md5.hex_digest();
+  if (offset != obj->size || !etag || *etag != actual) {
+    Status q = disk.quarantine(part, hash,
+                               "ETag " + (etag ? *etag : std::string("(none)")) +
+                                   " and file's MD5 " + actual + " do not match");
+    if (q.ok()) {
+      ++stats.quarantined;
+    } else {
+      ++stats.errors;
+    }
+    return;
+  }
+  ++stats.passes;
+}
+
+ObjectAuditor::ObjectAuditor(AuditorConfig config, common::io::Fs& fs)
+    : impl_(std::make_unique<Impl>(std::move(config), fs)) {}
+
+ObjectAuditor::~ObjectAuditor() = default;
+
+AuditStats ObjectAuditor::run_once(AuditMode mode, const std::set<std::string>& devices) {
+  Impl& m = *impl_;
+  const auto began = std::chrono::steady_clock::now();
+  AuditStats stats;
+  Pacer files(mode == AuditMode::kAll ? m.config.files_per_second
+                                      : m.config.zero_byte_files_per_second);
+  Pacer bytes(m.config.bytes_per_second);
+  for (const std::string& device : m.sorted_dir(m.config.devices)) {
+    if (!devices.empty() && !devices.contains(device)) continue;
+    if (!m.disk.check_device(device).ok()) continue;
+    for (const auto& policy : m.config.swift.policies.all()) {
+      Location part;
+      part.device = device;
+      part.policy = policy.index;
+      const std::string objects = m.config.devices + "/" + device + "/" +
+                                  DiskFileManager::policy_dir("objects", policy.index);
+      for (const std::string& partition : m.sorted_dir(objects)) {
+        if (!common::parse_python_int(partition)) continue;
+        part.partition = partition;
+        for (const std::string& suffix : m.sorted_dir(objects + "/" + partition)) {
+          if (!is_valid_suffix(suffix)) continue;
+          for (const std::string& hash : m.sorted_dir(objects + "/" + partition + "/" + suffix)) {
+            if (hash.size() != 32 || !hash.ends_with(suffix)) continue;
+            m.audit_object(part, hash, mode, stats, bytes);
+            files.take(1);
+          }
+        }
+      }
+    }
+  }
+  stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+  const char* type = mode == AuditMode::kAll ? "ALL" : "ZBF";
+  APUS_LOG_INFO(std::string("Object audit (") + type + ") pass completed: " +
+                std::to_string(stats.seconds) + " s, " + std::to_string(stats.passes) +
+                " passed, " + std::to_string(stats.quarantined) + " quarantined, " +
+                std::to_string(stats.errors) + " errors, " + std::to_string(stats.bytes) +
+                " bytes read");
+  boost::json::object s;
+  s["audit_time"] = stats.seconds;
+  s["bytes_processed"] = stats.bytes;
+  s["errors"] = stats.errors;
+  s["passes"] = stats.passes;
+  s["quarantined"] = stats.quarantined;
+  s["start_time"] =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count() -
+      stats.seconds;
+  boost::json::object recon;
+  recon[std::string("object_auditor_stats_") + type] = s;
+  Status written = common::dump_recon_cache(m.config.recon_cache_path + "/object.recon",
+                                            boost::json::serialize(recon));
+  if (!written.ok()) APUS_LOG_ERROR("cannot write the recon cache: " + written.to_string());
+  return stats;
+}
+
+void ObjectAuditor::run_forever(const std::atomic<bool>& stop) {
+  bool all = false;
+  while (!stop) {
+    const auto began = std::chrono::steady_clock::now();
+    (void)run_once(all ? AuditMode::kAll : AuditMode::kZeroByte);
+    all = !all;
+    const auto next = began + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                  std::chrono::duration<double>(impl_->config.interval));
+    while (!stop && std::chrono::steady_clock::now() < next) {
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
+  }
+}
+
+}  // namespace apus::object
