@@ -3,7 +3,8 @@
 primary down during writes then back (the handoffs' copies go home and leave the handoffs), a
 primary's disk emptied (refilled from the other replicas), a delete while a primary was down
 (the tombstone follows), a second pass with nothing to do, bit rot in one replica (the auditor
-quarantines it, the replicator repairs it), and the recon cache.
+quarantines it, the replicator repairs it), the recon cache; and Swift 2.30.1's own object
+replicator (sync_method = ssync) run on the Apus nodes, refilling an emptied Apus disk.
 
 usage: replication_test.py <build-dir>
 """
@@ -114,6 +115,29 @@ def bit_rot(cluster, names, bodies, url, token):
     check("0 quarantined" in log.splitlines()[-1], "a second audit finds nothing: %s" % log[-300:])
 
 
+def swift_replicate(cluster, n):
+    """Swift 2.30.1's own object replicator (sync_method = ssync) run once for node n, in a
+    process of its own (eventlet)."""
+    script = (
+        "import sys, logging\n"
+        "from swift.common import utils, storage_policy\n"
+        "utils.set_swift_dir(sys.argv[1]); storage_policy.reload_storage_policies()\n"
+        "from swift.obj.replicator import ObjectReplicator\n"
+        "conf = {'devices': sys.argv[2], 'mount_check': 'false', 'bind_ip': '127.0.0.1',\n"
+        "        'bind_port': sys.argv[3], 'swift_dir': sys.argv[1], 'sync_method': 'ssync',\n"
+        "        'recon_cache_path': sys.argv[4], 'concurrency': '1'}\n"
+        "ObjectReplicator(conf).run_once()\n")
+    recon = os.path.join(cluster.root, "swift-recon-%d" % n)
+    os.makedirs(recon, exist_ok=True)
+    run = subprocess.run(["/usr/bin/python3", "-c", script, cluster.etc,
+                          os.path.join(cluster.root, "node%d" % n),
+                          str(cluster.ports["object"][n]), recon],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
+    check(run.returncode == 0, "Swift's replicator on node %d: %s" % (n, run.stdout[-2000:]))
+    with open(os.path.join(recon, "object.recon")) as f:
+        return json.load(f).get("replication_stats", {})
+
+
 def replicate_all(cluster):
     for n in range(4):
         replicate(cluster, n)
@@ -211,6 +235,24 @@ def main():
 
         # 4. Bit rot in one replica.
         bit_rot(cluster, names, bodies, url, token)
+
+        # 5. Swift's own replicator, on Apus nodes, refills an emptied Apus disk over SSYNC.
+        shutil.rmtree(os.path.join(root, "node%d" % victim, "sd%d" % victim, "objects"))
+        for n in range(4):
+            if n != victim:
+                stats = swift_replicate(cluster, n)
+                check(stats.get("failure", 1) == 0, "Swift's replicator on node %d: %r" % (n, stats))
+        for name in names[:-1]:
+            part, _ = cluster.placement("c", name)
+            status, _, body = procs.request(cluster.ports["object"][victim], "GET",
+                                            "/sd%d/%d/AUTH_test/c/%s" % (victim, part, name))
+            check(status == 200 and body == bodies[name],
+                  "Swift's replicator refilled %s on node %d: %d" % (name, victim, status))
+        # And Apus's replicator then finds nothing left to do.
+        before = {n: hash_dirs(cluster, n) for n in range(4)}
+        replicate_all(cluster)
+        check(before == {n: hash_dirs(cluster, n) for n in range(4)},
+              "after Swift's pass, Apus's pass changes nothing")
     print("replication:", "%d failures" % len(failures) if failures else "ok")
     return 1 if failures else 0
 
