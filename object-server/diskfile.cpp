@@ -5,6 +5,7 @@
 #include <random>
 
 #include "common/http/headers.h"
+#include "common/http/url.h"
 #include "common/log/log.h"
 #include "common/pickle.h"
 #include "object-server/delete_at.h"
@@ -296,6 +297,13 @@ Result<std::string> DiskFileManager::object_hash(const Location& loc) const {
   return common::hash_path_hex(hash_config_, loc.account, loc.container, loc.object);
 }
 
+bool DiskFileManager::name_hashes_to(const std::string& name, const std::string& hash) const {
+  auto parts = common::http::split_path(name, 3, 3, true);
+  if (!parts.ok()) return false;
+  auto h = common::hash_path_hex(hash_config_, *(*parts)[0], *(*parts)[1], *(*parts)[2]);
+  return h.ok() && *h == hash;
+}
+
 std::string DiskFileManager::partition_dir(const Location& loc) const {
   return join(join(join(options_.devices, loc.device), policy_dir("objects", loc.policy)),
               loc.partition);
@@ -442,6 +450,11 @@ Result<DiskObject> DiskFileManager::open_hash(const Location& loc, const std::st
   const std::string* stored_name = find_meta(*data_md, "name");
   if (!stored_name) {
     quarantine(loc, hash, "missing name metadata").ignore();
+    return obj;
+  }
+  if (!expected_name && !name_hashes_to(*stored_name, hash)) {
+    // Found by its hash (replication, audit): the name must hash back to it, as Swift checks.
+    quarantine(loc, hash, "name " + *stored_name + " does not hash to its directory").ignore();
     return obj;
   }
   if (expected_name && *stored_name != *expected_name) {

@@ -214,6 +214,9 @@ class DiskFileManager {
 
   // The object's hash (32 hex) and its directory.
   common::Result<std::string> object_hash(const Location& loc) const;
+  // Whether the object named "/a/c/o" hashes to `hash` (32 hex) under this cluster's prefix and
+  // suffix.
+  bool name_hashes_to(const std::string& name, const std::string& hash) const;
   std::string hash_dir(const Location& loc, const std::string& hash) const;
   std::string partition_dir(const Location& loc) const;
   // "objects" or "objects-N" (likewise "tmp", "async_pending").

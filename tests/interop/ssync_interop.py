@@ -504,6 +504,7 @@ def main():
     with procs.TempDir("apus-ssync-interop-") as root, procs.Processes() as ps:
         ports = {name: procs.free_port() for name in names}
         etc, confs = write_configs(root, ports)
+        os.environ["APUS_SWIFT_DIR"] = etc  # for ssync_send
         from swift.common import storage_policy, utils
         utils.set_swift_dir(etc)
         storage_policy.reload_storage_policies()

@@ -4,14 +4,17 @@
 //     prints "ok <puts> <posts> <deletes> <in sync>" or "error <why>"
 //   ssync_send primary|handoff DEVICES DEVICE PARTITION IP:PORT/DEVICE...
 //     prints "ok <synced> <failed> <hashmatch> <suffixes> <objects removed> <partition removed>"
+// with the cluster's swift.conf in $APUS_SWIFT_DIR (default /etc/swift).
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_future.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
 #include "common/config/config.h"
+#include "common/config/swift_conf.h"
 #include "common/io/fs.h"
 #include "object-server/replicator.h"
 #include "object-server/ssync.h"
@@ -48,7 +51,16 @@ int main(int argc, char** argv) {
   object::DiskFileOptions options;
   options.devices = argv[2];
   options.mount_check = false;
-  object::DiskFileManager disk(common::io::default_fs(), options, common::HashPathConfig{});
+  // The cluster's hash prefix and suffix: objects found by hash must hash back to their name.
+  const char* swift_dir = std::getenv("APUS_SWIFT_DIR");
+  auto swift = common::load_swift_conf(std::string(swift_dir ? swift_dir : "/etc/swift") +
+                                       "/swift.conf");
+  if (!swift.ok()) {
+    std::fprintf(stderr, "%s\n", swift.status().to_string().c_str());
+    return 2;
+  }
+  object::DiskFileManager disk(common::io::default_fs(), options,
+                               {swift->hash_path_prefix, swift->hash_path_suffix});
   object::Location part;
   part.device = argv[3];
   part.partition = argv[4];
