@@ -31,39 +31,16 @@ def check(cond, what):
 
 
 def replicate(cluster, n, *extra):
-    """apus-object-replicator --once for node n (its object server's config)."""
-    conf = os.path.join(cluster.etc, "replicator-%d.conf" % n)
-    with open(os.path.join(cluster.etc, "object-%d.conf" % n)) as f:
-        text = f.read()
-    with open(conf, "w") as f:
-        f.write(text.replace("log_file = %s/object-%d.log" % (cluster.root, n),
-                             "log_file = %s/replicator-%d.log" % (cluster.root, n)) +
-                "\n[object-replicator]\nrecon_cache_path = %s\nconcurrency = 2\n"
-                % os.path.join(cluster.root, "recon-%d" % n))
-    os.makedirs(os.path.join(cluster.root, "recon-%d" % n), exist_ok=True)
-    run = subprocess.run([os.path.join(BIN, "apus-object-replicator"), conf, "--once"] +
-                         list(extra), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                         text=True, timeout=300)
-    check(run.returncode == 0, "replicator on node %d: %d %s" % (n, run.returncode, run.stdout))
+    """apus-object-replicator --once for node n."""
+    status, output, _ = cluster.replicate(n, *extra)
+    check(status == 0, "replicator on node %d: %d %s" % (n, status, output))
 
 
 def audit(cluster, n, *extra):
     """apus-object-auditor --once for node n: its log."""
-    conf = os.path.join(cluster.etc, "auditor-%d.conf" % n)
-    with open(os.path.join(cluster.etc, "object-%d.conf" % n)) as f:
-        text = f.read()
-    log = os.path.join(cluster.root, "auditor-%d.log" % n)
-    with open(conf, "w") as f:
-        f.write(text.replace("log_file = %s/object-%d.log" % (cluster.root, n), "log_file = " + log) +
-                "\n[object-auditor]\nrecon_cache_path = %s\nfiles_per_second = 1000\n"
-                "bytes_per_second = 100000000\n" % os.path.join(cluster.root, "recon-%d" % n))
-    os.makedirs(os.path.join(cluster.root, "recon-%d" % n), exist_ok=True)
-    run = subprocess.run([os.path.join(BIN, "apus-object-auditor"), conf, "--once"] +
-                         list(extra), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                         text=True, timeout=300)
-    check(run.returncode == 0, "auditor on node %d: %d %s" % (n, run.returncode, run.stdout))
-    with open(log) as f:
-        return f.read()
+    status, output, log = cluster.audit(n, *extra)
+    check(status == 0, "auditor on node %d: %d %s" % (n, status, output))
+    return log
 
 
 def data_file(cluster, n, part, name):

@@ -128,6 +128,34 @@ class Cluster:
     def stop(self, kind, n):
         self.ps.stop(self.procs.pop((kind, n)))
 
+    def daemon_once(self, program, section, n, options="", *args):
+        """Runs apus-object-<program> --once for storage node n, on its object server's config
+        with `section` added (recon cache in <root>/recon-<n>). Returns (exit status, output,
+        the daemon's log)."""
+        conf = os.path.join(self.etc, "%s-%d.conf" % (program, n))
+        log = os.path.join(self.root, "%s-%d.log" % (program, n))
+        with open(os.path.join(self.etc, "object-%d.conf" % n)) as f:
+            text = f.read()
+        recon = os.path.join(self.root, "recon-%d" % n)
+        os.makedirs(recon, exist_ok=True)
+        with open(conf, "w") as f:
+            f.write(text.replace("log_file = %s/object-%d.log" % (self.root, n), "log_file = " + log)
+                    + "\n[%s]\nrecon_cache_path = %s\n%s" % (section, recon, options))
+        run = subprocess.run([os.path.join(self.bin, "apus-object-" + program), conf, "--once"]
+                             + list(args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True, timeout=600)
+        with open(log) as f:
+            return run.returncode, run.stdout, f.read()
+
+    def replicate(self, n, *args):
+        """apus-object-replicator --once on node n: (exit status, output, log)."""
+        return self.daemon_once("replicator", "object-replicator", n, "concurrency = 2\n", *args)
+
+    def audit(self, n, *args):
+        """apus-object-auditor --once on node n (unpaced): (exit status, output, log)."""
+        return self.daemon_once("auditor", "object-auditor", n,
+                                "files_per_second = 0\nbytes_per_second = 0\n", *args)
+
     def connect(self):
         url, token = swift.get_auth("http://127.0.0.1:%d/auth/v1.0" % self.proxy_port,
                                     "test:tester", "testing")
