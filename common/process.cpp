@@ -1,5 +1,7 @@
 #include "common/process.h"
 
+#include <thread>
+
 #include <signal.h>
 #include <unistd.h>
 
@@ -25,6 +27,18 @@ void block_stop_signals() {
   sigset_t set = stop_signals();
   sigaddset(&set, SIGPIPE);  // a peer closing mid-write is an error code, not a death
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+void run_until_stopped(std::string_view started,
+                       const std::function<void(const std::atomic<bool>& stop)>& loop) {
+  std::atomic<bool> stop{false};
+  std::thread signals([&stop] {
+    wait_for_stop_signal();
+    stop = true;
+  });
+  APUS_LOG_INFO(std::string(started));
+  loop(stop);
+  signals.join();
 }
 
 int wait_for_stop_signal() {

@@ -6,6 +6,8 @@
 // reach only wait_for_stop_signal().
 #pragma once
 
+#include <atomic>
+#include <functional>
 #include <string_view>
 
 #include "common/config/config.h"
@@ -27,6 +29,25 @@ Result<Config> load_program_config(const char* path);
 // Configures logging from `section`: log_name (default `default_name`), log_level, log_file
 // (Apus: a file instead of syslog), log_facility. InvalidArgument for a bad log_level.
 Status configure_logging(const Section& section, std::string_view default_name);
+
+// A daemon's start: loads the config file at `path`, reads the daemon's settings from it with
+// `parse` (its from_config) and sets up logging from `section`, log_name defaulting to the
+// settings' own. The settings, or the message to print before exiting.
+template <class Settings, class Parse>
+Result<Settings> load_daemon(const char* path, std::string_view section, Parse parse) {
+  auto conf = load_program_config(path);
+  if (!conf.ok()) return conf.status();
+  Result<Settings> settings = parse(*conf);
+  if (!settings.ok()) return settings.status();
+  Status logging = configure_logging(conf->section(section), settings->log_name);
+  if (!logging.ok()) return logging;
+  return settings;
+}
+
+// A daemon's life after its start: logs `started` (say the cadence) at INFO, then runs `loop`
+// (its run_forever) until SIGTERM or SIGINT sets the flag `loop` watches.
+void run_until_stopped(std::string_view started,
+                       const std::function<void(const std::atomic<bool>& stop)>& loop);
 
 // The access logger of a storage server (object, container, account): Swift's storage access
 // line for every request, at INFO, with replication requests (REPLICATE, SSYNC, or

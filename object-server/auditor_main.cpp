@@ -4,7 +4,6 @@
 #include <cstdio>
 #include <set>
 #include <string>
-#include <thread>
 
 #include "common/config/config.h"
 #include "common/io/fs.h"
@@ -35,18 +34,10 @@ int main(int argc, char** argv) {
     }
   }
   apus::common::block_stop_signals();
-  auto conf = apus::common::load_program_config(argv[1]);
-  if (!conf.ok()) {
-    std::fprintf(stderr, "%s\n", conf.status().message().c_str());
-    return 1;
-  }
-  auto config = apus::object::AuditorConfig::from_config(*conf);
-  apus::common::Status logging =
-      config.ok() ? apus::common::configure_logging(conf->section("object-auditor"),
-                                                    config->log_name)
-                  : config.status();
-  if (!logging.ok()) {
-    std::fprintf(stderr, "%s\n", logging.message().c_str());
+  auto config = apus::common::load_daemon<apus::object::AuditorConfig>(
+      argv[1], "object-auditor", apus::object::AuditorConfig::from_config);
+  if (!config.ok()) {
+    std::fprintf(stderr, "%s\n", config.status().message().c_str());
     return 1;
   }
   apus::object::ObjectAuditor auditor(*config, apus::common::io::default_fs());
@@ -56,16 +47,10 @@ int main(int argc, char** argv) {
                            devices);
     return 0;
   }
-  std::atomic<bool> stop{false};
-  std::thread signals([&stop] {
-    apus::common::wait_for_stop_signal();
-    stop = true;
-  });
   char cadence[32];
   std::snprintf(cadence, sizeof cadence, "%g", config->interval);
-  APUS_LOG_INFO(std::string("object-auditor started: a pass every ") + cadence +
-                " s, ZBF and ALL in turn");
-  auditor.run_forever(stop);
-  signals.join();
+  apus::common::run_until_stopped(
+      std::string("object-auditor started: a pass every ") + cadence + " s, ZBF and ALL in turn",
+      [&](const std::atomic<bool>& stop) { auditor.run_forever(stop); });
   return 0;
 }

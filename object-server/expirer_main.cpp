@@ -6,7 +6,6 @@
 #include <cstring>
 #include <optional>
 #include <string>
-#include <thread>
 
 #include "common/config/config.h"
 #include "common/log/log.h"
@@ -60,16 +59,11 @@ int main(int argc, char** argv) {
     (void)expirer.run_once();
     return 0;
   }
-  std::atomic<bool> stop{false};
-  std::thread signals([&stop] {
-    apus::common::wait_for_stop_signal();
-    stop = true;
-  });
   char cadence[32];
   std::snprintf(cadence, sizeof cadence, "%g", config->interval);
-  APUS_LOG_INFO(std::string("object-expirer started: a pass within every ") + cadence +
-                " s (a random part of it after each pass)");
-  expirer.run_forever(stop);
-  signals.join();
+  apus::common::run_until_stopped(
+      std::string("object-expirer started: a pass within every ") + cadence +
+          " s (a random part of it after each pass)",
+      [&](const std::atomic<bool>& stop) { expirer.run_forever(stop); });
   return 0;
 }

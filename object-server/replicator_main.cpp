@@ -5,7 +5,6 @@
 #include <cstring>
 #include <map>
 #include <string>
-#include <thread>
 
 #include "common/config/config.h"
 #include "common/io/fs.h"
@@ -37,18 +36,10 @@ int main(int argc, char** argv) {
     }
   }
   apus::common::block_stop_signals();
-  auto conf = apus::common::load_program_config(argv[1]);
-  if (!conf.ok()) {
-    std::fprintf(stderr, "%s\n", conf.status().message().c_str());
-    return 1;
-  }
-  auto config = apus::object::ReplicatorConfig::from_config(*conf);
-  apus::common::Status logging =
-      config.ok() ? apus::common::configure_logging(conf->section("object-replicator"),
-                                                    config->log_name)
-                  : config.status();
-  if (!logging.ok()) {
-    std::fprintf(stderr, "%s\n", logging.message().c_str());
+  auto config = apus::common::load_daemon<apus::object::ReplicatorConfig>(
+      argv[1], "object-replicator", apus::object::ReplicatorConfig::from_config);
+  if (!config.ok()) {
+    std::fprintf(stderr, "%s\n", config.status().message().c_str());
     return 1;
   }
   // One ring per policy, kept current by the reloader's thread (ring_check_interval).
@@ -73,15 +64,10 @@ int main(int argc, char** argv) {
     (void)replicator.run_once(filter);  // failures are logged; the exit status is 0, as Swift's
     return 0;
   }
-  std::atomic<bool> stop{false};
-  std::thread signals([&stop] {
-    apus::common::wait_for_stop_signal();
-    stop = true;
-  });
   char cadence[32];
   std::snprintf(cadence, sizeof cadence, "%g", config->interval);
-  APUS_LOG_INFO(std::string("object-replicator started: a pass every ") + cadence + " s");
-  replicator.run_forever(stop);
-  signals.join();
+  apus::common::run_until_stopped(
+      std::string("object-replicator started: a pass every ") + cadence + " s",
+      [&](const std::atomic<bool>& stop) { replicator.run_forever(stop); });
   return 0;
 }

@@ -2,7 +2,6 @@
 #include <atomic>
 #include <cstdio>
 #include <cstring>
-#include <thread>
 
 #include "common/config/config.h"
 #include "common/process.h"
@@ -18,18 +17,10 @@ int main(int argc, char** argv) {
   }
   bool once = argc > 2 && std::strcmp(argv[2], "--once") == 0;
   apus::common::block_stop_signals();
-  auto conf = apus::common::load_program_config(argv[1]);
-  if (!conf.ok()) {
-    std::fprintf(stderr, "%s\n", conf.status().message().c_str());
-    return 1;
-  }
-  auto config = apus::object::UpdaterConfig::from_config(*conf);
-  apus::common::Status logging =
-      config.ok() ? apus::common::configure_logging(conf->section("object-updater"),
-                                                    config->log_name)
-                  : config.status();
-  if (!logging.ok()) {
-    std::fprintf(stderr, "%s\n", logging.message().c_str());
+  auto config = apus::common::load_daemon<apus::object::UpdaterConfig>(
+      argv[1], "object-updater", apus::object::UpdaterConfig::from_config);
+  if (!config.ok()) {
+    std::fprintf(stderr, "%s\n", config.status().message().c_str());
     return 1;
   }
   // Kept current by the reloader's thread, so the updater's lookups never reload.
@@ -48,15 +39,10 @@ int main(int argc, char** argv) {
     (void)updater.run_once();
     return 0;
   }
-  std::atomic<bool> stop{false};
-  std::thread signals([&stop] {
-    apus::common::wait_for_stop_signal();
-    stop = true;
-  });
   char cadence[32];
   std::snprintf(cadence, sizeof cadence, "%g", config->interval);
-  APUS_LOG_INFO(std::string("object-updater started: a pass every ") + cadence + " s");
-  updater.run_forever(stop);
-  signals.join();
+  apus::common::run_until_stopped(
+      std::string("object-updater started: a pass every ") + cadence + " s",
+      [&](const std::atomic<bool>& stop) { updater.run_forever(stop); });
   return 0;
 }
