@@ -245,8 +245,8 @@ def main():
     ap.add_argument("--seed", type=int, default=int(os.environ.get("APUS_FAULTS_SEED", "1")))
     ap.add_argument("--only", default="", help="comma-separated scenario names")
     args = ap.parse_args()
-    args.objects = 60 if args.short else 400
-    args.kill_seconds = 8 if args.short else 40
+    args.objects = 40 if args.short else 400
+    args.kill_seconds = 5 if args.short else 40
     bin_dir = os.path.join(os.path.abspath(args.build), "bin")
     rng = random.Random(args.seed)
     results = []
