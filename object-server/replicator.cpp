@@ -98,12 +98,20 @@ net::awaitable<void> replicate_primary(DiskFileManager& disk, const PartitionJob
     co_return;
   }
   SuffixMap here = to_map(*local);
-  for (const ssync::SyncTarget& node : job.nodes) {
+  // The peers in turn; each unmounted one (507) brings in the next handoff.
+  std::vector<ssync::SyncTarget> peers = job.nodes;
+  size_t next_handoff = 0;
+  for (size_t i = 0; i < peers.size(); ++i) {
+    const ssync::SyncTarget node = peers[i];
     auto remote = co_await replicate_request(pool, node, job.part, {}, options);
     if (!remote.ok()) {
       APUS_LOG_WARNING("REPLICATE to " + peer_name(node) + " for partition " +
                        job.part.partition + ": " + remote.status().to_string());
       ++out.failed;
+      if (remote.status().code() == Status::Code::kInsufficientStorage &&
+          next_handoff < job.handoffs.size()) {
+        peers.push_back(job.handoffs[next_handoff++]);
+      }
       continue;
     }
     std::vector<std::string> suffixes = differing(here, *remote);
@@ -342,6 +350,16 @@ std::vector<PartitionJob> ObjectReplicator::Impl::collect_jobs(const PassFilter&
           job.nodes.push_back({node.device->replication_ip,
                                static_cast<uint16_t>(node.device->replication_port),
                                node.device->device});
+        }
+        if (job.primary) {
+          std::vector<ring::Node> more;
+          state->get_handoffs(static_cast<uint32_t>(*number), nodes.size(), &more);
+          for (const ring::Node& node : more) {
+            if (ring::is_local_device(my_ips, config.bind_port, *node.device)) continue;
+            job.handoffs.push_back({node.device->replication_ip,
+                                    static_cast<uint16_t>(node.device->replication_port),
+                                    node.device->device});
+          }
         }
         (job.primary ? primaries : handoffs).push_back(std::move(job));
       }

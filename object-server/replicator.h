@@ -10,7 +10,8 @@
 //
 // A primary partition: its suffix hashes (get_hashes) are compared with each other primary's
 // (REPLICATE /<dev>/<part>); suffixes that differ are rehashed here, compared again, sent with
-// SSYNC, and the peer is told to rehash them (REPLICATE /<dev>/<part>/<s1>-<s2>...).
+// SSYNC, and the peer is told to rehash them (REPLICATE /<dev>/<part>/<s1>-<s2>...). A peer
+// whose device is unmounted (507) counts as a failure and the next handoff takes its place.
 //
 // A handoff partition: every suffix goes to every primary; once all of them (or handoff_delete
 // of them) took it, the objects are removed here. Safer than Swift, which removes the whole
@@ -43,6 +44,9 @@ struct PartitionJob {
   Location part;                         // device, partition and policy here
   bool primary = true;                   // this device is one of the partition's primaries
   std::vector<ssync::SyncTarget> nodes;  // the other primaries (all of them for a handoff)
+  // A primary's stand-ins, in ring order (not this node's devices): a peer whose device is
+  // unmounted (507) is replaced by the next of these, as Swift's replicator does.
+  std::vector<ssync::SyncTarget> handoffs;
 };
 
 struct ReplicationOptions {

@@ -2,7 +2,8 @@
 """apus-object-replicator and apus-object-auditor on a 4-node Apus cluster (issue 16): a
 primary down during writes then back (the handoffs' copies go home and leave the handoffs), a
 primary's disk emptied (refilled from the other replicas), a delete while a primary was down
-(the tombstone follows), a second pass with nothing to do, bit rot in one replica (the auditor
+(the tombstone follows), a second pass with nothing to do, a primary's device unmounted (a
+handoff stands in, then sends home), bit rot in one replica (the auditor
 quarantines it, the replicator repairs it), the recon cache; and Swift 2.30.1's own object
 replicator (sync_method = ssync) run on the Apus nodes, refilling an emptied Apus disk.
 
@@ -213,7 +214,25 @@ def main():
         # 4. Bit rot in one replica.
         bit_rot(cluster, names, bodies, url, token)
 
-        # 5. Swift's own replicator, on Apus nodes, refills an emptied Apus disk over SSYNC.
+        # 5. A primary's device unmounted (507): the other primaries send to a handoff, which
+        # sends home once the device is back.
+        name = names[1]
+        part, prim = cluster.placement("c", name)
+        away, sender = prim[0], prim[1]
+        handoff = [n for n in range(4) if n not in prim][0]
+        device = os.path.join(root, "node%d" % away, "sd%d" % away)
+        os.rename(device, device + ".away")
+        replicate(cluster, sender, "--partitions", str(part))
+        status, _ = head_on(cluster, handoff, part, name)
+        check(status == 200, "with node %d's device unmounted, handoff %d took %s: %d"
+              % (away, handoff, name, status))
+        os.rename(device + ".away", device)
+        replicate(cluster, handoff, "--partitions", str(part))
+        check(head_on(cluster, handoff, part, name)[0] == 404 and
+              head_on(cluster, away, part, name)[0] == 200,
+              "once the device is back, the handoff's copy went home and left the handoff")
+
+        # 6. Swift's own replicator, on Apus nodes, refills an emptied Apus disk over SSYNC.
         shutil.rmtree(os.path.join(root, "node%d" % victim, "sd%d" % victim, "objects"))
         for n in range(4):
             if n != victim:
