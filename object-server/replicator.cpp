@@ -86,6 +86,20 @@ std::string peer_name(const ssync::SyncTarget& node) {
   return node.ip + ":" + std::to_string(node.port) + "/" + node.device;
 }
 
+// Sends `suffixes` of the job's partition to `node` with SSYNC, then has it rehash them (the
+// REPLICATE with suffixes Swift's replicator sends after every sync).
+net::awaitable<ssync::SyncResult> sync_suffixes(DiskFileManager& disk,
+                                                common::http::ConnectionPool& pool,
+                                                const PartitionJob& job,
+                                                const ssync::SyncTarget& node,
+                                                const std::vector<std::string>& suffixes,
+                                                const ReplicationOptions& options) {
+  ssync::SyncResult sent =
+      co_await ssync::send_partition(disk, job.part, suffixes, node, options.client);
+  if (sent.ok) (void)co_await replicate_request(pool, node, job.part, suffixes, options);
+  co_return sent;
+}
+
 net::awaitable<void> replicate_primary(DiskFileManager& disk, const PartitionJob& job,
                                        const ReplicationOptions& options,
                                        common::http::ConnectionPool& pool,
@@ -129,13 +143,11 @@ net::awaitable<void> replicate_primary(DiskFileManager& disk, const PartitionJob
       ++out.synced;
       continue;
     }
-    ssync::SyncResult sent =
-        co_await ssync::send_partition(disk, job.part, suffixes, node, options.client);
+    ssync::SyncResult sent = co_await sync_suffixes(disk, pool, job, node, suffixes, options);
     if (!sent.ok) {
       ++out.failed;
       continue;
     }
-    (void)co_await replicate_request(pool, node, job.part, suffixes, options);
     ++out.synced;
     out.suffixes_synced += static_cast<int>(suffixes.size());
   }
@@ -192,13 +204,11 @@ net::awaitable<void> revert_handoff(DiskFileManager& disk, const PartitionJob& j
   int successes = 0;
   for (const ssync::SyncTarget& node : job.nodes) {
     if (suffixes.empty()) break;
-    ssync::SyncResult sent =
-        co_await ssync::send_partition(disk, job.part, suffixes, node, options.client);
+    ssync::SyncResult sent = co_await sync_suffixes(disk, pool, job, node, suffixes, options);
     if (!sent.ok) {
       ++out.failed;
       continue;
     }
-    (void)co_await replicate_request(pool, node, job.part, suffixes, options);
     ++successes;
     ++out.synced;
     std::map<std::string, ssync::Offer> mine;
