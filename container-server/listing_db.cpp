@@ -257,9 +257,34 @@ bool stale_report(const ContainerRecord& row, const ContainerRecord& report) {
 
 class RocksListingStore final : public ListingStore {
  public:
-  RocksListingStore(StoreOptions options, std::unique_ptr<rocksdb::DB> db)
-      : ListingStore(options), db_(std::move(db)) {
+  RocksListingStore(StoreOptions options, std::unique_ptr<rocksdb::DB> db,
+                    bool follower = false)
+      : ListingStore(options), db_(std::move(db)), follower_(follower) {
     write_options_.sync = options.sync_writes;
+  }
+
+  // A consistent view for a read of several keys: a snapshot; for a follower, which RocksDB
+  // cannot snapshot, none (its view changes only at catch_up(), called between reads).
+  class ReadView {
+   public:
+    explicit ReadView(RocksListingStore& store)
+        : db_(store.db_.get()), snap_(store.follower_ ? nullptr : db_->GetSnapshot()) {}
+    ~ReadView() {
+      if (snap_) db_->ReleaseSnapshot(snap_);
+    }
+    ReadView(const ReadView&) = delete;
+    ReadView& operator=(const ReadView&) = delete;
+    const rocksdb::Snapshot* snapshot() const { return snap_; }
+
+   private:
+    rocksdb::DB* db_;
+    const rocksdb::Snapshot* snap_;
+  };
+
+  Status catch_up() override {
+    if (!follower_) return Status();
+    rocksdb::Status s = db_->TryCatchUpWithPrimary();
+    return s.ok() ? Status() : from_rocksdb(s);
   }
 
   Result<std::optional<DbInfo>> get_info(std::string_view db) override {
@@ -451,12 +476,8 @@ class RocksListingStore final : public ListingStore {
     if (options_.type != DbType::kContainer) {
       return Status::invalid_argument("objects_since on an account store");
     }
-    const rocksdb::Snapshot* snap = db_->GetSnapshot();
-    struct Release {
-      rocksdb::DB* db;
-      const rocksdb::Snapshot* snap;
-      ~Release() { db->ReleaseSnapshot(snap); }
-    } release{db_.get(), snap};
+    ReadView view(*this);
+    const rocksdb::Snapshot* snap = view.snapshot();
     auto info = read_info(db, snap);
     if (!info.ok()) return info.status();
     if (!info->has_value()) return Status::not_found("no such container");
@@ -626,12 +647,8 @@ class RocksListingStore final : public ListingStore {
   template <class Entry>
   Status scan(std::string_view db, const ListingQuery& q, uint32_t policy, bool allow_path,
               std::vector<Entry>& out) {
-    const rocksdb::Snapshot* snap = db_->GetSnapshot();
-    struct Release {
-      rocksdb::DB* db;
-      const rocksdb::Snapshot* snap;
-      ~Release() { db->ReleaseSnapshot(snap); }
-    } release{db_.get(), snap};
+    ReadView view(*this);
+    const rocksdb::Snapshot* snap = view.snapshot();
     auto info = read_info(db, snap);
     if (!info.ok()) return info.status();
     if (!info->has_value()) return Status::not_found();
@@ -786,6 +803,7 @@ class RocksListingStore final : public ListingStore {
   }
 
   std::unique_ptr<rocksdb::DB> db_;
+  const bool follower_;  // a secondary instance (open_follower)
   rocksdb::WriteOptions write_options_;
   // Striped by database name: one database's read-modify-write of its info and rows at a time.
   std::array<common::Mutex, 128> locks_;
@@ -1151,6 +1169,21 @@ Result<std::unique_ptr<ListingStore>> ListingStore::open(const std::string& path
   auto rocks = open_rocks(path, options);
   if (!rocks.ok()) return rocks.status();
   return std::unique_ptr<ListingStore>(new ReopeningStore(path, options, std::move(*rocks)));
+}
+
+Result<std::unique_ptr<ListingStore>> ListingStore::open_follower(const std::string& path,
+                                                                  const std::string& scratch_dir,
+                                                                  StoreOptions options) {
+  rocksdb::Options ro;
+  // A secondary keeps every table file open: the server's compactions delete files, and one
+  // opened later would be gone.
+  ro.max_open_files = -1;
+  ro.info_log = std::make_shared<ServerLogger>(path);
+  rocksdb::DB* raw = nullptr;
+  rocksdb::Status s = rocksdb::DB::OpenAsSecondary(ro, path, scratch_dir, &raw);
+  if (!s.ok()) return from_rocksdb(s);
+  return std::unique_ptr<ListingStore>(
+      new RocksListingStore(options, std::unique_ptr<rocksdb::DB>(raw), /*follower=*/true));
 }
 
 }  // namespace apus::container

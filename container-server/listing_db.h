@@ -156,7 +156,17 @@ class ListingStore {
   // Opens (creating if needed) the store at `path`. IOError when RocksDB cannot open it.
   static common::Result<std::unique_ptr<ListingStore>> open(const std::string& path,
                                                            StoreOptions options);
+  // Opens the store at `path` for reading next to the server that writes it (RocksDB's
+  // secondary instance: no lock taken, `scratch_dir` holds the follower's own files). It sees
+  // the server's writes as of its open and of each catch_up(); its writes fail. For daemons in
+  // processes of their own (the account reaper). IOError when RocksDB cannot open it.
+  static common::Result<std::unique_ptr<ListingStore>> open_follower(
+      const std::string& path, const std::string& scratch_dir, StoreOptions options);
   virtual ~ListingStore() = default;
+
+  // A follower reads what the server wrote since its open or last catch_up(). Others: nothing
+  // to do.
+  virtual common::Status catch_up() { return common::Status(); }
 
   DbType type() const { return options_.type; }
 

@@ -48,10 +48,12 @@ class Cluster:
         self.proxy_port = self.start_proxy("proxy-server")
         self.second_proxy_port = self.start_proxy("proxy-server-2")
 
-    def start_proxy(self, name, app_options="", ratelimit=None, pipeline=None, filters=""):
+    def start_proxy(self, name, app_options="", ratelimit=None, pipeline=None, filters="",
+                    users=""):
         """Starts a proxy named `name` and returns its port. `app_options` go into
         [app:proxy-server]; `pipeline` replaces the default pipeline line (its filters must be
-        configured here or in `filters`, extra config text appended to the file)."""
+        configured here or in `filters`, extra config text appended to the file); `users`,
+        more tempauth user lines."""
         root, ps = self.root, self.ps
         port = procs.free_port()
         conf = os.path.join(self.etc, name + ".conf")
@@ -69,12 +71,12 @@ class Cluster:
                     "memcache_servers = 127.0.0.1:%d\n"
                     "[filter:listing_formats]\nuse = egg:swift#listing_formats\n"
                     "[filter:tempauth]\nuse = egg:swift#tempauth\n"
-                    "user_test_tester = testing .admin\n%s"
+                    "user_test_tester = testing .admin\n%s%s"
                     % (port, self.etc, root, name,
                        pipeline or "catch_errors gatekeeper healthcheck proxy-logging cache "
                        "listing_formats %stempauth proxy-server" % ("ratelimit " if ratelimit else ""),
                        app_options,
-                       self.memcached_port,
+                       self.memcached_port, users,
                        "[filter:ratelimit]\nuse = egg:swift#ratelimit\n" + ratelimit
                        if ratelimit else "") + filters)
         log = os.path.join(root, name + ".out")
@@ -128,20 +130,22 @@ class Cluster:
     def stop(self, kind, n):
         self.ps.stop(self.procs.pop((kind, n)))
 
-    def daemon_once(self, program, section, n, options="", *args):
-        """Runs apus-object-<program> --once for storage node n, on its object server's config
+    def daemon_once(self, program, section, n, options="", *args, kind="object"):
+        """Runs apus-<kind>-<program> --once for storage node n, on its <kind> server's config
         with `section` added (recon cache in <root>/recon-<n>). Returns (exit status, output,
         the daemon's log)."""
         conf = os.path.join(self.etc, "%s-%d.conf" % (program, n))
         log = os.path.join(self.root, "%s-%d.log" % (program, n))
-        with open(os.path.join(self.etc, "object-%d.conf" % n)) as f:
+        with open(os.path.join(self.etc, "%s-%d.conf" % (kind, n))) as f:
             text = f.read()
         recon = os.path.join(self.root, "recon-%d" % n)
         os.makedirs(recon, exist_ok=True)
         with open(conf, "w") as f:
-            f.write(text.replace("log_file = %s/object-%d.log" % (self.root, n), "log_file = " + log)
+            f.write(text.replace("log_file = %s/%s-%d.log" % (self.root, kind, n),
+                                 "log_file = " + log)
                     + "\n[%s]\nrecon_cache_path = %s\n%s" % (section, recon, options))
-        run = subprocess.run([os.path.join(self.bin, "apus-object-" + program), conf, "--once"]
+        run = subprocess.run([os.path.join(self.bin, "apus-%s-%s" % (kind, program)), conf,
+                              "--once"]
                              + list(args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                              text=True, timeout=600)
         with open(log) as f:
@@ -155,6 +159,10 @@ class Cluster:
         """apus-object-auditor --once on node n (unpaced): (exit status, output, log)."""
         return self.daemon_once("auditor", "object-auditor", n,
                                 "files_per_second = 0\nbytes_per_second = 0\n", *args)
+
+    def reap(self, n, options=""):
+        """apus-account-reaper --once on node n: (exit status, output, log)."""
+        return self.daemon_once("reaper", "account-reaper", n, options, kind="account")
 
     def connect(self):
         url, token = swift.get_auth("http://127.0.0.1:%d/auth/v1.0" % self.proxy_port,
