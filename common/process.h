@@ -8,7 +8,9 @@
 
 #include <atomic>
 #include <functional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/config/config.h"
 #include "common/http/server.h"
@@ -48,6 +50,19 @@ Result<Settings> load_daemon(const char* path, std::string_view section, Parse p
 // (its run_forever) until SIGTERM or SIGINT sets the flag `loop` watches.
 void run_until_stopped(std::string_view started,
                        const std::function<void(const std::atomic<bool>& stop)>& loop);
+
+// What a command run by run_command() did.
+struct CommandResult {
+  int exit_status = -1;   // the exit code, or 128 + the signal that ended it
+  bool timed_out = false;  // killed (SIGKILL) after the timeout
+  std::string output;      // stdout and stderr together, the first `max_output` bytes
+};
+
+// Runs `argv` (argv[0] found on PATH) with stdin from /dev/null, its output captured, its
+// signal mask and dispositions reset (a daemon blocks its stop signals); waits at most
+// `timeout_seconds`, then kills it. IOError when it cannot be started. Blocks the caller.
+Result<CommandResult> run_command(const std::vector<std::string>& argv, double timeout_seconds,
+                                  size_t max_output = 1 << 20);
 
 // The access logger of a storage server (object, container, account): Swift's storage access
 // line for every request, at INFO, with replication requests (REPLICATE, SSYNC, or

@@ -270,7 +270,8 @@ class DiskFileManager {
   // Swift's get_hashes for the partition of `part_loc` (device, partition, policy): merges
   // hashes.invalid, recomputes the suffixes listed in `recalculate` and any without a hash,
   // cleans up hash directories on the way and saves hashes.pkl. What REPLICATE answers. A
-  // partition that does not exist has no suffixes (and is not created).
+  // partition that does not exist is made, with an empty hashes.pkl, as Swift makes it (the
+  // directory a peer's rsync then sends suffixes into).
   common::Result<SuffixHashes> get_hashes(const Location& part_loc,
                                           const std::vector<std::string>& recalculate);
 

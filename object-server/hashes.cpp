@@ -147,7 +147,12 @@ Result<SuffixHashes> DiskFileManager::get_hashes(const Location& part_loc,
   std::string part_dir = partition_dir(part_loc);
   auto st = fs_.stat(part_dir);
   if (!st.ok()) return st.status();
-  if (!st->exists) return SuffixHashes{.valid = true};
+  if (!st->exists) {
+    // Swift makes the partition (its hashes.pkl) on the way: a peer's rsync then finds a
+    // directory to put suffixes in (rsync does not make parent directories).
+    auto made = fs_.mkdirs(part_dir);
+    if (!made.ok()) return made.status();
+  }
   // Another process may write hashes.pkl meanwhile: Swift's optimistic scheme, retried.
   for (int attempt = 0; attempt < 10; ++attempt) {
     auto consolidated = consolidate_hashes(part_dir);

@@ -17,6 +17,7 @@
 #include "common/http/url.h"
 #include "common/log/log.h"
 #include "common/pickle.h"
+#include "common/process.h"
 #include "common/recon_cache.h"
 #include "common/status.h"
 
@@ -86,8 +87,101 @@ std::string peer_name(const ssync::SyncTarget& node) {
   return node.ip + ":" + std::to_string(node.port) + "/" + node.device;
 }
 
-// Sends `suffixes` of the job's partition to `node` with SSYNC, then has it rehash them (the
-// REPLICATE with suffixes Swift's replicator sends after every sync).
+// rsync's file list lines (--itemize-changes) worth logging: a directory made ("cd+...") is
+// not, a file sent ("<f+++...") only with log_rsync_transfers.
+bool worth_logging(std::string_view line, bool log_transfers) {
+  if (line.empty() || line.starts_with("cd+")) return false;
+  return log_transfers || !line.starts_with("<");
+}
+
+// Sends `suffixes` of the job's partition to `node` with Swift's rsync command. The result's
+// in_sync holds the objects as they were before the command ran (all of them were sent, or
+// were there already under the same file names, which are timestamps).
+ssync::SyncResult rsync_suffixes(DiskFileManager& disk, const PartitionJob& job,
+                                 const ssync::SyncTarget& node,
+                                 const std::vector<std::string>& suffixes,
+                                 const RsyncOptions& rsync) {
+  ssync::SyncResult out;
+  const std::string part_dir = disk.partition_dir(job.part);
+  std::vector<std::string> argv = {
+      "rsync", "--recursive", "--whole-file", "--human-readable", "--xattrs",
+      "--itemize-changes", "--ignore-existing",
+      "--timeout=" + rsync.io_timeout, "--contimeout=" + rsync.io_timeout,
+      "--bwlimit=" + rsync.bwlimit,
+      // Files being written (Swift's and Apus's temp files: .<name>.<6 random characters>).
+      "--exclude=.*.[0-9a-zA-Z][0-9a-zA-Z][0-9a-zA-Z][0-9a-zA-Z][0-9a-zA-Z][0-9a-zA-Z]"};
+  if (rsync.compress && job.region != node.region) argv.push_back("--compress");
+  std::vector<std::string> present;
+  for (const std::string& suffix : suffixes) {
+    if (disk.fs().stat(part_dir + "/" + suffix).ok()) present.push_back(suffix);
+  }
+  if (present.empty()) {
+    out.error = "no suffix directory to send";
+    return out;
+  }
+  auto before = ssync::local_offers(disk, job.part, present);
+  if (!before.ok()) {
+    out.error = before.status().to_string();
+    return out;
+  }
+  for (const std::string& suffix : present) argv.push_back(part_dir + "/" + suffix);
+  const std::string dest = node.rsync_module + "/" + node.device + "/" +
+                           DiskFileManager::policy_dir("objects", job.part.policy) + "/" +
+                           job.part.partition;
+  argv.push_back(dest);
+  const auto began = std::chrono::steady_clock::now();
+  auto ran = common::run_command(argv, rsync.timeout);
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+  if (!ran.ok()) {
+    out.error = ran.status().to_string();
+    APUS_LOG_ERROR("cannot run rsync: " + out.error);
+    return out;
+  }
+  const bool ok = ran->exit_status == 0 && !ran->timed_out;
+  auto cut = [&](std::string line) {
+    if (rsync.error_line_length > 0 && line.size() > rsync.error_line_length) {
+      line.resize(rsync.error_line_length);
+    }
+    return line;
+  };
+  std::string_view text = ran->output;
+  while (!text.empty()) {
+    size_t end = text.find('\n');
+    std::string_view line = text.substr(0, end);
+    text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
+    if (!worth_logging(line, rsync.log_transfers)) continue;
+    if (ok) {
+      APUS_LOG_DEBUG(std::string(line));
+    } else {
+      APUS_LOG_ERROR(cut(std::string(line)));
+    }
+  }
+  char timing[32];
+  std::snprintf(timing, sizeof timing, " (%.03f)", took);
+  if (!ok) {
+    out.error = ran->timed_out ? "rsync timed out" : "rsync exit " + std::to_string(ran->exit_status);
+    APUS_LOG_ERROR(cut(ran->timed_out ? "Killing long-running rsync after " +
+                                            std::to_string(static_cast<int64_t>(rsync.timeout)) +
+                                            "s: " + dest
+                                      : "Bad rsync return code: " +
+                                            std::to_string(ran->exit_status) + " <- " + dest));
+    return out;
+  }
+  // Swift's line: at INFO when rsync listed something (it sent files), else DEBUG.
+  std::string done = "Successful rsync of " + part_dir + "/... to " + dest + timing;
+  if (ran->output.empty()) {
+    APUS_LOG_DEBUG(done);
+  } else {
+    APUS_LOG_INFO(done);
+  }
+  out.ok = true;
+  out.in_sync = std::move(*before);
+  return out;
+}
+
+// Sends `suffixes` of the job's partition to `node` (SSYNC or rsync), then has it rehash them
+// (the REPLICATE with suffixes Swift's replicator sends after every sync).
 net::awaitable<ssync::SyncResult> sync_suffixes(DiskFileManager& disk,
                                                 common::http::ConnectionPool& pool,
                                                 const PartitionJob& job,
@@ -95,7 +189,8 @@ net::awaitable<ssync::SyncResult> sync_suffixes(DiskFileManager& disk,
                                                 const std::vector<std::string>& suffixes,
                                                 const ReplicationOptions& options) {
   ssync::SyncResult sent =
-      co_await ssync::send_partition(disk, job.part, suffixes, node, options.client);
+      options.rsync ? rsync_suffixes(disk, job, node, suffixes, *options.rsync)
+                    : co_await ssync::send_partition(disk, job.part, suffixes, node, options.client);
   if (sent.ok) (void)co_await replicate_request(pool, node, job.part, suffixes, options);
   co_return sent;
 }
@@ -238,6 +333,44 @@ net::awaitable<void> revert_handoff(DiskFileManager& disk, const PartitionJob& j
 
 }  // namespace
 
+Result<std::string> rsync_module_interpolation(std::string_view module, const ring::Device& dev) {
+  auto bracketed = [](const std::string& ip) {
+    return ip.find(':') != std::string::npos ? "[" + ip + "]" : ip;
+  };
+  const std::map<std::string_view, std::string> values = {
+      {"ip", bracketed(dev.ip)},
+      {"port", std::to_string(dev.port)},
+      {"replication_ip", bracketed(dev.replication_ip)},
+      {"replication_port", std::to_string(dev.replication_port)},
+      {"region", std::to_string(dev.region)},
+      {"zone", std::to_string(dev.zone)},
+      {"device", dev.device},
+      {"meta", dev.meta}};
+  std::string out;
+  for (size_t i = 0; i < module.size(); ++i) {
+    char c = module[i];
+    if ((c == '{' || c == '}') && i + 1 < module.size() && module[i + 1] == c) {
+      out += c;  // {{ and }} stand for a brace, as in Python's str.format
+      ++i;
+    } else if (c == '{') {
+      size_t close = module.find('}', i);
+      if (close == std::string_view::npos) return Status::invalid_argument("unmatched '{'");
+      auto it = values.find(module.substr(i + 1, close - i - 1));
+      if (it == values.end()) {
+        return Status::invalid_argument("Cannot interpolate rsync_module, invalid variable: " +
+                                        std::string(module.substr(i + 1, close - i - 1)));
+      }
+      out += it->second;
+      i = close;
+    } else if (c == '}') {
+      return Status::invalid_argument("single '}' in rsync_module");
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 net::awaitable<PartitionOutcome> replicate_partition_impl(DiskFileManager& disk, PartitionJob job,
                                                           ReplicationOptions options) {
   PartitionOutcome out;
@@ -279,9 +412,33 @@ Result<ReplicatorConfig> ReplicatorConfig::from_config(const common::Config& con
     APUS_ASSIGN_OR_RETURN(n, s.get_int("handoff_delete", 0));
     c.handoff_delete = static_cast<int>(std::max<int64_t>(0, n));
   }
-  std::string method = s.get_string("sync_method", "ssync");
-  if (method != "ssync") {
-    return s.invalid("sync_method", "only ssync is implemented (rsync is not yet)");
+  std::string method = s.get_string("sync_method", "rsync");
+  if (method == "rsync") {
+    // Swift: the module without a trailing slash, '{replication_ip}::object' when empty.
+    c.rsync_module = s.get_string("rsync_module", "");
+    while (!c.rsync_module.empty() && c.rsync_module.back() == '/') c.rsync_module.pop_back();
+    if (c.rsync_module.empty()) c.rsync_module = "{replication_ip}::object";
+    bool vm_test_mode = false;
+    APUS_ASSIGN_OR_RETURN(vm_test_mode, s.get_bool("vm_test_mode", false));
+    if (vm_test_mode) c.rsync_module += "{replication_port}";
+    if (auto probe = rsync_module_interpolation(c.rsync_module, ring::Device{}); !probe.ok()) {
+      return s.invalid("rsync_module", probe.status().message());
+    }
+    APUS_ASSIGN_OR_RETURN(c.rsync.timeout, s.get_double("rsync_timeout", 900));
+    c.rsync.io_timeout = s.get_string("rsync_io_timeout", "30");
+    c.rsync.bwlimit = s.get_string("rsync_bwlimit", "0");
+    for (const std::string* v : {&c.rsync.io_timeout, &c.rsync.bwlimit}) {
+      if (v->empty() || v->find_first_not_of("0123456789.KMGkmgBb") != std::string::npos) {
+        return s.invalid(v == &c.rsync.bwlimit ? "rsync_bwlimit" : "rsync_io_timeout",
+                         "not a number");
+      }
+    }
+    APUS_ASSIGN_OR_RETURN(c.rsync.compress, s.get_bool("rsync_compress", false));
+    APUS_ASSIGN_OR_RETURN(c.rsync.log_transfers, s.get_bool("log_rsync_transfers", true));
+    APUS_ASSIGN_OR_RETURN(n, s.get_int("rsync_error_log_line_length", 0));
+    c.rsync.error_line_length = static_cast<size_t>(std::max<int64_t>(0, n));
+  } else if (method != "ssync") {
+    return s.invalid("sync_method", "must be rsync or ssync");
   }
   c.recon_cache_path = s.get_string("recon_cache_path", "/var/cache/swift");
   c.log_name = s.get_string("log_name", "object-replicator");
@@ -314,6 +471,17 @@ struct ObjectReplicator::Impl {
   }
 
   std::vector<PartitionJob> collect_jobs(const PassFilter& filter);
+  // A peer device as a sync target.
+  ssync::SyncTarget target(const ring::Device& dev) const {
+    ssync::SyncTarget t{dev.replication_ip, static_cast<uint16_t>(dev.replication_port),
+                        dev.device, dev.region, ""};
+    if (!config.rsync_module.empty()) {
+      // The template was checked at start-up: only the device's values go in.
+      auto module = rsync_module_interpolation(config.rsync_module, dev);
+      if (module.ok()) t.rsync_module = std::move(*module);
+    }
+    return t;
+  }
   void write_recon(const ReplicationStats& stats);
 };
 
@@ -355,20 +523,17 @@ std::vector<PartitionJob> ObjectReplicator::Impl::collect_jobs(const PassFilter&
           if (node.device->device == device &&
               ring::is_local_device(my_ips, config.bind_port, *node.device)) {
             job.primary = true;
+            job.region = node.device->region;
             continue;
           }
-          job.nodes.push_back({node.device->replication_ip,
-                               static_cast<uint16_t>(node.device->replication_port),
-                               node.device->device});
+          job.nodes.push_back(target(*node.device));
         }
         if (job.primary) {
           std::vector<ring::Node> more;
           state->get_handoffs(static_cast<uint32_t>(*number), nodes.size(), &more);
           for (const ring::Node& node : more) {
             if (ring::is_local_device(my_ips, config.bind_port, *node.device)) continue;
-            job.handoffs.push_back({node.device->replication_ip,
-                                    static_cast<uint16_t>(node.device->replication_port),
-                                    node.device->device});
+            job.handoffs.push_back(target(*node.device));
           }
         }
         (job.primary ? primaries : handoffs).push_back(std::move(job));
@@ -425,6 +590,7 @@ ReplicationStats ObjectReplicator::run_once(const PassFilter& filter) {
   options.client.node_timeout = impl_->config.node_timeout;
   options.http_timeout = impl_->config.http_timeout;
   options.handoff_delete = impl_->config.handoff_delete;
+  if (!impl_->config.rsync_module.empty()) options.rsync = impl_->config.rsync;
   // `concurrency` threads, each with an io_context of its own, take the next partition.
   auto worker = [&] {
     for (size_t i = next++; i < jobs.size(); i = next++) {

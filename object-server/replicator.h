@@ -1,5 +1,5 @@
-// apus-object-replicator: object replication as Swift's object replicator does it with
-// sync_method = ssync (swift-protocol.md §16.1-16.2).
+// apus-object-replicator: object replication as Swift's object replicator does it, with
+// sync_method = rsync (Swift's default) or ssync (swift-protocol.md §16.1-16.2).
 //
 // A pass takes every partition directory of every local device (a ring device whose
 // replication address and port are this node's, Swift's whataremyips and bind_port) under
@@ -9,24 +9,34 @@
 // written to object.recon in recon_cache_path as Swift's replicator writes them.
 //
 // A primary partition: its suffix hashes (get_hashes) are compared with each other primary's
-// (REPLICATE /<dev>/<part>); suffixes that differ are rehashed here, compared again, sent with
-// SSYNC, and the peer is told to rehash them (REPLICATE /<dev>/<part>/<s1>-<s2>...). A peer
-// whose device is unmounted (507) counts as a failure and the next handoff takes its place.
+// (REPLICATE /<dev>/<part>); suffixes that differ are rehashed here, compared again, sent, and
+// the peer is told to rehash them (REPLICATE /<dev>/<part>/<s1>-<s2>...). A peer whose device
+// is unmounted (507) counts as a failure and the next handoff takes its place.
+//
+// Sending: with ssync, an SSYNC request per peer (ssync_sender.cpp). With rsync, Swift's
+// command: `rsync --recursive --whole-file --human-readable --xattrs --itemize-changes
+// --ignore-existing --timeout=T --contimeout=T --bwlimit=B --exclude=.*.XXXXXX <suffix dirs>
+// <rsync_module>/<device>/<objects dir>/<partition>` into the peer's rsync daemon (Debian's
+// rsync, a module over its devices directory), killed after rsync_timeout.
 //
 // A handoff partition: every suffix goes to every primary; once all of them (or handoff_delete
 // of them) took it, the objects are removed here. Safer than Swift, which removes the whole
-// partition directory: only the hash directories still exactly as they were offered are
-// removed, so a write that landed here during the sync stays for the next pass.
+// partition directory: only the hash directories still exactly as they were offered (ssync)
+// or as they were when the rsync began are removed, so a write that landed here during the
+// sync stays for the next pass.
 //
-// Blocking disk I/O inline: run on an io_context of the replicator's own.
+// Blocking disk I/O (and the rsync command) inline: run on an io_context of the replicator's
+// own, one per partition thread.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <boost/asio/awaitable.hpp>
@@ -42,6 +52,7 @@ namespace apus::object {
 
 struct PartitionJob {
   Location part;                         // device, partition and policy here
+  int region = 1;                        // the local device's
   bool primary = true;                   // this device is one of the partition's primaries
   std::vector<ssync::SyncTarget> nodes;  // the other primaries (all of them for a handoff)
   // A primary's stand-ins, in ring order (not this node's devices): a peer whose device is
@@ -49,12 +60,30 @@ struct PartitionJob {
   std::vector<ssync::SyncTarget> handoffs;
 };
 
+// sync_method = rsync: how the rsync command runs (Swift's options of the same names).
+struct RsyncOptions {
+  double timeout = 900;     // rsync_timeout: the whole command, then it is killed
+  std::string io_timeout = "30";  // rsync_io_timeout: rsync's --timeout and --contimeout, as written
+  std::string bwlimit = "0";
+  bool compress = false;    // --compress, for peers in another region only
+  bool log_transfers = true;   // log_rsync_transfers: each file sent, at DEBUG
+  size_t error_line_length = 0;  // rsync_error_log_line_length: error lines cut there (0: not)
+};
+
 struct ReplicationOptions {
   common::http::ClientOptions client;  // conn_timeout, node_timeout
   double http_timeout = 60;            // REPLICATE answers
   // A handoff partition goes once this many primaries took it (0: all of them).
   int handoff_delete = 0;
+  // Set: suffixes go with rsync to each peer's rsync_module; unset: with SSYNC.
+  std::optional<RsyncOptions> rsync;
 };
+
+// Swift's rsync_module_interpolation: `{ip}`, `{port}`, `{replication_ip}`,
+// `{replication_port}`, `{region}`, `{zone}`, `{device}` and `{meta}` of `dev` in `module`
+// (IPv6 addresses in brackets). InvalidArgument for another name or a stray brace.
+common::Result<std::string> rsync_module_interpolation(std::string_view module,
+                                                       const ring::Device& dev);
 
 struct PartitionOutcome {
   int synced = 0;        // peers now in step (compared equal or sent to)
@@ -91,13 +120,15 @@ struct ReplicatorConfig {
   int64_t reclaim_age = 604800;
   bool handoffs_first = false;  // handoff partitions before primaries in a pass
   int handoff_delete = 0;       // 0: "auto", every primary
+  std::string rsync_module;     // empty: sync_method = ssync
+  RsyncOptions rsync;
   std::string recon_cache_path = "/var/cache/swift";
   std::string log_name = "object-replicator";
   common::SwiftConf swift;
 
   // Reads [object-replicator] of an object-server.conf (DEFAULT inherited) and its swift.conf.
-  // sync_method must be ssync (the default here; Swift's is rsync, which Apus does not
-  // speak yet: asking for it is a start-up error).
+  // sync_method is ssync by default here (Swift's default is rsync, which needs an rsync
+  // daemon on every node; say sync_method = rsync to use it).
   static common::Result<ReplicatorConfig> from_config(const common::Config& conf);
 };
 

@@ -69,6 +69,9 @@ struct SyncTarget {
   std::string ip;
   uint16_t port = 0;
   std::string device;
+  int region = 1;
+  // With sync_method = rsync: the replicator's rsync_module for this device, interpolated.
+  std::string rsync_module;
 };
 
 struct SyncResult {

@@ -5,7 +5,9 @@ primary's disk emptied (refilled from the other replicas), a delete while a prim
 (the tombstone follows), a second pass with nothing to do, a primary's device unmounted (a
 handoff stands in, then sends home), bit rot in one replica (the auditor
 quarantines it, the replicator repairs it), the recon cache; and Swift 2.30.1's own object
-replicator (sync_method = ssync) run on the Apus nodes, refilling an emptied Apus disk.
+replicator (sync_method = ssync) run on the Apus nodes, refilling an emptied Apus disk; then
+sync_method = rsync into an rsync daemon over the nodes' devices, Apus's replicator and
+Swift's: an emptied disk refilled, a handoff's copies sent home and removed.
 
 usage: replication_test.py <build-dir>
 """
@@ -31,10 +33,11 @@ def check(cond, what):
         print("FAIL:", what)
 
 
-def replicate(cluster, n, *extra):
-    """apus-object-replicator --once for node n."""
-    status, output, _ = cluster.replicate(n, *extra)
+def replicate(cluster, n, *extra, rsync=False):
+    """apus-object-replicator --once for node n: its log."""
+    status, output, log = cluster.replicate(n, *extra, rsync=rsync)
     check(status == 0, "replicator on node %d: %d %s" % (n, status, output))
+    return log
 
 
 def audit(cluster, n, *extra):
@@ -93,32 +96,35 @@ def bit_rot(cluster, names, bodies, url, token):
     check("0 quarantined" in log.splitlines()[-1], "a second audit finds nothing: %s" % log[-300:])
 
 
-def swift_replicate(cluster, n):
-    """Swift 2.30.1's own object replicator (sync_method = ssync) run once for node n, in a
-    process of its own (eventlet)."""
+def swift_replicate(cluster, n, method="ssync"):
+    """Swift 2.30.1's own object replicator (sync_method = ssync, or rsync into the cluster's
+    rsync daemon) run once for node n, in a process of its own (eventlet)."""
     script = (
         "import sys, logging\n"
         "from swift.common import utils, storage_policy\n"
         "utils.set_swift_dir(sys.argv[1]); storage_policy.reload_storage_policies()\n"
         "from swift.obj.replicator import ObjectReplicator\n"
         "conf = {'devices': sys.argv[2], 'mount_check': 'false', 'bind_ip': '127.0.0.1',\n"
-        "        'bind_port': sys.argv[3], 'swift_dir': sys.argv[1], 'sync_method': 'ssync',\n"
+        "        'bind_port': sys.argv[3], 'swift_dir': sys.argv[1], 'sync_method': sys.argv[5],\n"
+        "        'rsync_module': sys.argv[6],\n"
         "        'recon_cache_path': sys.argv[4], 'concurrency': '1'}\n"
         "ObjectReplicator(conf).run_once()\n")
     recon = os.path.join(cluster.root, "swift-recon-%d" % n)
     os.makedirs(recon, exist_ok=True)
+    module = "rsync://{replication_ip}:%d/object{replication_port}" % getattr(
+        cluster, "rsyncd_port", 0)
     run = subprocess.run(["/usr/bin/python3", "-c", script, cluster.etc,
                           os.path.join(cluster.root, "node%d" % n),
-                          str(cluster.ports["object"][n]), recon],
+                          str(cluster.ports["object"][n]), recon, method, module],
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
     check(run.returncode == 0, "Swift's replicator on node %d: %s" % (n, run.stdout[-2000:]))
     with open(os.path.join(recon, "object.recon")) as f:
         return json.load(f).get("replication_stats", {})
 
 
-def replicate_all(cluster):
+def replicate_all(cluster, rsync=False):
     for n in range(4):
-        replicate(cluster, n)
+        replicate(cluster, n, rsync=rsync)
 
 
 def head_on(cluster, n, part, name):
@@ -249,6 +255,60 @@ def main():
         replicate_all(cluster)
         check(before == {n: hash_dirs(cluster, n) for n in range(4)},
               "after Swift's pass, Apus's pass changes nothing")
+
+        # 7. sync_method = rsync (Swift's default), into an rsync daemon over the nodes'
+        # devices: an emptied disk refilled, then a handoff's copies sent home and removed.
+        cluster.start_rsyncd()
+        shutil.rmtree(os.path.join(root, "node%d" % victim, "sd%d" % victim, "objects"))
+        logs = "".join(replicate(cluster, n, rsync=True) for n in range(4) if n != victim)
+        check("Successful rsync of" in logs, "the replicators ran rsync: %s" % "\n".join(l for l in logs.splitlines() if "rsync" in l)[-3000:])
+        for name in names[:-1]:
+            part, _ = cluster.placement("c", name)
+            status, _, body = procs.request(cluster.ports["object"][victim], "GET",
+                                            "/sd%d/%d/AUTH_test/c/%s" % (victim, part, name))
+            check(status == 200 and body == bodies[name],
+                  "rsync refilled %s on node %d: %d" % (name, victim, status))
+        cluster.stop("object", victim)
+        late = {}
+        for name in names[:3]:
+            late[name] = os.urandom(777)
+            swift.put_object(url, token, "c", name, late[name])
+        cluster.start("object", victim)
+        replicate_all(cluster, rsync=True)
+        for name in names[:3]:
+            part, prim = cluster.placement("c", name)
+            for n in prim:
+                status, _, body = procs.request(cluster.ports["object"][n], "GET",
+                                                "/sd%d/%d/AUTH_test/c/%s" % (n, part, name))
+                check(status == 200 and body == late[name],
+                      "rsync: %s's new version on primary %d: %d" % (name, n, status))
+            for n in set(range(4)) - set(prim):
+                check(head_on(cluster, n, part, name)[0] == 404,
+                      "rsync: %s gone from handoff %d" % (name, n))
+            bodies[name] = late[name]
+        # A second rsync pass has nothing to send.
+        before = {n: hash_dirs(cluster, n) for n in range(4)}
+        logs = "".join(replicate(cluster, n, rsync=True) for n in range(4))
+        check(before == {n: hash_dirs(cluster, n) for n in range(4)} and
+              "Bad rsync" not in logs, "a second rsync pass changes nothing")
+
+        # 8. Swift's own replicator with rsync refills an emptied Apus disk.
+        shutil.rmtree(os.path.join(root, "node%d" % victim, "sd%d" % victim, "objects"))
+        for n in range(4):
+            if n != victim:
+                stats = swift_replicate(cluster, n, "rsync")
+                check(stats.get("failure", 1) == 0,
+                      "Swift's rsync replicator on node %d: %r" % (n, stats))
+        for name in names[:-1]:
+            part, _ = cluster.placement("c", name)
+            status, _, body = procs.request(cluster.ports["object"][victim], "GET",
+                                            "/sd%d/%d/AUTH_test/c/%s" % (victim, part, name))
+            check(status == 200 and body == bodies[name],
+                  "Swift's rsync refilled %s on node %d: %d" % (name, victim, status))
+        before = {n: hash_dirs(cluster, n) for n in range(4)}
+        replicate_all(cluster, rsync=True)
+        check(before == {n: hash_dirs(cluster, n) for n in range(4)},
+              "after Swift's rsync pass, Apus's rsync pass changes nothing")
     print("replication:", "%d failures" % len(failures) if failures else "ok")
     return 1 if failures else 0
 

@@ -37,7 +37,7 @@ object::ssync::SyncTarget parse_node(const std::string& text) {  // ip:port/devi
   size_t slash = text.find('/', colon);
   return {text.substr(0, colon),
           static_cast<uint16_t>(std::stoi(text.substr(colon + 1, slash - colon - 1))),
-          text.substr(slash + 1)};
+          text.substr(slash + 1), 1, ""};
 }
 
 }  // namespace
@@ -68,7 +68,7 @@ int main(int argc, char** argv) {
   client.conn_timeout = 5;
   client.node_timeout = 30;
   if (mode == "ssync" && argc == 9) {
-    object::ssync::SyncTarget target{argv[6], static_cast<uint16_t>(std::stoi(argv[7])), argv[8]};
+    object::ssync::SyncTarget target{argv[6], static_cast<uint16_t>(std::stoi(argv[7])), argv[8], 1, ""};
     object::ssync::SyncResult r = run(object::ssync::send_partition(
         disk, part, common::list_from_csv(argv[5]), target, client));
     if (!r.ok) {

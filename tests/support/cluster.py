@@ -19,9 +19,15 @@ class Cluster:
     # The [container-updater] options of the storage nodes (a test that needs account listings
     # kept current, such as the expirer's, sets an interval instead).
     container_updater = "enabled = false\n"
+    # More [app:<kind>-server] options per server kind, e.g. {"object": "x = 1\n"}.
+    app_options = {}
 
-    def __init__(self, bin_dir, root, ps, nodes=4):
+    def __init__(self, bin_dir, root, ps, nodes=4, hosts=None, prefixes=None):
+        """`hosts[n]` is node n's address (default 127.0.0.1) and `prefixes[n]` an argv prefix
+        its programs run under (a network namespace's `ip netns exec`; default none)."""
         self.bin, self.root, self.ps = bin_dir, root, ps
+        self.hosts = hosts or ["127.0.0.1"] * nodes
+        self.prefixes = prefixes or [[]] * nodes
         self.etc = os.path.join(root, "etc")
         os.makedirs(self.etc)
         with open(os.path.join(self.etc, "swift.conf"), "w") as f:
@@ -29,13 +35,15 @@ class Cluster:
                     "[storage-policy:0]\nname = gold\ndefault = yes\n")
         self.ports = {kind: [procs.free_port() for _ in range(nodes)]
                       for kind in ("object", "container", "account")}
-        self.procs = {}
+        self.procs = {}  # (kind, node number) or ("proxy", name) -> process
+        self.proxies = {}  # name -> (config path, port)
+        self.mounts = []  # what a test mounted under root: unmount after the processes stop
         for kind, ports in self.ports.items():
             builder = os.path.join(self.etc, kind + ".builder")
             self.ring_builder(builder, "create", "6", "3", "0")
             for n, port in enumerate(ports):
-                self.ring_builder(builder, "add", "r1z%d-127.0.0.1:%d/sd%d" % (n + 1, port, n),
-                                  "100")
+                self.ring_builder(builder, "add",
+                                  "r1z%d-%s:%d/sd%d" % (n + 1, self.hosts[n], port, n), "100")
             self.ring_builder(builder, "rebalance")
         for kind, ports in self.ports.items():
             for n, port in enumerate(ports):
@@ -79,10 +87,17 @@ class Cluster:
                        self.memcached_port, users,
                        "[filter:ratelimit]\nuse = egg:swift#ratelimit\n" + ratelimit
                        if ratelimit else "") + filters)
-        log = os.path.join(root, name + ".out")
-        proxy = ps.start([os.path.join(self.bin, "apus-proxy-server"), conf], log)
-        procs.wait_for_port(port, proc=proxy, log_path=log)
+        self.proxies[name] = (conf, port)
+        self.restart_proxy(name)
         return port
+
+    def restart_proxy(self, name):
+        """(Re)starts the proxy `name` made by start_proxy, on its config and port."""
+        conf, port = self.proxies[name]
+        log = os.path.join(self.root, name + ".out")
+        proxy = self.ps.start([os.path.join(self.bin, "apus-proxy-server"), conf], log)
+        procs.wait_for_port(port, proc=proxy, log_path=log)
+        self.procs[("proxy", name)] = proxy
 
     def start_stock_proxy(self, name):
         """Stock swift-proxy-server (Debian's) on the config of the Apus proxy `name`, on
@@ -116,15 +131,17 @@ class Cluster:
         os.makedirs(os.path.join(dev_root, "sd%d" % n), exist_ok=True)
         conf = os.path.join(self.etc, "%s-%d.conf" % (kind, n))
         with open(conf, "w") as f:
-            f.write("[DEFAULT]\ndevices = %s\nmount_check = false\nbind_ip = 127.0.0.1\n"
+            f.write("[DEFAULT]\ndevices = %s\nmount_check = false\nbind_ip = %s\n"
                     "bind_port = %d\nworkers = 1\nswift_dir = %s\nlog_file = %s/%s-%d.log\n"
                     "fallocate_reserve = 0\n\n[pipeline:main]\npipeline = %s-server\n\n"
-                    "[app:%s-server]\nuse = egg:swift#%s\n\n[container-updater]\n%s"
-                    % (dev_root, self.ports[kind][n], self.etc, self.root, kind, n, kind, kind,
-                       kind, self.container_updater))
+                    "[app:%s-server]\nuse = egg:swift#%s\n%s\n[container-updater]\n%s"
+                    % (dev_root, self.hosts[n], self.ports[kind][n], self.etc, self.root, kind,
+                       n, kind, kind, kind, self.app_options.get(kind, ""),
+                       self.container_updater))
         log = os.path.join(self.root, "%s-%d.out" % (kind, n))
-        proc = self.ps.start([os.path.join(self.bin, "apus-%s-server" % kind), conf], log)
-        procs.wait_for_port(self.ports[kind][n], proc=proc, log_path=log)
+        proc = self.ps.start(self.prefixes[n] + [os.path.join(self.bin, "apus-%s-server" % kind),
+                                                 conf], log)
+        procs.wait_for_port(self.ports[kind][n], proc=proc, log_path=log, host=self.hosts[n])
         self.procs[(kind, n)] = proc
 
     def stop(self, kind, n):
@@ -144,16 +161,42 @@ class Cluster:
             f.write(text.replace("log_file = %s/%s-%d.log" % (self.root, kind, n),
                                  "log_file = " + log)
                     + "\n[%s]\nrecon_cache_path = %s\n%s" % (section, recon, options))
-        run = subprocess.run([os.path.join(self.bin, "apus-%s-%s" % (kind, program)), conf,
+        run = subprocess.run(self.prefixes[n] +
+                             [os.path.join(self.bin, "apus-%s-%s" % (kind, program)), conf,
                               "--once"]
                              + list(args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                              text=True, timeout=600)
         with open(log) as f:
             return run.returncode, run.stdout, f.read()
 
-    def replicate(self, n, *args):
-        """apus-object-replicator --once on node n: (exit status, output, log)."""
-        return self.daemon_once("replicator", "object-replicator", n, "concurrency = 2\n", *args)
+    def replicate(self, n, *args, rsync=False):
+        """apus-object-replicator --once on node n: (exit status, output, log). With SSYNC, or
+        with rsync into the nodes' rsync daemon (start_rsyncd)."""
+        method = ("sync_method = rsync\nrsync_module = rsync://{replication_ip}:%d/"
+                  "object{replication_port}\n" % self.rsyncd_port) if rsync else \
+            "sync_method = ssync\n"
+        return self.daemon_once("replicator", "object-replicator", n,
+                                "concurrency = 2\n" + method, *args)
+
+    def start_rsyncd(self):
+        """An rsync daemon for every node, as Swift's all-in-one has one: module
+        object<object server port> over node n's devices directory. Returns its port."""
+        port = procs.free_port()
+        conf = os.path.join(self.etc, "rsyncd.conf")
+        with open(conf, "w") as f:
+            f.write("uid = root\ngid = root\nuse chroot = no\nlog file = %s/rsyncd.log\n"
+                    "pid file = %s/rsyncd.pid\nlock file = %s/rsyncd.lock\n\n"
+                    % (self.root, self.root, self.root))
+            for n, obj_port in enumerate(self.ports["object"]):
+                f.write("[object%d]\nmax connections = 8\npath = %s\nread only = false\n"
+                        "lock file = %s/rsyncd-object%d.lock\n\n"
+                        % (obj_port, os.path.join(self.root, "node%d" % n), self.root, obj_port))
+        log = os.path.join(self.root, "rsyncd.out")
+        proc = self.ps.start(["rsync", "--daemon", "--no-detach", "--config=" + conf,
+                              "--address=127.0.0.1", "--port=%d" % port], log)
+        procs.wait_for_port(port, proc=proc, log_path=log)
+        self.rsyncd_port = port
+        return port
 
     def audit(self, n, *args):
         """apus-object-auditor --once on node n (unpaced): (exit status, output, log)."""
@@ -164,8 +207,9 @@ class Cluster:
         """apus-account-reaper --once on node n: (exit status, output, log)."""
         return self.daemon_once("reaper", "account-reaper", n, options, kind="account")
 
-    def connect(self):
-        url, token = swift.get_auth("http://127.0.0.1:%d/auth/v1.0" % self.proxy_port,
+    def connect(self, port=None):
+        """(storage URL, token) of test:tester through the proxy on `port` (the first one)."""
+        url, token = swift.get_auth("http://127.0.0.1:%d/auth/v1.0" % (port or self.proxy_port),
                                     "test:tester", "testing")
         return url, token
 

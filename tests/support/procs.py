@@ -76,13 +76,13 @@ class TempDir:
         shutil.rmtree(self.path, ignore_errors=True)
 
 
-def wait_for_port(port, timeout=15.0, proc=None, log_path=None):
+def wait_for_port(port, timeout=15.0, proc=None, log_path=None, host="127.0.0.1"):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc is not None and proc.poll() is not None:
             break
         try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            socket.create_connection((host, port), timeout=0.5).close()
             return
         except OSError:
             time.sleep(0.05)
@@ -92,9 +92,9 @@ def wait_for_port(port, timeout=15.0, proc=None, log_path=None):
     raise RuntimeError("server on port %d did not come up\n%s" % (port, detail))
 
 
-def request(port, method, path, headers=None, body=None, timeout=10):
+def request(port, method, path, headers=None, body=None, timeout=10, host="127.0.0.1"):
     """One request on a fresh connection: (status, {lower-case header: value}, body bytes)."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    conn = http.client.HTTPConnection(host, port, timeout=timeout)
     conn.putrequest(method, path, skip_host=False, skip_accept_encoding=True)
     headers = dict(headers or {})
     if body is not None and "Content-Length" not in headers and \
