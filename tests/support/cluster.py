@@ -22,7 +22,7 @@ class Cluster:
     # More [app:<kind>-server] options per server kind, e.g. {"object": "x = 1\n"}.
     app_options = {}
 
-    def __init__(self, bin_dir, root, ps, nodes=4, hosts=None, prefixes=None):
+    def __init__(self, bin_dir, root, ps, nodes=4, hosts=None, prefixes=None, part_power=6):
         """`hosts[n]` is node n's address (default 127.0.0.1) and `prefixes[n]` an argv prefix
         its programs run under (a network namespace's `ip netns exec`; default none)."""
         self.bin, self.root, self.ps = bin_dir, root, ps
@@ -40,7 +40,7 @@ class Cluster:
         self.mounts = []  # what a test mounted under root: unmount after the processes stop
         for kind, ports in self.ports.items():
             builder = os.path.join(self.etc, kind + ".builder")
-            self.ring_builder(builder, "create", "6", "3", "0")
+            self.ring_builder(builder, "create", str(part_power), "3", "0")
             for n, port in enumerate(ports):
                 self.ring_builder(builder, "add",
                                   "r1z%d-%s:%d/sd%d" % (n + 1, self.hosts[n], port, n), "100")
