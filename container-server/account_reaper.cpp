@@ -243,6 +243,9 @@ net::awaitable<Result<common::http::SimpleResponse>> AccountReaper::Impl::send(
                    common::http::quote(path) + query;
   headers.set("User-Agent", user_agent);
   headers.set("X-Backend-Use-Replication-Network", "true");
+  // Containers and objects of reserved names (versions, segments: "\x00...") are the account's
+  // too, and listed and deleted like the others.
+  headers.set("X-Backend-Allow-Reserved-Names", "true");
   request.headers = std::move(headers);
   co_return co_await common::http::simple_request(*pool, timeouts(), dev.replication_ip,
                                                   static_cast<uint16_t>(dev.replication_port),

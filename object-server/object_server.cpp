@@ -1012,9 +1012,22 @@ net::awaitable<void> ObjectServer::send_object(Exchange& ex, Parsed& p, DiskObje
   // current one, so a large GET waits on the disk and the network at once, not in turn.
   std::array<std::string, 2> bufs = {std::string(config_.disk_chunk_size, '\0'),
                                      std::string(config_.disk_chunk_size, '\0')};
-  // Streams [start, end) of the object; false when the client or the disk failed.
-  auto stream_range = [&](uint64_t start, uint64_t end,
-                          common::crypto::Md5* md5) -> net::awaitable<bool> {
+  // A read of the whole file whose MD5 does not match its ETag: the file is bad and goes to
+  // quarantine (the next reader gets another replica), as Swift's reader does for any read
+  // from byte 0 to the end. Done before the last chunk goes out, so a client that has read the
+  // whole body finds the object gone.
+  auto check_whole = [&](const common::crypto::Md5& md5) -> net::awaitable<void> {
+    if (md5.hex_digest() == etag) co_return;
+    Location loc = p.loc;
+    co_await pool.call([&] {
+      if (auto hash = disk_.object_hash(loc); hash.ok()) {
+        disk_.quarantine(loc, *hash, "ETag and file's md5 do not match").ignore();
+      }
+    });
+  };
+  // Streams [start, end) of the object, checking the MD5 when it is the whole file; false when
+  // the client or the disk failed.
+  auto stream_range = [&](uint64_t start, uint64_t end, bool whole) -> net::awaitable<bool> {
     using namespace boost::asio::experimental::awaitable_operators;
     Result<size_t> got = size_t{0};
     Status sent;
@@ -1032,8 +1045,9 @@ net::awaitable<void> ObjectServer::send_object(Exchange& ex, Parsed& p, DiskObje
         return n;
       });
     };
+    common::crypto::Md5 md5;
     auto send = [&](std::string_view data) -> net::awaitable<void> {
-      if (md5) md5->update(data);
+      if (whole) md5.update(data);
       sent = co_await ex.write_body(data);
     };
     uint64_t off = start;
@@ -1044,7 +1058,13 @@ net::awaitable<void> ObjectServer::send_object(Exchange& ex, Parsed& p, DiskObje
       std::string_view data(bufs[cur].data(), *got);
       uint64_t next = off + *got;
       if (next >= end) {
-        co_await send(data);
+        if (whole) {
+          md5.update(data);
+          co_await check_whole(md5);
+          sent = co_await ex.write_body(data);
+        } else {
+          co_await send(data);
+        }
         co_return sent.ok();
       }
       co_await (read_into(next, cur ^ 1) && send(data));
@@ -1056,19 +1076,9 @@ net::awaitable<void> ObjectServer::send_object(Exchange& ex, Parsed& p, DiskObje
 
   if (range.outcome == common::http::RangeOutcome::kWhole) {
     if (!(co_await ex.start_response(200, std::move(h), obj.size)).ok()) co_return;
-    common::crypto::Md5 md5;
-    bool ok = co_await stream_range(0, obj.size, &md5);
+    bool ok = co_await stream_range(0, obj.size, /*whole=*/true);
     if (!ok) co_return;  // the runtime closes the connection on a short body
     (void)co_await ex.finish_response();
-    if (md5.hex_digest() != etag) {
-      // A full read that does not match: the file is bad; the next reader gets another replica.
-      Location loc = p.loc;
-      co_await pool.call([&] {
-        if (auto hash = disk_.object_hash(loc); hash.ok()) {
-          disk_.quarantine(loc, *hash, "ETag and file's md5 do not match").ignore();
-        }
-      });
-    }
     co_return;
   }
 
@@ -1076,7 +1086,10 @@ net::awaitable<void> ObjectServer::send_object(Exchange& ex, Parsed& p, DiskObje
     const auto& r = range.ranges.front();
     h.set("Content-Range", common::http::content_range_value(r, obj.size));
     if (!(co_await ex.start_response(206, std::move(h), r.size())).ok()) co_return;
-    if (co_await stream_range(r.start, r.end, nullptr)) (void)co_await ex.finish_response();
+    // A range from 0 to the end (bytes=0-, bytes=-<size>, or past the end) is a whole read.
+    if (co_await stream_range(r.start, r.end, r.start == 0 && r.end == obj.size)) {
+      (void)co_await ex.finish_response();
+    }
     co_return;
   }
   std::string boundary = common::http::random_boundary();
@@ -1090,7 +1103,7 @@ net::awaitable<void> ObjectServer::send_object(Exchange& ex, Parsed& p, DiskObje
              .ok()) {
       co_return;
     }
-    if (!co_await stream_range(r.start, r.end, nullptr)) co_return;
+    if (!co_await stream_range(r.start, r.end, false)) co_return;
     if (!(co_await ex.write_body("\r\n")).ok()) co_return;
   }
   if (!(co_await ex.write_body(common::http::multipart_terminator(boundary))).ok()) co_return;

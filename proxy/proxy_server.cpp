@@ -58,6 +58,11 @@ Result<ProxyConfig> ProxyConfig::from_config(const common::Config& conf) {
   APUS_ASSIGN_OR_RETURN(c.backend.post_quorum_timeout, s.get_double("post_quorum_timeout", 0.5));
   APUS_ASSIGN_OR_RETURN(c.recoverable_node_timeout,
                         s.get_double("recoverable_node_timeout", c.backend.node_timeout));
+  APUS_ASSIGN_OR_RETURN(c.rebalance_missing_suppression_count,
+                        s.get_int("rebalance_missing_suppression_count", 1));
+  if (c.rebalance_missing_suppression_count < 0) {
+    return s.invalid("rebalance_missing_suppression_count", "must not be negative");
+  }
   APUS_ASSIGN_OR_RETURN(c.allow_account_management, s.get_bool("allow_account_management", false));
   APUS_ASSIGN_OR_RETURN(c.account_autocreate, s.get_bool("account_autocreate", false));
   APUS_ASSIGN_OR_RETURN(c.max_containers_per_account, s.get_int("max_containers_per_account", 0));

@@ -30,6 +30,9 @@ struct ProxyConfig {
   common::SwiftConf swift;
   BackendOptions backend;  // conn_timeout, node_timeout, post_quorum_timeout
   double recoverable_node_timeout = 10;
+  // 404s without a tombstone an object GET does not count (Swift's default 1; at most the
+  // primaries but one). Swift also reads it per policy; Apus reads [app:proxy-server]'s only.
+  int64_t rebalance_missing_suppression_count = 1;
   bool allow_account_management = false;
   bool account_autocreate = false;
   int64_t max_containers_per_account = 0;

@@ -720,7 +720,8 @@ net::awaitable<void> ObjectController::get_or_head_object(Exchange& ex, ProxyEnv
   NodeIter it = iter_nodes(app(), *ring, *part, NodeIter::Purpose::kRead, policy);
   std::vector<BackendResponse> answers;
   std::optional<Source> source = co_await find_source(it, request, newest, "", answers);
-  if (!source) co_return co_await ex.reply(best_response(answers, it.primary_count()));
+  // The quorum of the answers that counted (find_source), as Swift's GET takes it.
+  if (!source) co_return co_await ex.reply(best_response(answers, answers.size()));
   const common::http::ClientResponse& head = source->head;
   HeaderMap out_headers = client_object_headers(head.headers);
   if (req.method == "HEAD") {
@@ -818,6 +819,9 @@ net::awaitable<std::optional<ObjectController::Source>> ObjectController::find_s
   auto& pool = common::http::ConnectionPool::for_this_thread();
   std::vector<Source> sources;
   Timestamp latest_tombstone;
+  size_t missing_suppression =
+      std::min<size_t>(conf.rebalance_missing_suppression_count,
+                       it.primary_count() > 0 ? it.primary_count() - 1 : 0);
   NodeRef node;
   while (it.next(&node)) {
     common::http::ClientRequest out = request;
@@ -856,16 +860,25 @@ net::awaitable<std::optional<ObjectController::Source>> ObjectController::find_s
     auto body = co_await conn->read_body_all(1 << 20);
     if (body.ok()) a.body = std::move(*body);
     pool.release(std::move(conn));
-    if (status == 507) health().limit_now(*node.device);
-    if (status >= 500) {
+    if (status == 507) {
+      health().limit_now(*node.device);
+    } else if (status >= 500) {
       health().record_error(*node.device);
+    }
+    // Which answers count towards the final status, as Swift's GET counts them: a handoff's
+    // 404 or 5xx only if it holds a tombstone (X-Backend-Timestamp: the object was there and
+    // was deleted), and the first rebalance_missing_suppression_count 404s without one not
+    // at all (the object may just not have moved yet). A node that never answered does not
+    // count either. The status is then the quorum of what counted.
+    const Timestamp tombstone =
+        common::timestamp_or_zero(a.headers.get_or("X-Backend-Timestamp", "0"));
+    const bool no_tombstone = tombstone == Timestamp();
+    if (!node.primary && (status >= 500 || status == 404) && no_tombstone) continue;
+    if (status == 404 && no_tombstone && missing_suppression > 0) {
+      --missing_suppression;
       continue;
     }
-    if (status == 404) {
-      latest_tombstone =
-          std::max(latest_tombstone,
-                   common::timestamp_or_zero(a.headers.get_or("X-Backend-Timestamp", "0")));
-    }
+    if (status == 404) latest_tombstone = std::max(latest_tombstone, tombstone);
     answers.push_back(std::move(a));
   }
   // The newest good answer (the last of equals, as Swift's sort keeps them), if it is not

@@ -559,6 +559,33 @@ def cross_read(root, apus_port, apus_on_swift_port, swift_port):
                                                                     want[1].get(hname)))
 
 
+def range_quarantine(root, swift_port, apus_port):
+    """A rotted file read by ranges: only a range from byte 0 to the end (or past it) checks the
+    MD5 and quarantines, on both servers (Swift's reader quarantines any read from 0 to EOF)."""
+    seen = {}
+    for side, port in (("swift", swift_port), ("apus", apus_port)):
+        path = "/sda1/9/AUTH_test/c/rotten-range"
+        status, _, _ = procs.request(port, "PUT", path, {"X-Timestamp": "1700000030.00000",
+                                                         "Content-Type": "text/plain"}, b"hello")
+        check(status == 201, "%s PUT for range rot: %d" % (side, status))
+        objects = os.path.join(root, side, "sda1", "objects", "9")
+        datas = [os.path.join(d, f) for d, _, fs in os.walk(objects) for f in fs
+                 if f.endswith(".data") and "1700000030" in f]
+        for data in datas:
+            from swift.obj.diskfile import read_metadata
+            if read_metadata(data)["name"] == "/AUTH_test/c/rotten-range":
+                with open(data, "r+b") as f:
+                    f.write(b"HELLO")
+        steps = []
+        for rng in ("bytes=0-2", "bytes=1-11", "bytes=-5", "bytes=0-11"):
+            got = procs.request(port, "GET", path, {"Range": rng})
+            steps.append((rng, got[0], got[2], procs.request(port, "HEAD", path)[0]))
+        seen[side] = steps
+    check(seen["swift"] == seen["apus"],
+          "range reads of a rotted file:\n  swift %r\n  apus  %r" % (seen["swift"], seen["apus"]))
+    check(seen["apus"][-1][3] == 404, "quarantined after bytes=0-11: %r" % seen["apus"])
+
+
 def head_names(port, path):
     """The metadata header names of a HEAD answer, spelled as sent."""
     import http.client
@@ -627,6 +654,7 @@ def main():
             compare_async_pendings(root, swift_port, apus_port)
             cross_read(root, apus_port, apus2_port, swift_port)
             underscore_names(root, swift_port, apus_port)
+            range_quarantine(root, swift_port, apus_port)
         finally:
             container.shutdown()
     print("object server interop:", "%d failures" % len(failures) if failures else "ok")
