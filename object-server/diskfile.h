@@ -132,6 +132,10 @@ struct SuffixHashes {
     suffixes.emplace_back(suffix, std::move(hash));
   }
   friend bool operator==(const SuffixHashes&, const SuffixHashes&) = default;
+
+  // The suffix -> hash (or None) dict as Swift pickles it (hashes.pkl without its "valid" and
+  // "updated" keys; a REPLICATE answer), built in one pass: the suffixes are unique already.
+  std::string pickled_suffixes() const;
 };
 
 // flock on <partition>/.lock, as Swift's lock_path: held while hashes.pkl / hashes.invalid

@@ -36,6 +36,22 @@ PartitionLock::~PartitionLock() {
   if (file_.is_open()) ::flock(file_.fd(), LOCK_UN);
 }
 
+namespace {
+
+// The suffix entries of a pickled hashes dict, appended directly (Value::set would look each
+// key up: quadratic in the partition's suffixes, up to 4096).
+pickle::Value::Dict suffix_entries(const SuffixHashes& hashes) {
+  pickle::Value::Dict entries;
+  entries.reserve(hashes.suffixes.size() + 2);
+  for (const auto& [suffix, hash] : hashes.suffixes) {
+    entries.emplace_back(pickle::Value::str(suffix),
+                         hash ? pickle::Value::str(*hash) : pickle::Value::none());
+  }
+  return entries;
+}
+
+}  // namespace
+
 SuffixHashes DiskFileManager::read_hashes(const std::string& part_dir) {
   SuffixHashes out;
   auto bytes = fs_.read_file(part_dir + "/hashes.pkl");
@@ -63,13 +79,15 @@ SuffixHashes DiskFileManager::read_hashes(const std::string& part_dir) {
 Status DiskFileManager::write_hashes(const std::string& part_dir, SuffixHashes& hashes) {
   hashes.updated =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-  pickle::Value dict = pickle::Value::dict();
-  for (const auto& [suffix, hash] : hashes.suffixes) {
-    dict.set(pickle::Value::str(suffix), hash ? pickle::Value::str(*hash) : pickle::Value::none());
-  }
-  dict.set(pickle::Value::str("valid"), pickle::Value::boolean(hashes.valid));
-  dict.set(pickle::Value::str("updated"), pickle::Value::floating(*hashes.updated));
-  return fs_.write_file_atomic(part_dir + "/hashes.pkl", pickle::dumps(dict, 2), part_dir);
+  pickle::Value::Dict entries = suffix_entries(hashes);
+  entries.emplace_back(pickle::Value::str("valid"), pickle::Value::boolean(hashes.valid));
+  entries.emplace_back(pickle::Value::str("updated"), pickle::Value::floating(*hashes.updated));
+  return fs_.write_file_atomic(part_dir + "/hashes.pkl",
+                               pickle::dumps(pickle::Value::dict(std::move(entries)), 2), part_dir);
+}
+
+std::string SuffixHashes::pickled_suffixes() const {
+  return pickle::dumps(pickle::Value::dict(suffix_entries(*this)), 2);
 }
 
 Result<SuffixHashes> DiskFileManager::consolidate_hashes(const std::string& part_dir) {

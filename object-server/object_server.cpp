@@ -597,13 +597,8 @@ net::awaitable<void> ObjectServer::handle_replicate(Exchange& ex, const std::str
     auto hashes = disk_.get_hashes(loc, recalculate);
     if (!hashes.ok()) return disk_error(hashes.status(), loc.device);
     // The suffix -> hash dict, pickled at protocol 2 as Swift answers (py2 nodes read it).
-    common::pickle::Value dict = common::pickle::Value::dict();
-    for (const auto& [suffix, hash] : hashes->suffixes) {
-      dict.set(common::pickle::Value::str(suffix),
-               hash ? common::pickle::Value::str(*hash) : common::pickle::Value::none());
-    }
     Response ok = swob_response(200);
-    ok.body = common::pickle::dumps(dict, 2);
+    ok.body = hashes->pickled_suffixes();
     return ok;
   });
   co_return co_await ex.reply(std::move(r));
