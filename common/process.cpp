@@ -110,6 +110,20 @@ http::AccessLogger storage_access_logger() {
   };
 }
 
+void sleep_until_or_stopped(std::chrono::steady_clock::time_point deadline,
+                            const std::atomic<bool>& stop) {
+  while (!stop.load() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
+        std::chrono::seconds(1), deadline - std::chrono::steady_clock::now()));
+  }
+}
+
+std::chrono::steady_clock::time_point seconds_from_now(double seconds) {
+  return std::chrono::steady_clock::now() +
+         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+             std::chrono::duration<double>(seconds));
+}
+
 Result<CommandResult> run_command(const std::vector<std::string>& argv, double timeout_seconds,
                                   size_t max_output) {
   if (argv.empty()) return Status::invalid_argument("run_command: no command");

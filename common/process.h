@@ -7,6 +7,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -45,6 +46,14 @@ Result<Settings> load_daemon(const char* path, std::string_view section, Parse p
   if (!logging.ok()) return logging;
   return settings;
 }
+
+// How a daemon waits for its next pass: until `deadline` (steady clock), in steps of at most
+// one second so a stop request is seen promptly; returns early once `stop` is set. That wake-up
+// a second is the whole cost of an idle daemon between passes.
+void sleep_until_or_stopped(std::chrono::steady_clock::time_point deadline,
+                            const std::atomic<bool>& stop);
+// The steady-clock time `seconds` from now.
+std::chrono::steady_clock::time_point seconds_from_now(double seconds);
 
 // A daemon's life after its start: logs `started` (say the cadence) at INFO, then runs `loop`
 // (its run_forever) until SIGTERM or SIGINT sets the flag `loop` watches.

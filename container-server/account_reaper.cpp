@@ -25,6 +25,7 @@
 #include "common/io/device.h"
 #include "common/log/log.h"
 #include "common/timestamp.h"
+#include "common/process.h"
 #include "container-server/listing_db.h"
 
 namespace apus::container {
@@ -186,6 +187,10 @@ struct AccountReaper::Impl {
                                    uint32_t container_part,
                                    const std::vector<ring::Node>& container_nodes,
                                    const std::string& object, int policy);
+  // A DELETE of `path` on `dev`: whether it answered 2xx (its status class counted, a timeout
+  // logged, as Swift's reaper does).
+  net::awaitable<bool> delete_on(const ring::Device& dev, uint32_t part, const std::string& path,
+                                 HeaderMap headers);
   // One backend request to `dev`'s replication address.
   net::awaitable<Result<common::http::SimpleResponse>> send(const ring::Device& dev,
                                                             const std::string& method,
@@ -250,6 +255,18 @@ net::awaitable<Result<common::http::SimpleResponse>> AccountReaper::Impl::send(
   co_return co_await common::http::simple_request(*pool, timeouts(), dev.replication_ip,
                                                   static_cast<uint16_t>(dev.replication_port),
                                                   std::move(request), {}, kMaxListingBody);
+}
+
+net::awaitable<bool> AccountReaper::Impl::delete_on(const ring::Device& dev, uint32_t part,
+                                                   const std::string& path, HeaderMap headers) {
+  auto r = co_await send(dev, "DELETE", part, path, "", std::move(headers));
+  if (!r.ok()) {
+    APUS_LOG_ERROR("Timeout Exception with " + dev.ip + ":" + std::to_string(dev.port) + "/" +
+                   dev.device);
+    co_return false;
+  }
+  count_status(r->head.status);
+  co_return r->head.status >= 200 && r->head.status < 300;
 }
 
 net::awaitable<void> AccountReaper::Impl::reap_device(const std::string& device) {
@@ -408,15 +425,7 @@ net::awaitable<void> AccountReaper::Impl::reap_container(const std::string& acco
     h.set("X-Account-Device", anode.device);
     h.set("X-Account-Override-Deleted", "yes");
     h.set("X-Timestamp", timestamp);
-    auto r = co_await send(*nodes[i].device, "DELETE", located->partition, path, "", h);
-    if (!r.ok()) {
-      APUS_LOG_ERROR("Timeout Exception with " + nodes[i].device->ip + ":" +
-                     std::to_string(nodes[i].device->port) + "/" + nodes[i].device->device);
-      ++failures;
-      continue;
-    }
-    count_status(r->head.status);
-    if (r->head.status >= 200 && r->head.status < 300) {
+    if (co_await delete_on(*nodes[i].device, located->partition, path, std::move(h))) {
       ++successes;
     } else {
       ++failures;
@@ -453,15 +462,7 @@ net::awaitable<void> AccountReaper::Impl::reap_object(const std::string& account
     h.set("X-Container-Device", cnode.device);
     h.set("X-Backend-Storage-Policy-Index", std::to_string(policy));
     h.set("X-Timestamp", timestamp);
-    auto r = co_await send(node, "DELETE", located->partition, path, "", h);
-    if (!r.ok()) {
-      APUS_LOG_ERROR("Timeout Exception with " + node.ip + ":" + std::to_string(node.port) +
-                     "/" + node.device);
-      ++failures;
-      continue;
-    }
-    count_status(r->head.status);
-    if (r->head.status >= 200 && r->head.status < 300) {
+    if (co_await delete_on(node, located->partition, path, std::move(h))) {
       ++successes;
     } else {
       ++failures;
@@ -518,24 +519,12 @@ ReaperStats AccountReaper::run_once() {
 void AccountReaper::run_forever(const std::atomic<bool>& stop) {
   std::mt19937_64 random(std::random_device{}());
   std::uniform_real_distribution<double> fraction(0.0, 1.0);
-  auto sleep_until = [&](std::chrono::steady_clock::time_point until) {
-    // One-second steps so a stop request is seen promptly: the whole cost of an idle reaper.
-    while (!stop.load() && std::chrono::steady_clock::now() < until) {
-      std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
-          std::chrono::seconds(1), until - std::chrono::steady_clock::now()));
-    }
-  };
-  auto after = [](double seconds) {
-    return std::chrono::steady_clock::now() +
-           std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-               std::chrono::duration<double>(seconds));
-  };
   const double interval = impl_->config.interval;
-  sleep_until(after(fraction(random) * interval));
+  common::sleep_until_or_stopped(common::seconds_from_now(fraction(random) * interval), stop);
   while (!stop.load()) {
-    auto next = after(interval);
+    auto next = common::seconds_from_now(interval);
     (void)run_once();
-    sleep_until(next);
+    common::sleep_until_or_stopped(next, stop);
   }
 }
 

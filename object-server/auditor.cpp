@@ -10,6 +10,7 @@
 #include "common/crypto/md5.h"
 #include "common/log/log.h"
 #include "common/recon_cache.h"
+#include "common/process.h"
 #include "object-server/diskfile.h"
 
 namespace apus::object {
@@ -205,14 +206,10 @@ AuditStats ObjectAuditor::run_once(AuditMode mode, const std::set<std::string>& 
 void ObjectAuditor::run_forever(const std::atomic<bool>& stop) {
   bool all = false;
   while (!stop) {
-    const auto began = std::chrono::steady_clock::now();
+    const auto next = common::seconds_from_now(impl_->config.interval);
     (void)run_once(all ? AuditMode::kAll : AuditMode::kZeroByte);
     all = !all;
-    const auto next = began + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                  std::chrono::duration<double>(impl_->config.interval));
-    while (!stop && std::chrono::steady_clock::now() < next) {
-      std::this_thread::sleep_for(std::chrono::seconds(1));
-    }
+    common::sleep_until_or_stopped(next, stop);
   }
 }
 

@@ -25,6 +25,7 @@
 #include "common/log/log.h"
 #include "common/timestamp.h"
 #include "common/update_plan.h"
+#include "common/process.h"
 #include "ring/ring.h"
 
 namespace apus::object {
@@ -723,24 +724,16 @@ ExpirerStats ObjectExpirer::run_once() {
 void ObjectExpirer::run_forever(const std::atomic<bool>& stop) {
   std::mt19937_64 random(std::random_device{}());
   std::uniform_real_distribution<double> fraction(0.0, 1.0);
-  auto sleep_until = [&](std::chrono::steady_clock::time_point until) {
-    // One-second steps so a stop request is seen promptly: the whole cost of an idle expirer
-    // between passes.
-    while (!stop.load() && std::chrono::steady_clock::now() < until) {
-      std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
-          std::chrono::seconds(1), until - std::chrono::steady_clock::now()));
-    }
-  };
   const double interval = impl_->config.interval;
-  sleep_until(std::chrono::steady_clock::now() + seconds(fraction(random) * interval));
+  common::sleep_until_or_stopped(common::seconds_from_now(fraction(random) * interval), stop);
   while (!stop.load()) {
     auto begin = std::chrono::steady_clock::now();
     (void)run_once();
     double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
     if (elapsed < interval) {
-      sleep_until(std::chrono::steady_clock::now() +
-                  seconds(fraction(random) * (interval - elapsed)));
+      common::sleep_until_or_stopped(
+          common::seconds_from_now(fraction(random) * (interval - elapsed)), stop);
     }
   }
 }

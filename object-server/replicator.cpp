@@ -629,13 +629,9 @@ ReplicationStats ObjectReplicator::run_once(const PassFilter& filter) {
 
 void ObjectReplicator::run_forever(const std::atomic<bool>& stop) {
   while (!stop) {
-    const auto began = std::chrono::steady_clock::now();
+    const auto next = common::seconds_from_now(impl_->config.interval);
     (void)run_once();
-    const auto next = began + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                  std::chrono::duration<double>(impl_->config.interval));
-    while (!stop && std::chrono::steady_clock::now() < next) {
-      std::this_thread::sleep_for(std::chrono::seconds(1));
-    }
+    common::sleep_until_or_stopped(next, stop);
   }
 }
 

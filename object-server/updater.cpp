@@ -16,6 +16,7 @@
 #include "common/http/url.h"
 #include "common/io/blocking_pool.h"
 #include "common/log/log.h"
+#include "common/process.h"
 #include "object-server/async_pending.h"
 #include "object-server/container_update.h"
 #include "object-server/diskfile.h"
@@ -282,15 +283,9 @@ UpdaterStats ObjectUpdater::run_once() {
 
 void ObjectUpdater::run_forever(const std::atomic<bool>& stop) {
   while (!stop.load()) {
-    auto start = std::chrono::steady_clock::now();
+    auto next = common::seconds_from_now(impl_->config.interval);
     (void)run_once();
-    auto next = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                            std::chrono::duration<double>(impl_->config.interval));
-    // Sleep in one-second steps so a stop request is seen promptly; that is the whole cost of
-    // an idle updater between passes.
-    while (!stop.load() && std::chrono::steady_clock::now() < next) {
-      std::this_thread::sleep_for(std::chrono::seconds(1));
-    }
+    common::sleep_until_or_stopped(next, stop);
   }
 }
 
