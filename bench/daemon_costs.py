@@ -16,8 +16,8 @@ Measured, from /proc (user + system CPU of each process over a window):
                            their REPLICATEs, as a share of one core per node
   Swift's replicator, idle the same window with Swift 2.30.1's replicator (ssync) on node 0
                            (its first pass finds hashes.pkl made already)
-  auditor, paced           apus-object-auditor at Swift's default pace (20 files/s, 10 MB/s)
-                           for --window seconds, on node 0
+  auditor, paced           apus-object-auditor as a daemon for --window seconds on node 0: its
+                           first pass is a ZBF one, at Swift's default 50 files/s
   auditor, unpaced         CPU microseconds per object of an unpaced ALL pass over node 0
   refill                   on fresh data sets of 4 KiB objects and of larger ones: node 2's
                            disk emptied, nodes 0 and 1 replicate (ssync, then the same with
