@@ -407,6 +407,8 @@ Result<ReplicatorConfig> ReplicatorConfig::from_config(const common::Config& con
   APUS_ASSIGN_OR_RETURN(c.http_timeout, s.get_double("http_timeout", 60));
   APUS_ASSIGN_OR_RETURN(c.reclaim_age, s.get_int("reclaim_age", 604800));
   APUS_ASSIGN_OR_RETURN(c.handoffs_first, s.get_bool("handoffs_first", false));
+  APUS_ASSIGN_OR_RETURN(c.ring_check_interval, s.get_double("ring_check_interval", 15));
+  if (c.ring_check_interval <= 0) return s.invalid("ring_check_interval", "must be positive");
   std::string handoff_delete = s.get_string("handoff_delete", "auto");
   if (handoff_delete != "auto") {
     APUS_ASSIGN_OR_RETURN(n, s.get_int("handoff_delete", 0));

@@ -120,6 +120,7 @@ struct ReplicatorConfig {
   int64_t reclaim_age = 604800;
   bool handoffs_first = false;  // handoff partitions before primaries in a pass
   int handoff_delete = 0;       // 0: "auto", every primary
+  double ring_check_interval = 15;  // seconds between checks of the ring files for a change
   std::string rsync_module;     // empty: sync_method = ssync
   RsyncOptions rsync;
   std::string recon_cache_path = "/var/cache/swift";

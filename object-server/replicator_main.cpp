@@ -1,6 +1,7 @@
 // apus-object-replicator CONFIG [--once] [--devices d1,d2] [--partitions p1,p2]: object
 // replication with SSYNC, like swift-object-replicator with sync_method = ssync.
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -42,11 +43,17 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", config.status().message().c_str());
     return 1;
   }
-  // One ring per policy, kept current by the reloader's thread (ring_check_interval).
+  // One ring per policy, kept current by a reloader's thread that checks the files every
+  // ring_check_interval (one stat per ring; a read only when one changed). A pass in progress
+  // takes the new ring for the partitions it has not reached yet (Swift's replicator aborts
+  // the pass instead).
+  auto reloader = std::make_shared<apus::ring::RingReloader>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(
+          std::chrono::duration<double>(config->ring_check_interval)));
   std::map<int, std::unique_ptr<apus::ring::Ring>> rings;
   for (const auto& policy : config->swift.policies.all()) {
     apus::ring::RingOptions ring_options;
-    ring_options.reloader = apus::ring::RingReloader::shared();
+    ring_options.reloader = reloader;
     std::string name = policy.index == 0 ? "object" : "object-" + std::to_string(policy.index);
     auto ring = apus::ring::Ring::open(
         config->swift_dir + "/" + name + ".ring.gz",

@@ -60,3 +60,18 @@ TEST_CASE("ReplicatorConfig: rsync by default as Swift, its options, ssync on re
   CHECK_FALSE(parse("rsync_module = {host}::object\n").ok());
   CHECK_FALSE(parse("rsync_io_timeout = 30; rm -rf /\n").ok());
 }
+
+TEST_CASE("ReplicatorConfig: ring_check_interval") {
+  apus::test::TempDir dir("apus_replicator_ring");
+  std::ofstream(dir.path("swift.conf"))
+      << "[swift-hash]\nswift_hash_path_suffix = s\n[storage-policy:0]\nname = gold\n";
+  auto parse = [&](const std::string& section) {
+    return apus::object::ReplicatorConfig::from_config(
+        apus::common::Config::parse("[DEFAULT]\nswift_dir = " + dir.path("") +
+                                    "\n[object-replicator]\n" + section)
+            .value());
+  };
+  CHECK(parse("").value().ring_check_interval == 15);
+  CHECK(parse("ring_check_interval = 2.5\n").value().ring_check_interval == 2.5);
+  CHECK_FALSE(parse("ring_check_interval = 0\n").ok());
+}
