@@ -204,13 +204,16 @@ AuditStats ObjectAuditor::run_once(AuditMode mode, const std::set<std::string>& 
 }
 
 void ObjectAuditor::run_forever(const std::atomic<bool>& stop) {
-  bool all = false;
-  while (!stop) {
-    const auto next = common::seconds_from_now(impl_->config.interval);
-    (void)run_once(all ? AuditMode::kAll : AuditMode::kZeroByte);
-    all = !all;
-    common::sleep_until_or_stopped(next, stop);
-  }
+  auto passes = [&](AuditMode mode) {
+    while (!stop) {
+      const auto next = common::seconds_from_now(impl_->config.interval);
+      (void)run_once(mode);
+      common::sleep_until_or_stopped(next, stop);
+    }
+  };
+  std::thread zero_byte([&] { passes(AuditMode::kZeroByte); });
+  passes(AuditMode::kAll);
+  zero_byte.join();
 }
 
 }  // namespace apus::object

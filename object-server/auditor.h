@@ -8,14 +8,16 @@
 // each object whole and compares its MD5 with the stored ETag; the ZBF pass ("zero byte
 // files") looks only at empty objects, which cost no read. Passes are paced: at most
 // files_per_second objects (zero_byte_files_per_second for ZBF) and bytes_per_second bytes,
-// so an idle cluster's auditor sleeps most of the time. run_forever alternates a ZBF and an ALL
-// pass every `interval` seconds (Swift forks the two to run side by side).
+// so an idle cluster's auditor sleeps most of the time. run_forever runs ZBF passes and ALL
+// passes side by side (a thread each, as Swift forks the two), each starting every `interval`
+// seconds: an empty object found bad need not wait for a long ALL pass to end.
 //
 // A quarantined object goes to <dev>/quarantined/objects[-N]/<hash> and its suffix is marked
 // for rehashing, so the next replicator pass sees the difference and sends the good copy.
 // Stats go to object.recon (object_auditor_stats_ALL / _ZBF) as Swift writes them.
 //
-// Thread-compatible: one thread runs the passes; every call here blocks on disk I/O.
+// Thread-compatible: run_once and run_forever are called by one thread (run_forever starts one
+// more for its ZBF passes); every call here blocks on disk I/O.
 #pragma once
 
 #include <atomic>
@@ -65,7 +67,8 @@ class ObjectAuditor {
 
   // One pass over `devices` (all when empty); blocks until it is done.
   AuditStats run_once(AuditMode mode, const std::set<std::string>& devices = {});
-  // ZBF and ALL passes every `interval` seconds until `stop` (checked at least once a second).
+  // ZBF and ALL passes side by side, each every `interval` seconds, until `stop` (checked at
+  // least once a second).
   void run_forever(const std::atomic<bool>& stop);
 
  private:

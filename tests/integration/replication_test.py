@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 SUPPORT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support")
 sys.path.insert(0, SUPPORT)
@@ -122,6 +123,31 @@ def swift_replicate(cluster, n, method="ssync"):
         return json.load(f).get("replication_stats", {})
 
 
+def auditor_daemon(cluster, n=0):
+    """apus-object-auditor as a daemon: its ZBF and ALL passes run side by side (both stats in
+    object.recon within seconds), and SIGTERM stops it at once."""
+    audit(cluster, n)  # writes its config
+    conf = os.path.join(cluster.etc, "auditor-%d.conf" % n)
+    recon_file = os.path.join(cluster.root, "recon-%d" % n, "object.recon")
+    os.unlink(recon_file)
+    proc = cluster.ps.start([os.path.join(BIN, "apus-object-auditor"), conf],
+                            os.path.join(cluster.root, "auditor-daemon-%d.out" % n))
+    recon = {}
+    for _ in range(100):
+        time.sleep(0.1)
+        if os.path.exists(recon_file):
+            with open(recon_file) as f:
+                recon = json.load(f)
+            if "object_auditor_stats_ZBF" in recon and "object_auditor_stats_ALL" in recon:
+                break
+    check("object_auditor_stats_ZBF" in recon and "object_auditor_stats_ALL" in recon,
+          "the auditor daemon runs ZBF and ALL passes side by side: %r" % recon)
+    began = time.time()
+    cluster.ps.stop(proc)
+    check(proc.returncode is not None and time.time() - began < 5,
+          "the auditor daemon stops within seconds of SIGTERM")
+
+
 def replicate_all(cluster, rsync=False):
     for n in range(4):
         replicate(cluster, n, rsync=rsync)
@@ -219,6 +245,7 @@ def main():
 
         # 4. Bit rot in one replica.
         bit_rot(cluster, names, bodies, url, token)
+        auditor_daemon(cluster)
 
         # 5. A primary's device unmounted (507): the other primaries send to a handoff, which
         # sends home once the device is back.
