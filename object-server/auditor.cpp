@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
+#include <span>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -57,6 +60,60 @@ class Pacer {
   double owed_ = 0;  // seconds the units taken so far should have lasted
   std::chrono::steady_clock::time_point began_ = std::chrono::steady_clock::now();
 };
+
+// Swift's auditor_status_<ALL|ZBF>.json in a device's objects directory: the partitions a pass
+// has still to audit there, so a restarted auditor resumes where it was ({"partitions": [...]},
+// Swift's format: Swift's and Apus's auditors resume from each other's files). Written before
+// each partition (at most once a minute, as Swift), emptied when the device is done, removed
+// when the pass ends.
+constexpr double kMinStatusUpdateSeconds = 60;
+
+std::string status_path(const std::string& objects, AuditMode mode) {
+  return objects + "/auditor_status_" + (mode == AuditMode::kAll ? "ALL" : "ZBF") + ".json";
+}
+
+// The partitions left by an interrupted pass, or nullopt (no file, or one that is not Swift's
+// format: then the pass starts over; Swift would fail on a list of non-strings).
+std::optional<std::vector<std::string>> load_status(common::io::Fs& fs, const std::string& path) {
+  auto text = fs.read_file(path);
+  if (!text.ok()) return std::nullopt;
+  boost::system::error_code ec;
+  boost::json::value v = boost::json::parse(*text, ec);
+  const boost::json::object* o = ec ? nullptr : v.if_object();
+  const boost::json::value* parts = o ? o->if_contains("partitions") : nullptr;
+  if (!parts || !parts->is_array()) {
+    APUS_LOG_WARNING("Loading JSON from " + path + " failed: starting the device over");
+    return std::nullopt;
+  }
+  std::vector<std::string> out;
+  for (const auto& p : parts->as_array()) {
+    if (!p.is_string() || !common::parse_python_int(std::string_view(p.as_string()))) {
+      APUS_LOG_WARNING(path + " lists something other than partitions: starting the device over");
+      return std::nullopt;
+    }
+    out.emplace_back(p.as_string());
+  }
+  return out;
+}
+
+void save_status(common::io::Fs& fs, const std::string& path,
+                 std::span<const std::string> partitions) {
+  if (!partitions.empty()) {
+    auto st = fs.stat(path);
+    const double now =
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    if (st.ok() && st->exists &&
+        static_cast<double>(st->mtime_ns) / 1e9 + kMinStatusUpdateSeconds > now) {
+      return;  // written less than a minute ago
+    }
+  }
+  boost::json::array list;
+  for (const std::string& p : partitions) list.emplace_back(p);
+  boost::json::object o;
+  o["partitions"] = std::move(list);
+  Status s = fs.write_file_atomic(path, boost::json::serialize(o));
+  if (!s.ok()) APUS_LOG_WARNING("Cannot write " + path + " (" + s.to_string() + ")");
+}
 
 }  // namespace
 
@@ -156,6 +213,7 @@ AuditStats ObjectAuditor::run_once(AuditMode mode, const std::set<std::string>& 
   Pacer files(mode == AuditMode::kAll ? m.config.files_per_second
                                       : m.config.zero_byte_files_per_second);
   Pacer bytes(m.config.bytes_per_second);
+  std::vector<std::string> audited_dirs;  // objects directories whose status file goes at the end
   for (const std::string& device : m.sorted_dir(m.config.devices)) {
     if (!devices.empty() && !devices.contains(device)) continue;
     if (!m.disk.check_device(device).ok()) continue;
@@ -165,8 +223,15 @@ AuditStats ObjectAuditor::run_once(AuditMode mode, const std::set<std::string>& 
       part.policy = policy.index;
       const std::string objects = m.config.devices + "/" + device + "/" +
                                   DiskFileManager::policy_dir("objects", policy.index);
-      for (const std::string& partition : m.sorted_dir(objects)) {
+      if (auto st = m.fs.stat(objects); !st.ok() || !st->exists) continue;
+      const std::string status = status_path(objects, mode);
+      std::vector<std::string> partitions =
+          load_status(m.fs, status).value_or(m.sorted_dir(objects));
+      audited_dirs.push_back(objects);
+      for (size_t pos = 0; pos < partitions.size(); ++pos) {
+        const std::string& partition = partitions[pos];
         if (!common::parse_python_int(partition)) continue;
+        save_status(m.fs, status, std::span(partitions).subspan(pos));
         part.partition = partition;
         for (const std::string& suffix : m.sorted_dir(objects + "/" + partition)) {
           if (!is_valid_suffix(suffix)) continue;
@@ -177,8 +242,11 @@ AuditStats ObjectAuditor::run_once(AuditMode mode, const std::set<std::string>& 
           }
         }
       }
+      save_status(m.fs, status, {});
     }
   }
+  // The pass is over: the next one starts from a full listing.
+  for (const std::string& objects : audited_dirs) (void)m.fs.unlink(status_path(objects, mode));
   stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
   const char* type = mode == AuditMode::kAll ? "ALL" : "ZBF";
   APUS_LOG_INFO(std::string("Object audit (") + type + ") pass completed: " +

@@ -14,7 +14,9 @@
 //
 // A quarantined object goes to <dev>/quarantined/objects[-N]/<hash> and its suffix is marked
 // for rehashing, so the next replicator pass sees the difference and sends the good copy.
-// Stats go to object.recon (object_auditor_stats_ALL / _ZBF) as Swift writes them.
+// Stats go to object.recon (object_auditor_stats_ALL / _ZBF) as Swift writes them. A pass keeps
+// the partitions it has left per device in Swift's auditor_status_<ALL|ZBF>.json, so a
+// restarted auditor resumes there.
 //
 // Thread-compatible: run_once and run_forever are called by one thread (run_forever starts one
 // more for its ZBF passes); every call here blocks on disk I/O.

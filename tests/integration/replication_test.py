@@ -148,6 +148,36 @@ def auditor_daemon(cluster, n=0):
           "the auditor daemon stops within seconds of SIGTERM")
 
 
+def auditor_resume(cluster, names, bodies):
+    """Swift's auditor_status_ALL.json: a pass resumes with the partitions the file lists (an
+    object rotted elsewhere waits for the next pass), and the file is gone when the pass ends."""
+    parts = {name: cluster.placement("c", name)[0] for name in names}
+    pairs = [(n, a, b) for n in range(4) for a in names for b in names
+             if parts[a] != parts[b] and n in cluster.primaries("c", a) and
+             n in cluster.primaries("c", b)]
+    check(pairs, "two objects in different partitions of one node, for the resume test")
+    if not pairs:
+        return
+    n, kept, rotted = pairs[0]
+    path = data_file(cluster, n, parts[rotted], rotted)
+    with open(path, "r+b") as f:
+        first = f.read(1)
+        f.seek(0)
+        f.write(bytes([first[0] ^ 0xff]))
+    objects = os.path.join(cluster.root, "node%d" % n, "sd%d" % n, "objects")
+    status = os.path.join(objects, "auditor_status_ALL.json")
+    with open(status, "w") as f:
+        json.dump({"partitions": [str(parts[kept])]}, f)
+    audit(cluster, n)
+    check(os.path.exists(path), "a resumed pass audits only the partitions left in its status file")
+    check(not os.path.exists(status), "the status file goes when the pass ends")
+    audit(cluster, n)
+    check(not os.path.exists(path), "the next pass audits everything")
+    replicate_all(cluster)  # the rotted copy comes back
+    _, got = swift.get_object(*cluster.connect(), "c", rotted)
+    check(got == bodies[rotted], "%s repaired after the resumed audit" % rotted)
+
+
 def replicate_all(cluster, rsync=False):
     for n in range(4):
         replicate(cluster, n, rsync=rsync)
@@ -245,6 +275,7 @@ def main():
 
         # 4. Bit rot in one replica.
         bit_rot(cluster, names, bodies, url, token)
+        auditor_resume(cluster, names[:-1], bodies)
         auditor_daemon(cluster)
 
         # 5. A primary's device unmounted (507): the other primaries send to a handoff, which
