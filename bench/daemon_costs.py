@@ -19,7 +19,8 @@ Measured, from /proc (user + system CPU of each process over a window):
   auditor, paced           apus-object-auditor as a daemon for --window seconds on node 0: its
                            first pass is a ZBF one, at Swift's default 50 files/s
   auditor, unpaced         CPU microseconds per object of an unpaced ALL pass over node 0
-  refill                   on fresh data sets of 4 KiB objects and of larger ones: node 2's
+  refill                   (first, on a cluster of its own) on data sets of 4 KiB objects and
+                           of larger ones: node 2's
                            disk emptied, nodes 0 and 1 replicate (ssync, then the same with
                            rsync; Swift's default concurrency), pass after pass: objects/s
                            and MiB/s until node 2 holds every object again
@@ -252,6 +253,23 @@ def main():
     args = ap.parse_args()
     bin_dir = os.path.join(os.path.abspath(args.build), "bin")
     result = {"objects": args.objects, "part_power": args.part_power}
+    # Refills first, on a cluster of their own: removing a million objects' trees between data
+    # sets would take longer than the measurements.
+    with procs.TempDir("apus-daemon-refill-") as root, procs.Processes() as ps:
+        cluster = Cluster(bin_dir, root, ps, nodes=3, part_power=args.part_power)
+        cluster.start_rsyncd()
+        # Small objects (the cost per object), then large ones (MiB/s).
+        for key, count, size in (("refill_small", args.refill_objects, 4096),
+                                 ("refill_large", args.refill_large_objects, args.refill_size)):
+            for n in range(3):
+                shutil.rmtree(os.path.join(root, "node%d" % n, "sd%d" % n, "objects"),
+                              ignore_errors=True)
+            populate(cluster, 0, ("%s%d" % (key, i) for i in range(count)), size,
+                     part_power=args.part_power)
+            for n in (1, 2):
+                link_copy(cluster, 0, n)
+            result[key] = [measure_refill(cluster, count, size, m) for m in ("ssync", "rsync")]
+            print("%s (%d x %d bytes):" % (key, count, size), result[key], flush=True)
     with procs.TempDir("apus-daemon-costs-") as root, procs.Processes() as ps:
         cluster = Cluster(bin_dir, root, ps, nodes=3, part_power=args.part_power)
         t0 = time.time()
@@ -269,18 +287,6 @@ def main():
             print("Swift's replicator:", result["swift_replicator"], flush=True)
         result["auditor"] = measure_auditor(cluster, 0, args.window, args.objects)
         print("auditor:", result["auditor"], flush=True)
-        cluster.start_rsyncd()
-        # Refills on fresh data sets: small objects (the cost per object), large ones (MiB/s).
-        for key, count, size in (("refill_small", args.refill_objects, 4096),
-                                 ("refill_large", args.refill_large_objects, args.refill_size)):
-            for n in range(3):
-                shutil.rmtree(os.path.join(root, "node%d" % n, "sd%d" % n, "objects"))
-            populate(cluster, 0, ("%s%d" % (key, i) for i in range(count)), size,
-                     part_power=args.part_power)
-            for n in (1, 2):
-                link_copy(cluster, 0, n)
-            result[key] = [measure_refill(cluster, count, size, m) for m in ("ssync", "rsync")]
-            print("%s (%d x %d bytes):" % (key, count, size), result[key], flush=True)
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "daemon_costs.json"), "w") as f:
         json.dump(result, f, indent=1)
