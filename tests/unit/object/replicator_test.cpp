@@ -8,6 +8,25 @@
 
 using apus::object::rsync_module_interpolation;
 
+namespace {
+
+// [object-replicator] sections read beside a swift.conf of their own.
+struct ReplicatorConfigs {
+  apus::test::TempDir dir{"apus_replicator"};
+  ReplicatorConfigs() {
+    std::ofstream(dir.path("swift.conf"))
+        << "[swift-hash]\nswift_hash_path_suffix = s\n[storage-policy:0]\nname = gold\n";
+  }
+  apus::common::Result<apus::object::ReplicatorConfig> parse(const std::string& section) {
+    return apus::object::ReplicatorConfig::from_config(
+        apus::common::Config::parse("[DEFAULT]\nswift_dir = " + dir.path("") +
+                                    "\n[object-replicator]\n" + section)
+            .value());
+  }
+};
+
+}  // namespace
+
 TEST_CASE("rsync_module_interpolation fills in the device's values as Swift's does") {
   apus::ring::Device dev;
   dev.ip = "10.0.0.1";
@@ -32,15 +51,8 @@ TEST_CASE("rsync_module_interpolation fills in the device's values as Swift's do
 }
 
 TEST_CASE("ReplicatorConfig: rsync by default as Swift, its options, ssync on request") {
-  apus::test::TempDir dir("apus_replicator");
-  std::ofstream(dir.path("swift.conf"))
-      << "[swift-hash]\nswift_hash_path_suffix = s\n[storage-policy:0]\nname = gold\n";
-  auto parse = [&](const std::string& section) {
-    return apus::object::ReplicatorConfig::from_config(
-        apus::common::Config::parse("[DEFAULT]\nswift_dir = " + dir.path("") +
-                                    "\n[object-replicator]\n" + section)
-            .value());
-  };
+  ReplicatorConfigs configs;
+  auto parse = [&](const std::string& section) { return configs.parse(section); };
   auto c = parse("");
   REQUIRE(c.ok());
   CHECK(c->rsync_module == "{replication_ip}::object");
@@ -62,15 +74,8 @@ TEST_CASE("ReplicatorConfig: rsync by default as Swift, its options, ssync on re
 }
 
 TEST_CASE("ReplicatorConfig: ring_check_interval") {
-  apus::test::TempDir dir("apus_replicator_ring");
-  std::ofstream(dir.path("swift.conf"))
-      << "[swift-hash]\nswift_hash_path_suffix = s\n[storage-policy:0]\nname = gold\n";
-  auto parse = [&](const std::string& section) {
-    return apus::object::ReplicatorConfig::from_config(
-        apus::common::Config::parse("[DEFAULT]\nswift_dir = " + dir.path("") +
-                                    "\n[object-replicator]\n" + section)
-            .value());
-  };
+  ReplicatorConfigs configs;
+  auto parse = [&](const std::string& section) { return configs.parse(section); };
   CHECK(parse("").value().ring_check_interval == 15);
   CHECK(parse("ring_check_interval = 2.5\n").value().ring_check_interval == 2.5);
   CHECK_FALSE(parse("ring_check_interval = 0\n").ok());
