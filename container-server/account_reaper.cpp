@@ -404,7 +404,8 @@ net::awaitable<void> AccountReaper::Impl::reap_container(const std::string& acco
     char* end = nullptr;
     long policy = std::strtol(policy_text.c_str(), &end, 10);
     if (*end != '\0' || !config.swift.policies.by_index(static_cast<int>(policy))) {
-      APUS_LOG_ERROR("ERROR: invalid storage policy index: " + policy_text);
+      // A peer's header: logged cut short.
+      APUS_LOG_ERROR("ERROR: invalid storage policy index: " + policy_text.substr(0, 32));
     }
     co_await run_bounded(objects.size(), width, [&](size_t i) {
       return reap_object(account, container, located->partition, nodes, objects[i],

@@ -7,6 +7,7 @@
 
 #include "common/crypto/md5.h"
 #include "common/log/log.h"
+#include "common/config/config.h"
 #include "common/pickle.h"
 #include "object-server/diskfile.h"
 
@@ -167,7 +168,12 @@ Result<SuffixHashes> DiskFileManager::get_hashes(const Location& part_loc,
   if (!st.ok()) return st.status();
   if (!st->exists) {
     // Swift makes the partition (its hashes.pkl) on the way: a peer's rsync then finds a
-    // directory to put suffixes in (rsync does not make parent directories).
+    // directory to put suffixes in (rsync does not make parent directories). Safer than Swift,
+    // which makes whatever name a REPLICATE gives: only a partition number a ring can have.
+    auto number = common::parse_python_int(part_loc.partition);
+    if (!number || *number < 0 || *number > int64_t{0xffffffff}) {
+      return SuffixHashes{.valid = true};
+    }
     auto made = fs_.mkdirs(part_dir);
     if (!made.ok()) return made.status();
   }

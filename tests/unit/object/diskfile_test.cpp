@@ -328,3 +328,21 @@ TEST_CASE("diskfile: an orphan sidecar is kept while young and removed when old"
   CHECK(fs::exists(dir + "/." + young.internal() + ".data.metadata"));
   CHECK_FALSE(fs::exists(dir + "/." + old.internal() + ".data.metadata"));
 }
+
+TEST_CASE("diskfile: get_hashes makes a missing partition only when its name is a partition") {
+  TempDevices dev;
+  DiskFileManager mgr(apus::common::io::default_fs(), dev.options(), {"prefix", "suffix"});
+  Location part = loc();
+  part.partition = "42";
+  auto made = mgr.get_hashes(part, {});
+  REQUIRE(made.ok());
+  CHECK(made->suffixes.empty());
+  CHECK(fs::exists(dev.root / "sda1" / "objects" / "42" / "hashes.pkl"));
+  for (const char* name : {"abc", "-1", "4294967296"}) {
+    part.partition = name;
+    auto none = mgr.get_hashes(part, {});
+    REQUIRE(none.ok());
+    CHECK(none->suffixes.empty());
+    CHECK_FALSE(fs::exists(dev.root / "sda1" / "objects" / name));
+  }
+}
