@@ -140,9 +140,7 @@ struct AccountReaper::Impl {
   std::vector<std::string> my_ips;
   int width;  // sqrt(concurrency): containers at a time, and objects at a time per container
   std::string user_agent;
-  // The followers' own files: a directory of this process, removed with it.
-  std::string scratch_dir;
-  std::map<std::string, std::unique_ptr<ListingStore>> followers;  // by device
+  FollowedStores stores;  // the account stores of this node's devices
   std::unique_ptr<common::http::ConnectionPool> pool;
   ReaperStats stats;  // this pass's
 
@@ -155,15 +153,8 @@ struct AccountReaper::Impl {
         object_rings(std::move(o)),
         my_ips(ring::local_ips(config.bind_ip)),
         width(std::max(1, static_cast<int>(std::sqrt(static_cast<double>(config.concurrency))))),
-        user_agent("account-reaper " + std::to_string(::getpid())) {}
-
-  ~Impl() {
-    followers.clear();
-    if (!scratch_dir.empty()) {
-      std::error_code ignored;
-      std::filesystem::remove_all(scratch_dir, ignored);
-    }
-  }
+        user_agent("account-reaper " + std::to_string(::getpid())),
+        stores(config.devices, DbType::kAccount, fs) {}
 
   common::http::ClientOptions timeouts() const {
     return {.conn_timeout = config.conn_timeout, .node_timeout = config.node_timeout};
@@ -171,9 +162,6 @@ struct AccountReaper::Impl {
 
   void count_status(int status) { ++stats.return_codes[status / 100]; }
 
-  // The device's account store, followed up to the server's latest write; nullptr when the
-  // device has none or it cannot be read (logged).
-  ListingStore* follow(const std::string& device);
   // This device's index among the partition's primaries, or -1 when it is not one.
   int primary_index(const std::vector<ring::Node>& nodes, const std::string& device) const;
 
@@ -199,34 +187,6 @@ struct AccountReaper::Impl {
                                                             const std::string& query,
                                                             HeaderMap headers);
 };
-
-ListingStore* AccountReaper::Impl::follow(const std::string& device) {
-  const std::string path = config.devices + "/" + device + "/apus-accounts";
-  auto it = followers.find(device);
-  if (it != followers.end()) {
-    Status caught_up = it->second->catch_up();
-    if (caught_up.ok()) return it->second.get();
-    APUS_LOG_WARNING("account store " + path + ": " + caught_up.to_string() + "; reopening");
-    followers.erase(it);
-  }
-  if (!fs.stat(path).ok()) return nullptr;  // no account database on this device
-  if (scratch_dir.empty()) {
-    std::string templ = std::filesystem::temp_directory_path().string() + "/apus-reaper.XXXXXX";
-    if (::mkdtemp(templ.data()) == nullptr) {
-      APUS_LOG_ERROR("cannot make a scratch directory for the account stores: " + templ);
-      return nullptr;
-    }
-    scratch_dir = templ;
-  }
-  StoreOptions options;
-  options.type = DbType::kAccount;
-  auto store = ListingStore::open_follower(path, scratch_dir + "/" + device, options);
-  if (!store.ok()) {
-    APUS_LOG_ERROR("cannot read account store " + path + ": " + store.status().to_string());
-    return nullptr;
-  }
-  return followers.emplace(device, std::move(*store)).first->second.get();
-}
 
 int AccountReaper::Impl::primary_index(const std::vector<ring::Node>& nodes,
                                        const std::string& device) const {
@@ -270,7 +230,7 @@ net::awaitable<bool> AccountReaper::Impl::delete_on(const ring::Device& dev, uin
 }
 
 net::awaitable<void> AccountReaper::Impl::reap_device(const std::string& device) {
-  ListingStore* store = follow(device);
+  ListingStore* store = stores.follow(device);
   if (!store) co_return;
   std::string after;
   for (;;) {

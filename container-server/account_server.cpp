@@ -5,6 +5,7 @@
 #include "common/http/swob.h"
 #include "common/http/url.h"
 #include "common/listing_format.h"
+#include "container-server/db_replication.h"
 
 namespace apus::container {
 
@@ -88,10 +89,11 @@ net::awaitable<void> AccountServer::handle(Exchange& ex) {
   if (method == "OPTIONS") {
     Response r;
     r.headers.set("Content-Type", "text/html; charset=UTF-8");
-    r.headers.set("Allow", "DELETE, GET, HEAD, OPTIONS, POST, PUT");
+    r.headers.set("Allow", "DELETE, GET, HEAD, OPTIONS, POST, PUT, REPLICATE");
     r.headers.set("Server", "account-server/" APUS_SWIFT_VERSION);
     co_return co_await reply(std::move(r));
   }
+  if (method == "REPLICATE") co_return co_await serve_replicate(ex, config_, devices_);
   bool known = method == "PUT" || method == "GET" || method == "HEAD" || method == "POST" ||
                method == "DELETE";
   if (!known) co_return co_await reply(swob_response(405));

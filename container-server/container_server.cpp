@@ -12,6 +12,7 @@
 #include "common/http/url.h"
 #include "common/listing_format.h"
 #include "common/log/log.h"
+#include "container-server/db_replication.h"
 #include "ring/ring_reloader.h"
 
 namespace apus::container {
@@ -207,7 +208,8 @@ net::awaitable<void> ContainerServer::handle(Exchange& ex) {
   auto reply = [&](Response r) {
     return ex.reply(method == "HEAD" ? no_body(std::move(r)) : std::move(r));
   };
-  static constexpr std::string_view kAllowed = "DELETE, GET, HEAD, OPTIONS, POST, PUT, UPDATE";
+  static constexpr std::string_view kAllowed =
+      "DELETE, GET, HEAD, OPTIONS, POST, PUT, REPLICATE, UPDATE";
   if (method == "OPTIONS") {
     Response r;
     r.headers.set("Content-Type", "text/html; charset=UTF-8");
@@ -215,6 +217,7 @@ net::awaitable<void> ContainerServer::handle(Exchange& ex) {
     r.headers.set("Server", "container-server/" APUS_SWIFT_VERSION);
     co_return co_await reply(std::move(r));
   }
+  if (method == "REPLICATE") co_return co_await serve_replicate(ex, config_, devices_);
   bool known = method == "PUT" || method == "GET" || method == "HEAD" || method == "POST" ||
                method == "DELETE" || method == "UPDATE";
   if (!known) co_return co_await reply(swob_response(405));
@@ -648,47 +651,6 @@ net::awaitable<void> ContainerServer::handle_get(Exchange& ex, const Target& t) 
 
 // ---- UPDATE ----------------------------------------------------------------------------------
 
-namespace {
-
-// One row of an UPDATE body (Swift's merge_items dicts), or nullopt when malformed.
-std::optional<ObjectRecord> record_from_json(const boost::json::value& v) {
-  const auto* o = v.if_object();
-  if (!o) return std::nullopt;
-  auto str = [&](const char* key) -> std::optional<std::string> {
-    auto it = o->find(key);
-    if (it == o->end() || it->value().is_null()) return std::string();
-    if (auto s = it->value().if_string()) return std::string(s->data(), s->size());
-    return std::nullopt;
-  };
-  auto num = [&](const char* key) -> std::optional<int64_t> {
-    auto it = o->find(key);
-    if (it == o->end()) return int64_t{0};
-    if (auto i = it->value().if_int64()) return *i;
-    if (auto s = it->value().if_string()) return parse_int(std::string(s->data(), s->size()));
-    return std::nullopt;
-  };
-  ObjectRecord rec;
-  auto name = str("name"), created = str("created_at"), ctype = str("content_type"),
-       etag = str("etag"), ctype_ts = str("ctype_timestamp"), meta_ts = str("meta_timestamp");
-  auto size = num("size"), deleted = num("deleted"), policy = num("storage_policy_index");
-  if (!name || name->empty() || !created || !ctype || !etag || !ctype_ts || !meta_ts || !size ||
-      !deleted || !policy) {
-    return std::nullopt;
-  }
-  rec.name = std::move(*name);
-  rec.created_at = std::move(*created);
-  rec.content_type = std::move(*ctype);
-  rec.etag = std::move(*etag);
-  rec.ctype_timestamp = std::move(*ctype_ts);
-  rec.meta_timestamp = std::move(*meta_ts);
-  rec.size = *size;
-  rec.deleted = *deleted != 0;
-  rec.storage_policy_index = static_cast<int>(*policy);
-  return rec;
-}
-
-}  // namespace
-
 net::awaitable<void> ContainerServer::handle_update(Exchange& ex, const Target& t) {
   const Request& req = ex.request();
   OrRefusal<Timestamp> ts = request_timestamp(req);
@@ -711,22 +673,9 @@ net::awaitable<void> ContainerServer::handle_update(Exchange& ex, const Target& 
     body.append(buf.data(), *n);
     if (body.size() > kMaxBody) co_return co_await ex.reply(swob_response(413));
   }
-  boost::system::error_code ec;
-  boost::json::value parsed = boost::json::parse(body, ec);
-  std::vector<ObjectRecord> records;
-  if (!ec && parsed.is_array()) {
-    for (const auto& v : parsed.as_array()) {
-      auto rec = record_from_json(v);
-      if (!rec) {
-        ec = boost::json::make_error_code(boost::json::error::syntax);
-        break;
-      }
-      records.push_back(std::move(*rec));
-    }
-  }
-  if (ec || !parsed.is_array()) {
-    co_return co_await ex.reply(plain_error(400, "Invalid UPDATE body"));
-  }
+  std::optional<std::vector<ObjectRecord>> parsed = parse_object_rows(body);
+  if (!parsed) co_return co_await ex.reply(plain_error(400, "Invalid UPDATE body"));
+  std::vector<ObjectRecord> records = std::move(*parsed);
   Response r = co_await pool->call([&]() -> Response {
     auto store = devices_.store(t.device);
     if (!store.ok()) return swob_response(500);

@@ -162,13 +162,29 @@ class TimedStore final : public ListingStore {
   Result<int64_t> reclaim(std::string_view db, const std::string& age) override {
     return inner_->reclaim(db, age);
   }
-  Status merge_objects(std::string_view db, std::vector<ObjectRecord> records) override {
+  Status merge_objects(std::string_view db, std::vector<ObjectRecord> records,
+                       const SyncPoint* source) override {
     common::ScopedTimer t(row_merge_);
-    return inner_->merge_objects(db, std::move(records));
+    return inner_->merge_objects(db, std::move(records), source);
   }
-  Status merge_containers(std::string_view db, std::vector<ContainerRecord> records) override {
+  Status merge_containers(std::string_view db, std::vector<ContainerRecord> records,
+                          const SyncPoint* source) override {
     common::ScopedTimer t(row_merge_);
-    return inner_->merge_containers(db, std::move(records));
+    return inner_->merge_containers(db, std::move(records), source);
+  }
+  Result<std::vector<SyncPoint>> get_syncs(std::string_view db) override {
+    return inner_->get_syncs(db);
+  }
+  Status merge_syncs(std::string_view db, const std::vector<SyncPoint>& points) override {
+    return inner_->merge_syncs(db, points);
+  }
+  Status remove_db(std::string_view db, std::string_view id, int64_t max_row) override {
+    return inner_->remove_db(db, id, max_row);
+  }
+  Result<std::vector<ContainerRecord>> containers_since(std::string_view db, int64_t after_rowid,
+                                                        size_t limit) override {
+    common::ScopedTimer t(listing_);
+    return inner_->containers_since(db, after_rowid, limit);
   }
   Result<std::vector<ObjectEntry>> list_objects(std::string_view db,
                                                 const ListingQuery& q) override {

@@ -6,7 +6,12 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <ctime>
+#include <map>
 #include <unordered_map>
+
+#include <stdlib.h>
 
 #include <rocksdb/db.h>
 #include <rocksdb/env.h>
@@ -110,6 +115,24 @@ std::string seq_key(std::string_view db, int64_t rowid) {
   std::string k = "s";
   put_string(k, db);
   put_be64(k, static_cast<uint64_t>(rowid));
+  return k;
+}
+
+// A database's keys of one family ("r", "s" or "y") all start with this prefix.
+std::string db_prefix(char family, std::string_view db) {
+  std::string k(1, family);
+  put_string(k, db);
+  return k;
+}
+// The first key after every key that starts with `prefix`. REQUIRES: the prefix ends in a
+// byte below 0xff (database names are "<partition>/<hash hex>").
+std::string prefix_end(std::string prefix) {
+  prefix.back() = static_cast<char>(prefix.back() + 1);
+  return prefix;
+}
+std::string sync_key(std::string_view db, std::string_view remote_id) {
+  std::string k = db_prefix('y', db);
+  k.append(remote_id);
   return k;
 }
 
@@ -323,7 +346,8 @@ class RocksListingStore final : public ListingStore {
     return write_batch(batch);
   }
 
-  Status merge_objects(std::string_view db, std::vector<ObjectRecord> records) override {
+  Status merge_objects(std::string_view db, std::vector<ObjectRecord> records,
+                       const SyncPoint* source) override {
     common::MutexLock lock(&lock_for(db));
     auto loaded = read_info(db, nullptr);
     if (!loaded.ok()) return loaded.status();
@@ -355,12 +379,11 @@ class RocksListingStore final : public ListingStore {
       batch.Put(seq_key(db, rec.rowid), key.substr(1));
       written[key] = rec;
     }
-    if (written.empty()) return Status();
-    batch.Put(info_key(db), encode_info(info));
-    return write_batch(batch);
+    return finish_merge(db, info, !written.empty(), source, batch);
   }
 
-  Status merge_containers(std::string_view db, std::vector<ContainerRecord> records) override {
+  Status merge_containers(std::string_view db, std::vector<ContainerRecord> records,
+                          const SyncPoint* source) override {
     common::MutexLock lock(&lock_for(db));
     auto loaded = read_info(db, nullptr);
     if (!loaded.ok()) return loaded.status();
@@ -403,8 +426,52 @@ class RocksListingStore final : public ListingStore {
       batch.Put(seq_key(db, rec.rowid), key.substr(1));
       written[key] = rec;
     }
-    if (written.empty()) return Status();
-    batch.Put(info_key(db), encode_info(info));
+    return finish_merge(db, info, !written.empty(), source, batch);
+  }
+
+  Result<std::vector<SyncPoint>> get_syncs(std::string_view db) override {
+    ReadView view(*this);
+    auto info = read_info(db, view.snapshot());
+    if (!info.ok()) return info.status();
+    if (!info->has_value()) return Status::not_found("no such database");
+    return read_syncs(db, view.snapshot());
+  }
+
+  Status merge_syncs(std::string_view db, const std::vector<SyncPoint>& points) override {
+    common::MutexLock lock(&lock_for(db));
+    auto info = read_info(db, nullptr);
+    if (!info.ok()) return info.status();
+    if (!info->has_value()) return Status::not_found("no such database");
+    auto stored = read_syncs(db, nullptr);
+    if (!stored.ok()) return stored.status();
+    std::map<std::string, int64_t> merged;
+    for (const SyncPoint& p : *stored) merged.emplace(p.remote_id, p.sync_point);
+    rocksdb::WriteBatch batch;
+    for (const SyncPoint& p : points) {
+      auto [it, added] = merged.emplace(p.remote_id, p.sync_point);
+      if (!added && p.sync_point <= it->second) continue;
+      it->second = p.sync_point;
+      batch.Put(sync_key(db, p.remote_id), encode_sync(p.sync_point));
+    }
+    if (merged.size() > kMaxSyncPoints) {
+      return Status::invalid_argument("more than " + std::to_string(kMaxSyncPoints) +
+                                      " sync points");
+    }
+    if (batch.Count() == 0) return Status();
+    return write_batch(batch);
+  }
+
+  Status remove_db(std::string_view db, std::string_view id, int64_t max_row) override {
+    common::MutexLock lock(&lock_for(db));
+    auto info = read_info(db, nullptr);
+    if (!info.ok()) return info.status();
+    if (!info->has_value()) return Status::not_found("no such database");
+    if ((*info)->id != id || (*info)->max_row != max_row) {
+      return Status::conflict("the database changed since it was replicated");
+    }
+    rocksdb::WriteBatch batch;
+    batch.Delete(info_key(db));
+    delete_db_keys(db, batch);
     return write_batch(batch);
   }
 
@@ -454,6 +521,7 @@ class RocksListingStore final : public ListingStore {
       if (last && info.is_deleted(options_.type) && info.empty(options_.type) &&
           info.tombstones == 0 && info.delete_timestamp < age) {
         batch.Delete(info_key(db));  // the whole database is gone, as Swift unlinks it
+        delete_db_keys(db, batch);
       } else {
         batch.Put(info_key(db), encode_info(info));
       }
@@ -476,19 +544,44 @@ class RocksListingStore final : public ListingStore {
     if (options_.type != DbType::kContainer) {
       return Status::invalid_argument("objects_since on an account store");
     }
+    return rows_since<ObjectRecord>(db, after_rowid, limit);
+  }
+
+  Result<std::vector<ContainerRecord>> containers_since(std::string_view db, int64_t after_rowid,
+                                                        size_t limit) override {
+    if (options_.type != DbType::kAccount) {
+      return Status::invalid_argument("containers_since on a container store");
+    }
+    return rows_since<ContainerRecord>(db, after_rowid, limit);
+  }
+
+  Result<std::vector<ContainerEntry>> list_containers(std::string_view db,
+                                                      const ListingQuery& q) override {
+    std::vector<ContainerEntry> out;
+    ListingQuery account_query = q;
+    account_query.path.reset();  // accounts have no path parameter
+    Status s = scan(db, account_query, 0, /*allow_path=*/false, out);
+    if (!s.ok()) return s;
+    return out;
+  }
+
+ private:
+  // Up to `limit` rows of `db` whose ROWID is greater than `after_rowid`, in ROWID order, each
+  // with its name, policy and rowid set: one ordered walk of the "s" sequence keys on a
+  // snapshot. `Row` is ObjectRecord or ContainerRecord, as the store's type.
+  template <class Row>
+  Result<std::vector<Row>> rows_since(std::string_view db, int64_t after_rowid, size_t limit) {
     ReadView view(*this);
     const rocksdb::Snapshot* snap = view.snapshot();
     auto info = read_info(db, snap);
     if (!info.ok()) return info.status();
-    if (!info->has_value()) return Status::not_found("no such container");
-    std::vector<ObjectRecord> out;
+    if (!info->has_value()) return Status::not_found("no such database");
+    std::vector<Row> out;
     // The sequence keys of `db` are "s" + varint(len(db)) + db + be64(rowid); each value is
     // the row's key without its "r", i.e. the same varint(len(db)) + db, then be32(policy)
     // and the name.
-    std::string prefix = "s";
-    put_string(prefix, db);
-    std::string end = prefix;
-    put_be64(end, UINT64_MAX);
+    const std::string prefix = db_prefix('s', db);
+    const std::string end = prefix_end(prefix);
     rocksdb::ReadOptions ro;
     ro.snapshot = snap;
     rocksdb::Slice upper(end);
@@ -505,8 +598,8 @@ class RocksListingStore final : public ListingStore {
       rocksdb::Status s = db_->Get(ro, row_key, &row);
       if (s.IsNotFound()) continue;  // cannot happen: row and entry change in one batch
       if (!s.ok()) return from_rocksdb(s);
-      ObjectRecord rec;
-      if (!decode_row(row, rec)) return Status::corruption("bad object row");
+      Row rec;
+      if (!decode_row(row, rec)) return Status::corruption("bad row");
       const auto* p = reinterpret_cast<const uint8_t*>(value.data() + db_part);
       rec.storage_policy_index =
           static_cast<int>((uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) |
@@ -518,17 +611,65 @@ class RocksListingStore final : public ListingStore {
     return out;
   }
 
-  Result<std::vector<ContainerEntry>> list_containers(std::string_view db,
-                                                      const ListingQuery& q) override {
-    std::vector<ContainerEntry> out;
-    ListingQuery account_query = q;
-    account_query.path.reset();  // accounts have no path parameter
-    Status s = scan(db, account_query, 0, /*allow_path=*/false, out);
-    if (!s.ok()) return s;
+  // A sync point's value: the point (zig-zag varint) and when it was last moved (Unix seconds,
+  // Swift's updated_at, for a later reclaim of points of replicas long gone).
+  static std::string encode_sync(int64_t point) {
+    std::string v;
+    put_signed(v, point);
+    put_varint(v, static_cast<uint64_t>(std::max<int64_t>(0, std::time(nullptr))));
+    return v;
+  }
+
+  Result<std::vector<SyncPoint>> read_syncs(std::string_view db, const rocksdb::Snapshot* snap) {
+    const std::string prefix = db_prefix('y', db);
+    const std::string end = prefix_end(prefix);
+    rocksdb::ReadOptions ro;
+    ro.snapshot = snap;
+    rocksdb::Slice upper(end);
+    ro.iterate_upper_bound = &upper;
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro));
+    std::vector<SyncPoint> out;
+    for (it->Seek(prefix); it->Valid(); it->Next()) {
+      Reader r(std::string_view(it->value().data(), it->value().size()));
+      SyncPoint p;
+      p.remote_id.assign(it->key().data() + prefix.size(), it->key().size() - prefix.size());
+      p.sync_point = r.signed_varint();
+      if (!r.ok()) return Status::corruption("bad sync point");
+      out.push_back(std::move(p));
+    }
+    if (!it->status().ok()) return from_rocksdb(it->status());
     return out;
   }
 
- private:
+  // The end of a row merge: the info (when rows changed) and the source's incoming sync point
+  // (Swift moves it even when no row was newer) go out with the rows in one write.
+  Status finish_merge(std::string_view db, const DbInfo& info, bool rows_changed,
+                      const SyncPoint* source, rocksdb::WriteBatch& batch) {
+    if (source) {
+      std::string key = sync_key(db, source->remote_id);
+      std::string value;
+      rocksdb::Status got = db_->Get(rocksdb::ReadOptions(), key, &value);
+      if (!got.ok() && !got.IsNotFound()) return from_rocksdb(got);
+      int64_t old_point = INT64_MIN;
+      if (got.ok()) {
+        Reader r(value);
+        old_point = r.signed_varint();
+        if (!r.ok()) return Status::corruption("bad sync point");
+      }
+      if (source->sync_point > old_point) batch.Put(key, encode_sync(source->sync_point));
+    }
+    if (rows_changed) batch.Put(info_key(db), encode_info(info));
+    if (batch.Count() == 0) return Status();
+    return write_batch(batch);
+  }
+
+  // Adds the removal of every row, sequence entry and sync point of `db` to `batch`.
+  static void delete_db_keys(std::string_view db, rocksdb::WriteBatch& batch) {
+    for (char family : {'r', 's', 'y'}) {
+      std::string prefix = db_prefix(family, db);
+      batch.DeleteRange(prefix, prefix_end(prefix));
+    }
+  }
 
   common::Mutex& lock_for(std::string_view db) {
     return locks_[std::hash<std::string_view>()(db) % locks_.size()];
@@ -1042,13 +1183,32 @@ class ReopeningStore final : public ListingStore {
   Status update_info(std::string_view db, const InfoUpdate& fn) override {
     return write([&](RocksListingStore& inner) { return inner.update_info(db, fn); });
   }
-  Status merge_objects(std::string_view db, std::vector<ObjectRecord> records) override {
-    return write(
-        [&](RocksListingStore& inner) { return inner.merge_objects(db, std::move(records)); });
+  Status merge_objects(std::string_view db, std::vector<ObjectRecord> records,
+                       const SyncPoint* source) override {
+    return write([&](RocksListingStore& inner) {
+      return inner.merge_objects(db, std::move(records), source);
+    });
   }
-  Status merge_containers(std::string_view db, std::vector<ContainerRecord> records) override {
-    return write(
-        [&](RocksListingStore& inner) { return inner.merge_containers(db, std::move(records)); });
+  Status merge_containers(std::string_view db, std::vector<ContainerRecord> records,
+                          const SyncPoint* source) override {
+    return write([&](RocksListingStore& inner) {
+      return inner.merge_containers(db, std::move(records), source);
+    });
+  }
+  Result<std::vector<SyncPoint>> get_syncs(std::string_view db) override {
+    return read([&](RocksListingStore& inner) { return inner.get_syncs(db); });
+  }
+  Status merge_syncs(std::string_view db, const std::vector<SyncPoint>& points) override {
+    return write([&](RocksListingStore& inner) { return inner.merge_syncs(db, points); });
+  }
+  Status remove_db(std::string_view db, std::string_view id, int64_t max_row) override {
+    return write([&](RocksListingStore& inner) { return inner.remove_db(db, id, max_row); });
+  }
+  Result<std::vector<ContainerRecord>> containers_since(std::string_view db, int64_t after_rowid,
+                                                        size_t limit) override {
+    return read([&](RocksListingStore& inner) {
+      return inner.containers_since(db, after_rowid, limit);
+    });
   }
   Result<int64_t> reclaim(std::string_view db, const std::string& age) override {
     Result<int64_t> out = int64_t{0};
@@ -1082,6 +1242,15 @@ class ReopeningStore final : public ListingStore {
   }
 
  private:
+  // Runs a read fn(store) under a shared hold of mutex_ (trying a reopen first when closed).
+  template <class F>
+  auto read(F&& fn) -> decltype(fn(std::declval<RocksListingStore&>())) {
+    if (closed_.load(std::memory_order_acquire)) (void)maybe_reopen();
+    common::ReaderMutexLock lock(&mutex_);
+    if (!inner_) return closed();
+    return fn(*inner_);
+  }
+
   Status closed() const {
     return Status::insufficient_storage("listing store " + path_ + " closed after a disk error");
   }
@@ -1184,6 +1353,48 @@ Result<std::unique_ptr<ListingStore>> ListingStore::open_follower(const std::str
   if (!s.ok()) return from_rocksdb(s);
   return std::unique_ptr<ListingStore>(
       new RocksListingStore(options, std::unique_ptr<rocksdb::DB>(raw), /*follower=*/true));
+}
+
+// ---- FollowedStores ----------------------------------------------------------------------------
+
+FollowedStores::FollowedStores(std::string devices_dir, DbType type, common::io::Fs& fs)
+    : devices_dir_(std::move(devices_dir)), type_(type), fs_(fs) {}
+
+FollowedStores::~FollowedStores() {
+  stores_.clear();
+  if (!scratch_dir_.empty()) {
+    std::error_code ignored;
+    std::filesystem::remove_all(scratch_dir_, ignored);
+  }
+}
+
+ListingStore* FollowedStores::follow(const std::string& device) {
+  const std::string path = devices_dir_ + "/" + device +
+                           (type_ == DbType::kAccount ? "/apus-accounts" : "/apus-containers");
+  auto it = stores_.find(device);
+  if (it != stores_.end()) {
+    Status caught_up = it->second->catch_up();
+    if (caught_up.ok()) return it->second.get();
+    APUS_LOG_WARNING("listing store " + path + ": " + caught_up.to_string() + "; reopening");
+    stores_.erase(it);
+  }
+  if (!fs_.stat(path).ok()) return nullptr;  // no database of this kind on this device
+  if (scratch_dir_.empty()) {
+    std::string templ = std::filesystem::temp_directory_path().string() + "/apus-follower.XXXXXX";
+    if (::mkdtemp(templ.data()) == nullptr) {
+      APUS_LOG_ERROR("cannot make a scratch directory for the listing stores: " + templ);
+      return nullptr;
+    }
+    scratch_dir_ = templ;
+  }
+  StoreOptions options;
+  options.type = type_;
+  auto store = ListingStore::open_follower(path, scratch_dir_ + "/" + device, options);
+  if (!store.ok()) {
+    APUS_LOG_ERROR("cannot read listing store " + path + ": " + store.status().to_string());
+    return nullptr;
+  }
+  return stores_.emplace(device, std::move(*store)).first->second.get();
 }
 
 }  // namespace apus::container

@@ -27,6 +27,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/io/fs.h"
 #include "common/status.h"
 #include "common/timestamp.h"
 
@@ -114,6 +115,14 @@ struct ContainerRecord {
   int64_t rowid = 0;
 };
 
+// One row of Swift's incoming_sync table: the newest ROWID of the replica `remote_id` (a
+// database id) whose rows this replica has merged, in the order that replica numbers them. A
+// replicator sends rows after it, and then passes its own incoming points on (merge_syncs).
+struct SyncPoint {
+  std::string remote_id;
+  int64_t sync_point = -1;
+};
+
 // A listing request, with Swift's parameter meanings (swift-protocol.md §9.3).
 struct ListingQuery {
   int64_t limit = 10000;
@@ -185,12 +194,32 @@ class ListingStore {
   virtual common::Status update_info(std::string_view db, const InfoUpdate& fn) = 0;
 
   // Swift's merge_items for container databases: each record replaces the row of the same
-  // (name, policy) only where its timestamps are newer. NotFound when `db` does not exist.
-  virtual common::Status merge_objects(std::string_view db,
-                                       std::vector<ObjectRecord> records) = 0;
+  // (name, policy) only where its timestamps are newer. With `source` (a replicator's batch,
+  // in its ROWID order), the incoming sync point of that replica moves up to
+  // source->sync_point in the same write. NotFound when `db` does not exist.
+  virtual common::Status merge_objects(std::string_view db, std::vector<ObjectRecord> records,
+                                       const SyncPoint* source = nullptr) = 0;
   // The same for account databases (container rows).
   virtual common::Status merge_containers(std::string_view db,
-                                          std::vector<ContainerRecord> records) = 0;
+                                          std::vector<ContainerRecord> records,
+                                          const SyncPoint* source = nullptr) = 0;
+
+  // Swift's incoming_sync table of `db` (get_syncs), in remote id order. NotFound when `db`
+  // does not exist.
+  virtual common::Result<std::vector<SyncPoint>> get_syncs(std::string_view db) = 0;
+  // Swift's merge_syncs: each point moves up to the given one (never down). A database keeps
+  // at most kMaxSyncPoints of them: InvalidArgument, with nothing written, for more. NotFound
+  // when `db` does not exist.
+  virtual common::Status merge_syncs(std::string_view db,
+                                     const std::vector<SyncPoint>& points) = 0;
+  static constexpr size_t kMaxSyncPoints = 1000;
+
+  // Removes database `db` altogether (info, rows, sequence and sync points, in one write),
+  // provided it is still the replica a replicator pushed to its primaries: its id is `id` and
+  // no row was added since `max_row`. Conflict, with nothing removed, otherwise; NotFound when
+  // it does not exist. (A handoff replica's removal: Swift's delete_db after
+  // cleanup_post_replicate's max_row check.)
+  virtual common::Status remove_db(std::string_view db, std::string_view id, int64_t max_row) = 0;
 
   // Swift's reclaim: removes deleted rows older than `age_timestamp` (internal form; objects
   // by created_at, containers by delete_timestamp) and emptied metadata items older than it;
@@ -214,6 +243,11 @@ class ListingStore {
                                                                   int64_t after_rowid,
                                                                   size_t limit) = 0;
 
+  // objects_since for account databases: container rows in ROWID order.
+  virtual common::Result<std::vector<ContainerRecord>> containers_since(std::string_view db,
+                                                                        int64_t after_rowid,
+                                                                        size_t limit) = 0;
+
   // Swift's set_x_container_sync_points: sets the container's sync points (a nullopt leaves
   // that point as it is), provided the container still syncs to `sync_to` (its stored
   // X-Container-Sync-To value): Conflict, with nothing written, when that changed (a new
@@ -225,6 +259,30 @@ class ListingStore {
  protected:
   explicit ListingStore(StoreOptions options) : options_(options) {}
   StoreOptions options_;
+};
+
+// The stores of this node's devices, read as a follower (ListingStore::open_follower) by a
+// daemon in a process of its own (the account reaper, the replicators) while the server
+// writes them. Their scratch files go to a temporary directory of this process, removed with
+// this object. Thread-compatible.
+class FollowedStores {
+ public:
+  // `devices_dir` holds the devices (Swift's `devices`); `fs` must outlive this.
+  FollowedStores(std::string devices_dir, DbType type, common::io::Fs& fs);
+  ~FollowedStores();
+  FollowedStores(const FollowedStores&) = delete;
+  FollowedStores& operator=(const FollowedStores&) = delete;
+
+  // The store of `device`, caught up with the server's latest write; nullptr when the device
+  // holds none or it cannot be read (logged).
+  ListingStore* follow(const std::string& device);
+
+ private:
+  const std::string devices_dir_;
+  const DbType type_;
+  common::io::Fs& fs_;
+  std::string scratch_dir_;  // made at the first open
+  std::map<std::string, std::unique_ptr<ListingStore>> stores_;  // by device
 };
 
 using common::timestamp_or_zero;

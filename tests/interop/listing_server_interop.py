@@ -35,14 +35,7 @@ import procs  # noqa: E402
 
 # Differences we know of and have not closed yet (each is work left in an issue). Any difference
 # whose description contains one of these strings is printed but does not fail the test.
-KNOWN_DIFFERENCES = {
-    # DB replication (REPLICATE) is not served yet: it comes with the container and account
-    # replicators (swift-protocol.md 16.3; container-server/FORMAT.md, "Not like Swift").
-    "header allow: swift 'DELETE, GET, HEAD, OPTIONS, POST, PUT, REPLICATE', "
-    "apus 'DELETE, GET, HEAD, OPTIONS, POST, PUT'",
-    "header allow: swift 'DELETE, GET, HEAD, OPTIONS, POST, PUT, REPLICATE, UPDATE', "
-    "apus 'DELETE, GET, HEAD, OPTIONS, POST, PUT, UPDATE'",
-}
+KNOWN_DIFFERENCES = set()
 
 # Response headers never compared, each with the reason.
 IGNORED = {

@@ -1,0 +1,573 @@
+#include "container-server/db_replicator.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/json.hpp>
+
+#include "common/async.h"
+#include "common/crypto/md5.h"
+#include "common/http/client.h"
+#include "common/http/url.h"
+#include "common/io/device.h"
+#include "common/log/log.h"
+#include "common/process.h"
+#include "common/recon_cache.h"
+#include "container-server/db_replication.h"
+
+namespace apus::container {
+
+namespace net = boost::asio;
+using common::Result;
+using common::Status;
+
+namespace {
+
+// Infos read per page of a device walk.
+constexpr size_t kInfoPage = 1000;
+// The most a peer's answer to "sync" may hold: its info with metadata (at most a few KiB in
+// Swift's limits; metadata of replicas made by other means may be larger).
+constexpr size_t kMaxAnswer = 1 << 20;
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// What a peer's confirmation covers: every field a "sync" sends, and the rows (max_row).
+std::string fingerprint(const DbInfo& info) {
+  std::string all;
+  for (const std::string* s : {&info.id, &info.hash, &info.created_at, &info.put_timestamp,
+                               &info.delete_timestamp, &info.status, &info.status_changed_at}) {
+    all += *s;
+    all += '\n';
+  }
+  all += std::to_string(info.max_row) + "\n" + std::to_string(info.storage_policy_index) + "\n";
+  for (const auto& [key, item] : info.metadata) all += key + "\n" + item.value + "\n" + item.timestamp + "\n";
+  auto digest = common::crypto::md5(all);
+  return std::string(reinterpret_cast<const char*>(digest.data()), digest.size());
+}
+
+enum class PeerResult { kInStep, kFailed, kUnmounted };
+
+}  // namespace
+
+// ---- configuration ---------------------------------------------------------------------------
+
+std::string DbReplicatorConfig::kind() const {
+  return type == DbType::kContainer ? "container" : "account";
+}
+
+Result<DbReplicatorConfig> DbReplicatorConfig::from_config(const common::Config& conf,
+                                                           DbType type) {
+  DbReplicatorConfig c;
+  c.type = type;
+  common::Section s = conf.section(c.kind() + "-replicator");
+  c.devices = s.get_string("devices", "/srv/node");
+  APUS_ASSIGN_OR_RETURN(c.mount_check, s.get_bool("mount_check", true));
+  c.swift_dir = s.get_string("swift_dir", "/etc/swift");
+  c.bind_ip = s.get_string("bind_ip", "0.0.0.0");
+  int64_t n = 0;
+  APUS_ASSIGN_OR_RETURN(n, s.get_int("bind_port", type == DbType::kContainer ? 6201 : 6202));
+  c.bind_port = static_cast<int>(n);
+  // Swift: float(interval or run_pause or 30); run_pause is the deprecated name.
+  const char* interval_key = !s.get_string("interval", "").empty()    ? "interval"
+                             : !s.get_string("run_pause", "").empty() ? "run_pause"
+                                                                      : nullptr;
+  if (interval_key) {
+    APUS_ASSIGN_OR_RETURN(c.interval, s.get_double(interval_key, 30));
+    if (c.interval <= 0) return s.invalid(interval_key, "must be positive");
+  }
+  APUS_ASSIGN_OR_RETURN(n, s.get_int("concurrency", 8));
+  if (n < 1) return s.invalid("concurrency", "must be at least 1");
+  c.concurrency = static_cast<int>(std::min<int64_t>(n, 1000));
+  APUS_ASSIGN_OR_RETURN(c.databases_per_second, s.get_double("databases_per_second", 50));
+  APUS_ASSIGN_OR_RETURN(c.node_timeout, s.get_double("node_timeout", 10));
+  APUS_ASSIGN_OR_RETURN(c.conn_timeout, s.get_double("conn_timeout", 0.5));
+  APUS_ASSIGN_OR_RETURN(n, s.get_int("per_diff", 1000));
+  if (n < 1 || n > 100000) return s.invalid("per_diff", "must be 1 to 100000");
+  c.per_diff = static_cast<int>(n);
+  if (!s.get_string("max_diffs", "").empty()) {  // Swift: int(max_diffs or 100)
+    APUS_ASSIGN_OR_RETURN(n, s.get_int("max_diffs", 100));
+    if (n < 1) return s.invalid("max_diffs", "must be at least 1");
+    c.max_diffs = static_cast<int>(std::min<int64_t>(n, 1000000));
+  }
+  std::string handoff_delete = s.get_string("handoff_delete", "auto");
+  if (handoff_delete != "auto") {
+    APUS_ASSIGN_OR_RETURN(n, s.get_int("handoff_delete", 0));
+    if (n < 0) return s.invalid("handoff_delete", "must be auto or a count");
+    c.handoff_delete = static_cast<int>(n);
+  }
+  APUS_ASSIGN_OR_RETURN(c.reclaim_age, s.get_double("reclaim_age", 604800));
+  APUS_ASSIGN_OR_RETURN(c.recheck_interval, s.get_double("recheck_interval", 3600));
+  if (c.recheck_interval < 0) return s.invalid("recheck_interval", "must not be negative");
+  c.recon_cache_path = s.get_string("recon_cache_path", "/var/cache/swift");
+  c.log_name = s.get_string("log_name", c.kind() + "-replicator");
+  auto swift = common::load_swift_conf(c.swift_dir + "/swift.conf");
+  if (!swift.ok()) return swift.status();
+  c.swift = std::move(*swift);
+  return c;
+}
+
+// ---- the replicator --------------------------------------------------------------------------
+
+struct DbReplicator::Impl {
+  // A replica every peer confirmed: its fingerprint then, when, and the pass that saw it last
+  // (entries of databases gone are dropped after a whole pass).
+  struct Confirmed {
+    std::string fingerprint;
+    double at = 0;
+    uint64_t seen_pass = 0;
+  };
+
+  DbReplicatorConfig config;
+  common::io::Fs& fs;
+  std::unique_ptr<ring::Ring> ring;
+  std::vector<std::string> my_ips;
+  std::string user_agent;
+  FollowedStores stores;
+  std::unique_ptr<common::http::ConnectionPool> pool;
+  std::map<std::string, Confirmed> confirmed;  // by device + "/" + db
+  uint64_t pass = 0;
+  bool compare_all = true;  // this pass skips nothing
+  DbReplicationStats stats;
+
+  // Databases in flight and the pacing of their starts.
+  int in_flight = 0;
+  std::unique_ptr<net::steady_timer> slot_freed;
+  std::chrono::steady_clock::time_point next_start;
+
+  Impl(DbReplicatorConfig c, common::io::Fs& f, std::unique_ptr<ring::Ring> r)
+      : config(std::move(c)),
+        fs(f),
+        ring(std::move(r)),
+        my_ips(ring::local_ips(config.bind_ip)),
+        user_agent(config.kind() + "-replicator " + std::to_string(::getpid())),
+        stores(config.devices, config.type, f) {}
+
+  common::http::ClientOptions timeouts() const {
+    return {.conn_timeout = config.conn_timeout, .node_timeout = config.node_timeout};
+  }
+
+  net::awaitable<void> replicate_device(const std::string& device, const DbPassFilter& filter);
+  net::awaitable<void> replicate_db(ListingStore& store, std::string device, std::string db,
+                                    DbInfo info);
+  net::awaitable<PeerResult> sync_with(ListingStore& store, const ring::Device& peer,
+                                       uint32_t part, const std::string& db, const DbInfo& info);
+  net::awaitable<PeerResult> send_rows(ListingStore& store, const ring::Device& peer,
+                                       uint32_t part, const std::string& db, const DbInfo& info,
+                                       int64_t point);
+  net::awaitable<bool> remove_handoff(const ring::Device& self, const std::string& db,
+                                      const DbInfo& info);
+  // A REPLICATE of `body` to `dev` for database `db`'s hash under partition `part`.
+  net::awaitable<Result<common::http::SimpleResponse>> replicate(const ring::Device& dev,
+                                                                 const std::string& part,
+                                                                 const std::string& db,
+                                                                 const std::string& body);
+  void write_recon();
+};
+
+net::awaitable<Result<common::http::SimpleResponse>> DbReplicator::Impl::replicate(
+    const ring::Device& dev, const std::string& part, const std::string& db,
+    const std::string& body) {
+  common::http::ClientRequest request;
+  request.method = "REPLICATE";
+  request.target = "/" + common::http::quote(dev.device) + "/" + part + "/" +
+                   db.substr(db.find('/') + 1);
+  request.headers.set("User-Agent", user_agent);
+  request.headers.set("Content-Type", "application/json");
+  request.content_length = body.size();
+  co_return co_await common::http::simple_request(*pool, timeouts(), dev.replication_ip,
+                                                  static_cast<uint16_t>(dev.replication_port),
+                                                  std::move(request), body, kMaxAnswer);
+}
+
+net::awaitable<PeerResult> DbReplicator::Impl::send_rows(ListingStore& store,
+                                                         const ring::Device& peer, uint32_t part,
+                                                         const std::string& db,
+                                                         const DbInfo& info, int64_t point) {
+  ++stats.diff;
+  const std::string part_str = std::to_string(part);
+  const size_t per_diff = static_cast<size_t>(config.per_diff);
+  auto next_batch = [&](int64_t after) -> Result<std::string> {
+    if (config.type == DbType::kContainer) {
+      auto rows = store.objects_since(db, after, per_diff);
+      if (!rows.ok()) return rows.status();
+      if (rows->empty()) return std::string();
+      point = rows->back().rowid;
+      stats.rows_sent += rows->size();
+      return merge_items_request(*rows, info.id);
+    }
+    auto rows = store.containers_since(db, after, per_diff);
+    if (!rows.ok()) return rows.status();
+    if (rows->empty()) return std::string();
+    point = rows->back().rowid;
+    stats.rows_sent += rows->size();
+    return merge_items_request(*rows, info.id);
+  };
+  auto sent_ok = [&](const Result<common::http::SimpleResponse>& r) {
+    if (!r.ok()) {
+      APUS_LOG_ERROR("ERROR reading HTTP response from " + peer.replication_ip + ":" +
+                     std::to_string(peer.replication_port) + "/" + peer.device + ": " +
+                     r.status().to_string());
+      return false;
+    }
+    if (r->head.status < 200 || r->head.status >= 300) {
+      APUS_LOG_ERROR("ERROR Bad response " + std::to_string(r->head.status) + " from " +
+                     peer.replication_ip + ":" + std::to_string(peer.replication_port));
+      return false;
+    }
+    return true;
+  };
+  auto batch = next_batch(point);
+  for (int diffs = 0; batch.ok() && !batch->empty() && diffs < config.max_diffs; ++diffs) {
+    if (!sent_ok(co_await replicate(peer, part_str, db, *batch))) co_return PeerResult::kFailed;
+    batch = next_batch(point);
+  }
+  if (!batch.ok()) {
+    APUS_LOG_ERROR("ERROR reading rows of " + db + ": " + batch.status().to_string());
+    co_return PeerResult::kFailed;
+  }
+  if (!batch->empty()) {
+    APUS_LOG_DEBUG("Synchronization for " + db + " has fallen more than " +
+                   std::to_string(config.max_diffs * config.per_diff) +
+                   " rows behind; moving on and will try again next pass.");
+    ++stats.diff_capped;
+    co_return PeerResult::kFailed;
+  }
+  auto syncs = store.get_syncs(db);
+  if (!syncs.ok()) co_return PeerResult::kFailed;
+  if (!sent_ok(co_await replicate(peer, part_str, db, merge_syncs_request(*syncs)))) {
+    co_return PeerResult::kFailed;
+  }
+  co_return PeerResult::kInStep;
+}
+
+net::awaitable<PeerResult> DbReplicator::Impl::sync_with(ListingStore& store,
+                                                         const ring::Device& peer, uint32_t part,
+                                                         const std::string& db,
+                                                         const DbInfo& info) {
+  const std::string part_str = std::to_string(part);
+  const std::string where = peer.replication_ip + ":" + std::to_string(peer.replication_port) +
+                            "/" + peer.device;
+  const bool several_policies = config.swift.policies.all().size() > 1;
+  auto r = co_await replicate(peer, part_str, db, sync_request(info, config.type, several_policies));
+  if (!r.ok()) {
+    APUS_LOG_ERROR("ERROR reading HTTP response from " + where + ": " + r.status().to_string());
+    co_return PeerResult::kFailed;
+  }
+  const int status = r->head.status;
+  if (status == 507) {
+    APUS_LOG_ERROR("ERROR Remote drive not mounted " + where);
+    co_return PeerResult::kUnmounted;
+  }
+  if (status == 404) {
+    if (!r->head.headers.get(kApusDbReplicationHeader)) {
+      APUS_LOG_ERROR("ERROR cannot replicate " + db + " to " + where +
+                     ": that server lacks the database and takes one only as a whole SQLite "
+                     "file by rsync, which Apus does not send yet");
+      co_return PeerResult::kFailed;
+    }
+    auto made = co_await replicate(peer, part_str, db, create_db_request(info, config.type));
+    if (!made.ok() || (made->head.status != 201 && made->head.status != 202)) {
+      APUS_LOG_ERROR("ERROR creating " + db + " on " + where + ": " +
+                     (made.ok() ? std::to_string(made->head.status) : made.status().to_string()));
+      co_return PeerResult::kFailed;
+    }
+    ++stats.created;
+    co_return co_await send_rows(store, peer, part, db, info, -1);
+  }
+  if (status < 200 || status >= 300) {
+    APUS_LOG_ERROR("ERROR Bad response " + std::to_string(status) + " from " + where);
+    co_return PeerResult::kFailed;
+  }
+  auto remote = parse_sync_answer(r->body);
+  if (!remote.ok()) {
+    APUS_LOG_ERROR("ERROR bad sync answer from " + where + ": " + remote.status().to_string());
+    co_return PeerResult::kFailed;
+  }
+  if (remote->point >= info.max_row) {
+    ++stats.no_change;
+    co_return PeerResult::kInStep;
+  }
+  if (remote->hash == info.hash) {
+    ++stats.hashmatch;
+    co_return PeerResult::kInStep;
+  }
+  co_return co_await send_rows(store, peer, part, db, info, remote->point);
+}
+
+net::awaitable<bool> DbReplicator::Impl::remove_handoff(const ring::Device& self,
+                                                        const std::string& db,
+                                                        const DbInfo& info) {
+  auto r = co_await replicate(self, info.partition, db, remove_db_request(info.id, info.max_row));
+  if (!r.ok() || r->head.status != 204) {
+    // 409: rows came meanwhile; the next pass sends them and tries again.
+    APUS_LOG_DEBUG("Not deleting db " + db + " (" +
+                   (r.ok() ? std::to_string(r->head.status) : r.status().to_string()) + ")");
+    co_return false;
+  }
+  ++stats.remove;
+  co_return true;
+}
+
+net::awaitable<void> DbReplicator::Impl::replicate_db(ListingStore& store, std::string device,
+                                                      std::string db, DbInfo info) {
+  auto state = ring->state();
+  auto part = state->get_part({config.swift.hash_path_prefix, config.swift.hash_path_suffix},
+                              info.account,
+                              config.type == DbType::kContainer ? info.container : "");
+  if (!part.ok()) {
+    APUS_LOG_ERROR("ERROR reading db " + db + ": " + part.status().to_string());
+    ++stats.failure;
+    co_return;
+  }
+  std::vector<ring::Node> primaries;
+  state->get_part_nodes(*part, &primaries);
+  const ring::Device* self = nullptr;
+  size_t self_index = primaries.size();
+  for (size_t i = 0; i < primaries.size(); ++i) {
+    const ring::Device& dev = *primaries[i].device;
+    if (dev.device == device && ring::is_local_device(my_ips, config.bind_port, dev)) {
+      self = &dev;
+      self_index = i;
+    }
+  }
+  const bool should_be_here = self && info.partition == std::to_string(*part);
+  if (info.partition != std::to_string(*part)) {
+    APUS_LOG_ERROR("Found " + db + " for /" + info.account +
+                   (config.type == DbType::kContainer ? "/" + info.container : "") +
+                   " when it should be on partition " + std::to_string(*part) +
+                   "; will replicate out and remove.");
+  }
+  if (!self) {  // a handoff: this device is found among the ring's devices for the removal
+    for (const auto& dev : state->devs()) {
+      if (dev && dev->device == device && ring::is_local_device(my_ips, config.bind_port, *dev)) {
+        self = &*dev;
+      }
+    }
+  }
+  // The peers: the primaries after this one in ring order, then those before it (Swift's
+  // footnote [1]); all of them for a handoff.
+  std::vector<const ring::Device*> peers;
+  for (size_t k = 1; k <= primaries.size(); ++k) {
+    const size_t i = (self_index == primaries.size() ? k - 1 : self_index + k) % primaries.size();
+    if (i == self_index) continue;
+    peers.push_back(primaries[i].device);
+  }
+  ++stats.attempted;
+  ring::HandoffIterator more = state->get_more_nodes(*part);
+  int successes = 0;
+  bool all_ok = true;
+  for (size_t i = 0; i < peers.size(); ++i) {
+    PeerResult result = co_await sync_with(store, *peers[i], *part, db, info);
+    if (result == PeerResult::kInStep) {
+      ++successes;
+      ++stats.success;
+      continue;
+    }
+    all_ok = false;
+    ++stats.failure;
+    if (result == PeerResult::kUnmounted) {
+      ring::Node next;
+      if (more.next(&next)) {
+        peers.push_back(next.device);
+      } else {
+        APUS_LOG_ERROR("ERROR There are not enough handoff nodes to reach replica count for "
+                       "partition " + std::to_string(*part));
+      }
+    }
+  }
+  const std::string key = device + "/" + db;
+  if (!should_be_here) {
+    const bool enough = config.handoff_delete > 0 ? successes >= config.handoff_delete
+                                                  : !peers.empty() && all_ok;
+    if (enough && self) {
+      if (co_await remove_handoff(*self, db, info)) confirmed.erase(key);
+    }
+    co_return;
+  }
+  if (all_ok) {
+    confirmed[key] = Confirmed{fingerprint(info), now_seconds(), pass};
+  } else {
+    confirmed.erase(key);
+  }
+}
+
+net::awaitable<void> DbReplicator::Impl::replicate_device(const std::string& device,
+                                                          const DbPassFilter& filter) {
+  ListingStore* store = stores.follow(device);
+  if (!store) co_return;
+  auto executor = co_await net::this_coro::executor;
+  const double now = now_seconds();
+  const auto pace = config.databases_per_second > 0
+                        ? std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                              std::chrono::duration<double>(1.0 / config.databases_per_second))
+                        : std::chrono::steady_clock::duration::zero();
+  std::string after;
+  for (;;) {
+    auto page = store->list_infos(after, kInfoPage);
+    if (!page.ok()) {
+      APUS_LOG_ERROR("ERROR walking the " + config.kind() + " store of " + device + ": " +
+                     page.status().to_string());
+      co_return;
+    }
+    if (page->empty()) co_return;
+    after = page->back().first;
+    for (auto& [db, info] : *page) {
+      if (!filter.partitions.empty() && !filter.partitions.contains(info.partition)) continue;
+      // Deleted and empty past reclaim_age: the server's reclaimer removes it (Swift's
+      // replicator deletes it without replicating).
+      auto deleted_at = common::Timestamp::parse(info.delete_timestamp);
+      if (info.is_deleted(config.type) && info.empty(config.type) && deleted_at.ok() &&
+          deleted_at->seconds() < now - config.reclaim_age) {
+        continue;
+      }
+      const std::string key = device + "/" + db;
+      auto known = confirmed.find(key);
+      if (known != confirmed.end()) known->second.seen_pass = pass;
+      if (!compare_all && known != confirmed.end() &&
+          now - known->second.at < config.recheck_interval &&
+          known->second.fingerprint == fingerprint(info)) {
+        ++stats.skipped;
+        continue;
+      }
+      // Wait for a free slot and for the pace.
+      while (in_flight >= config.concurrency) {
+        slot_freed->expires_at(net::steady_timer::time_point::max());
+        (void)co_await slot_freed->async_wait(net::as_tuple(net::use_awaitable));
+      }
+      const auto now_steady = std::chrono::steady_clock::now();
+      if (next_start > now_steady) {
+        net::steady_timer wait(executor, next_start);
+        (void)co_await wait.async_wait(net::as_tuple(net::use_awaitable));
+      }
+      next_start = std::max(next_start, now_steady) + pace;
+      ++in_flight;
+      common::spawn_logged(
+          executor,
+          [this, store, device, db = db, info = std::move(info)]() mutable
+          -> net::awaitable<void> {
+            co_await replicate_db(*store, std::move(device), std::move(db), std::move(info));
+            --in_flight;
+            slot_freed->cancel();
+          },
+          "replicating a database", [this] {
+            --in_flight;
+            slot_freed->cancel();
+          });
+    }
+  }
+}
+
+void DbReplicator::Impl::write_recon() {
+  const double now = now_seconds();
+  boost::json::object s;
+  s["attempted"] = stats.attempted;
+  s["success"] = stats.success;
+  s["failure"] = stats.failure;
+  s["no_change"] = stats.no_change;
+  s["hashmatch"] = stats.hashmatch;
+  s["diff"] = stats.diff;
+  s["diff_capped"] = stats.diff_capped;
+  s["remove"] = stats.remove;
+  s["rsync"] = 0;
+  s["remote_merge"] = 0;
+  s["ts_repl"] = 0;
+  s["empty"] = 0;
+  s["deferred"] = 0;
+  s["start"] = now - stats.seconds;
+  boost::json::object recon;
+  recon["replication_stats"] = s;
+  recon["replication_time"] = stats.seconds;
+  recon["replication_last"] = now;
+  Status written = common::dump_recon_cache(
+      config.recon_cache_path + "/" + config.kind() + ".recon", boost::json::serialize(recon));
+  if (!written.ok()) APUS_LOG_ERROR("cannot write the recon cache: " + written.to_string());
+}
+
+DbReplicator::DbReplicator(DbReplicatorConfig config, common::io::Fs& fs,
+                           std::unique_ptr<ring::Ring> ring)
+    : impl_(std::make_unique<Impl>(std::move(config), fs, std::move(ring))) {}
+
+DbReplicator::~DbReplicator() = default;
+
+DbReplicationStats DbReplicator::run_once(const DbPassFilter& filter) {
+  Impl& impl = *impl_;
+  impl.stats = DbReplicationStats();
+  ++impl.pass;
+  const auto began = std::chrono::steady_clock::now();
+  std::vector<std::string> devices;
+  auto state = impl.ring->state();
+  for (const auto& dev : state->devs()) {
+    if (dev && ring::is_local_device(impl.my_ips, impl.config.bind_port, *dev)) {
+      devices.push_back(dev->device);
+    }
+  }
+  std::sort(devices.begin(), devices.end());
+  devices.erase(std::unique(devices.begin(), devices.end()), devices.end());
+  if (devices.empty()) {
+    APUS_LOG_ERROR("Can't find itself " + impl.config.bind_ip + " with port " +
+                   std::to_string(impl.config.bind_port) + " in ring file, not replicating");
+  }
+  APUS_LOG_INFO("Beginning replication run");
+  net::io_context ioc(1);
+  // The pool's sockets and the timer belong to `ioc`: they go before it does.
+  impl.pool = std::make_unique<common::http::ConnectionPool>(impl.timeouts());
+  impl.slot_freed = std::make_unique<net::steady_timer>(ioc);
+  impl.next_start = std::chrono::steady_clock::now();
+  common::spawn_logged(ioc.get_executor(), [&]() -> net::awaitable<void> {
+    for (const std::string& device : devices) {
+      if (!filter.devices.empty() && !filter.devices.contains(device)) continue;
+      Status mounted = common::io::check_device(impl.fs, impl.config.devices, device,
+                                                impl.config.mount_check);
+      if (!mounted.ok()) {
+        APUS_LOG_WARNING("Skipping: " + mounted.to_string());
+        continue;
+      }
+      co_await impl.replicate_device(device, filter);
+    }
+  }, "replication pass");
+  ioc.run();  // returns once the walk and every database it started are done
+  impl.slot_freed.reset();
+  impl.pool.reset();
+  impl.compare_all = false;
+  if (filter.devices.empty() && filter.partitions.empty()) {
+    std::erase_if(impl.confirmed, [&](const auto& e) { return e.second.seen_pass != impl.pass; });
+  }
+  DbReplicationStats& st = impl.stats;
+  st.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+  char line[256];
+  std::snprintf(line, sizeof line, "Attempted to replicate %llu dbs in %.5f seconds (%.5f/s)",
+                static_cast<unsigned long long>(st.attempted), st.seconds,
+                static_cast<double>(st.attempted) / (st.seconds + 0.0000001));
+  APUS_LOG_INFO(line);
+  APUS_LOG_INFO("Removed " + std::to_string(st.remove) + " dbs");
+  APUS_LOG_INFO(std::to_string(st.success) + " successes, " + std::to_string(st.failure) +
+                " failures");
+  APUS_LOG_INFO("diff:" + std::to_string(st.diff) + " diff_capped:" +
+                std::to_string(st.diff_capped) + " hashmatch:" + std::to_string(st.hashmatch) +
+                " no_change:" + std::to_string(st.no_change) + " created:" +
+                std::to_string(st.created) + " skipped_unchanged:" + std::to_string(st.skipped) +
+                " rows_sent:" + std::to_string(st.rows_sent));
+  if (filter.devices.empty() && filter.partitions.empty()) impl.write_recon();
+  return st;
+}
+
+void DbReplicator::run_forever(const std::atomic<bool>& stop) {
+  while (!stop.load()) {
+    const auto next = common::seconds_from_now(impl_->config.interval);
+    (void)run_once();
+    common::sleep_until_or_stopped(next, stop);
+  }
+}
+
+}  // namespace apus::container
