@@ -2,13 +2,10 @@
 file in a copy of the suite; the upstream tests are not edited).
 
 Apus keeps container and account listings in one RocksDB store per device, not one SQLite file
-per database, and has no container or account replicator yet (issue 17). So:
+per database. So:
  - test_object_metadata_replication compares each container primary's listing (direct GETs:
    name, etag, size, content type, last-modified) where it compared the SQLite files' row hash
-   (the XOR of the rows' MD5s: the same row set). Where the test's brain sent a container
-   update to a handoff container server, only a container replicator brings it home: a
-   mismatch is recorded, the test's object checks go on, and a test that fails nothing else
-   is reported as an expected failure naming issue 17 (xfail, a skip in the JUnit report);
+   (the XOR of the rows' MD5s: the same row set);
  - test_account_reaper's in-process Swift reaper (it walks SQLite files) runs
    `swift-account-reaper <config> once` instead, that is apus-account-reaper with the same
    delay_reaping;
@@ -44,35 +41,8 @@ def _container_listings(test):
 def _assert_consistent_container_dbs(self):
     listings = _container_listings(self)
     self.assertGreater(len(listings), 1)
-    if any(other != listings[0] for other in listings[1:]):
-        self._apus_container_mismatch = listings
-
-
-def pytest_runtest_makereport(item, call):
-    """A test of test_object_metadata_replication whose container replicas differ (now, or when
-    it compared them) is an expected failure, whatever failed: its listing checks read one
-    replica, and only a container replicator makes them agree. Any other failure stands."""
-    if call.when != "call" or "test_object_metadata_replication" not in item.nodeid:
-        return None
-    test = getattr(item, "instance", None)
-    listings = getattr(test, "_apus_container_mismatch", None)
-    if listings is None and call.excinfo is not None:
-        try:
-            now = _container_listings(test)
-            if any(other != now[0] for other in now[1:]):
-                listings = now
-        except Exception:
-            return None
-    if listings is None:
-        return None
-    import pytest
-    report = pytest.TestReport.from_item_and_call(item, call)
-    failed = "" if call.excinfo is None else " (%s)" % str(call.excinfo.value)[:300]
-    report.outcome = "skipped"
-    report.longrepr = None
-    report.wasxfail = ("container replicas differ, no container replication yet (issue 17)%s: "
-                       "%r" % (failed, listings))
-    return report
+    for other in listings[1:]:
+        self.assertEqual(listings[0], other)
 
 
 class ApusAccountReaper(object):

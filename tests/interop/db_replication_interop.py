@@ -1,0 +1,196 @@
+#!/usr/bin/env python3
+"""Container and account replication between Apus and stock Swift 2.30.1 (issue 17), on a
+4-node cluster whose node S runs Debian's Swift container and account servers (SQLite) and the
+others Apus's:
+
+- Swift's container replicator on S brings rows an Apus replica missed (sync, merge_items,
+  merge_syncs to an Apus server), and finds every Apus peer in step on its next pass (no
+  failure: Apus answers what Swift's replicator expects, shard_max_row included);
+- apus-container-replicator brings rows and metadata the Swift replica missed (Apus's sync
+  and merge_items to a Swift server);
+- the same for an account replica, both ways.
+
+usage: db_replication_interop.py <build-dir>
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from urllib.parse import quote
+
+SUPPORT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support")
+sys.path.insert(0, SUPPORT)
+import procs  # noqa: E402
+from cluster import Cluster  # noqa: E402
+from swiftclient import client as swift  # noqa: E402
+
+BIN = os.path.join(os.path.abspath(sys.argv[1]), "bin")
+ACCOUNT = "AUTH_test"
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what)
+
+
+def placement(cluster, kind, container=None):
+    from swift.common import utils
+    from swift.common.ring import Ring
+    utils.set_swift_dir(cluster.etc)
+    ring = Ring(os.path.join(cluster.etc, kind + ".ring.gz"))
+    part, nodes = ring.get_nodes(ACCOUNT, *([container] if container else []))
+    return part, [cluster.ports[kind].index(n["port"]) for n in nodes]
+
+
+def listing(cluster, kind, n, part, path):
+    status, headers, body = procs.request(cluster.ports[kind][n], "GET",
+                                          "/sd%d/%d%s?format=json" % (n, part, quote(path)))
+    keep = {k: v for k, v in headers.items()
+            if k.endswith(("-count", "-bytes-used")) or "-meta-" in k}
+    rows = json.loads(body) if status == 200 else None
+    for row in rows or []:
+        row.pop("last_modified", None)
+    return status, keep, rows
+
+
+def start_swift(cluster, kind, n):
+    """Stock Swift's <kind> server in place of node n's Apus one (same config and device)."""
+    cluster.stop(kind, n)
+    conf = os.path.join(cluster.etc, "%s-%d.conf" % (kind, n))
+    with open(conf) as f:
+        text = f.read().replace("[DEFAULT]\n", "[DEFAULT]\nuser = root\n", 1)
+    path = conf + ".swift"
+    with open(path, "w") as f:
+        f.write(text)
+    log = os.path.join(cluster.root, "swift-%s-%d.out" % (kind, n))
+    proc = cluster.ps.start(["/usr/bin/python3", os.path.join(SUPPORT, "run_swift_server.py"),
+                             cluster.etc, kind, path], log)
+    procs.wait_for_port(cluster.ports[kind][n], timeout=30, proc=proc, log_path=log)
+    cluster.procs[(kind, n)] = proc
+
+
+def start_swift_again(cluster, kind, n):
+    path = os.path.join(cluster.etc, "%s-%d.conf.swift" % (kind, n))
+    log = os.path.join(cluster.root, "swift-%s-%d.out" % (kind, n))
+    proc = cluster.ps.start(["/usr/bin/python3", os.path.join(SUPPORT, "run_swift_server.py"),
+                             cluster.etc, kind, path], log)
+    procs.wait_for_port(cluster.ports[kind][n], timeout=30, proc=proc, log_path=log)
+    cluster.procs[(kind, n)] = proc
+
+
+def swift_replicate(cluster, kind, n):
+    """Swift 2.30.1's <kind> replicator, once, for node n: its replication_stats."""
+    script = (
+        "import sys\n"
+        "from swift.common import utils, storage_policy\n"
+        "utils.set_swift_dir(sys.argv[1]); storage_policy.reload_storage_policies()\n"
+        "from swift.%s.replicator import %sReplicator as R\n"
+        "conf = {'devices': sys.argv[2], 'mount_check': 'false', 'bind_ip': '127.0.0.1',\n"
+        "        'bind_port': sys.argv[3], 'swift_dir': sys.argv[1],\n"
+        "        'recon_cache_path': sys.argv[4], 'databases_per_second': '1000'}\n"
+        "R(conf).run_once()\n" % (kind, kind.capitalize()))
+    recon = os.path.join(cluster.root, "swift-recon-%d" % n)
+    os.makedirs(recon, exist_ok=True)
+    run = subprocess.run(["/usr/bin/python3", "-c", script, cluster.etc,
+                          os.path.join(cluster.root, "node%d" % n),
+                          str(cluster.ports[kind][n]), recon],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
+    check(run.returncode == 0, "Swift's %s replicator on node %d: %s" % (kind, n, run.stdout[-2000:]))
+    with open(os.path.join(recon, kind + ".recon")) as f:
+        return json.load(f).get("replication_stats", {})
+
+
+def apus_replicate(cluster, kind, n):
+    status, output, log = cluster.daemon_once("replicator", kind + "-replicator", n, "",
+                                              kind=kind)
+    check(status == 0, "apus-%s-replicator on node %d: %d %s" % (kind, n, status, output))
+    return log
+
+
+def main():
+    with procs.Processes() as ps, tempfile.TemporaryDirectory() as root:
+        cluster = Cluster(BIN, root, ps)
+        url, token = cluster.connect()
+        apart, anodes = placement(cluster, "account")
+        s_node = anodes[0]  # Swift's servers run here
+        # A container with Swift's node and two Apus nodes among its primaries.
+        name = next(c for c in ("c%d" % i for i in range(100))
+                    if s_node in placement(cluster, "container", c)[1])
+        part, nodes = placement(cluster, "container", name)
+        apus_nodes = [n for n in nodes if n != s_node]
+        start_swift(cluster, "container", s_node)
+        start_swift(cluster, "account", s_node)
+        swift.put_container(url, token, name)
+        path = "/%s/%s" % (ACCOUNT, name)
+
+        # An Apus replica misses rows; Swift's replicator sends them.
+        stale = apus_nodes[0]
+        cluster.stop("container", stale)
+        for i in range(20):
+            swift.put_object(url, token, name, "o%02d-\u00e9" % i, b"z" * i)
+        for i in range(0, 20, 5):
+            swift.delete_object(url, token, name, "o%02d-\u00e9" % i)
+        cluster.start("container", stale)
+        stats = swift_replicate(cluster, "container", s_node)
+        check(stats.get("failure", -1) == 0 and stats.get("diff", 0) >= 1,
+              "Swift's replicator sent rows to an Apus peer without failure: %r" % (stats,))
+        views = [listing(cluster, "container", n, part, path) for n in nodes]
+        check(views[0][2] is not None and len(views[0][2]) == 16,
+              "16 objects listed: %r" % (views[0],))
+        check(all(v == views[0] for v in views), "all replicas agree after Swift's pass: %r"
+              % (views,))
+        stats = swift_replicate(cluster, "container", s_node)
+        check(stats.get("failure", -1) == 0 and stats.get("diff", 1) == 0,
+              "Swift's second pass finds its Apus peers in step: %r" % (stats,))
+
+        # The Swift replica misses rows and metadata; Apus's replicators send them.
+        cluster.ps.stop(cluster.procs.pop(("container", s_node)))
+        for i in range(20, 30):
+            swift.put_object(url, token, name, "o%02d-\u00e9" % i, b"w")
+        swift.post_container(url, token, name, {"X-Container-Meta-Flavour": "plum"})
+        start_swift_again(cluster, "container", s_node)
+        for n in apus_nodes:
+            apus_replicate(cluster, "container", n)
+        views = [listing(cluster, "container", n, part, path) for n in nodes]
+        s_view = views[nodes.index(s_node)]
+        check(s_view[2] is not None and len(s_view[2]) == 26,
+              "the Swift replica lists 26 objects: %r" % (s_view,))
+        check(s_view[1].get("x-container-meta-flavour") == "plum",
+              "the Swift replica has the metadata: %r" % (s_view[1],))
+        check(all(v == views[0] for v in views), "all replicas agree after Apus's passes: %r"
+              % (views,))
+        stats = swift_replicate(cluster, "container", s_node)
+        check(stats.get("failure", -1) == 0 and stats.get("diff", 1) == 0,
+              "Swift's replicator then finds all in step: %r" % (stats,))
+
+        # Accounts: an Apus replica misses container rows (Swift's replicator fixes it), then
+        # the Swift replica does (Apus's replicator fixes it).
+        a_stale = anodes[1]
+        cluster.stop("account", a_stale)
+        swift.put_container(url, token, "from-swift-side")
+        cluster.start("account", a_stale)
+        stats = swift_replicate(cluster, "account", s_node)
+        check(stats.get("failure", -1) == 0, "Swift's account replicator: %r" % (stats,))
+        cluster.ps.stop(cluster.procs.pop(("account", s_node)))
+        swift.put_container(url, token, "from-apus-side")
+        start_swift_again(cluster, "account", s_node)
+        for n in anodes[1:]:
+            apus_replicate(cluster, "account", n)
+        views = [listing(cluster, "account", n, apart, "/" + ACCOUNT) for n in anodes]
+        names = [sorted(r["name"] for r in v[2] or []) for v in views]
+        check(all("from-swift-side" in n and "from-apus-side" in n for n in names),
+              "every account replica lists both containers: %r" % (names,))
+        check(all(n == names[0] for n in names), "the account replicas agree: %r" % (names,))
+
+    if failures:
+        print("%d failed" % len(failures))
+        return 1
+    print("db replication interop: all checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
