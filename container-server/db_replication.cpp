@@ -11,6 +11,7 @@
 #include "common/log/log.h"
 #include "common/timestamp.h"
 #include "common/utf8.h"
+#include "container-server/swift_db.h"
 
 namespace apus::container {
 
@@ -76,8 +77,8 @@ std::string metadata_json(const DbMetadata& md) {
   return json::serialize(o);
 }
 
-// The metadata a peer sent; items that are not [value, timestamp] pairs of strings are
-// dropped (Swift logs undecodable metadata and goes on without it).
+}  // namespace
+
 DbMetadata metadata_from_json(std::string_view raw) {
   DbMetadata md;
   if (raw.empty()) return md;
@@ -97,6 +98,8 @@ DbMetadata metadata_from_json(std::string_view raw) {
   }
   return md;
 }
+
+namespace {
 
 json::object object_row_json(const ObjectRecord& r) {
   return json::object{{"ROWID", r.rowid},
@@ -292,6 +295,8 @@ OrRefusal<ReplicateTarget> replicate_target(const common::http::Request& req) {
   return t;
 }
 
+Result<RemoteInfo> remote_info_from_json(const json::object& o);  // below
+
 class ReplicateRpc {
  public:
   ReplicateRpc(const DbServerConfig& config, DbDevices& devices, const ReplicateTarget& target)
@@ -303,11 +308,19 @@ class ReplicateRpc {
     auto store = devices_.store(t_.device);
     if (!store.ok()) return swob_response(500);
     store_ = *store;
+    // A Swift replicator may be about to rsync a database file here (Swift's dispatch makes the
+    // directory for every other operation).
+    if (op != "complete_rsync" && op != "rsync_then_merge") {
+      (void)devices_.fs().mkdirs(config_.devices + "/" + t_.device + "/tmp");
+    }
     if (op == "sync") return sync(args);
     if (op == "merge_items") return merge_items(args);
     if (op == "merge_syncs") return merge_syncs(args);
     if (op == "apus_create_db") return create_db(args);
+    if (op == "complete_rsync") return take_file(args, /*create=*/true);
+    if (op == "rsync_then_merge") return take_file(args, /*create=*/false);
     if (op == "apus_remove_db") return remove_db(args);
+    if (op == "apus_merge_info") return merge_info(args);
     if (op == "get_shard_ranges" && type_ == DbType::kContainer) return get_shard_ranges();
     return plain_error(400, "Unknown replication operation");
   }
@@ -319,7 +332,7 @@ class ReplicateRpc {
     DbInfo info;
     Status s = store_->update_info(t_.db(), [&](std::optional<DbInfo>& stored) -> Result<bool> {
       if (!stored) return Status::not_found();
-      bool changed = merge_remote_info(*stored, *remote);
+      bool changed = merge_remote_info(*stored, type_, *remote);
       info = *stored;
       return changed;
     });
@@ -340,34 +353,6 @@ class ReplicateRpc {
     r.headers.set("Content-Type", "application/json");
     r.body = json::serialize(replication_info_json(info, type_, point));
     return r;
-  }
-
-  // Swift's _handle_sync_request on our replica: a better policy index, the sender's newer
-  // metadata, and its timestamps (created_at the older, put and delete the newer, compared as
-  // the strings they are, as SQLite's MIN and MAX do). Returns whether anything changed.
-  bool merge_remote_info(DbInfo& info, const RemoteInfo& remote) {
-    bool changed = false;
-    const std::string now = Timestamp::now().internal();
-    if (type_ == DbType::kContainer && remote.storage_policy_index &&
-        *remote.storage_policy_index != info.storage_policy_index &&
-        remote_policy_wins(info, remote)) {
-      info.storage_policy_index = *remote.storage_policy_index;
-      info.policy_stats[info.storage_policy_index];
-      info.status_changed_at = std::max(info.status_changed_at, now);
-      changed = true;
-    }
-    OrRefusal<bool> md = merge_metadata(info, remote.metadata, false, config_.swift.constraints);
-    changed = (md && *md) || changed;
-    if (remote.created_at != info.created_at || remote.put_timestamp != info.put_timestamp ||
-        remote.delete_timestamp != info.delete_timestamp) {
-      const bool was_deleted = info.is_deleted(type_);
-      info.created_at = std::min(info.created_at, remote.created_at);
-      info.put_timestamp = std::max(info.put_timestamp, remote.put_timestamp);
-      info.delete_timestamp = std::max(info.delete_timestamp, remote.delete_timestamp);
-      if (was_deleted != info.is_deleted(type_)) info.status_changed_at = now;
-      changed = true;
-    }
-    return changed;
   }
 
   Response merge_items(const json::array& args) {
@@ -475,6 +460,48 @@ class ReplicateRpc {
     return swob_response(made ? 201 : 202);
   }
 
+  // Swift's complete_rsync [sender_id(, db file name)] and rsync_then_merge [sender_id]: the
+  // database file a Swift replicator sent by rsync to <device>/tmp/<sender_id> is merged into
+  // the store (a new replica, or into the one here) and removed. 404 as Swift answers: the
+  // file is missing, or the database exists already (complete_rsync) or not (rsync_then_merge).
+  Response take_file(const json::array& args, bool create) {
+    const auto* id = args.empty() ? nullptr : args[0].if_string();
+    std::string_view sender = id ? std::string_view(id->data(), id->size()) : "";
+    if (sender.empty() || sender.size() > 256 || sender.find('/') != std::string_view::npos ||
+        sender == "." || sender == "..") {
+      return plain_error(400, bad_request_body(create ? "complete_rsync" : "rsync_then_merge"));
+    }
+    const std::string file = config_.devices + "/" + t_.device + "/tmp/" + std::string(sender);
+    auto st = devices_.fs().stat(file);
+    if (!st.ok() || !st->exists || st->is_dir) return swob_response(404);
+    auto rows = merge_swift_db(file, *store_, t_.db(), t_.device, sender, create);
+    if (!rows.ok()) {
+      if (rows.status().is_not_found() ||
+          rows.status().code() == Status::Code::kConflict) {
+        return swob_response(404);
+      }
+      APUS_LOG_ERROR("cannot take database file " + file + ": " + rows.status().to_string());
+      return store_failure(rows.status());
+    }
+    (void)devices_.fs().unlink(file);
+    return swob_response(204);
+  }
+
+  // ["apus_merge_info", {a "sync" answer}]: another replica's metadata, timestamps and policy
+  // merged into this one (what Swift's replicator does with a peer's answer to its own
+  // database; an Apus replicator asks its own server).
+  Response merge_info(const json::array& args) {
+    const json::object* o = args.size() == 1 ? args[0].if_object() : nullptr;
+    auto remote = o ? remote_info_from_json(*o) : Result<RemoteInfo>(Status::invalid_argument(""));
+    if (!remote.ok()) return plain_error(400, bad_request_body("apus_merge_info"));
+    Status s = store_->update_info(t_.db(), [&](std::optional<DbInfo>& info) -> Result<bool> {
+      if (!info) return Status::not_found();
+      return merge_remote_info(*info, type_, *remote);
+    });
+    if (!s.ok()) return store_failure(s);
+    return swob_response(204);
+  }
+
   // ["apus_remove_db", id, max_row].
   Response remove_db(const json::array& args) {
     const auto* id = args.size() == 2 ? args[0].if_string() : nullptr;
@@ -493,6 +520,31 @@ class ReplicateRpc {
 };
 
 }  // namespace
+
+bool merge_remote_info(DbInfo& info, DbType type, const RemoteInfo& remote) {
+  bool changed = false;
+  const std::string now = Timestamp::now().internal();
+  if (type == DbType::kContainer && remote.storage_policy_index &&
+      *remote.storage_policy_index != info.storage_policy_index &&
+      remote_policy_wins(info, remote)) {
+    info.storage_policy_index = *remote.storage_policy_index;
+    info.policy_stats[info.storage_policy_index];
+    info.status_changed_at = std::max(info.status_changed_at, now);
+    changed = true;
+  }
+  OrRefusal<bool> md = merge_metadata(info, remote.metadata, false, common::Constraints());
+  changed = (md && *md) || changed;
+  if (remote.created_at != info.created_at || remote.put_timestamp != info.put_timestamp ||
+      remote.delete_timestamp != info.delete_timestamp) {
+    const bool was_deleted = info.is_deleted(type);
+    info.created_at = std::min(info.created_at, remote.created_at);
+    info.put_timestamp = std::max(info.put_timestamp, remote.put_timestamp);
+    info.delete_timestamp = std::max(info.delete_timestamp, remote.delete_timestamp);
+    if (was_deleted != info.is_deleted(type)) info.status_changed_at = now;
+    changed = true;
+  }
+  return changed;
+}
 
 // ---- request bodies ----
 
@@ -553,22 +605,22 @@ std::string remove_db_request(std::string_view id, int64_t max_row) {
   return json::serialize(json::array{"apus_remove_db", id, max_row});
 }
 
-Result<RemoteInfo> parse_sync_answer(std::string_view body) {
-  boost::system::error_code ec;
-  json::value v = json::parse(body, ec);
-  const json::object* o = ec ? nullptr : v.if_object();
-  if (!o) return Status::invalid_argument("sync answer is not a JSON object");
+namespace {
+
+// The replication info of a "sync" answer (or of "apus_merge_info", which carries one).
+Result<RemoteInfo> remote_info_from_json(const json::object& o) {
   RemoteInfo r;
-  auto point = json_int(*o, "point", -1), max_row = json_int(*o, "max_row", -1),
-       count = json_int(*o, "count", 0);
-  auto hash = json_string(*o, "hash"), id = json_string(*o, "id"),
-       created = json_string(*o, "created_at"), put = json_string(*o, "put_timestamp"),
-       del = json_string(*o, "delete_timestamp"),
-       changed = json_string(*o, "status_changed_at", false),
-       md = json_string(*o, "metadata", false);
-  if (!point || !max_row || !count || !hash || !id || !created || !put || !del || !changed ||
-      !md) {
-    return Status::invalid_argument("sync answer lacks replication info");
+  auto point = json_int(o, "point", -1), max_row = json_int(o, "max_row", -1),
+       count = json_int(o, "count", 0);
+  auto hash = json_string(o, "hash"), id = json_string(o, "id"),
+       created = json_string(o, "created_at"), put = json_string(o, "put_timestamp"),
+       del = json_string(o, "delete_timestamp"),
+       changed = json_string(o, "status_changed_at", false),
+       md = json_string(o, "metadata", false);
+  if (!point || !max_row || !count || !hash || !id || !created || !good_timestamp(*created) ||
+      !put || !good_timestamp(*put) || !del || !good_timestamp(*del) || !changed ||
+      !good_timestamp(*changed) || !md) {
+    return Status::invalid_argument("not replication info");
   }
   r.point = *point;
   r.max_row = *max_row;
@@ -580,12 +632,28 @@ Result<RemoteInfo> parse_sync_answer(std::string_view body) {
   r.delete_timestamp = std::move(*del);
   r.status_changed_at = changed->empty() ? "0" : std::move(*changed);
   r.metadata = metadata_from_json(*md);
-  if (o->contains("storage_policy_index")) {
-    auto policy = json_int(*o, "storage_policy_index");
-    if (policy && *policy >= 0 && *policy <= INT32_MAX) r.storage_policy_index = static_cast<int>(*policy);
+  if (o.contains("storage_policy_index")) {
+    auto policy = json_int(o, "storage_policy_index");
+    if (policy && *policy >= 0 && *policy <= INT32_MAX) {
+      r.storage_policy_index = static_cast<int>(*policy);
+    }
   }
-  if (o->contains("shard_max_row")) r.shard_max_row = json_int(*o, "shard_max_row", -1).value_or(-1);
+  if (o.contains("shard_max_row")) r.shard_max_row = json_int(o, "shard_max_row", -1).value_or(-1);
   return r;
+}
+
+}  // namespace
+
+Result<RemoteInfo> parse_sync_answer(std::string_view body) {
+  boost::system::error_code ec;
+  json::value v = json::parse(body, ec);
+  const json::object* o = ec ? nullptr : v.if_object();
+  if (!o) return Status::invalid_argument("sync answer is not a JSON object");
+  return remote_info_from_json(*o);
+}
+
+std::string merge_info_request(std::string_view sync_answer) {
+  return "[\"apus_merge_info\"," + std::string(sync_answer) + "]";
 }
 
 bool remote_policy_wins(const DbInfo& local, const RemoteInfo& remote) {
@@ -659,12 +727,10 @@ net::awaitable<void> serve_replicate(Exchange& ex, const DbServerConfig& config,
   }
   std::string op((*args)[0].get_string());
   args->erase(args->begin());
-  if (op == "complete_rsync" || op == "rsync_then_merge" || op == "merge_shard_ranges") {
+  if (op == "merge_shard_ranges") {
     // Swift's replicator logs the failure and tries again next pass.
     co_return co_await ex.reply(common::http::swob_response_with_body(
-        501, op == "merge_shard_ranges"
-                 ? "Apus container servers do not shard: shard ranges are not taken"
-                 : "Apus servers do not take whole database files (" + op + ") yet"));
+        501, "Apus container servers do not shard: shard ranges are not taken"));
   }
   Response r = co_await pool->call([&] {
     return ReplicateRpc(config, devices, *target).run(op, *args);

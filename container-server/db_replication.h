@@ -11,15 +11,20 @@
 //  - ["merge_items", rows, sender_id]: rows as Swift's get_items_since gives them (with ROWID),
 //    in ROWID order; the peer merges them and moves its point for sender_id to the last one.
 //  - ["merge_syncs", [{"remote_id", "sync_point"}...]]: the sender's own incoming points.
+//  - ["complete_rsync", sender_id(, name)] and ["rsync_then_merge", sender_id]: the SQLite file
+//    a Swift replicator rsynced to <device>/tmp/<sender_id> is merged into the store (a new
+//    replica, or into the one here; container-server/swift_db.h) and removed.
 //  - ["get_shard_ranges"] answers [] (Apus containers never shard); ["merge_shard_ranges", ...]
-//    is refused with 501, as are the whole-file transfers Swift makes with rsync
-//    ("complete_rsync", "rsync_then_merge"): not implemented yet.
+//    is refused with 501.
 //  - Apus's own, sent only to Apus servers (a 404 answer to "sync" from an Apus server says it
 //    takes them with X-Apus-Db-Replication: 1): ["apus_create_db", {...}] makes an empty replica
 //    with the sender's names, timestamps, status, policy and metadata (the rows follow by
 //    merge_items), in place of Swift's rsync of the whole file; ["apus_remove_db", id,
 //    max_row] removes a replica that is still exactly the one a replicator pushed (its own
-//    handoff copy, through its own server: the replicator only reads the store).
+//    handoff copy, through its own server: the replicator only reads the store);
+//    ["apus_merge_info", {a "sync" answer}] merges a peer's metadata, timestamps and policy
+//    into the replica here (what Swift's replicator does to its own database with a peer's
+//    answer; an Apus replicator asks its own server).
 //
 // Safer than Swift: the body is bounded (32 MiB), the path must name a partition number and a
 // 32-digit hash (and a created replica's names must hash to it), rows must have valid UTF-8
@@ -79,10 +84,26 @@ std::string remove_db_request(std::string_view id, int64_t max_row);
 
 // A "sync" answer's body; InvalidArgument when it is not one.
 common::Result<RemoteInfo> parse_sync_answer(std::string_view body);
+// ["apus_merge_info", answer]: a peer's "sync" answer passed to our own server, which merges
+// the peer's metadata, timestamps and policy into our replica.
+std::string merge_info_request(std::string_view sync_answer);
 
 // Swift's incorrect_policy_index: whether a peer's storage policy index should replace ours
 // (cmp_policy_info: the newest of recreated replicas, else the oldest, deleted ones last).
 bool remote_policy_wins(const DbInfo& local, const RemoteInfo& remote);
+
+// Swift's merge of another replica's state into ours (_handle_sync_request, merge_timestamps,
+// update_metadata): a better storage policy index (containers, when `remote` has one), the
+// other's newer metadata items, and its timestamps (created_at the older, put and delete the
+// newer, compared as the strings they are, as SQLite's MIN and MAX do), status_changed_at
+// moving when that changes whether the replica counts as deleted. Returns whether anything
+// changed.
+bool merge_remote_info(DbInfo& info, DbType type, const RemoteInfo& remote);
+
+// A database's metadata as Swift keeps it (a JSON object of name -> [value, timestamp]);
+// items that are not pairs of strings are dropped, an undecodable text gives none (Swift logs
+// undecodable metadata and goes on without it).
+DbMetadata metadata_from_json(std::string_view raw);
 
 // ---- the server's side ----
 

@@ -160,8 +160,11 @@ struct DbReplicator::Impl {
   net::awaitable<void> replicate_device(const std::string& device, const DbPassFilter& filter);
   net::awaitable<void> replicate_db(ListingStore& store, std::string device, std::string db,
                                     DbInfo info);
+  // `self`: this node's device holding the replica (its server takes what the peer has
+  // newer), or nullptr.
   net::awaitable<PeerResult> sync_with(ListingStore& store, const ring::Device& peer,
-                                       uint32_t part, const std::string& db, const DbInfo& info);
+                                       uint32_t part, const std::string& db, const DbInfo& info,
+                                       const ring::Device* self);
   net::awaitable<PeerResult> send_rows(ListingStore& store, const ring::Device& peer,
                                        uint32_t part, const std::string& db, const DbInfo& info,
                                        int64_t point);
@@ -254,7 +257,8 @@ net::awaitable<PeerResult> DbReplicator::Impl::send_rows(ListingStore& store,
 net::awaitable<PeerResult> DbReplicator::Impl::sync_with(ListingStore& store,
                                                          const ring::Device& peer, uint32_t part,
                                                          const std::string& db,
-                                                         const DbInfo& info) {
+                                                         const DbInfo& info,
+                                                         const ring::Device* self) {
   const std::string part_str = std::to_string(part);
   const std::string where = peer.replication_ip + ":" + std::to_string(peer.replication_port) +
                             "/" + peer.device;
@@ -293,6 +297,16 @@ net::awaitable<PeerResult> DbReplicator::Impl::sync_with(ListingStore& store,
   if (!remote.ok()) {
     APUS_LOG_ERROR("ERROR bad sync answer from " + where + ": " + remote.status().to_string());
     co_return PeerResult::kFailed;
+  }
+  // The peer's newer metadata, timestamps or better policy come here too (Swift's replicator
+  // merges them into its own database), through our own server.
+  DbInfo merged = info;
+  if (self && merge_remote_info(merged, config.type, *remote)) {
+    auto m = co_await replicate(*self, info.partition, db, merge_info_request(r->body));
+    if (!m.ok() || m->head.status != 204) {
+      APUS_LOG_WARNING("cannot merge " + where + "'s info of " + db + " here: " +
+                       (m.ok() ? std::to_string(m->head.status) : m.status().to_string()));
+    }
   }
   if (remote->point >= info.max_row) {
     ++stats.no_change;
@@ -368,7 +382,7 @@ net::awaitable<void> DbReplicator::Impl::replicate_db(ListingStore& store, std::
   int successes = 0;
   bool all_ok = true;
   for (size_t i = 0; i < peers.size(); ++i) {
-    PeerResult result = co_await sync_with(store, *peers[i], *part, db, info);
+    PeerResult result = co_await sync_with(store, *peers[i], *part, db, info, self);
     if (result == PeerResult::kInStep) {
       ++successes;
       ++stats.success;

@@ -1378,7 +1378,9 @@ ListingStore* FollowedStores::follow(const std::string& device) {
     APUS_LOG_WARNING("listing store " + path + ": " + caught_up.to_string() + "; reopening");
     stores_.erase(it);
   }
-  if (!fs_.stat(path).ok()) return nullptr;  // no database of this kind on this device
+  // No store of this kind on this device (yet): RocksDB's CURRENT file names a store.
+  auto current = fs_.stat(path + "/CURRENT");
+  if (!current.ok() || !current->exists) return nullptr;
   if (scratch_dir_.empty()) {
     std::string templ = std::filesystem::temp_directory_path().string() + "/apus-follower.XXXXXX";
     if (::mkdtemp(templ.data()) == nullptr) {

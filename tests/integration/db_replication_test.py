@@ -9,7 +9,7 @@
   own copy;
 - an account replica that missed container rows gets them;
 - a second pass finds every replica in step and sends no row; REPLICATE's refusals (bad
-  bodies, unknown operations, Swift's whole-file operations) are clear.
+  bodies, unknown operations, a whole file that is not there, shard ranges) are clear.
 
 usage: db_replication_test.py <build-dir>
 """
@@ -171,7 +171,8 @@ def main():
         h = hash_path(ACCOUNT, "missed")
         port = cluster.ports["container"][n]
         for body, want in ((b"{}", 400), (b'["nope"]', 400), (b'["sync", 1]', 400),
-                           (b'["complete_rsync", "x", "y.db"]', 501),
+                           (b'["complete_rsync", "x", "y.db"]', 404),
+                           (b'["rsync_then_merge", "../x"]', 400),
                            (b'["merge_shard_ranges", []]', 501),
                            (b'["merge_items", [{"name": "\\u00e9"}], "x"]', 400)):
             status, _, text = procs.request(port, "REPLICATE", "/sd%d/%d/%s" % (n, part, h),

@@ -179,18 +179,21 @@ class Cluster:
                                 "concurrency = 2\n" + method, *args)
 
     def start_rsyncd(self):
-        """An rsync daemon for every node, as Swift's all-in-one has one: module
-        object<object server port> over node n's devices directory. Returns its port."""
+        """An rsync daemon for every node, as Swift's all-in-one has one: modules
+        object<port>, container<port> and account<port> (each server's port) over node n's
+        devices directory. Returns its port."""
         port = procs.free_port()
         conf = os.path.join(self.etc, "rsyncd.conf")
         with open(conf, "w") as f:
             f.write("uid = root\ngid = root\nuse chroot = no\nlog file = %s/rsyncd.log\n"
                     "pid file = %s/rsyncd.pid\nlock file = %s/rsyncd.lock\n\n"
                     % (self.root, self.root, self.root))
-            for n, obj_port in enumerate(self.ports["object"]):
-                f.write("[object%d]\nmax connections = 8\npath = %s\nread only = false\n"
-                        "lock file = %s/rsyncd-object%d.lock\n\n"
-                        % (obj_port, os.path.join(self.root, "node%d" % n), self.root, obj_port))
+            for kind in ("object", "container", "account"):
+                for n, server_port in enumerate(self.ports[kind]):
+                    f.write("[%s%d]\nmax connections = 8\npath = %s\nread only = false\n"
+                            "lock file = %s/rsyncd-%s%d.lock\n\n"
+                            % (kind, server_port, os.path.join(self.root, "node%d" % n),
+                               self.root, kind, server_port))
         log = os.path.join(self.root, "rsyncd.out")
         proc = self.ps.start(["rsync", "--daemon", "--no-detach", "--config=" + conf,
                               "--address=127.0.0.1", "--port=%d" % port], log)

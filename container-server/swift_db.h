@@ -1,0 +1,59 @@
+// Swift's SQLite container and account databases (one `<hash>.db` file each), read with
+// Debian's libsqlite3 and merged into a listing store: what a REPLICATE "complete_rsync" or
+// "rsync_then_merge" does with the file a Swift replicator sent by rsync, and what a migration
+// from a Swift node does with the files on its disks.
+//
+// Read: the stat row (container_stat, a view in newer schemas, or account_stat) with Swift's
+// older schemas' missing columns taken as their defaults, the rows in ROWID order (deleted ones
+// too) and the incoming_sync table. The file is opened read-only; nothing is written to it.
+//
+// Thread-compatible: one reader per thread. Blocks on disk: call from a pool thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+#include "container-server/listing_db.h"
+
+namespace apus::container {
+
+class SwiftDbReader {
+ public:
+  // Opens `path` read-only. NotFound when missing; InvalidArgument when it is not a Swift
+  // database of `type` (no stat row).
+  static common::Result<std::unique_ptr<SwiftDbReader>> open(const std::string& path,
+                                                             DbType type);
+  virtual ~SwiftDbReader() = default;
+
+  // The stat row as an info: names, timestamps, status, hash, id, policy, metadata, reported
+  // values (counts are the file's, for comparison; a store computes its own from the rows).
+  virtual const DbInfo& info() const = 0;
+  // The newest ROWID given out (SQLite's sequence; -1 for none).
+  virtual int64_t max_row() const = 0;
+  // The incoming_sync table.
+  virtual const std::vector<SyncPoint>& incoming_syncs() const = 0;
+  // Up to `limit` rows whose ROWID is greater than `after`, in ROWID order, rowid set.
+  virtual common::Result<std::vector<ObjectRecord>> objects_after(int64_t after, size_t limit) = 0;
+  virtual common::Result<std::vector<ContainerRecord>> containers_after(int64_t after,
+                                                                        size_t limit) = 0;
+};
+
+// Merges the Swift database file at `path` into database `db` of `store`:
+//  - when `db` does not exist (`create`), it is made with the file's names, timestamps, status,
+//    policy and metadata and a new id for `device` (Swift's complete_rsync and newid; its
+//    reported values start at 0, so the container reports itself again);
+//  - when it exists, the file's metadata and timestamps are merged into it (rsync_then_merge);
+// then every row of the file, 1000 per write; then the file's incoming sync points and
+// `sender_id`'s point at the file's last ROWID (newid's), so the sender goes on from there.
+// Container sync points are not taken (they are ROWIDs of the sender's numbering). Returns the
+// rows read. NotFound when `db` is missing and `create` is false, Conflict when it exists and
+// `create` is true.
+common::Result<int64_t> merge_swift_db(const std::string& path, ListingStore& store,
+                                       std::string_view db, std::string_view device,
+                                       std::string_view sender_id, bool create);
+
+}  // namespace apus::container
