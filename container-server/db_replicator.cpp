@@ -138,6 +138,10 @@ struct DbReplicator::Impl {
   std::map<std::string, Confirmed> confirmed;  // by device + "/" + db
   uint64_t pass = 0;
   bool compare_all = true;  // this pass skips nothing
+  // Set by run_forever: a pass stops starting databases once it is set (those in flight
+  // finish), so the process exits promptly at SIGTERM.
+  const std::atomic<bool>* stop = nullptr;
+  bool stopping() const { return stop && stop->load(); }
   DbReplicationStats stats;
 
   // Databases in flight and the pacing of their starts.
@@ -437,6 +441,7 @@ net::awaitable<void> DbReplicator::Impl::replicate_device(const std::string& dev
     if (page->empty()) co_return;
     after = page->back().first;
     for (auto& [db, info] : *page) {
+      if (stopping()) co_return;
       if (!filter.partitions.empty() && !filter.partitions.contains(info.partition)) continue;
       // Deleted and empty past reclaim_age: the server's reclaimer removes it (Swift's
       // replicator deletes it without replicating).
@@ -540,6 +545,7 @@ DbReplicationStats DbReplicator::run_once(const DbPassFilter& filter) {
   impl.next_start = std::chrono::steady_clock::now();
   common::spawn_logged(ioc.get_executor(), [&]() -> net::awaitable<void> {
     for (const std::string& device : devices) {
+      if (impl.stopping()) break;
       if (!filter.devices.empty() && !filter.devices.contains(device)) continue;
       Status mounted = common::io::check_device(impl.fs, impl.config.devices, device,
                                                 impl.config.mount_check);
@@ -553,8 +559,9 @@ DbReplicationStats DbReplicator::run_once(const DbPassFilter& filter) {
   ioc.run();  // returns once the walk and every database it started are done
   impl.slot_freed.reset();
   impl.pool.reset();
-  impl.compare_all = false;
-  if (filter.devices.empty() && filter.partitions.empty()) {
+  const bool whole = filter.devices.empty() && filter.partitions.empty() && !impl.stopping();
+  impl.compare_all = impl.compare_all && !whole;
+  if (whole) {
     std::erase_if(impl.confirmed, [&](const auto& e) { return e.second.seen_pass != impl.pass; });
   }
   DbReplicationStats& st = impl.stats;
@@ -572,11 +579,12 @@ DbReplicationStats DbReplicator::run_once(const DbPassFilter& filter) {
                 " no_change:" + std::to_string(st.no_change) + " created:" +
                 std::to_string(st.created) + " skipped_unchanged:" + std::to_string(st.skipped) +
                 " rows_sent:" + std::to_string(st.rows_sent));
-  if (filter.devices.empty() && filter.partitions.empty()) impl.write_recon();
+  if (whole) impl.write_recon();
   return st;
 }
 
 void DbReplicator::run_forever(const std::atomic<bool>& stop) {
+  impl_->stop = &stop;
   while (!stop.load()) {
     const auto next = common::seconds_from_now(impl_->config.interval);
     (void)run_once();

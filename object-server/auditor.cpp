@@ -121,6 +121,10 @@ struct ObjectAuditor::Impl {
   AuditorConfig config;
   common::io::Fs& fs;
   DiskFileManager disk;
+  // Set by run_forever: a pass stops between two objects once it is set (the status file
+  // keeps its place for the next process), so the process exits promptly at SIGTERM.
+  const std::atomic<bool>* stop = nullptr;
+  bool stopping() const { return stop && stop->load(); }
 
   Impl(AuditorConfig c, common::io::Fs& f)
       : config(std::move(c)),
@@ -236,6 +240,7 @@ AuditStats ObjectAuditor::run_once(AuditMode mode, const std::set<std::string>& 
         for (const std::string& suffix : m.sorted_dir(objects + "/" + partition)) {
           if (!is_valid_suffix(suffix)) continue;
           for (const std::string& hash : m.sorted_dir(objects + "/" + partition + "/" + suffix)) {
+            if (m.stopping()) return stats;  // resumes at this partition next time
             if (hash.size() != 32 || !hash.ends_with(suffix)) continue;
             m.audit_object(part, hash, mode, stats, bytes);
             files.take(1);
@@ -272,6 +277,7 @@ AuditStats ObjectAuditor::run_once(AuditMode mode, const std::set<std::string>& 
 }
 
 void ObjectAuditor::run_forever(const std::atomic<bool>& stop) {
+  impl_->stop = &stop;
   auto passes = [&](AuditMode mode) {
     while (!stop) {
       const auto next = common::seconds_from_now(impl_->config.interval);

@@ -456,6 +456,10 @@ struct ObjectReplicator::Impl {
   std::map<int, std::unique_ptr<ring::Ring>> rings;
   DiskFileManager disk;
   std::vector<std::string> my_ips;
+  // Set by run_forever: a pass stops taking partitions once it is set (those in progress
+  // finish), so the process exits promptly at SIGTERM.
+  const std::atomic<bool>* stop = nullptr;
+  bool stopping() const { return stop && stop->load(); }
 
   Impl(ReplicatorConfig c, common::io::Fs& f, std::map<int, std::unique_ptr<ring::Ring>> r)
       : config(std::move(c)),
@@ -595,7 +599,7 @@ ReplicationStats ObjectReplicator::run_once(const PassFilter& filter) {
   if (!impl_->config.rsync_module.empty()) options.rsync = impl_->config.rsync;
   // `concurrency` threads, each with an io_context of its own, take the next partition.
   auto worker = [&] {
-    for (size_t i = next++; i < jobs.size(); i = next++) {
+    for (size_t i = next++; i < jobs.size() && !impl_->stopping(); i = next++) {
       net::io_context ioc;
       auto done = net::co_spawn(ioc, replicate_partition(impl_->disk, jobs[i], options),
                                 net::use_future);
@@ -630,6 +634,7 @@ ReplicationStats ObjectReplicator::run_once(const PassFilter& filter) {
 }
 
 void ObjectReplicator::run_forever(const std::atomic<bool>& stop) {
+  impl_->stop = &stop;
   while (!stop) {
     const auto next = common::seconds_from_now(impl_->config.interval);
     (void)run_once();

@@ -14,7 +14,8 @@
 # run nothing, so Debian's own never touch Apus's devices. conftest.py adapts the tests'
 # direct reads of SQLite databases (see there).
 #
-# Default tests: the object replication probes issue 16 asks for. The result is compared with
+# Default tests: the object replication probes issue 16 asks for, and test_db_replicator
+# (issue 17; its other probes run by name: README). The result is compared with
 # tests/probe/known_failures.txt (compare_failures.py, as the functional suite's). Needs root
 # (exit 77, a skip, without it).
 # APUS_PROBE_KEEP=DIR keeps the JUnit report and logs there.
@@ -53,7 +54,7 @@ if [ ${#tests[@]} -eq 0 ]; then
   for t in test_object_handoff test_object_failures test_empty_device_handoff \
            test_object_async_update test_object_metadata_replication \
            test_replication_servers_working test_account_reaper \
-           test_object_conditional_requests; do
+           test_object_conditional_requests test_db_replicator; do
     tests+=("test/probe/$t.py")
   done
 fi
