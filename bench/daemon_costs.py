@@ -28,6 +28,7 @@ Measured, from /proc (user + system CPU of each process over a window):
 usage: bench/daemon_costs.py [--build build] [--out DIR] [--objects 1000000]
                              [--part-power 10] [--window 90] [--refill-objects 20000]
                              [--refill-large-objects 1000] [--refill-size 1048576]
+                             [--no-swift] [--no-auditor] [--no-refill]
 Prints a table and writes OUT/daemon_costs.json. Needs about 4 KiB of disk per object and
 node (a hash directory and a file) and, for the refill set, its size three times.
 """
@@ -250,6 +251,8 @@ def main():
     ap.add_argument("--refill-large-objects", type=int, default=1000)
     ap.add_argument("--refill-size", type=int, default=1 << 20)
     ap.add_argument("--no-swift", action="store_true", help="skip Swift's replicator")
+    ap.add_argument("--no-auditor", action="store_true", help="skip the auditor")
+    ap.add_argument("--no-refill", action="store_true", help="skip the refill trials")
     args = ap.parse_args()
     bin_dir = os.path.join(os.path.abspath(args.build), "bin")
     result = {"objects": args.objects, "part_power": args.part_power}
@@ -259,8 +262,9 @@ def main():
         cluster = Cluster(bin_dir, root, ps, nodes=3, part_power=args.part_power)
         cluster.start_rsyncd()
         # Small objects (the cost per object), then large ones (MiB/s).
-        for key, count, size in (("refill_small", args.refill_objects, 4096),
-                                 ("refill_large", args.refill_large_objects, args.refill_size)):
+        for key, count, size in (() if args.no_refill else (
+                ("refill_small", args.refill_objects, 4096),
+                ("refill_large", args.refill_large_objects, args.refill_size))):
             for n in range(3):
                 shutil.rmtree(os.path.join(root, "node%d" % n, "sd%d" % n, "objects"),
                               ignore_errors=True)
@@ -285,8 +289,9 @@ def main():
         if not args.no_swift:
             result["swift_replicator"] = measure_swift_replicator(cluster, 0, args.window)
             print("Swift's replicator:", result["swift_replicator"], flush=True)
-        result["auditor"] = measure_auditor(cluster, 0, args.window, args.objects)
-        print("auditor:", result["auditor"], flush=True)
+        if not args.no_auditor:
+            result["auditor"] = measure_auditor(cluster, 0, args.window, args.objects)
+            print("auditor:", result["auditor"], flush=True)
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "daemon_costs.json"), "w") as f:
         json.dump(result, f, indent=1)

@@ -53,7 +53,10 @@ std::optional<int64_t> json_int(const json::value& v) {
     if (*u <= static_cast<uint64_t>(INT64_MAX)) return static_cast<int64_t>(*u);
     return std::nullopt;
   }
-  if (auto d = v.if_double()) return static_cast<int64_t>(*d);
+  if (auto d = v.if_double()) {  // truncated, as Python's int(); only within int64's range
+    if (!(*d > -9.2e18 && *d < 9.2e18)) return std::nullopt;
+    return static_cast<int64_t>(*d);
+  }
   if (auto b = v.if_bool()) return *b ? 1 : 0;
   if (auto s = v.if_string()) return parse_int(std::string_view(s->data(), s->size()));
   return std::nullopt;
@@ -85,7 +88,7 @@ DbMetadata metadata_from_json(std::string_view raw) {
   boost::system::error_code ec;
   json::value v = json::parse(raw, ec);
   if (ec || !v.is_object()) {
-    APUS_LOG_WARNING("Unable to decode remote metadata");
+    APUS_LOG_DEBUG("Unable to decode remote metadata");
     return md;
   }
   for (const auto& [key, item] : v.as_object()) {

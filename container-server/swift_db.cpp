@@ -2,9 +2,12 @@
 
 #include <sqlite3.h>
 
+#include <cstdio>
 #include <map>
 
+#include "common/crypto/base64.h"
 #include "common/log/log.h"
+#include "common/pickle.h"
 #include "container-server/db_replication.h"
 #include "container-server/db_server.h"
 
@@ -284,6 +287,87 @@ Result<int64_t> merge_swift_db(const std::string& path, ListingStore& store, std
     }
   }
   return rows;
+}
+
+PendingRows parse_pending(std::string_view text, DbType type) {
+  PendingRows out;
+  auto str = [](const common::pickle::Value& v, std::string& to) {
+    if (v.is_str() || v.is_bytes()) {
+      to = v.as_string();
+      return true;
+    }
+    if (v.is_none()) {
+      to.clear();
+      return true;
+    }
+    if (v.is_int()) {  // a timestamp or count pickled as a number by an old Swift
+      to = std::to_string(v.as_int());
+      return true;
+    }
+    if (v.is_float()) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.5f", v.as_float());
+      to = buf;
+      return true;
+    }
+    return false;
+  };
+  auto num = [](const common::pickle::Value& v, int64_t& to) {
+    if (v.is_int()) to = v.as_int();
+    else if (v.is_bool()) to = v.as_bool() ? 1 : 0;
+    else if (v.is_str() || v.is_bytes()) {
+      auto n = parse_int(v.as_string());
+      if (!n) return false;
+      to = *n;
+    } else {
+      return false;
+    }
+    return true;
+  };
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(':', start);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view entry = text.substr(start, end - start);
+    start = end + 1;
+    if (entry.empty()) continue;
+    auto raw = common::crypto::strict_b64decode(entry);
+    if (!raw) {
+      ++out.bad;
+      continue;
+    }
+    auto value = common::pickle::loads(*raw);
+    if (!value.ok() || !(value->is_tuple() || value->is_list())) {
+      ++out.bad;
+      continue;
+    }
+    const auto& t = value->as_list();
+    bool good = t.size() >= 6;
+    int64_t deleted = 0, policy = 0;
+    if (type == DbType::kContainer) {
+      ObjectRecord r;
+      good = good && str(t[0], r.name) && str(t[1], r.created_at) && num(t[2], r.size) &&
+             str(t[3], r.content_type) && str(t[4], r.etag) && num(t[5], deleted) &&
+             (t.size() < 7 || num(t[6], policy)) &&
+             (t.size() < 8 || str(t[7], r.ctype_timestamp)) &&
+             (t.size() < 9 || str(t[8], r.meta_timestamp));
+      r.deleted = deleted != 0;
+      r.storage_policy_index = static_cast<int>(policy);
+      if (good && !r.name.empty()) out.objects.push_back(std::move(r));
+      else ++out.bad;
+    } else {
+      ContainerRecord r;
+      good = good && str(t[0], r.name) && str(t[1], r.put_timestamp) &&
+             str(t[2], r.delete_timestamp) && num(t[3], r.object_count) &&
+             num(t[4], r.bytes_used) && num(t[5], deleted) &&
+             (t.size() < 7 || num(t[6], policy));
+      r.deleted = deleted != 0;
+      r.storage_policy_index = static_cast<int>(policy);
+      if (good && !r.name.empty()) out.containers.push_back(std::move(r));
+      else ++out.bad;
+    }
+  }
+  return out;
 }
 
 }  // namespace apus::container

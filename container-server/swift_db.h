@@ -56,4 +56,15 @@ common::Result<int64_t> merge_swift_db(const std::string& path, ListingStore& st
                                        std::string_view db, std::string_view device,
                                        std::string_view sender_id, bool create);
 
+// The records of a Swift database's `.pending` file (rows written since its last commit:
+// base64 pickles separated by ':'): object rows for containers, container rows for accounts,
+// with Swift's older tuple lengths. Entries that do not decode are skipped and counted in
+// *bad (Swift logs and skips them too).
+struct PendingRows {
+  std::vector<ObjectRecord> objects;
+  std::vector<ContainerRecord> containers;
+  size_t bad = 0;
+};
+PendingRows parse_pending(std::string_view text, DbType type);
+
 }  // namespace apus::container
