@@ -664,16 +664,9 @@ net::awaitable<void> ContainerServer::handle_update(Exchange& ex, const Target& 
   }
   // UPDATE bodies are rows for one container: a few MiB at most.
   constexpr size_t kMaxBody = 16 << 20;
-  std::string body;
-  std::array<char, 65536> buf;
-  for (;;) {
-    auto n = co_await ex.read_body(buf);
-    if (!n.ok()) co_return;
-    if (*n == 0) break;
-    body.append(buf.data(), *n);
-    if (body.size() > kMaxBody) co_return co_await ex.reply(swob_response(413));
-  }
-  std::optional<std::vector<ObjectRecord>> parsed = parse_object_rows(body);
+  std::optional<std::string> body = co_await read_whole_body(ex, kMaxBody);
+  if (!body) co_return;
+  std::optional<std::vector<ObjectRecord>> parsed = parse_object_rows(*body);
   if (!parsed) co_return co_await ex.reply(plain_error(400, "Invalid UPDATE body"));
   std::vector<ObjectRecord> records = std::move(*parsed);
   Response r = co_await pool->call([&]() -> Response {

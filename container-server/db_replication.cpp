@@ -713,17 +713,10 @@ net::awaitable<void> serve_replicate(Exchange& ex, const DbServerConfig& config,
   if (!target) co_return co_await ex.reply(std::move(target).refusal());
   common::io::BlockingPool* pool = co_await devices.pool_for(target->device);
   if (!pool) co_return co_await ex.reply(insufficient_storage(target->device));
-  std::string body;
-  std::array<char, 65536> buf;
-  for (;;) {
-    auto n = co_await ex.read_body(buf);
-    if (!n.ok()) co_return;
-    if (*n == 0) break;
-    body.append(buf.data(), *n);
-    if (body.size() > kMaxReplicateBody) co_return co_await ex.reply(swob_response(413));
-  }
+  std::optional<std::string> body = co_await read_whole_body(ex, kMaxReplicateBody);
+  if (!body) co_return;
   boost::system::error_code ec;
-  json::value parsed = json::parse(body, ec);
+  json::value parsed = json::parse(*body, ec);
   json::array* args = ec ? nullptr : parsed.if_array();
   if (!args || args->empty() || !(*args)[0].is_string()) {
     co_return co_await ex.reply(plain_error(400, "Invalid object type"));

@@ -1,6 +1,7 @@
 #include "container-server/db_server.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <random>
 #include <thread>
@@ -532,6 +533,22 @@ net::awaitable<void> walk_infos(DbDevices& devices, const std::string& device, s
     if (page->empty()) co_return;
     after = page->back().first;
     if (!co_await fn(*page)) co_return;
+  }
+}
+
+net::awaitable<std::optional<std::string>> read_whole_body(common::http::Exchange& ex,
+                                                          size_t max) {
+  std::string body;
+  std::array<char, 65536> buf;
+  for (;;) {
+    auto n = co_await ex.read_body(buf);
+    if (!n.ok()) co_return std::nullopt;
+    if (*n == 0) co_return body;
+    body.append(buf.data(), *n);
+    if (body.size() > max) {
+      co_await ex.reply(common::http::swob_response(413));
+      co_return std::nullopt;
+    }
   }
 }
 

@@ -209,6 +209,11 @@ boost::asio::awaitable<void> walk_infos(
     DbDevices& devices, const std::string& device, size_t page_size, std::string_view what,
     const std::function<boost::asio::awaitable<bool>(InfoPage&)>& fn);
 
+// A request body read whole, at most `max` bytes: nullopt when the client went away, or when
+// the body is longer (then 413 has been answered).
+boost::asio::awaitable<std::optional<std::string>> read_whole_body(common::http::Exchange& ex,
+                                                                   size_t max);
+
 // Swift's HTTPInsufficientStorage for `device`.
 common::http::Response insufficient_storage(const std::string& device);
 

@@ -38,12 +38,7 @@ def check(cond, what):
 
 
 def placement(cluster, kind, container=None):
-    from swift.common import utils
-    from swift.common.ring import Ring
-    utils.set_swift_dir(cluster.etc)
-    ring = Ring(os.path.join(cluster.etc, kind + ".ring.gz"))
-    part, nodes = ring.get_nodes(ACCOUNT, *([container] if container else []))
-    return part, [cluster.ports[kind].index(n["port"]) for n in nodes]
+    return cluster.ring_nodes(kind, ACCOUNT, container)
 
 
 def direct(cluster, kind, n, part, path, method="GET", body=None, headers=None, query=""):

@@ -216,6 +216,16 @@ class Cluster:
                                     "test:tester", "testing")
         return url, token
 
+    def ring_nodes(self, kind, account, container=None, obj=None):
+        """The partition of an account, container or object in the `kind` ring and the node
+        numbers of its primaries (Swift's own Ring on our ring file)."""
+        from swift.common import utils
+        from swift.common.ring import Ring
+        utils.set_swift_dir(self.etc)  # this cluster's hash prefix and suffix
+        names = [n for n in (container, obj) if n is not None]
+        part, nodes = Ring(os.path.join(self.etc, kind + ".ring.gz")).get_nodes(account, *names)
+        return part, [self.ports[kind].index(n["port"]) for n in nodes]
+
     def placement(self, container, obj):
         """An object's partition and the node numbers of its primaries (Swift's own Ring on
         our ring file)."""
