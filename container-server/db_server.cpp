@@ -182,6 +182,8 @@ class TimedStore final : public ListingStore {
   Status remove_db(std::string_view db, std::string_view id, int64_t max_row) override {
     return inner_->remove_db(db, id, max_row);
   }
+  Result<RowAudit> audit_rows(std::string_view db) override { return inner_->audit_rows(db); }
+  Status verify_checksums() override { return inner_->verify_checksums(); }
   Result<std::vector<ContainerRecord>> containers_since(std::string_view db, int64_t after_rowid,
                                                         size_t limit) override {
     common::ScopedTimer t(listing_);

@@ -547,6 +547,66 @@ class RocksListingStore final : public ListingStore {
     return rows_since<ObjectRecord>(db, after_rowid, limit);
   }
 
+  Result<RowAudit> audit_rows(std::string_view db) override {
+    ReadView view(*this);
+    const rocksdb::Snapshot* snap = view.snapshot();
+    RowAudit out;
+    auto info = read_info(db, snap);
+    if (!info.ok()) return info.status();
+    out.info = std::move(*info);
+    if (!out.info) return out;
+    rocksdb::ReadOptions ro;
+    ro.snapshot = snap;
+    const std::string rows_prefix = db_prefix('r', db);
+    const std::string rows_end = prefix_end(rows_prefix);
+    rocksdb::Slice rows_upper(rows_end);
+    ro.iterate_upper_bound = &rows_upper;
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro));
+    const size_t name_at = rows_prefix.size() + 4;  // after be32(policy)
+    for (it->Seek(rows_prefix); it->Valid(); it->Next()) {
+      std::string_view key(it->key().data(), it->key().size());
+      std::string_view value(it->value().data(), it->value().size());
+      if (key.size() < name_at) return Status::corruption("a row key without a policy");
+      const auto* p = reinterpret_cast<const uint8_t*>(key.data() + rows_prefix.size());
+      const int policy = static_cast<int>((uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) |
+                                          (uint32_t{p[2]} << 8) | uint32_t{p[3]});
+      std::string_view name = key.substr(name_at);
+      ++out.rows;
+      if (options_.type == DbType::kContainer) {
+        ObjectRecord r;
+        if (!decode_row(value, r)) return Status::corruption("a row that does not decode");
+        PolicyStat& st = out.stats[policy];
+        st.object_count += r.deleted ? 0 : 1;
+        st.bytes_used += r.size;
+        out.tombstones += r.deleted ? 1 : 0;
+        out.hash = chexor(out.hash, name, r.created_at);
+      } else {
+        ContainerRecord r;
+        if (!decode_row(value, r)) return Status::corruption("a row that does not decode");
+        PolicyStat& st = out.stats[r.storage_policy_index];
+        st.container_count += r.deleted ? 0 : 1;
+        st.object_count += r.object_count;
+        st.bytes_used += r.bytes_used;
+        out.tombstones += r.deleted ? 1 : 0;
+        out.hash = chexor(out.hash, name, container_hash_input(r));
+      }
+    }
+    if (!it->status().ok()) return from_rocksdb(it->status());
+    const std::string seq_prefix = db_prefix('s', db);
+    const std::string seq_end = prefix_end(seq_prefix);
+    rocksdb::Slice seq_upper(seq_end);
+    ro.iterate_upper_bound = &seq_upper;
+    std::unique_ptr<rocksdb::Iterator> seq(db_->NewIterator(ro));
+    for (seq->Seek(seq_prefix); seq->Valid(); seq->Next()) ++out.sequence_entries;
+    if (!seq->status().ok()) return from_rocksdb(seq->status());
+    return out;
+  }
+
+  Status verify_checksums() override {
+    rocksdb::Status s = db_->VerifyChecksum();
+    return s.ok() ? Status() : from_rocksdb(s);
+  }
+
   Result<std::vector<ContainerRecord>> containers_since(std::string_view db, int64_t after_rowid,
                                                         size_t limit) override {
     if (options_.type != DbType::kAccount) {
@@ -1203,6 +1263,12 @@ class ReopeningStore final : public ListingStore {
   }
   Status remove_db(std::string_view db, std::string_view id, int64_t max_row) override {
     return write([&](RocksListingStore& inner) { return inner.remove_db(db, id, max_row); });
+  }
+  Result<RowAudit> audit_rows(std::string_view db) override {
+    return read([&](RocksListingStore& inner) { return inner.audit_rows(db); });
+  }
+  Status verify_checksums() override {
+    return read([&](RocksListingStore& inner) { return inner.verify_checksums(); });
   }
   Result<std::vector<ContainerRecord>> containers_since(std::string_view db, int64_t after_rowid,
                                                         size_t limit) override {

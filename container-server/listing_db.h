@@ -146,6 +146,17 @@ struct ContainerEntry {
   ContainerRecord row;
 };
 
+// What a database's rows add up to, recounted from the rows themselves (the DB auditors compare
+// it with the counts the info record keeps).
+struct RowAudit {
+  std::optional<DbInfo> info;        // the info read in the same view; nullopt: no database
+  std::map<int, PolicyStat> stats;   // per policy: live objects (or containers) and bytes
+  int64_t rows = 0;                  // every row, deleted ones included
+  int64_t tombstones = 0;            // deleted rows
+  int64_t sequence_entries = 0;      // its "s" keys: one per row
+  std::string hash = std::string(32, '0');  // Swift's chexor over the rows
+};
+
 struct StoreOptions {
   DbType type = DbType::kContainer;
   bool sync_writes = true;  // fsync the WAL on every write (db_sync_writes)
@@ -242,6 +253,14 @@ class ListingStore {
   virtual common::Result<std::vector<ObjectRecord>> objects_since(std::string_view db,
                                                                   int64_t after_rowid,
                                                                   size_t limit) = 0;
+
+  // Recounts database `db` from its rows (one ordered walk of its rows and one of its sequence
+  // entries, in one consistent view). Corruption when a row does not decode.
+  virtual common::Result<RowAudit> audit_rows(std::string_view db) = 0;
+
+  // Checks every block of every file of the store against its checksum (RocksDB's
+  // VerifyChecksum: reads the whole store). Corruption naming what failed.
+  virtual common::Status verify_checksums() = 0;
 
   // objects_since for account databases: container rows in ROWID order.
   virtual common::Result<std::vector<ContainerRecord>> containers_since(std::string_view db,

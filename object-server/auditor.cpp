@@ -12,6 +12,7 @@
 
 #include "common/crypto/md5.h"
 #include "common/log/log.h"
+#include "common/pacer.h"
 #include "common/recon_cache.h"
 #include "common/process.h"
 #include "object-server/diskfile.h"
@@ -42,24 +43,6 @@ Result<AuditorConfig> AuditorConfig::from_config(const common::Config& conf) {
 }
 
 namespace {
-
-// Keeps a pass under `per_second` units: sleeps when it is ahead (Swift's ratelimit_sleep).
-class Pacer {
- public:
-  explicit Pacer(double per_second) : per_second_(per_second) {}
-  void take(double units) {
-    if (per_second_ <= 0) return;
-    owed_ += units / per_second_;
-    const double ahead =
-        owed_ - std::chrono::duration<double>(std::chrono::steady_clock::now() - began_).count();
-    if (ahead > 0) std::this_thread::sleep_for(std::chrono::duration<double>(ahead));
-  }
-
- private:
-  double per_second_;
-  double owed_ = 0;  // seconds the units taken so far should have lasted
-  std::chrono::steady_clock::time_point began_ = std::chrono::steady_clock::now();
-};
 
 // Swift's auditor_status_<ALL|ZBF>.json in a device's objects directory: the partitions a pass
 // has still to audit there, so a restarted auditor resumes where it was ({"partitions": [...]},
@@ -140,7 +123,7 @@ struct ObjectAuditor::Impl {
   }
 
   void audit_object(const Location& part, const std::string& hash, AuditMode mode,
-                    AuditStats& stats, Pacer& bytes);
+                    AuditStats& stats, common::Pacer& bytes);
   std::vector<std::string> sorted_dir(const std::string& path) {
     auto names = fs.list_dir(path);
     if (!names.ok()) return {};
@@ -150,7 +133,7 @@ struct ObjectAuditor::Impl {
 };
 
 void ObjectAuditor::Impl::audit_object(const Location& part, const std::string& hash,
-                                       AuditMode mode, AuditStats& stats, Pacer& bytes) {
+                                       AuditMode mode, AuditStats& stats, common::Pacer& bytes) {
   // Opening checks the metadata and the size, and quarantines what fails.
   const std::string dir = disk.hash_dir(part, hash);
   auto obj = disk.open_hash(part, hash, std::nullopt);
@@ -214,9 +197,9 @@ AuditStats ObjectAuditor::run_once(AuditMode mode, const std::set<std::string>& 
   Impl& m = *impl_;
   const auto began = std::chrono::steady_clock::now();
   AuditStats stats;
-  Pacer files(mode == AuditMode::kAll ? m.config.files_per_second
+  common::Pacer files(mode == AuditMode::kAll ? m.config.files_per_second
                                       : m.config.zero_byte_files_per_second);
-  Pacer bytes(m.config.bytes_per_second);
+  common::Pacer bytes(m.config.bytes_per_second);
   std::vector<std::string> audited_dirs;  // objects directories whose status file goes at the end
   for (const std::string& device : m.sorted_dir(m.config.devices)) {
     if (!devices.empty() && !devices.contains(device)) continue;

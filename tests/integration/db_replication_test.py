@@ -8,6 +8,8 @@
   replicator makes it on the primary (Apus's apus_create_db, then every row) and removes its
   own copy;
 - an account replica that missed container rows gets them;
+- apus-container-auditor and apus-account-auditor then find every replica's counts equal to
+  its rows (and write Swift's recon keys);
 - a second pass finds every replica in step and sends no row; REPLICATE's refusals (bad
   bodies, unknown operations, a whole file that is not there, shard ranges) are clear.
 
@@ -156,6 +158,24 @@ def main():
               "every account replica lists the same containers: %r" % (names,))
         check(all(a[1].get("x-account-container-count") == "4" for a in accounts),
               "every account replica counts 4 containers: %r" % ([a[1] for a in accounts],))
+
+        # The auditors: every database's counts agree with its rows on every node.
+        for kind, least in (("container", 2), ("account", 1)):
+            passed = 0
+            for n in range(4):
+                status, output, log = cluster.daemon_once(
+                    "auditor", kind + "-auditor", n, "%ss_per_second = 0\n" % kind, kind=kind)
+                check(status == 0, "%s-auditor on node %d: %d %s" % (kind, n, status, output))
+                m = re.search(r"audit pass completed: [0-9.]+s \((\d+) passed, (\d+) failed", log)
+                check(m is not None and m.group(2) == "0",
+                      "%s-auditor on node %d found no failure: %s" % (kind, n, log[-500:]))
+                passed += int(m.group(1)) if m else 0
+                with open(os.path.join(cluster.root, "recon-%d" % n, kind + ".recon")) as f:
+                    recon = json.load(f)
+                check(recon.get(kind + "_audits_failed") == 0 and
+                      kind + "_auditor_pass_completed" in recon,
+                      "%s.recon on node %d: %r" % (kind, n, recon))
+            check(passed >= least * 3, "the %s auditors passed %d databases" % (kind, passed))
 
         # Refusals.
         db = "/%s/missed" % ACCOUNT

@@ -10,7 +10,7 @@
 # /etc/swift and a tmpfs on /run, only its own loopback exists, and every process it starts
 # dies with it. Nothing of the host's /etc/swift or network is touched. Inside, PATH starts with
 # tests/probe/bin: swift-<server> runs apus-<server> under Swift's name, and the Swift daemons
-# Apus does not have (container and account auditors, sharder, reconstructor)
+# Apus does not have (sharder, reconciler, reconstructor)
 # run nothing, so Debian's own never touch Apus's devices. conftest.py adapts the tests'
 # direct reads of SQLite databases (see there).
 #
@@ -93,11 +93,10 @@ printf '[probe_test]\ncheck_server_timeout = 30\n' >"$work/test.conf"
 cp "$here"/bin/* "$work/bin/"
 for s in proxy-server object-server container-server account-server object-replicator \
          object-updater object-auditor object-expirer account-reaper account-replicator \
-         container-replicator; do
+         container-replicator account-auditor container-auditor; do
   ln -s shim "$work/bin/swift-$s"
 done
-for s in account-auditor container-auditor \
-         container-sharder container-sync container-reconciler object-reconstructor \
+for s in container-sharder container-sync container-reconciler object-reconstructor \
          object-relinker; do
   ln -s noop "$work/bin/swift-$s"
 done
