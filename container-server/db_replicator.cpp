@@ -21,6 +21,7 @@
 #include "common/log/log.h"
 #include "common/process.h"
 #include "common/recon_cache.h"
+#include "common/timestamp.h"
 #include "container-server/db_replication.h"
 
 namespace apus::container {
@@ -174,6 +175,9 @@ struct DbReplicator::Impl {
                                        int64_t point);
   net::awaitable<bool> remove_handoff(const ring::Device& self, const std::string& db,
                                       const DbInfo& info);
+  // A Swift server without the replica: made with a backend PUT (see sync_with).
+  net::awaitable<bool> create_on_swift(const ring::Device& peer, uint32_t part,
+                                       const DbInfo& info, const std::string& where);
   // A REPLICATE of `body` to `dev` for database `db`'s hash under partition `part`.
   net::awaitable<Result<common::http::SimpleResponse>> replicate(const ring::Device& dev,
                                                                  const std::string& part,
@@ -279,10 +283,17 @@ net::awaitable<PeerResult> DbReplicator::Impl::sync_with(ListingStore& store,
   }
   if (status == 404) {
     if (!r->head.headers.get(kApusDbReplicationHeader)) {
-      APUS_LOG_ERROR("ERROR cannot replicate " + db + " to " + where +
-                     ": that server lacks the database and takes one only as a whole SQLite "
-                     "file by rsync, which Apus does not send yet");
-      co_return PeerResult::kFailed;
+      // A Swift server takes a new replica only as a whole SQLite file. Apus makes it with the
+      // backend PUT the proxy would send instead; the "sync" that follows brings the metadata
+      // (with its own timestamps) and the timestamps, and then every row goes.
+      if (!co_await create_on_swift(peer, part, info, where)) co_return PeerResult::kFailed;
+      r = co_await replicate(peer, part_str, db, sync_request(info, config.type, several_policies));
+      if (!r.ok() || r->head.status < 200 || r->head.status >= 300) {
+        APUS_LOG_ERROR("ERROR syncing " + db + " with " + where + " after making it there");
+        co_return PeerResult::kFailed;
+      }
+      ++stats.created;
+      co_return co_await send_rows(store, peer, part, db, info, -1);
     }
     auto made = co_await replicate(peer, part_str, db, create_db_request(info, config.type));
     if (!made.ok() || (made->head.status != 201 && made->head.status != 202)) {
@@ -321,6 +332,36 @@ net::awaitable<PeerResult> DbReplicator::Impl::sync_with(ListingStore& store,
     co_return PeerResult::kInStep;
   }
   co_return co_await send_rows(store, peer, part, db, info, remote->point);
+}
+
+net::awaitable<bool> DbReplicator::Impl::create_on_swift(const ring::Device& peer, uint32_t part,
+                                                         const DbInfo& info,
+                                                         const std::string& where) {
+  common::http::ClientRequest request;
+  request.method = "PUT";
+  std::string path = "/" + info.account;
+  if (config.type == DbType::kContainer) path += "/" + info.container;
+  request.target = "/" + common::http::quote(peer.device) + "/" + std::to_string(part) +
+                   common::http::quote(path);
+  request.headers.set("User-Agent", user_agent);
+  // The replica's own put timestamp (a newer one would look like a new PUT), no account
+  // update, reserved names allowed.
+  request.headers.set("X-Timestamp", common::timestamp_or_zero(info.put_timestamp).internal());
+  request.headers.set("X-Backend-Allow-Reserved-Names", "true");
+  if (config.type == DbType::kContainer) {
+    request.headers.set("X-Backend-Storage-Policy-Index",
+                        std::to_string(info.storage_policy_index));
+  }
+  request.content_length = 0;
+  auto r = co_await common::http::simple_request(*pool, timeouts(), peer.replication_ip,
+                                                 static_cast<uint16_t>(peer.replication_port),
+                                                 std::move(request), {}, kMaxAnswer);
+  if (!r.ok() || (r->head.status != 201 && r->head.status != 202)) {
+    APUS_LOG_ERROR("ERROR making " + path + " on " + where + ": " +
+                   (r.ok() ? std::to_string(r->head.status) : r.status().to_string()));
+    co_return false;
+  }
+  co_return true;
 }
 
 net::awaitable<bool> DbReplicator::Impl::remove_handoff(const ring::Device& self,

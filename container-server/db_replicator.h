@@ -19,9 +19,10 @@
 //  - per peer: "sync"; in step when the peer's point for our id reaches our max_row or the
 //    hashes match; else our rows after the peer's point, `per_diff` at a time, at most
 //    `max_diffs` batches (the rest next pass), then our incoming sync points ("merge_syncs").
-//    A peer without the database: an Apus peer makes an empty replica ("apus_create_db") and
-//    takes every row; a Swift peer would need the whole SQLite file by rsync, which Apus cannot
-//    send yet (counted as a failure and logged).
+//    A peer without the database: an Apus peer makes an empty replica ("apus_create_db"); a
+//    Swift peer, which takes new replicas only as whole SQLite files, gets the backend PUT a
+//    proxy would send (the replica's put timestamp and policy, no account update) and a
+//    second "sync" for the metadata and timestamps; then either takes every row.
 //
 // Sleeps, not sweeps (the cost of an idle cluster): a database whose replica is unchanged
 // (same id, max_row, hash, timestamps, status, policy and metadata) since every peer last

@@ -9,6 +9,8 @@ others Apus's:
 - apus-container-replicator brings rows and metadata the Swift replica missed (Apus's sync
   and merge_items to a Swift server);
 - the same for an account replica, both ways;
+- a Swift server without a container replica gets one from Apus's replicator (a backend PUT,
+  then its metadata and rows);
 - an Apus server without a container replica takes the whole SQLite file Swift's replicator
   rsyncs to it (complete_rsync), and one far behind takes a file merged into its replica
   (rsync_then_merge, with per_diff = 1 so that Swift chooses it).
@@ -186,6 +188,26 @@ def main():
         check(all("from-swift-side" in n and "from-apus-side" in n for n in names),
               "every account replica lists both containers: %r" % (names,))
         check(all(n == names[0] for n in names), "the account replicas agree: %r" % (names,))
+
+        # A replica Swift's server lacks, made there by Apus's replicators.
+        name = next(c for c in ("to-swift%d" % i for i in range(100))
+                    if s_node in placement(cluster, "container", c)[1])
+        part, nodes = placement(cluster, "container", name)
+        cluster.ps.stop(cluster.procs.pop(("container", s_node)))
+        swift.put_container(url, token, name, {"X-Container-Meta-Made": "apus"})
+        for i in range(7):
+            swift.put_object(url, token, name, "t%d" % i, b"t")
+        start_swift_again(cluster, "container", s_node)
+        for n in nodes:
+            if n != s_node:
+                apus_replicate(cluster, "container", n)
+        path = "/%s/%s" % (ACCOUNT, name)
+        views = [listing(cluster, "container", n, part, path) for n in nodes]
+        s_view = views[nodes.index(s_node)]
+        check(s_view[2] is not None and len(s_view[2]) == 7 and
+              s_view[1].get("x-container-meta-made") == "apus",
+              "the Swift server has the replica Apus made: %r" % (s_view,))
+        check(all(v == views[0] for v in views), "the replicas of %s agree: %r" % (name, views))
 
         # Whole files: a replica made from Swift's file, and one merged with it.
         def with_swift(prefix):
