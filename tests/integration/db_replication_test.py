@@ -8,6 +8,9 @@
   replicator makes it on the primary (Apus's apus_create_db, then every row) and removes its
   own copy;
 - an account replica that missed container rows gets them;
+- a container DELETE that raced an object PUT (one replica holds a row the others missed, and
+  refused the DELETE with 409 while the others deleted) ends with the same state on every
+  replica after one pass, as Swift's replication leaves it;
 - apus-container-auditor and apus-account-auditor then find every replica's counts equal to
   its rows (and write Swift's recon keys);
 - a second pass finds every replica in step and sends no row; REPLICATE's refusals (bad
@@ -125,7 +128,32 @@ def main():
         swift.delete_container(url, token, "acct-b")
         cluster.start("account", anodes[2])
 
+        # A DELETE racing a PUT: the replica that got the object's row refuses the DELETE.
+        rpart, rnodes = placement(cluster, "container", "racing")
+        swift.put_container(url, token, "racing")
+        for n in rnodes[1:]:
+            cluster.stop("container", n)
+        swift.put_object(url, token, "racing", "late", b"l")
+        for n in rnodes[1:]:
+            cluster.start("container", n)
+        try:
+            swift.delete_container(url, token, "racing")
+        except swift.ClientException as e:
+            check(False, "the racing DELETE: %s" % e)
+        heads = [direct(cluster, "container", n, rpart, "/%s/racing" % ACCOUNT, "HEAD")[0]
+                 for n in rnodes]
+        check(heads[0] == 204 and heads[1:] == [404, 404],
+              "before replication one replica lives and two are deleted: %r" % (heads,))
+
         log = replicate_all(cluster, "container")
+        racing = []
+        for n in rnodes:
+            status, headers, _ = direct(cluster, "container", n, rpart, "/%s/racing" % ACCOUNT,
+                                        "HEAD")
+            racing.append((status, headers.get("x-container-object-count"),
+                           headers.get("x-backend-delete-timestamp")))
+        check(all(r == racing[0] for r in racing),
+              "the racing container's replicas agree after one pass: %r" % (racing,))
         after = [listing(cluster, "container", n, part, "/%s/missed" % ACCOUNT) for n in nodes]
         check(after[0][2] is not None and len(after[0][2]) == 25,
               "the stale replica lists 25 objects after one pass: %r" % (after[0][2],))
