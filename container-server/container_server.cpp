@@ -4,6 +4,7 @@
 
 #include <boost/json.hpp>
 
+#include "common/async.h"
 #include "common/hash_path.h"
 #include "common/http/client.h"
 #include "common/http/date.h"
@@ -382,7 +383,9 @@ net::awaitable<void> ContainerServer::handle_put(Exchange& ex, const Target& t) 
     return done;
   });
   if (!out) co_return co_await ex.reply(std::move(out).refusal());
-  if (auto failed = co_await account_update(req, t, out->info)) {
+  OrRefusal<std::optional<AccountUpdate>> update = account_update_of(req, t);
+  if (!update) co_return co_await ex.reply(std::move(update).refusal());
+  if (auto failed = co_await account_update(std::move(*update), out->info)) {
     co_return co_await ex.reply(std::move(*failed));
   }
   Response r = swob_response(out->created ? 201 : 202);
@@ -484,7 +487,9 @@ net::awaitable<void> ContainerServer::handle_delete(Exchange& ex, const Target& 
     return done;
   });
   if (!out) co_return co_await ex.reply(std::move(out).refusal());
-  if (auto failed = co_await account_update(req, t, out->info)) {
+  OrRefusal<std::optional<AccountUpdate>> update = account_update_of(req, t);
+  if (!update) co_return co_await ex.reply(std::move(update).refusal());
+  if (auto failed = co_await account_update(std::move(*update), out->info)) {
     co_return co_await ex.reply(std::move(*failed));
   }
   co_return co_await ex.reply(swob_response(out->existed ? 204 : 404));
@@ -716,60 +721,88 @@ net::awaitable<std::optional<Response>> ContainerServer::refusal(const Target& t
   co_return std::nullopt;
 }
 
-net::awaitable<std::optional<Response>> ContainerServer::account_update(const Request& req,
-                                                                        const Target& t,
-                                                                        const DbInfo& info) {
-  std::vector<std::string> hosts = split_stripped(req.headers.get_or("X-Account-Host", ""));
-  std::vector<std::string> devices = split_stripped(req.headers.get_or("X-Account-Device", ""));
-  if (hosts.size() != devices.size()) {
+OrRefusal<std::optional<ContainerServer::AccountUpdate>> ContainerServer::account_update_of(
+    const Request& req, const Target& t) const {
+  AccountUpdate u;
+  u.hosts = split_stripped(req.headers.get_or("X-Account-Host", ""));
+  u.devices = split_stripped(req.headers.get_or("X-Account-Device", ""));
+  if (u.hosts.size() != u.devices.size()) {
     APUS_LOG_ERROR("ERROR Account update failed: different numbers of hosts and devices in "
                    "request: \"" + std::string(req.headers.get_or("X-Account-Host", "")) +
                    "\" vs \"" + std::string(req.headers.get_or("X-Account-Device", "")) + "\"");
-    co_return swob_response(400);
+    return swob_response(400);
   }
-  std::string partition(req.headers.get_or("X-Account-Partition", ""));
-  if (partition.empty()) co_return std::nullopt;
+  u.partition.assign(req.headers.get_or("X-Account-Partition", ""));
+  if (u.partition.empty()) return std::optional<AccountUpdate>();
+  u.path = "/" + common::http::quote(t.account) + "/" + common::http::quote(t.container);
+  u.trans_id.assign(req.headers.get_or("X-Trans-Id", "-"));
+  u.referer = common::http::as_referer(req);
+  u.override_deleted =
+      common::http::iequals(req.headers.get_or("X-Account-Override-Deleted", "no"), "yes");
+  return std::optional<AccountUpdate>(std::move(u));
+}
 
+net::awaitable<std::optional<Response>> ContainerServer::account_update(
+    std::optional<AccountUpdate> update, const DbInfo& info) {
+  if (!update) co_return std::nullopt;
+  if (!config_.account_update_async) co_return co_await send_account_update(std::move(*update), info);
+  if (async_account_updates_.fetch_add(1) >= kMaxAsyncAccountUpdates) {
+    --async_account_updates_;
+    APUS_LOG_DEBUG("account update of " + update->path +
+                   " left to the container updater: too many in flight");
+    co_return std::nullopt;
+  }
+  auto done = [this] { --async_account_updates_; };
+  common::spawn_logged(
+      co_await net::this_coro::executor,
+      [this, update = std::move(*update), info, done]() mutable -> net::awaitable<void> {
+        (void)co_await send_account_update(std::move(update), std::move(info));
+        done();
+      },
+      "account update", done);
+  co_return std::nullopt;
+}
+
+net::awaitable<std::optional<Response>> ContainerServer::send_account_update(AccountUpdate u,
+                                                                             DbInfo info) {
   common::ScopedTimer timer(phase_account_update_);
   common::http::ClientOptions options;
   options.conn_timeout = config_.conn_timeout;
   options.node_timeout = config_.node_timeout;
   auto& pool = common::http::ConnectionPool::for_this_thread();
-  std::string path = "/" + common::http::quote(t.account) + "/" + common::http::quote(t.container);
   size_t not_found = 0;
-  for (size_t i = 0; i < hosts.size(); ++i) {
-    size_t colon = hosts[i].rfind(':');
-    std::string ip = colon == std::string::npos ? hosts[i] : hosts[i].substr(0, colon);
+  for (size_t i = 0; i < u.hosts.size(); ++i) {
+    size_t colon = u.hosts[i].rfind(':');
+    std::string ip = colon == std::string::npos ? u.hosts[i] : u.hosts[i].substr(0, colon);
     uint16_t port = colon == std::string::npos
                         ? 0
-                        : static_cast<uint16_t>(std::atoi(hosts[i].c_str() + colon + 1));
+                        : static_cast<uint16_t>(std::atoi(u.hosts[i].c_str() + colon + 1));
     common::http::ClientRequest out;
     out.method = "PUT";
-    out.target = "/" + common::http::quote(devices[i]) + "/" + common::http::quote(partition) + path;
+    out.target = "/" + common::http::quote(u.devices[i]) + "/" +
+                 common::http::quote(u.partition) + u.path;
     out.headers.set("X-Put-Timestamp", info.put_timestamp);
     out.headers.set("X-Delete-Timestamp", info.delete_timestamp);
     out.headers.set("X-Object-Count", std::to_string(info.container_objects()));
     out.headers.set("X-Bytes-Used", std::to_string(info.container_bytes()));
-    out.headers.set("X-Trans-Id", req.headers.get_or("X-Trans-Id", "-"));
+    out.headers.set("X-Trans-Id", u.trans_id);
     out.headers.set("X-Backend-Storage-Policy-Index", std::to_string(info.storage_policy_index));
     out.headers.set("User-Agent", "container-server " + std::to_string(::getpid()));
-    out.headers.set("Referer", common::http::as_referer(req));
-    if (common::http::iequals(req.headers.get_or("X-Account-Override-Deleted", "no"), "yes")) {
-      out.headers.set("X-Account-Override-Deleted", "yes");
-    }
+    out.headers.set("Referer", u.referer);
+    if (u.override_deleted) out.headers.set("X-Account-Override-Deleted", "yes");
     out.content_length = 0;
     auto resp = co_await common::http::simple_request(pool, options, ip, port, std::move(out));
     if (!resp.ok()) {
-      APUS_LOG_ERROR("ERROR account update failed with " + hosts[i] + "/" + devices[i] +
+      APUS_LOG_ERROR("ERROR account update failed with " + u.hosts[i] + "/" + u.devices[i] +
                      " (will retry later): " + resp.status().to_string());
     } else if (resp->head.status == 404) {
       ++not_found;
     } else if (resp->head.status < 200 || resp->head.status >= 300) {
-      APUS_LOG_ERROR("ERROR Account update failed with " + hosts[i] + "/" + devices[i] +
+      APUS_LOG_ERROR("ERROR Account update failed with " + u.hosts[i] + "/" + u.devices[i] +
                      " (will retry later): Response " + std::to_string(resp->head.status));
     }
   }
-  if (!hosts.empty() && not_found == hosts.size()) co_return swob_response(404);
+  if (!u.hosts.empty() && not_found == u.hosts.size()) co_return swob_response(404);
   co_return std::nullopt;
 }
 

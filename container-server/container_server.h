@@ -11,6 +11,7 @@
 
 #include <boost/asio/awaitable.hpp>
 
+#include <atomic>
 #include <memory>
 
 #include "common/container_sync_realms.h"
@@ -55,10 +56,38 @@ class ContainerServer final : public DbServer {
   // write adds data, one short of space), then the request's policy error. Nullopt: go on.
   boost::asio::awaitable<std::optional<common::http::Response>> refusal(
       const Target& t, const PolicyIndex& policy, bool needs_space);
-  // Sends the container's counts to its account replicas; a response (400, 404) when Swift
-  // would answer with one instead of the container's own.
+  // Where a PUT or DELETE asks its account update to go (X-Account-Host, -Device,
+  // -Partition), with what the update carries from the request.
+  struct AccountUpdate {
+    std::vector<std::string> hosts, devices;
+    std::string partition;
+    std::string path;  // "/<account>/<container>", quoted
+    std::string trans_id, referer;
+    bool override_deleted = false;
+  };
+  // The request's account update: nullopt when it asks for none; 400 (Swift's) when its hosts
+  // and devices do not pair up.
+  common::http::OrRefusal<std::optional<AccountUpdate>> account_update_of(
+      const common::http::Request& req, const Target& t) const;
+  // Sends the container's counts to its account replicas; a response (404) when Swift would
+  // answer with one instead of the container's own (every account replica said 404).
+  //
+  // account_update_mode = sync (Swift's way) sends it before the PUT or DELETE is answered;
+  // async answers first and sends it from the worker meanwhile, at most
+  // kMaxAsyncAccountUpdates at a time per server (beyond that it is not sent). Nothing is lost
+  // either way, as with the object server's async pendings: the database itself records what
+  // its account has not been told (reported_* behind put/delete timestamp and counts), and the
+  // container updater's sweep reports every such container. The one difference: an account
+  // that is gone cannot turn the container PUT into a 404 (the proxy checks the account
+  // before a container PUT in any case).
+  boost::asio::awaitable<std::optional<common::http::Response>> send_account_update(
+      AccountUpdate update, DbInfo info);
+  // Per account_update_mode: sends now and returns Swift's refusal if any, or starts the send
+  // and returns nullopt.
   boost::asio::awaitable<std::optional<common::http::Response>> account_update(
-      const common::http::Request& req, const Target& t, const DbInfo& info);
+      std::optional<AccountUpdate> update, const DbInfo& info);
+  static constexpr int kMaxAsyncAccountUpdates = 1024;
+  std::atomic<int> async_account_updates_{0};
 
   const DbServerConfig& config_;
   DbDevices& devices_;

@@ -61,6 +61,11 @@ Result<DbServerConfig> DbServerConfig::from_config(const common::Config& conf, D
   if (type == DbType::kContainer) {
     APUS_ASSIGN_OR_RETURN(c.allow_versions, s.get_bool("allow_versions", false));
     c.allowed_sync_hosts = s.get_list("allowed_sync_hosts", "127.0.0.1");
+    std::string mode = s.get_string("account_update_mode", "sync");
+    if (mode != "sync" && mode != "async") {
+      return s.invalid("account_update_mode", "must be sync or async");
+    }
+    c.account_update_async = mode == "async";
   }
   APUS_ASSIGN_OR_RETURN(c.sync_writes, s.get_bool("db_sync_writes", true));
   int64_t threads = 2;

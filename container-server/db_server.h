@@ -44,6 +44,9 @@ struct DbServerConfig {
   bool allow_versions = false;  // containers: X-Versions-Location is stored too
   std::vector<std::string> allowed_sync_hosts = {"127.0.0.1"};
   bool sync_writes = true;      // db_sync_writes: fsync RocksDB's WAL on every write
+  // account_update_mode = async (containers): a PUT or DELETE is answered once its database
+  // is written, and the account update goes meanwhile (see ContainerServer).
+  bool account_update_async = false;
   int threads_per_disk = 2;
   bool replication_server = true;
   std::string auto_create_account_prefix = ".";
