@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -122,6 +123,40 @@ std::chrono::steady_clock::time_point seconds_from_now(double seconds) {
   return std::chrono::steady_clock::now() +
          std::chrono::duration_cast<std::chrono::steady_clock::duration>(
              std::chrono::duration<double>(seconds));
+}
+
+std::optional<DaemonArgs> parse_daemon_args(int argc, char** argv, bool with_partitions) {
+  auto usage = [&] {
+    std::fprintf(stderr, "usage: %s CONFIG_FILE [--once] [--devices D,...]%s\n", argv[0],
+                 with_partitions ? " [--partitions P,...]" : "");
+    return std::nullopt;
+  };
+  if (argc < 2) return usage();
+  DaemonArgs args;
+  args.config = argv[1];
+  for (int i = 2; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--once" || arg == "-o" || arg == "once") {
+      args.once = true;
+    } else if ((arg == "--devices" || arg == "-d") && i + 1 < argc) {
+      for (auto& d : list_from_csv(argv[++i])) args.devices.insert(d);
+    } else if (with_partitions && (arg == "--partitions" || arg == "-p") && i + 1 < argc) {
+      for (auto& p : list_from_csv(argv[++i])) args.partitions.insert(p);
+    } else {
+      std::fprintf(stderr, "unknown argument %s\n", arg.c_str());
+      return usage();
+    }
+  }
+  return args;
+}
+
+void run_passes(double interval, const std::atomic<bool>& stop,
+                const std::function<void()>& pass) {
+  while (!stop.load()) {
+    const auto next = seconds_from_now(interval);
+    pass();
+    sleep_until_or_stopped(next, stop);
+  }
 }
 
 Result<CommandResult> run_command(const std::vector<std::string>& argv, double timeout_seconds,

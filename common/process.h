@@ -9,6 +9,8 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -54,6 +56,21 @@ void sleep_until_or_stopped(std::chrono::steady_clock::time_point deadline,
                             const std::atomic<bool>& stop);
 // The steady-clock time `seconds` from now.
 std::chrono::steady_clock::time_point seconds_from_now(double seconds);
+
+// A daemon's passes: runs `pass` at once and then every `interval` seconds (start to start;
+// a pass longer than that is followed at once by the next), until `stop` is set.
+void run_passes(double interval, const std::atomic<bool>& stop, const std::function<void()>& pass);
+
+// A daemon's command line: CONFIG_FILE [--once|-o|once] [--devices|-d D,...]
+// [--partitions|-p P,...] (the last only when `with_partitions`). nullopt, after printing a
+// usage line to stderr, for anything else.
+struct DaemonArgs {
+  std::string config;
+  bool once = false;
+  std::set<std::string> devices;
+  std::set<std::string> partitions;
+};
+std::optional<DaemonArgs> parse_daemon_args(int argc, char** argv, bool with_partitions);
 
 // A daemon's life after its start: logs `started` (say the cadence) at INFO, then runs `loop`
 // (its run_forever) until SIGTERM or SIGINT sets the flag `loop` watches.

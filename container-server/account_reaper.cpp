@@ -482,11 +482,7 @@ void AccountReaper::run_forever(const std::atomic<bool>& stop) {
   std::uniform_real_distribution<double> fraction(0.0, 1.0);
   const double interval = impl_->config.interval;
   common::sleep_until_or_stopped(common::seconds_from_now(fraction(random) * interval), stop);
-  while (!stop.load()) {
-    auto next = common::seconds_from_now(interval);
-    (void)run_once();
-    common::sleep_until_or_stopped(next, stop);
-  }
+  common::run_passes(interval, stop, [this] { (void)run_once(); });
 }
 
 }  // namespace apus::container

@@ -16,26 +16,11 @@ int main(int argc, char** argv) {
   constexpr auto kType = APUS_DB_AUDITOR_TYPE == 0 ? apus::container::DbType::kContainer
                                                    : apus::container::DbType::kAccount;
   const std::string kind = kType == apus::container::DbType::kContainer ? "container" : "account";
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: %s CONFIG_FILE [--once] [--devices D,...]\n", argv[0]);
-    return 2;
-  }
-  bool once = false;
-  std::set<std::string> devices;
-  for (int i = 2; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--once" || arg == "-o" || arg == "once") {
-      once = true;
-    } else if ((arg == "--devices" || arg == "-d") && i + 1 < argc) {
-      for (auto& d : apus::common::list_from_csv(argv[++i])) devices.insert(d);
-    } else {
-      std::fprintf(stderr, "unknown argument %s\n", arg.c_str());
-      return 2;
-    }
-  }
+  auto args = apus::common::parse_daemon_args(argc, argv, /*with_partitions=*/false);
+  if (!args) return 2;
   apus::common::block_stop_signals();
   auto config = apus::common::load_daemon<apus::container::DbAuditorConfig>(
-      argv[1], kind + "-auditor", [&](const apus::common::Config& conf) {
+      args->config.c_str(), kind + "-auditor", [&](const apus::common::Config& conf) {
         return apus::container::DbAuditorConfig::from_config(conf, kType);
       });
   if (!config.ok()) {
@@ -43,8 +28,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   apus::container::DbAuditor auditor(*config, apus::common::io::default_fs());
-  if (once) {
-    (void)auditor.run_once(devices);  // failures are logged; the exit status is 0, as Swift's
+  if (args->once) {
+    (void)auditor.run_once(args->devices);  // failures are logged; exit status 0, as Swift's
     return 0;
   }
   char cadence[32];

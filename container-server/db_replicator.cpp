@@ -626,11 +626,7 @@ DbReplicationStats DbReplicator::run_once(const DbPassFilter& filter) {
 
 void DbReplicator::run_forever(const std::atomic<bool>& stop) {
   impl_->stop = &stop;
-  while (!stop.load()) {
-    const auto next = common::seconds_from_now(impl_->config.interval);
-    (void)run_once();
-    common::sleep_until_or_stopped(next, stop);
-  }
+  common::run_passes(impl_->config.interval, stop, [this] { (void)run_once(); });
 }
 
 }  // namespace apus::container

@@ -16,30 +16,12 @@ int main(int argc, char** argv) {
   constexpr auto kType = APUS_DB_REPLICATOR_TYPE == 0 ? apus::container::DbType::kContainer
                                                       : apus::container::DbType::kAccount;
   const std::string kind = kType == apus::container::DbType::kContainer ? "container" : "account";
-  if (argc < 2) {
-    std::fprintf(stderr,
-                 "usage: %s CONFIG_FILE [--once] [--devices D,...] [--partitions P,...]\n",
-                 argv[0]);
-    return 2;
-  }
-  bool once = false;
-  apus::container::DbPassFilter filter;
-  for (int i = 2; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--once" || arg == "-o" || arg == "once") {
-      once = true;
-    } else if ((arg == "--devices" || arg == "-d") && i + 1 < argc) {
-      for (auto& d : apus::common::list_from_csv(argv[++i])) filter.devices.insert(d);
-    } else if ((arg == "--partitions" || arg == "-p") && i + 1 < argc) {
-      for (auto& p : apus::common::list_from_csv(argv[++i])) filter.partitions.insert(p);
-    } else {
-      std::fprintf(stderr, "unknown argument %s\n", arg.c_str());
-      return 2;
-    }
-  }
+  auto args = apus::common::parse_daemon_args(argc, argv, /*with_partitions=*/true);
+  if (!args) return 2;
+  apus::container::DbPassFilter filter{args->devices, args->partitions};
   apus::common::block_stop_signals();
   auto config = apus::common::load_daemon<apus::container::DbReplicatorConfig>(
-      argv[1], kind + "-replicator", [&](const apus::common::Config& conf) {
+      args->config.c_str(), kind + "-replicator", [&](const apus::common::Config& conf) {
         return apus::container::DbReplicatorConfig::from_config(conf, kType);
       });
   if (!config.ok()) {
@@ -59,7 +41,7 @@ int main(int argc, char** argv) {
   }
   apus::container::DbReplicator replicator(*config, apus::common::io::default_fs(),
                                            std::move(*ring));
-  if (once) {
+  if (args->once) {
     (void)replicator.run_once(filter);  // failures are logged; the exit status is 0, as Swift's
     return 0;
   }

@@ -262,11 +262,7 @@ AuditStats ObjectAuditor::run_once(AuditMode mode, const std::set<std::string>& 
 void ObjectAuditor::run_forever(const std::atomic<bool>& stop) {
   impl_->stop = &stop;
   auto passes = [&](AuditMode mode) {
-    while (!stop) {
-      const auto next = common::seconds_from_now(impl_->config.interval);
-      (void)run_once(mode);
-      common::sleep_until_or_stopped(next, stop);
-    }
+    common::run_passes(impl_->config.interval, stop, [&] { (void)run_once(mode); });
   };
   std::thread zero_byte([&] { passes(AuditMode::kZeroByte); });
   passes(AuditMode::kAll);

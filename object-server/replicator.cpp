@@ -635,11 +635,7 @@ ReplicationStats ObjectReplicator::run_once(const PassFilter& filter) {
 
 void ObjectReplicator::run_forever(const std::atomic<bool>& stop) {
   impl_->stop = &stop;
-  while (!stop) {
-    const auto next = common::seconds_from_now(impl_->config.interval);
-    (void)run_once();
-    common::sleep_until_or_stopped(next, stop);
-  }
+  common::run_passes(impl_->config.interval, stop, [this] { (void)run_once(); });
 }
 
 }  // namespace apus::object

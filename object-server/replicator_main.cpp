@@ -15,30 +15,12 @@
 #include "ring/ring_reloader.h"
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    std::fprintf(stderr,
-                 "usage: %s CONFIG_FILE [--once] [--devices D,...] [--partitions P,...]\n",
-                 argv[0]);
-    return 2;
-  }
-  bool once = false;
-  apus::object::PassFilter filter;
-  for (int i = 2; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--once" || arg == "-o") {
-      once = true;
-    } else if ((arg == "--devices" || arg == "-d") && i + 1 < argc) {
-      for (auto& d : apus::common::list_from_csv(argv[++i])) filter.devices.insert(d);
-    } else if ((arg == "--partitions" || arg == "-p") && i + 1 < argc) {
-      for (auto& p : apus::common::list_from_csv(argv[++i])) filter.partitions.insert(p);
-    } else {
-      std::fprintf(stderr, "unknown argument %s\n", arg.c_str());
-      return 2;
-    }
-  }
+  auto args = apus::common::parse_daemon_args(argc, argv, /*with_partitions=*/true);
+  if (!args) return 2;
+  apus::object::PassFilter filter{args->devices, args->partitions};
   apus::common::block_stop_signals();
   auto config = apus::common::load_daemon<apus::object::ReplicatorConfig>(
-      argv[1], "object-replicator", apus::object::ReplicatorConfig::from_config);
+      args->config.c_str(), "object-replicator", apus::object::ReplicatorConfig::from_config);
   if (!config.ok()) {
     std::fprintf(stderr, "%s\n", config.status().message().c_str());
     return 1;
@@ -67,7 +49,7 @@ int main(int argc, char** argv) {
   }
   apus::object::ObjectReplicator replicator(*config, apus::common::io::default_fs(),
                                             std::move(rings));
-  if (once) {
+  if (args->once) {
     (void)replicator.run_once(filter);  // failures are logged; the exit status is 0, as Swift's
     return 0;
   }

@@ -282,11 +282,7 @@ UpdaterStats ObjectUpdater::run_once() {
 }
 
 void ObjectUpdater::run_forever(const std::atomic<bool>& stop) {
-  while (!stop.load()) {
-    auto next = common::seconds_from_now(impl_->config.interval);
-    (void)run_once();
-    common::sleep_until_or_stopped(next, stop);
-  }
+  common::run_passes(impl_->config.interval, stop, [this] { (void)run_once(); });
 }
 
 }  // namespace apus::object
