@@ -29,6 +29,7 @@ reported as skipped without it.
 usage: campaign.py <build-dir> [--short] [--out DIR] [--seed N]
 """
 import argparse
+import collections
 import hashlib
 import json
 import os
@@ -200,14 +201,19 @@ def scenario_bit_rot(cluster, conn, args, rng):
     names = ["rot-%d" % i for i in range(args.objects)]
     storm(conn, ledger, names, size=(100, 65536), rng=rng)
     rotten = 0
+    # At most two of an object's three replicas rot: with all three gone bad there is nothing
+    # left to repair from, which no storage system survives (a run once picked all three).
+    rotted_replicas = collections.Counter()  # by hash directory (the same on every node)
     for n in range(4):
         objects = os.path.join(cluster.root, "node%d" % n, "sd%d" % n, "objects")
         datas = sorted(os.path.join(d, f) for d, _, fs in os.walk(objects) for f in fs
                        if f.endswith(".data"))
         for path in rng.sample(datas, min(len(datas), max(1, args.objects // 20))):
             size = os.path.getsize(path)
-            if size == 0:
+            object_hash = os.path.basename(os.path.dirname(path))
+            if size == 0 or rotted_replicas[object_hash] >= 2:
                 continue
+            rotted_replicas[object_hash] += 1
             with open(path, "r+b") as f:
                 f.seek(rng.randrange(size))
                 b = f.read(1)
