@@ -66,7 +66,13 @@ void import_db(apus::common::io::Fs& fs, ListingStore& store, const std::string&
   ++totals.databases;
   totals.rows += *rows;
   auto pending = fs.read_file(file + ".pending");
-  if (!pending.ok()) return;  // none
+  if (!pending.ok()) {
+    if (pending.status().is_not_found()) return;  // none
+    // Rows only the pending file holds would be lost: the database counts as failed.
+    std::fprintf(stderr, "%s.pending: %s\n", file.c_str(), pending.status().to_string().c_str());
+    ++totals.failed;
+    return;
+  }
   auto parsed = apus::container::parse_pending(*pending, store.type());
   apus::common::Status merged = store.type() == DbType::kContainer
                                     ? store.merge_objects(db, parsed.objects)

@@ -71,6 +71,15 @@ std::optional<int64_t> json_int(const json::object& o, std::string_view key,
 
 bool good_timestamp(const std::string& s) { return s.size() <= kMaxTimestamp; }
 bool good_name(const std::string& s) { return !s.empty() && common::valid_utf8(s); }
+// A replica id (Swift's "<uuid4>-<device>") from a peer: it becomes part of a store key and of
+// log lines, so printable ASCII only, and bounded.
+bool good_id(std::string_view s) {
+  return !s.empty() && s.size() <= 256 &&
+         std::all_of(s.begin(), s.end(), [](char c) { return c > ' ' && c < 0x7f; });
+}
+// A peer's raw metadata (a JSON object): Swift's own limits keep user metadata to a few KiB;
+// sysmeta adds some. More than this is refused rather than written into every info record.
+constexpr size_t kMaxMetadataJson = 1 << 20;
 
 // Swift's raw metadata column: a JSON object of name -> [value, timestamp]; "" when empty.
 std::string metadata_json(const DbMetadata& md) {
@@ -245,11 +254,13 @@ std::optional<RemoteInfo> parse_sync_args(const json::array& args) {
     if (!s || s->size() > 256) return std::nullopt;
     strings[i]->assign(s->data(), s->size());
   }
+  if (!good_id(r.id)) return std::nullopt;
   if (!good_timestamp(r.created_at) || !good_timestamp(r.put_timestamp) ||
       !good_timestamp(r.delete_timestamp)) {
     return std::nullopt;
   }
   if (const auto* md = args[6].if_string()) {
+    if (md->size() > kMaxMetadataJson) return std::nullopt;
     r.metadata = metadata_from_json(std::string_view(md->data(), md->size()));
   } else if (!args[6].is_null()) {
     return std::nullopt;
@@ -363,7 +374,9 @@ class ReplicateRpc {
     std::optional<SyncPoint> source;
     if (args.size() > 1 && !args[1].is_null()) {
       const auto* id = args[1].if_string();
-      if (!id || id->size() > 256) return plain_error(400, bad_request_body("merge_items"));
+      if (!id || !good_id(std::string_view(id->data(), id->size()))) {
+        return plain_error(400, bad_request_body("merge_items"));
+      }
       source.emplace();
       source->remote_id.assign(id->data(), id->size());
     }
@@ -396,7 +409,7 @@ class ReplicateRpc {
       if (!o) return plain_error(400, bad_request_body("merge_syncs"));
       auto id = json_string(*o, "remote_id");
       auto point = json_int(*o, "sync_point", INT64_MIN);
-      if (!id || id->empty() || id->size() > 256 || !point || *point == INT64_MIN) {
+      if (!id || !good_id(*id) || !point || *point == INT64_MIN) {
         return plain_error(400, bad_request_body("merge_syncs"));
       }
       points.push_back(SyncPoint{std::move(*id), *point});
@@ -431,8 +444,8 @@ class ReplicateRpc {
                 (type_ == DbType::kAccount ? container->empty() : good_name(*container)) &&
                 created && good_timestamp(*created) && put && good_timestamp(*put) && del &&
                 good_timestamp(*del) && status && (status->empty() || *status == "DELETED") &&
-                changed && good_timestamp(*changed) && md && policy && *policy >= 0 &&
-                *policy <= INT32_MAX;
+                changed && good_timestamp(*changed) && md && md->size() <= kMaxMetadataJson &&
+                policy && *policy >= 0 && *policy <= INT32_MAX;
     if (!good) return plain_error(400, bad_request_body("apus_create_db"));
     auto hash = common::hash_path_hex(
         common::HashPathConfig{config_.swift.hash_path_prefix, config_.swift.hash_path_suffix},
@@ -470,8 +483,8 @@ class ReplicateRpc {
   Response take_file(const json::array& args, bool create) {
     const auto* id = args.empty() ? nullptr : args[0].if_string();
     std::string_view sender = id ? std::string_view(id->data(), id->size()) : "";
-    if (sender.empty() || sender.size() > 256 || sender.find('/') != std::string_view::npos ||
-        sender == "." || sender == "..") {
+    if (!good_id(sender) || sender.find('/') != std::string_view::npos || sender == "." ||
+        sender == "..") {
       return plain_error(400, bad_request_body(create ? "complete_rsync" : "rsync_then_merge"));
     }
     const std::string file = config_.devices + "/" + t_.device + "/tmp/" + std::string(sender);
@@ -622,7 +635,7 @@ Result<RemoteInfo> remote_info_from_json(const json::object& o) {
        md = json_string(o, "metadata", false);
   if (!point || !max_row || !count || !hash || !id || !created || !good_timestamp(*created) ||
       !put || !good_timestamp(*put) || !del || !good_timestamp(*del) || !changed ||
-      !good_timestamp(*changed) || !md) {
+      !good_timestamp(*changed) || !md || md->size() > kMaxMetadataJson) {
     return Status::invalid_argument("not replication info");
   }
   r.point = *point;
@@ -715,23 +728,26 @@ net::awaitable<void> serve_replicate(Exchange& ex, const DbServerConfig& config,
   if (!pool) co_return co_await ex.reply(insufficient_storage(target->device));
   std::optional<std::string> body = co_await read_whole_body(ex, kMaxReplicateBody);
   if (!body) co_return;
-  boost::system::error_code ec;
-  json::value parsed = json::parse(*body, ec);
-  json::array* args = ec ? nullptr : parsed.if_array();
-  if (!args || args->empty() || !(*args)[0].is_string()) {
-    co_return co_await ex.reply(plain_error(400, "Invalid object type"));
-  }
-  std::string op((*args)[0].get_string());
-  args->erase(args->begin());
-  if (op == "merge_shard_ranges") {
-    // Swift's replicator logs the failure and tries again next pass.
-    co_return co_await ex.reply(common::http::swob_response_with_body(
-        501, "Apus container servers do not shard: shard ranges are not taken"));
-  }
-  Response r = co_await pool->call([&] {
-    return ReplicateRpc(config, devices, *target).run(op, *args);
+  // Parsed on the device's pool with the work it asks for: a merge_items body of several MiB
+  // takes milliseconds to parse, which a network worker must not spend.
+  Response r = co_await pool->call([&]() -> Response {
+    boost::system::error_code ec;
+    json::value parsed = json::parse(*body, ec);
+    json::array* args = ec ? nullptr : parsed.if_array();
+    if (!args || args->empty() || !(*args)[0].is_string()) {
+      return plain_error(400, "Invalid object type");
+    }
+    std::string op((*args)[0].get_string());
+    args->erase(args->begin());
+    if (op == "merge_shard_ranges") {
+      // Swift's replicator logs the failure and tries again next pass.
+      return common::http::swob_response_with_body(
+          501, "Apus container servers do not shard: shard ranges are not taken");
+    }
+    Response answer = ReplicateRpc(config, devices, *target).run(op, *args);
+    if (answer.status == 404 && op == "sync") answer.headers.set(kApusDbReplicationHeader, "1");
+    return answer;
   });
-  if (r.status == 404 && (op == "sync")) r.headers.set(kApusDbReplicationHeader, "1");
   co_return co_await ex.reply(std::move(r));
 }
 

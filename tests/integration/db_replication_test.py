@@ -216,6 +216,7 @@ def main():
         for body, want in ((b"{}", 400), (b'["nope"]', 400), (b'["sync", 1]', 400),
                            (b'["complete_rsync", "x", "y.db"]', 404),
                            (b'["rsync_then_merge", "../x"]', 400),
+                           (b'["merge_syncs", [{"remote_id": "a\\nb", "sync_point": 1}]]', 400),
                            (b'["merge_shard_ranges", []]', 501),
                            (b'["merge_items", [{"name": "\\u00e9"}], "x"]', 400)):
             status, _, text = procs.request(port, "REPLICATE", "/sd%d/%d/%s" % (n, part, h),
