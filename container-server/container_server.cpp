@@ -671,10 +671,11 @@ net::awaitable<void> ContainerServer::handle_update(Exchange& ex, const Target& 
   constexpr size_t kMaxBody = 16 << 20;
   std::optional<std::string> body = co_await read_whole_body(ex, kMaxBody);
   if (!body) co_return;
-  std::optional<std::vector<ObjectRecord>> parsed = parse_object_rows(*body);
-  if (!parsed) co_return co_await ex.reply(plain_error(400, "Invalid UPDATE body"));
-  std::vector<ObjectRecord> records = std::move(*parsed);
   Response r = co_await pool->call([&]() -> Response {
+    // Parsed here, on the device's pool: a body of MiBs is not a network worker's job.
+    std::optional<std::vector<ObjectRecord>> parsed = parse_object_rows(*body);
+    if (!parsed) return plain_error(400, "Invalid UPDATE body");
+    std::vector<ObjectRecord> records = std::move(*parsed);
     auto store = devices_.store(t.device);
     if (!store.ok()) return swob_response(500);
     if (should_autocreate(req, t.account, config_.auto_create_account_prefix)) {
