@@ -7,6 +7,7 @@
 
 #include <boost/json.hpp>
 
+#include "common/http/url.h"
 #include "common/io/device.h"
 #include "common/log/log.h"
 #include "common/pacer.h"
@@ -173,8 +174,11 @@ void DbAuditor::Impl::audit_device(const std::string& device, DbAuditStats& stat
         APUS_LOG_DEBUG("Audit passed for " + device + "/" + db);
       } else {
         ++stats.failed;
-        APUS_LOG_ERROR("Audit Failed for " + device + "/" + db + " (/" + info.account +
-                       (config.type == DbType::kContainer ? "/" + info.container : "") +
+        APUS_LOG_ERROR("Audit Failed for " + device + "/" + db + " (/" +
+                       common::http::quote(info.account) +
+                       (config.type == DbType::kContainer
+                            ? "/" + common::http::quote(info.container)
+                            : "") +
                        "): " + problem);
       }
       rows.take(static_cast<double>(audit->rows));

@@ -402,8 +402,10 @@ net::awaitable<void> DbReplicator::Impl::replicate_db(ListingStore& store, std::
   }
   const bool should_be_here = self && info.partition == std::to_string(*part);
   if (info.partition != std::to_string(*part)) {
-    APUS_LOG_ERROR("Found " + db + " for /" + info.account +
-                   (config.type == DbType::kContainer ? "/" + info.container : "") +
+    // Names quoted, as Swift logs them: a client chose them.
+    APUS_LOG_ERROR("Found " + db + " for /" + common::http::quote(info.account) +
+                   (config.type == DbType::kContainer ? "/" + common::http::quote(info.container)
+                                                      : "") +
                    " when it should be on partition " + std::to_string(*part) +
                    "; will replicate out and remove.");
   }
