@@ -56,7 +56,7 @@ struct SegmentedBody::Open {
   std::unique_ptr<Subrequest> sub;
   size_t data_pos = 0;
   uint64_t got = 0;         // bytes read from the segment
-  std::string etag;         // checked against the md5 of a whole read; "" unchecked
+  std::string etag;  // checked against the md5 of a whole read; "" unchecked (or verified)
   common::crypto::Md5 md5;
 };
 
@@ -242,6 +242,9 @@ net::awaitable<SegmentedBody::Opened> SegmentedBody::start_segment(BodyPiece pie
   Request get = make_subrequest("GET", path, "multipart-manifest=get",
                                 subrequest_headers(client_, options_.agent));
   if (!o.piece.range.empty()) get.headers.set("Range", o.piece.range);
+  // A whole segment is checked against its etag: by an Apus object server before its last
+  // chunk goes out (a verified read), or here, hashing every byte, when a Swift one answers.
+  if (o.piece.range.empty()) get.headers.set(common::http::kVerifiedReadHeader, "yes");
   o.sub = co_await Subrequest::start(app_, std::move(get), subrequest_env(env_, options_.source),
                                      kReadAhead);
   const int status = o.sub->status();
@@ -265,7 +268,9 @@ net::awaitable<SegmentedBody::Opened> SegmentedBody::start_segment(BodyPiece pie
                    (length ? std::to_string(*length) : std::string("None")) + " != " +
                    std::to_string(o.piece.expected) + ".");
   }
-  if (o.piece.range.empty()) o.etag = etag;
+  if (o.piece.range.empty() && !o.sub->headers().contains(common::http::kVerifiedReadHeader)) {
+    o.etag = etag;
+  }
   co_return std::optional<Open>(std::move(o));
 }
 

@@ -86,6 +86,14 @@ class HeaderMap {
 // Verified against Swift 2.30.1 with eventlet 0.33.1.
 void add_wsgi_field(HeaderMap& map, std::string_view name, std::string_view value);
 
+// Between Apus's proxy and Apus's object servers. A GET carrying this header asks the object
+// server, when it reads the whole object, to check the body's MD5 against its ETag before the
+// last chunk goes out and, on a mismatch, to hold that chunk back (the body ends short, and the
+// file goes to quarantine). The answer carries the header back when that promise holds, so the
+// reader need not hash the body again. Swift's object servers neither take nor send it, and
+// the gatekeeper keeps it (an X-Backend- header) off the client's side.
+inline constexpr std::string_view kVerifiedReadHeader = "X-Backend-Apus-Verified-Read";
+
 // Field names outside RFC 9110's tokens that Swift's WSGI server (eventlet) takes and Beast's
 // parser refuses: any visible ASCII but ':' ('=' in s3api's "X-Object-Meta-Foo=5Fbar", '(' in
 // S3 user metadata). `head` is a request head (request line to the empty line); when a name

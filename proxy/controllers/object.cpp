@@ -754,6 +754,9 @@ net::awaitable<void> ObjectController::stream_body(Exchange& ex, NodeIter& it,
   const uint64_t length = *head.content_length;
   std::optional<ByteSpan> span = resumable_span(head);
   const std::string etag(common::http::normalize_etag(head.headers.get_or("Etag", "")));
+  // A verified read (kVerifiedReadHeader) that ends short may have been held back for bad
+  // bytes already sent; its reader trusts the whole body, so no other replica's tail is added.
+  const bool verified = head.headers.contains(common::http::kVerifiedReadHeader);
   Status s = co_await ex.start_response(head.status, std::move(headers), length);
   std::vector<char> buf(config().object_chunk_size);
   uint64_t sent = 0;
@@ -765,8 +768,9 @@ net::awaitable<void> ObjectController::stream_body(Exchange& ex, NodeIter& it,
       continue;
     }
     std::string why = n.ok() ? "the body ended early" : n.status().to_string();
-    if (!span || etag.empty()) {
-      APUS_LOG_WARNING("object GET " + path + ": " + why + " (cannot resume)");
+    if (!span || etag.empty() || verified) {
+      APUS_LOG_WARNING("object GET " + path + ": " + why +
+                       (verified ? " (a verified read: not resumed)" : " (cannot resume)"));
       co_return;  // the client sees a short body, never a wrong one
     }
     common::http::ClientRequest rest = request;

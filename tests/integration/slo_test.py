@@ -15,6 +15,10 @@ whose pipeline has the slo filter:
    Referer), ?multipart-manifest=delete (segments gone).
 4. A segment that is overwritten behind the manifest's back: a GET before any byte went out
    answers 409; the log says why.
+5. A segment rotten on every replica (bytes flipped, size kept): the proxy does not hash whole
+   segments from Apus object servers, which check them before their last chunk goes out (a
+   verified read); the SLO GET ends short, never whole with wrong bytes (nor patched with
+   another replica's tail), the rotten file is quarantined, and the logs say why.
 
 usage: slo_test.py <build-dir>
 """
@@ -188,6 +192,60 @@ def changed_segment(cluster_root, port, auth):
     check(b"Object segment no longer valid" in log, "the log says why: %r" % log[-1500:])
 
 
+def segment_data_file(cluster, n, part, name):
+    """The .data file of /AUTH_test/s/<name> on node n, or None."""
+    from swift.obj.diskfile import read_metadata
+    objects = os.path.join(cluster.root, "node%d" % n, "sd%d" % n, "objects", str(part))
+    for dirpath, _, files in os.walk(objects):
+        for f in files:
+            path = os.path.join(dirpath, f)
+            if f.endswith(".data") and read_metadata(path)["name"] == "/AUTH_test/s/" + name:
+                return path
+    return None
+
+
+def rotten_segment(cluster, port, auth):
+    base = "/v1/AUTH_test"
+    size = 300 * 1024  # several of the object server's chunks
+    segs = [bytes([65 + i]) * size for i in range(3)]
+    for i, seg in enumerate(segs):
+        check(request(port, "PUT", "%s/s/rot%d" % (base, i), auth, seg)[0] == 201,
+              "rot segment %d" % i)
+    manifest = [{"path": "/s/rot%d" % i, "etag": md5(seg), "size_bytes": size}
+                for i, seg in enumerate(segs)]
+    s, _, b = request(port, "PUT", base + "/s/rotman?multipart-manifest=put", auth,
+                      json.dumps(manifest).encode())
+    check(s == 201, "rot manifest: %d %r" % (s, b))
+    s, _, b = request(port, "GET", base + "/s/rotman", auth)
+    check(s == 200 and b == b"".join(segs), "the SLO whole before the rot: %d %d" % (s, len(b)))
+    part, nodes = cluster.placement("s", "rot1")
+    rotten = []
+    for n in nodes:
+        path = segment_data_file(cluster, n, part, "rot1")
+        check(path is not None, "rot1's .data on node %d" % n)
+        if path:
+            with open(path, "r+b") as f:
+                f.seek(size // 2)
+                f.write(b"x")
+            rotten.append(path)
+    s, _, b = request(port, "GET", base + "/s/rotman", auth)
+    check(s == 200 and len(b) < 3 * size,
+          "a rotten segment ends the body short: %d, %d of %d bytes" % (s, len(b), 3 * size))
+    check(b[:size] == segs[0], "the good first segment went out whole")
+    check(sum(1 for path in rotten if not os.path.exists(path)) == 1,
+          "the replica read is quarantined (and only it): %r" %
+          [os.path.exists(path) for path in rotten])
+    time.sleep(0.5)
+    logs = b""
+    for n in nodes:
+        with open(os.path.join(cluster.root, "object-%d.log" % n), "rb") as f:
+            logs += f.read()
+    check(b"last chunk held back" in logs, "an object server says why: %r" % logs[-1500:])
+    with open(os.path.join(cluster.root, "slo-proxy.log"), "rb") as f:
+        log = f.read()
+    check(b"a verified read: not resumed" in log, "the proxy says why: %r" % log[-1500:])
+
+
 def delete(port, auth):
     base = "/v1/AUTH_test"
     s, h, b = request(port, "DELETE", base + "/s/outer?multipart-manifest=delete",
@@ -218,6 +276,7 @@ def main():
         # Rebuild the simple manifest for the changed-segment check.
         answers(port, auth)
         changed_segment(root, port, auth)
+        rotten_segment(cluster, port, auth)
     if failures:
         print("%d failure(s)" % len(failures))
         sys.exit(1)

@@ -586,6 +586,52 @@ def range_quarantine(root, swift_port, apus_port):
     check(seen["apus"][-1][3] == 404, "quarantined after bytes=0-11: %r" % seen["apus"])
 
 
+def verified_read(root, swift_port, apus_port):
+    """X-Backend-Apus-Verified-Read, which Apus's proxy sends for whole segments: Apus's object
+    server promises it for whole reads only (Swift's ignores it), and holds back the last chunk
+    of a rotten file (the body ends short) where it would otherwise send every byte."""
+    import http.client
+    hdr = "X-Backend-Apus-Verified-Read"
+    body = b"v" * (200 * 1024)  # several chunks
+    seen = {}
+    for side, port in (("swift", swift_port), ("apus", apus_port)):
+        path = "/sda1/11/AUTH_test/c/verified-%s" % side
+        status = procs.request(port, "PUT", path, {"X-Timestamp": "1700000040.00000",
+                                                   "Content-Type": "text/plain"}, body)[0]
+        check(status == 201, "%s PUT for verified read: %d" % (side, status))
+        whole = procs.request(port, "GET", path, {hdr: "yes"})
+        ranged = procs.request(port, "GET", path, {hdr: "yes", "Range": "bytes=1-"})
+        seen[side] = (whole[0], whole[1].get(hdr.lower()), whole[2] == body,
+                      ranged[0], ranged[1].get(hdr.lower()))
+    check(seen["swift"] == (200, None, True, 206, None), "swift ignores it: %r" % (seen,))
+    check(seen["apus"] == (200, "yes", True, 206, None),
+          "apus promises whole reads only: %r" % (seen,))
+    path = "/sda1/11/AUTH_test/c/verified-apus"
+    objects = os.path.join(root, "apus", "sda1", "objects", "11")
+    from swift.obj.diskfile import read_metadata
+    datas = [os.path.join(d, f) for d, _, fs in os.walk(objects) for f in fs
+             if f.endswith(".data")]
+    datas = [d for d in datas if read_metadata(d)["name"] == "/AUTH_test/c/verified-apus"]
+    check(len(datas) == 1, "the .data of the verified object: %r" % datas)
+    with open(datas[0], "r+b") as f:
+        f.seek(1000)
+        f.write(b"V")
+    conn = http.client.HTTPConnection("127.0.0.1", apus_port, timeout=10)
+    try:
+        conn.request("GET", path, headers={hdr: "yes"})
+        resp = conn.getresponse()
+        try:
+            got = resp.read()
+        except http.client.IncompleteRead as e:
+            got = e.partial
+    finally:
+        conn.close()
+    check(resp.status == 200 and len(got) < len(body),
+          "a rotten file's verified read ends short: %d, %d of %d" %
+          (resp.status, len(got), len(body)))
+    check(procs.request(apus_port, "HEAD", path)[0] == 404, "and it is quarantined")
+
+
 def head_names(port, path):
     """The metadata header names of a HEAD answer, spelled as sent."""
     import http.client
@@ -655,6 +701,7 @@ def main():
             cross_read(root, apus_port, apus2_port, swift_port)
             underscore_names(root, swift_port, apus_port)
             range_quarantine(root, swift_port, apus_port)
+            verified_read(root, swift_port, apus_port)
         finally:
             container.shutdown()
     print("object server interop:", "%d failures" % len(failures) if failures else "ok")

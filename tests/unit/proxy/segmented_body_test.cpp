@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/crypto/md5.h"
+#include "common/http/headers.h"
 #include "common/http/range.h"
 #include "common/http/swob.h"
 #include "common/http/url.h"
@@ -44,10 +45,17 @@ struct Object {
   int status = 200;
 };
 
+// How the fake object server answers a whole read asked to be verified (kVerifiedReadHeader):
+// as Swift's (the header ignored), or as Apus's (the promise made, and a bad body cut short
+// before its last write).
+enum class Server { kSwift, kApus };
+
 // Segment objects by decoded path, answered with Range support, 7 bytes per write.
 struct Segments {
   std::map<std::string, Object> objects;
   std::vector<std::string> seen;  // "<path> <Range>" of each GET
+  Server server = Server::kSwift;
+  std::vector<std::string> verified_asked;  // paths whose GET asked for a verified read
 
   Next app() {
     return [this](Exchange& ex, ProxyEnv&) -> net::awaitable<void> {
@@ -68,8 +76,14 @@ struct Segments {
         status = 206;
         body = body.substr(d.ranges[0].start, d.ranges[0].size());
       }
+      const bool asked = req.headers.contains(common::http::kVerifiedReadHeader);
+      if (asked) verified_asked.push_back(path);
+      const bool verified = asked && server == Server::kApus && status == 200;
+      if (verified) h.set(common::http::kVerifiedReadHeader, "yes");
+      const bool bad = common::crypto::md5_hex(o.body) != h.get_or("Etag", "");
       if (!(co_await ex.start_response(status, std::move(h), body.size())).ok()) co_return;
       for (size_t at = 0; at < body.size(); at += 7) {
+        if (verified && bad && at + 7 >= body.size()) co_return;  // the last write held back
         if (!(co_await ex.write_body(std::string_view(body).substr(at, 7))).ok()) co_return;
       }
       (void)co_await ex.finish_response();
@@ -176,6 +190,50 @@ TEST_CASE("segmented body: a segment whose bytes do not match its etag is never 
   CHECK(d.end.code() == Status::Code::kConflict);
   CHECK(d.end.message().find("Bad MD5 checksum for /v1/a/c/s2") != std::string::npos);
   // The first segment whole, and of the rotten one everything but the chunk held back.
+  CHECK(d.bytes.starts_with("first segment"));
+  CHECK(d.bytes.size() < 13 + 40);
+}
+
+TEST_CASE("segmented body: whole segments are asked for a verified read, ranges are not") {
+  Segments s;
+  s.objects["/v1/a/c/s1"] = {"0123456789", "", 200};
+  s.objects["/v1/a/c/s2"] = {"ABCDEFGHIJ", "", 200};
+  Pieces pieces({segment("/v1/a/c/s1", 10), segment("/v1/a/c/s2", 4, "bytes=3-6")});
+  Drained d;
+  run([&]() -> net::awaitable<void> {
+    const Next app = s.app();
+    const ProxyEnv env;
+    const Request client;
+    SegmentedBody body(app, env, client, options(), pieces, co_await net::this_coro::executor);
+    d = co_await drain(body);
+    co_await body.close();
+  });
+  CHECK(d.end.ok());
+  CHECK(d.bytes == "0123456789DEFG");
+  CHECK(s.verified_asked == std::vector<std::string>{"/v1/a/c/s1"});
+}
+
+TEST_CASE("segmented body: a bad segment from a verifying server ends short, never whole") {
+  Segments s;
+  s.server = Server::kApus;
+  const std::string good = "the good bytes, forty of them exactly...";
+  s.objects["/v1/a/c/s1"] = {"first segment", "", 200};
+  s.objects["/v1/a/c/s2"] = {"rotten bytes, forty of them exactly.....", common::crypto::md5_hex(good), 200};
+  Pieces pieces({segment("/v1/a/c/s1", 13), segment("/v1/a/c/s2", 40)});
+  Drained d;
+  run([&]() -> net::awaitable<void> {
+    const Next app = s.app();
+    const ProxyEnv env;
+    const Request client;
+    SegmentedBody body(app, env, client, options(), pieces, co_await net::this_coro::executor);
+    d = co_await drain(body);
+    co_await body.close();
+  });
+  // The server's promise stands in for hashing here: the cut body is what fails it.
+  CHECK(d.end.code() == Status::Code::kConflict);
+  INFO(d.end.message());
+  CHECK(d.end.message().find("/v1/a/c/s2") != std::string::npos);
+  CHECK(d.end.message().find("Bad MD5") == std::string::npos);
   CHECK(d.bytes.starts_with("first segment"));
   CHECK(d.bytes.size() < 13 + 40);
 }
