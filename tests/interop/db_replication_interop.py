@@ -19,7 +19,6 @@ usage: db_replication_interop.py <build-dir>
 """
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from urllib.parse import quote
@@ -56,59 +55,14 @@ def listing(cluster, kind, n, part, path):
     return status, keep, rows
 
 
-def start_swift(cluster, kind, n):
-    """Stock Swift's <kind> server in place of node n's Apus one (same config and device)."""
-    cluster.stop(kind, n)
-    conf = os.path.join(cluster.etc, "%s-%d.conf" % (kind, n))
-    with open(conf) as f:
-        text = f.read().replace("[DEFAULT]\n", "[DEFAULT]\nuser = root\n", 1)
-    path = conf + ".swift"
-    with open(path, "w") as f:
-        f.write(text)
-    log = os.path.join(cluster.root, "swift-%s-%d.out" % (kind, n))
-    proc = cluster.ps.start(["/usr/bin/python3", os.path.join(SUPPORT, "run_swift_server.py"),
-                             cluster.etc, kind, path], log)
-    procs.wait_for_port(cluster.ports[kind][n], timeout=30, proc=proc, log_path=log)
-    cluster.procs[(kind, n)] = proc
-
-
-def start_swift_again(cluster, kind, n):
-    path = os.path.join(cluster.etc, "%s-%d.conf.swift" % (kind, n))
-    log = os.path.join(cluster.root, "swift-%s-%d.out" % (kind, n))
-    proc = cluster.ps.start(["/usr/bin/python3", os.path.join(SUPPORT, "run_swift_server.py"),
-                             cluster.etc, kind, path], log)
-    procs.wait_for_port(cluster.ports[kind][n], timeout=30, proc=proc, log_path=log)
-    cluster.procs[(kind, n)] = proc
-
-
 def swift_replicate(cluster, kind, n, per_diff=1000):
-    """Swift 2.30.1's <kind> replicator, once, for node n (whole files by rsync into the
-    cluster's rsync daemon): its replication_stats."""
-    script = (
-        "import sys\n"
-        "from swift.common import utils, storage_policy\n"
-        "utils.set_swift_dir(sys.argv[1]); storage_policy.reload_storage_policies()\n"
-        "from swift.%s.replicator import %sReplicator as R\n"
-        "conf = {'devices': sys.argv[2], 'mount_check': 'false', 'bind_ip': '127.0.0.1',\n"
-        "        'bind_port': sys.argv[3], 'swift_dir': sys.argv[1],\n"
-        "        'recon_cache_path': sys.argv[4], 'databases_per_second': '1000',\n"
-        "        'rsync_module': sys.argv[5], 'per_diff': sys.argv[6]}\n"
-        "R(conf).run_once()\n" % (kind, kind.capitalize()))
-    module = "rsync://{replication_ip}:%d/%s{replication_port}" % (cluster.rsyncd_port, kind)
-    recon = os.path.join(cluster.root, "swift-recon-%d" % n)
-    os.makedirs(recon, exist_ok=True)
-    run = subprocess.run(["/usr/bin/python3", "-c", script, cluster.etc,
-                          os.path.join(cluster.root, "node%d" % n),
-                          str(cluster.ports[kind][n]), recon, module, str(per_diff)],
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
-    check(run.returncode == 0, "Swift's %s replicator on node %d: %s" % (kind, n, run.stdout[-2000:]))
-    with open(os.path.join(recon, kind + ".recon")) as f:
-        return json.load(f).get("replication_stats", {})
+    status, output, stats = cluster.swift_db_replicate(kind, n, per_diff)
+    check(status == 0, "Swift's %s replicator on node %d: %s" % (kind, n, output[-2000:]))
+    return stats
 
 
 def apus_replicate(cluster, kind, n):
-    status, output, log = cluster.daemon_once("replicator", kind + "-replicator", n, "",
-                                              kind=kind)
+    status, output, log = cluster.db_replicate(kind, n)
     check(status == 0, "apus-%s-replicator on node %d: %d %s" % (kind, n, status, output))
     return log
 
@@ -125,8 +79,8 @@ def main():
                     if s_node in placement(cluster, "container", c)[1])
         part, nodes = placement(cluster, "container", name)
         apus_nodes = [n for n in nodes if n != s_node]
-        start_swift(cluster, "container", s_node)
-        start_swift(cluster, "account", s_node)
+        cluster.start_swift("container", s_node)
+        cluster.start_swift("account", s_node)
         swift.put_container(url, token, name)
         path = "/%s/%s" % (ACCOUNT, name)
 
@@ -155,7 +109,7 @@ def main():
         for i in range(20, 30):
             swift.put_object(url, token, name, "o%02d-\u00e9" % i, b"w")
         swift.post_container(url, token, name, {"X-Container-Meta-Flavour": "plum"})
-        start_swift_again(cluster, "container", s_node)
+        cluster.start_swift("container", s_node)
         for n in apus_nodes:
             apus_replicate(cluster, "container", n)
         views = [listing(cluster, "container", n, part, path) for n in nodes]
@@ -180,7 +134,7 @@ def main():
         check(stats.get("failure", -1) == 0, "Swift's account replicator: %r" % (stats,))
         cluster.ps.stop(cluster.procs.pop(("account", s_node)))
         swift.put_container(url, token, "from-apus-side")
-        start_swift_again(cluster, "account", s_node)
+        cluster.start_swift("account", s_node)
         for n in anodes[1:]:
             apus_replicate(cluster, "account", n)
         views = [listing(cluster, "account", n, apart, "/" + ACCOUNT) for n in anodes]
@@ -197,7 +151,7 @@ def main():
         swift.put_container(url, token, name, {"X-Container-Meta-Made": "apus"})
         for i in range(7):
             swift.put_object(url, token, name, "t%d" % i, b"t")
-        start_swift_again(cluster, "container", s_node)
+        cluster.start_swift("container", s_node)
         for n in nodes:
             if n != s_node:
                 apus_replicate(cluster, "container", n)

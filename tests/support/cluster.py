@@ -3,6 +3,7 @@ apus-ring-builder on free loopback ports, Apus storage servers, memcached and pr
 
 Only /usr/bin/python3 runs these (Debian's python3-swift lives there).
 """
+import json
 import os
 import subprocess
 
@@ -200,6 +201,59 @@ class Cluster:
         procs.wait_for_port(port, proc=proc, log_path=log)
         self.rsyncd_port = port
         return port
+
+    def start_swift(self, kind, n):
+        """Stock Swift's <kind> server (Debian's, run by run_swift_server.py) in place of node
+        n's Apus one, on the same config and device; after a stop, again."""
+        if (kind, n) in self.procs:
+            self.stop(kind, n)
+        path = os.path.join(self.etc, "%s-%d.conf.swift" % (kind, n))
+        if not os.path.exists(path):
+            with open(os.path.join(self.etc, "%s-%d.conf" % (kind, n))) as f:
+                text = f.read().replace("[DEFAULT]\n", "[DEFAULT]\nuser = root\n", 1)
+            with open(path, "w") as f:
+                f.write(text)
+        log = os.path.join(self.root, "swift-%s-%d.out" % (kind, n))
+        here = os.path.dirname(os.path.abspath(__file__))
+        proc = self.ps.start(["/usr/bin/python3", os.path.join(here, "run_swift_server.py"),
+                              self.etc, kind, path], log)
+        procs.wait_for_port(self.ports[kind][n], timeout=30, proc=proc, log_path=log,
+                            host=self.hosts[n])
+        self.procs[(kind, n)] = proc
+
+    def db_replicate(self, kind, n):
+        """apus-<kind>-replicator --once for node n: (exit status, output, log)."""
+        return self.daemon_once("replicator", kind + "-replicator", n, "", kind=kind)
+
+    def swift_db_replicate(self, kind, n, per_diff=1000):
+        """Swift 2.30.1's <kind> (container or account) replicator, once, for node n, whole
+        files going by rsync into the nodes' rsync daemon (start_rsyncd): (exit status,
+        output, its replication_stats)."""
+        script = (
+            "import sys\n"
+            "from swift.common import utils, storage_policy\n"
+            "utils.set_swift_dir(sys.argv[1]); storage_policy.reload_storage_policies()\n"
+            "from swift.%s.replicator import %sReplicator as R\n"
+            "conf = {'devices': sys.argv[2], 'mount_check': 'false', 'bind_ip': '127.0.0.1',\n"
+            "        'bind_port': sys.argv[3], 'swift_dir': sys.argv[1],\n"
+            "        'recon_cache_path': sys.argv[4], 'databases_per_second': '1000',\n"
+            "        'rsync_module': sys.argv[5], 'per_diff': sys.argv[6]}\n"
+            "R(conf).run_once()\n" % (kind, kind.capitalize()))
+        module = "rsync://{replication_ip}:%d/%s{replication_port}" % (self.rsyncd_port, kind)
+        recon = os.path.join(self.root, "swift-recon-%d" % n)
+        os.makedirs(recon, exist_ok=True)
+        run = subprocess.run(["/usr/bin/python3", "-c", script, self.etc,
+                              os.path.join(self.root, "node%d" % n),
+                              str(self.ports[kind][n]), recon, module, str(per_diff)],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             timeout=300)
+        stats = {}
+        try:
+            with open(os.path.join(recon, kind + ".recon")) as f:
+                stats = json.load(f).get("replication_stats", {})
+        except (OSError, ValueError):
+            pass
+        return run.returncode, run.stdout, stats
 
     def audit(self, n, *args):
         """apus-object-auditor --once on node n (unpaced): (exit status, output, log)."""
