@@ -17,6 +17,7 @@
 
 #include <charconv>
 #include <ctime>
+#include <deque>
 #include <thread>
 
 #include "common/crypto/md5.h"
@@ -51,8 +52,11 @@ struct Memcache::Impl {
   std::map<std::string, tcp::endpoint> endpoints;  // by name
   std::map<std::string, std::string> ring;  // md5("<server>-<i>") -> server
   std::chrono::nanoseconds connect_timeout, io_timeout;
+  MemcacheErrorLimit error_limit;
   common::Mutex mutex;
   std::map<std::string, Clock::time_point> limited APUS_GUARDED_BY(mutex);  // server -> until
+  // Each server's recent failures (at most error_limit.count + 1 of them are kept).
+  std::map<std::string, std::deque<Clock::time_point>> errors APUS_GUARDED_BY(mutex);
 
   // Idle connections of this worker thread, by client and server. A request takes one (or
   // opens one) for its exchange, so concurrent requests never share a socket.
@@ -64,9 +68,24 @@ struct Memcache::Impl {
     auto it = limited.find(server);
     return it != limited.end() && it->second > Clock::now();
   }
-  void limit(const std::string& server) APUS_EXCLUDES(mutex) {
+  // Swift's _exception_occurred: every failure is logged, and a server that failed more than
+  // error_limit.count times within error_limit.interval is skipped for that long (a single
+  // failure, such as a memcached restarting, does not turn caching off for a minute).
+  void error_occurred(const std::string& server, const std::string& what) APUS_EXCLUDES(mutex) {
+    APUS_LOG_ERROR(what + " memcached: " + server);
+    if (error_limit.interval <= 0) return;
+    const auto window = std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double>(error_limit.interval));
     common::MutexLock lock(&mutex);
-    limited[server] = Clock::now() + std::chrono::seconds(60);
+    const auto now = Clock::now();
+    auto& times = errors[server];
+    times.push_back(now);
+    while (!times.empty() && times.front() <= now - window) times.pop_front();
+    if (times.size() > error_limit.count) {
+      times.clear();
+      limited[server] = now + window;
+      APUS_LOG_ERROR("Error limiting server " + server);
+    }
   }
 
   // Runs `op` on a connection to `server` of its own (an idle one, or a new one) within
@@ -90,8 +109,12 @@ struct Memcache::Impl {
       c->socket = std::make_unique<tcp::socket>(ex);
       net::steady_timer t(ex, connect_timeout);
       auto r = co_await (c->socket->async_connect(ep, kTuple) || t.async_wait(kTuple));
-      if (r.index() != 0 || std::get<0>(std::get<0>(r))) {
-        limit(server);
+      if (r.index() != 0) {
+        error_occurred(server, "Timeout connecting to");
+        co_return false;
+      }
+      if (auto ec = std::get<0>(std::get<0>(r))) {
+        error_occurred(server, "Error connecting to (" + ec.message() + ")");
         co_return false;
       }
       boost::system::error_code ignored;
@@ -100,7 +123,7 @@ struct Memcache::Impl {
     net::steady_timer t(ex, io_timeout);
     auto r = co_await (op(*c) || t.async_wait(kTuple));
     if (r.index() != 0 || !std::get<0>(r)) {
-      limit(server);
+      error_occurred(server, r.index() != 0 ? "Timeout talking to" : "Error talking to");
       co_return false;
     }
     auto& spare = idle[this][server];
@@ -113,9 +136,10 @@ thread_local std::map<const Memcache::Impl*,
                       std::map<std::string, std::vector<std::unique_ptr<Conn>>>>
     Memcache::Impl::idle;
 
-Memcache::Memcache(std::vector<MemcacheServer> servers, double connect_timeout,
-                   double io_timeout)
+Memcache::Memcache(std::vector<MemcacheServer> servers, MemcacheErrorLimit error_limit,
+                   double connect_timeout, double io_timeout)
     : impl_(std::make_unique<Impl>()) {
+  impl_->error_limit = error_limit;
   for (const MemcacheServer& s : servers) {
     boost::system::error_code ec;
     auto address = net::ip::make_address(s.address, ec);

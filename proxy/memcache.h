@@ -32,11 +32,19 @@ struct MemcacheServer {
 // memcached's port when an entry names none (Swift's DEFAULT_MEMCACHED_PORT).
 inline constexpr uint16_t kDefaultMemcachedPort = 11211;
 
+// Swift's error_suppression_limit and error_suppression_interval (memcache.conf or the cache
+// filter): more than `count` failures of one server within `interval` seconds and it is skipped
+// for `interval` seconds; an interval of 0 never skips.
+struct MemcacheErrorLimit {
+  size_t count = 10;
+  double interval = 60;
+};
+
 class Memcache {
  public:
   // `servers` from parse_servers(). connect/io timeouts in seconds.
-  explicit Memcache(std::vector<MemcacheServer> servers, double connect_timeout = 0.3,
-                    double io_timeout = 2.0);
+  explicit Memcache(std::vector<MemcacheServer> servers, MemcacheErrorLimit error_limit = {},
+                    double connect_timeout = 0.3, double io_timeout = 2.0);
 
   // memcache_servers entries as Swift's parse_socket_string() reads them: "host", "host:port",
   // "[ipv6]" or "[ipv6]:port" (port 11211 when none), each host name resolved now, once (a

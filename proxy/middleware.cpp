@@ -421,8 +421,8 @@ class ProxyLogging final : public Middleware {
 // (tempauth tokens shared by every proxy), else nothing (each proxy keeps its own).
 class Cache final : public Middleware {
  public:
-  explicit Cache(std::vector<MemcacheServer> servers) {
-    if (!servers.empty()) memcache_ = std::make_unique<Memcache>(std::move(servers));
+  Cache(std::vector<MemcacheServer> servers, MemcacheErrorLimit error_limit) {
+    if (!servers.empty()) memcache_ = std::make_unique<Memcache>(std::move(servers), error_limit);
   }
   net::awaitable<void> call(Exchange& ex, ProxyEnv& env, const Next& next) override {
     env.memcache = memcache_.get();
@@ -858,14 +858,26 @@ Result<std::unique_ptr<Middleware>> make_proxy_logging(const common::Section&,
 Result<std::unique_ptr<Middleware>> make_memcache(const common::Section& section,
                                                   const MiddlewareContext& context) {
   // memcache_servers from the filter, else from memcache.conf in swift_dir, as Swift reads it.
+  // So are the error limits: the filter's own, else memcache.conf's, else Swift's defaults.
   std::string servers = section.get_string("memcache_servers", "");
-  if (servers.empty()) {
-    auto mc_conf = common::Config::load(context.swift_dir + "/memcache.conf");
-    if (mc_conf.ok()) servers = mc_conf->section("memcache").get_string("memcache_servers", "");
-  }
+  auto mc_conf = common::Config::load(context.swift_dir + "/memcache.conf");
+  common::Section from_file = mc_conf.ok() ? mc_conf->section("memcache") : common::Section();
+  if (servers.empty()) servers = from_file.get_string("memcache_servers", "");
   auto parsed = Memcache::parse_servers(common::list_from_csv(servers));
   if (!parsed.ok()) return section.invalid("memcache_servers", parsed.status().message());
-  return std::unique_ptr<Middleware>(std::make_unique<Cache>(std::move(*parsed)));
+  auto limit_option = [&](const char* key, double def) -> Result<double> {
+    auto v = (section.has(key) ? section : from_file).get_double(key, def);
+    if (v.ok() && *v < 0) return section.invalid(key, "must not be negative");
+    return v;
+  };
+  MemcacheErrorLimit limit;
+  auto count = limit_option("error_suppression_limit", static_cast<double>(limit.count));
+  if (!count.ok()) return count.status();
+  auto interval = limit_option("error_suppression_interval", limit.interval);
+  if (!interval.ok()) return interval.status();
+  limit.count = static_cast<size_t>(*count);
+  limit.interval = *interval;
+  return std::unique_ptr<Middleware>(std::make_unique<Cache>(std::move(*parsed), limit));
 }
 
 Result<std::unique_ptr<Middleware>> make_listing_formats(const common::Section&,

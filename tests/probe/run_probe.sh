@@ -112,7 +112,8 @@ unshare --mount --net --pid --fork --mount-proc "$0" --inside "$work" "$build" "
   status=$?
 if [ -n "${APUS_PROBE_KEEP:-}" ]; then
   mkdir -p "$APUS_PROBE_KEEP"
-  cp -r "$work/junit.xml" "$work/pytest.log" "$work/log" "$APUS_PROBE_KEEP/" 2>/dev/null || true
+  cp -r "$work/junit.xml" "$work/pytest.log" "$work/log" "$work/leftovers.txt" \
+    "$APUS_PROBE_KEEP/" 2>/dev/null || true
 fi
 [ -f "$work/junit.xml" ] || { tail -50 "$work/pytest.log"; exit 1; }
 tail -3 "$work/pytest.log"

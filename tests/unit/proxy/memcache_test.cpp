@@ -6,7 +6,17 @@
 
 #include <doctest/doctest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_future.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace apus::proxy {
@@ -88,6 +98,89 @@ TEST_CASE("memcache: keys are placed by the configured names") {
   REQUIRE(servers.size() == 2);
   CHECK(((servers[0] == "127.0.0.1:11211" && servers[1] == "127.0.0.2:11211") ||
          (servers[0] == "127.0.0.2:11211" && servers[1] == "127.0.0.1:11211")));
+}
+
+// A memcached that answers every request line with "END" (a miss), on a port of its own,
+// counting the connections it takes; or nothing on that port while stopped.
+class FakeMemcached {
+ public:
+  FakeMemcached() {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    socklen_t len = sizeof a;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    ::close(fd);  // nothing listens until start()
+  }
+  ~FakeMemcached() { stop(); }
+  uint16_t port() const { return port_; }
+  int accepted() const { return accepted_.load(); }
+  void start() {
+    listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    int one = 1;
+    ::setsockopt(listener_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(port_);
+    REQUIRE(::bind(listener_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    REQUIRE(::listen(listener_, 8) == 0);
+    thread_ = std::thread([this] {
+      for (;;) {
+        int c = ::accept(listener_, nullptr, nullptr);
+        if (c < 0) return;
+        ++accepted_;
+        client_ = c;
+        char buf[512];
+        while (::read(c, buf, sizeof buf) > 0) {
+          if (::write(c, "END\r\n", 5) != 5) break;
+        }
+        ::close(c);
+      }
+    });
+  }
+  void stop() {
+    if (listener_ < 0) return;
+    ::shutdown(listener_, SHUT_RDWR);
+    if (int c = client_.exchange(-1); c >= 0) ::shutdown(c, SHUT_RDWR);
+    ::close(listener_);
+    listener_ = -1;
+    thread_.join();
+  }
+
+ private:
+  uint16_t port_ = 0;
+  int listener_ = -1;
+  std::atomic<int> accepted_{0};
+  std::atomic<int> client_{-1};
+  std::thread thread_;
+};
+
+TEST_CASE("memcache: one failure does not turn a server off (Swift's error limiting)") {
+  FakeMemcached server;
+  auto parsed = Memcache::parse_servers({"127.0.0.1:" + std::to_string(server.port())});
+  REQUIRE(parsed.ok());
+  Memcache mc(std::move(*parsed), MemcacheErrorLimit{.count = 2, .interval = 60});
+  // One io_context and thread throughout: the client keeps idle connections per thread.
+  boost::asio::io_context ioc;
+  auto steps = [&]() -> boost::asio::awaitable<void> {
+    CHECK(!co_await mc.get("k"));  // refused: memcached is (re)starting; failure 1
+    server.start();
+    CHECK(!co_await mc.get("k"));
+    CHECK(server.accepted() == 1);  // tried again at once
+    server.stop();
+    CHECK(!co_await mc.get("k"));  // its idle connection is gone: failure 2
+    CHECK(!co_await mc.get("k"));  // refused: failure 3, more than 2 within the interval
+    server.start();
+    CHECK(!co_await mc.get("k"));
+    CHECK(server.accepted() == 1);  // now skipped for the interval
+  };
+  auto done = boost::asio::co_spawn(ioc, steps(), boost::asio::use_future);
+  ioc.run();
+  done.get();
 }
 
 }  // namespace
