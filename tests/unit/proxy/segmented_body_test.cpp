@@ -152,12 +152,8 @@ SegmentedOptions options() {
   return o;
 }
 
-TEST_CASE("segmented body: data, whole segments and ranges, in order") {
-  Segments s;
-  s.objects["/v1/a/c/s1"] = {"0123456789abcdefghij", "", 200};
-  s.objects["/v1/a/c/s2"] = {"ABCDEFGHIJ", "", 200};
-  Pieces pieces({data("<data>"), segment("/v1/a/c/s1", 20, "", common::crypto::md5_hex("0123456789abcdefghij")),
-                 segment("/v1/a/c/s2", 4, "bytes=3-6"), data("</data>")});
+// The whole body of `pieces` from the segments of `s`, with default options.
+Drained read_all(Segments& s, PieceSource& pieces) {
   Drained d;
   run([&]() -> net::awaitable<void> {
     const Next app = s.app();
@@ -167,6 +163,16 @@ TEST_CASE("segmented body: data, whole segments and ranges, in order") {
     d = co_await drain(body);
     co_await body.close();
   });
+  return d;
+}
+
+TEST_CASE("segmented body: data, whole segments and ranges, in order") {
+  Segments s;
+  s.objects["/v1/a/c/s1"] = {"0123456789abcdefghij", "", 200};
+  s.objects["/v1/a/c/s2"] = {"ABCDEFGHIJ", "", 200};
+  Pieces pieces({data("<data>"), segment("/v1/a/c/s1", 20, "", common::crypto::md5_hex("0123456789abcdefghij")),
+                 segment("/v1/a/c/s2", 4, "bytes=3-6"), data("</data>")});
+  Drained d = read_all(s, pieces);
   CHECK(d.end.ok());
   CHECK(d.bytes == "<data>0123456789abcdefghijDEFG</data>");
   CHECK(s.seen == std::vector<std::string>{"/v1/a/c/s1 ", "/v1/a/c/s2 bytes=3-6"});
@@ -178,15 +184,7 @@ TEST_CASE("segmented body: a segment whose bytes do not match its etag is never 
   s.objects["/v1/a/c/s1"] = {"first segment", "", 200};
   s.objects["/v1/a/c/s2"] = {"rotten bytes, forty of them exactly.....", common::crypto::md5_hex(good), 200};
   Pieces pieces({segment("/v1/a/c/s1", 13), segment("/v1/a/c/s2", 40)});
-  Drained d;
-  run([&]() -> net::awaitable<void> {
-    const Next app = s.app();
-    const ProxyEnv env;
-    const Request client;
-    SegmentedBody body(app, env, client, options(), pieces, co_await net::this_coro::executor);
-    d = co_await drain(body);
-    co_await body.close();
-  });
+  Drained d = read_all(s, pieces);
   CHECK(d.end.code() == Status::Code::kConflict);
   CHECK(d.end.message().find("Bad MD5 checksum for /v1/a/c/s2") != std::string::npos);
   // The first segment whole, and of the rotten one everything but the chunk held back.
@@ -199,15 +197,7 @@ TEST_CASE("segmented body: whole segments are asked for a verified read, ranges 
   s.objects["/v1/a/c/s1"] = {"0123456789", "", 200};
   s.objects["/v1/a/c/s2"] = {"ABCDEFGHIJ", "", 200};
   Pieces pieces({segment("/v1/a/c/s1", 10), segment("/v1/a/c/s2", 4, "bytes=3-6")});
-  Drained d;
-  run([&]() -> net::awaitable<void> {
-    const Next app = s.app();
-    const ProxyEnv env;
-    const Request client;
-    SegmentedBody body(app, env, client, options(), pieces, co_await net::this_coro::executor);
-    d = co_await drain(body);
-    co_await body.close();
-  });
+  Drained d = read_all(s, pieces);
   CHECK(d.end.ok());
   CHECK(d.bytes == "0123456789DEFG");
   CHECK(s.verified_asked == std::vector<std::string>{"/v1/a/c/s1"});
@@ -220,15 +210,7 @@ TEST_CASE("segmented body: a bad segment from a verifying server ends short, nev
   s.objects["/v1/a/c/s1"] = {"first segment", "", 200};
   s.objects["/v1/a/c/s2"] = {"rotten bytes, forty of them exactly.....", common::crypto::md5_hex(good), 200};
   Pieces pieces({segment("/v1/a/c/s1", 13), segment("/v1/a/c/s2", 40)});
-  Drained d;
-  run([&]() -> net::awaitable<void> {
-    const Next app = s.app();
-    const ProxyEnv env;
-    const Request client;
-    SegmentedBody body(app, env, client, options(), pieces, co_await net::this_coro::executor);
-    d = co_await drain(body);
-    co_await body.close();
-  });
+  Drained d = read_all(s, pieces);
   // The server's promise stands in for hashing here: the cut body is what fails it.
   CHECK(d.end.code() == Status::Code::kConflict);
   INFO(d.end.message());
@@ -242,15 +224,7 @@ TEST_CASE("segmented body: a segment replaced since the manifest was written fai
   Segments s;
   s.objects["/v1/a/c/s1"] = {"new bytes", "", 200};
   Pieces pieces({segment("/v1/a/c/s1", 9, "", common::crypto::md5_hex("old bytes"))});
-  Drained d;
-  run([&]() -> net::awaitable<void> {
-    const Next app = s.app();
-    const ProxyEnv env;
-    const Request client;
-    SegmentedBody body(app, env, client, options(), pieces, co_await net::this_coro::executor);
-    d = co_await drain(body);
-    co_await body.close();
-  });
+  Drained d = read_all(s, pieces);
   CHECK(d.end.code() == Status::Code::kConflict);
   CHECK(d.end.message().find("Object segment no longer valid") != std::string::npos);
   CHECK(d.bytes.empty());
@@ -279,15 +253,7 @@ TEST_CASE("segmented body: a length other than the piece's is refused at the hea
   Segments s;
   s.objects["/v1/a/c/s1"] = {"twelve bytes", "", 200};
   Pieces pieces({segment("/v1/a/c/s1", 10)});
-  Drained d;
-  run([&]() -> net::awaitable<void> {
-    const Next app = s.app();
-    const ProxyEnv env;
-    const Request client;
-    SegmentedBody body(app, env, client, options(), pieces, co_await net::this_coro::executor);
-    d = co_await drain(body);
-    co_await body.close();
-  });
+  Drained d = read_all(s, pieces);
   CHECK(d.end.code() == Status::Code::kConflict);
   CHECK(d.bytes.empty());
 }
