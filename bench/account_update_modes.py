@@ -25,14 +25,6 @@ TOP = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(TOP, "tests", "support"))
 import procs  # noqa: E402
 
-TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pid):
-    with open("/proc/%d/stat" % pid) as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
-
 
 def server(ps, root, bin_dir, kind, name, extra=""):
     port = procs.free_port()
@@ -74,7 +66,7 @@ def main():
                 status, _, _ = procs.request(aport, "PUT", "/sda/0/" + account,
                                              headers={"X-Timestamp": "%.5f" % time.time()})
                 assert status in (201, 202), status
-                before = (cpu_seconds(proc.pid), cpu_seconds(aproc.pid))
+                before = (procs.cpu_seconds(proc.pid), procs.cpu_seconds(aproc.pid))
                 out = subprocess.run(
                     [os.path.join(bin_dir, "apus-http-load"), "--port", str(port),
                      "--path", "/sda/0/" + account, "--method", "PUT", "--size", "0",
@@ -84,12 +76,12 @@ def main():
                      "--header", "X-Account-Device: sda",
                      "--header", "X-Account-Partition: 0"],
                     stdout=subprocess.PIPE, check=True, text=True).stdout
-                after = (cpu_seconds(proc.pid), cpu_seconds(aproc.pid))
+                after = (procs.cpu_seconds(proc.pid), procs.cpu_seconds(aproc.pid))
                 r = json.loads(out)
                 n = max(1, r["requests"])
                 # Async updates still in flight are the account server's work too: wait them out.
                 time.sleep(1)
-                after = (after[0], cpu_seconds(aproc.pid))
+                after = (after[0], procs.cpu_seconds(aproc.pid))
                 results[mode].append({
                     "puts_per_s": r["rps"], "errors": r["errors"],
                     "p50_ms": r["p50_ms"], "p99_ms": r["p99_ms"],

@@ -48,15 +48,6 @@ sys.path.insert(0, os.path.join(TOP, "tests", "support"))
 import procs  # noqa: E402
 from cluster import Cluster  # noqa: E402
 
-TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pid):
-    """User + system CPU seconds of a process and its threads."""
-    with open("/proc/%d/stat" % pid) as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
-
 
 def populate(cluster, node, names, size, prefix=b"prox", suffix=b"y", part_power=10):
     """Writes `names` in container c of AUTH_test onto node `node`'s disk, Swift's layout."""
@@ -129,16 +120,16 @@ def measure_replicators(cluster, nodes, window):
         if time.time() - began > 3600:
             raise RuntimeError("first replication pass took over an hour")
     first = time.time() - began
-    first_cpu = {n: cpu_seconds(p.pid) for n, (p, _) in reps.items()}
+    first_cpu = {n: procs.cpu_seconds(p.pid) for n, (p, _) in reps.items()}
     servers = {n: cluster.procs[("object", n)].pid for n in nodes}
     t0 = time.time()
-    rep0 = {n: cpu_seconds(p.pid) for n, (p, _) in reps.items()}
-    srv0 = {n: cpu_seconds(pid) for n, pid in servers.items()}
+    rep0 = {n: procs.cpu_seconds(p.pid) for n, (p, _) in reps.items()}
+    srv0 = {n: procs.cpu_seconds(pid) for n, pid in servers.items()}
     passes0 = {n: passes_done(log) for n, (_, log) in reps.items()}
     time.sleep(window)
     dt = time.time() - t0
-    rep1 = {n: cpu_seconds(p.pid) for n, (p, _) in reps.items()}
-    srv1 = {n: cpu_seconds(pid) for n, pid in servers.items()}
+    rep1 = {n: procs.cpu_seconds(p.pid) for n, (p, _) in reps.items()}
+    srv1 = {n: procs.cpu_seconds(pid) for n, pid in servers.items()}
     passes1 = {n: passes_done(log) for n, (_, log) in reps.items()}
     for p, _ in reps.values():
         ps.stop(p)
@@ -180,9 +171,9 @@ def measure_swift_replicator(cluster, n, window):
         if proc.poll() is not None or time.time() - began > 3600:
             raise RuntimeError("Swift's replicator: " + open(out).read()[-2000:])
     first = time.time() - began
-    c0, t0 = cpu_seconds(proc.pid), time.time()
+    c0, t0 = procs.cpu_seconds(proc.pid), time.time()
     time.sleep(window)
-    c1, dt = cpu_seconds(proc.pid), time.time() - t0
+    c1, dt = procs.cpu_seconds(proc.pid), time.time() - t0
     cluster.ps.stop(proc)
     return {"first_pass_s": round(first, 1), "idle_cpu_pct": round(100 * (c1 - c0) / dt, 2)}
 
@@ -192,9 +183,9 @@ def measure_auditor(cluster, n, window, objects):
     proc = cluster.ps.start([os.path.join(cluster.bin, "apus-object-auditor"), conf],
                             log + ".out")
     time.sleep(2)  # started
-    c0, t0 = cpu_seconds(proc.pid), time.time()
+    c0, t0 = procs.cpu_seconds(proc.pid), time.time()
     time.sleep(window)
-    c1, dt = cpu_seconds(proc.pid), time.time() - t0
+    c1, dt = procs.cpu_seconds(proc.pid), time.time() - t0
     cluster.ps.stop(proc)
     paced = round(100 * (c1 - c0) / dt, 2)
     # Unpaced ALL pass: CPU per object (its children's CPU counted through the wait).

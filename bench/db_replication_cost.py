@@ -30,7 +30,6 @@ import sys
 import tempfile
 import threading
 import time
-from urllib.parse import quote
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
@@ -38,14 +37,7 @@ sys.path.insert(0, os.path.join(TOP, "tests", "support"))
 import procs  # noqa: E402
 from cluster import Cluster  # noqa: E402
 
-TICKS = os.sysconf("SC_CLK_TCK")
 ACCOUNT = "AUTH_bench"
-
-
-def cpu_seconds(pid):
-    with open("/proc/%d/stat" % pid) as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
 
 
 def container_ring(cluster):
@@ -140,7 +132,7 @@ def run_once(cluster, n, options):
     cpu = 0.0
     while proc.poll() is None:
         try:
-            cpu = cpu_seconds(proc.pid)
+            cpu = procs.cpu_seconds(proc.pid)
         except (FileNotFoundError, ProcessLookupError):
             break
         time.sleep(0.05)
@@ -148,7 +140,7 @@ def run_once(cluster, n, options):
 
 
 def server_cpu(cluster):
-    return {n: cpu_seconds(cluster.procs[("container", n)].pid) for n in range(3)}
+    return {n: procs.cpu_seconds(cluster.procs[("container", n)].pid) for n in range(3)}
 
 
 def passes_done(log_path):
@@ -205,10 +197,10 @@ def main():
         while any(passes_done(logs[n]) <= earlier[n] for n in range(3)) and \
                 time.monotonic() < deadline:
             time.sleep(1)
-        rep0 = {n: cpu_seconds(daemons[n].pid) for n in range(3)}
+        rep0 = {n: procs.cpu_seconds(daemons[n].pid) for n in range(3)}
         srv0 = server_cpu(cluster)
         time.sleep(args.window)
-        rep1 = {n: cpu_seconds(daemons[n].pid) for n in range(3)}
+        rep1 = {n: procs.cpu_seconds(daemons[n].pid) for n in range(3)}
         srv1 = server_cpu(cluster)
         result["idle"] = {
             "replicator_cpu_pct": {n: round(100 * (rep1[n] - rep0[n]) / args.window, 3)

@@ -57,7 +57,9 @@ void import_db(apus::common::io::Fs& fs, ListingStore& store, const std::string&
   const std::string db = part + "/" + hash;
   auto existing = store.get_info(db);
   const bool create = existing.ok() && !existing->has_value();
-  auto rows = apus::container::merge_swift_db(file, store, db, device, "", create);
+  // The operator's own node's files: their names are not checked against the hashes (that
+  // needs the cluster's swift.conf); the rows and stat row are checked as a peer's are.
+  auto rows = apus::container::merge_swift_db(file, store, db, device, "", create, nullptr);
   if (!rows.ok()) {
     std::fprintf(stderr, "%s: %s\n", file.c_str(), rows.status().to_string().c_str());
     ++totals.failed;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <utility>
 
 #include <boost/json.hpp>
 
@@ -31,7 +32,6 @@ namespace {
 // 2 KiB) and the small sync and merge_syncs arrays.
 constexpr size_t kMaxReplicateBody = 32u << 20;
 // The longest timestamp string taken (Swift's encoded created_at of three timestamps is ~60).
-constexpr size_t kMaxTimestamp = 100;
 
 // ---- JSON helpers ----
 
@@ -69,17 +69,6 @@ std::optional<int64_t> json_int(const json::object& o, std::string_view key,
   return json_int(it->value());
 }
 
-bool good_timestamp(const std::string& s) { return s.size() <= kMaxTimestamp; }
-bool good_name(const std::string& s) { return !s.empty() && common::valid_utf8(s); }
-// A replica id (Swift's "<uuid4>-<device>") from a peer: it becomes part of a store key and of
-// log lines, so printable ASCII only, and bounded.
-bool good_id(std::string_view s) {
-  return !s.empty() && s.size() <= 256 &&
-         std::all_of(s.begin(), s.end(), [](char c) { return c > ' ' && c < 0x7f; });
-}
-// A peer's raw metadata (a JSON object): Swift's own limits keep user metadata to a few KiB;
-// sysmeta adds some. More than this is refused rather than written into every info record.
-constexpr size_t kMaxMetadataJson = 1 << 20;
 
 // Swift's raw metadata column: a JSON object of name -> [value, timestamp]; "" when empty.
 std::string metadata_json(const DbMetadata& md) {
@@ -90,6 +79,23 @@ std::string metadata_json(const DbMetadata& md) {
 }
 
 }  // namespace
+
+bool good_timestamp(std::string_view s) { return s.size() <= kMaxTimestamp; }
+bool good_name(std::string_view s) { return !s.empty() && common::valid_utf8(s); }
+bool good_id(std::string_view s) {
+  return !s.empty() && s.size() <= 256 &&
+         std::all_of(s.begin(), s.end(), [](char c) { return c > ' ' && c < 0x7f; });
+}
+bool good_row(const ObjectRecord& r) {
+  return good_name(r.name) && good_timestamp(r.created_at) &&
+         good_timestamp(r.ctype_timestamp) && good_timestamp(r.meta_timestamp) &&
+         r.content_type.size() <= kMaxRowText && r.etag.size() <= kMaxRowText &&
+         r.storage_policy_index >= 0;
+}
+bool good_row(const ContainerRecord& r) {
+  return good_name(r.name) && good_timestamp(r.put_timestamp) &&
+         good_timestamp(r.delete_timestamp) && r.storage_policy_index >= 0;
+}
 
 DbMetadata metadata_from_json(std::string_view raw) {
   DbMetadata md;
@@ -144,9 +150,8 @@ std::optional<ObjectRecord> object_row_from_json(const json::value& v) {
        meta_ts = json_string(*o, "meta_timestamp", false);
   auto size = json_int(*o, "size"), deleted = json_int(*o, "deleted"),
        policy = json_int(*o, "storage_policy_index"), rowid = json_int(*o, "ROWID");
-  if (!name || !good_name(*name) || !created || !good_timestamp(*created) || !ctype || !etag ||
-      !ctype_ts || !good_timestamp(*ctype_ts) || !meta_ts || !good_timestamp(*meta_ts) ||
-      !size || !deleted || !policy || !rowid || *policy < 0 || *policy > INT32_MAX) {
+  if (!name || !created || !ctype || !etag || !ctype_ts || !meta_ts || !size || !deleted ||
+      !policy || !rowid || *policy < 0 || *policy > INT32_MAX) {
     return std::nullopt;
   }
   ObjectRecord rec;
@@ -160,6 +165,7 @@ std::optional<ObjectRecord> object_row_from_json(const json::value& v) {
   rec.deleted = *deleted != 0;
   rec.storage_policy_index = static_cast<int>(*policy);
   rec.rowid = *rowid;
+  if (!good_row(rec)) return std::nullopt;
   return rec;
 }
 
@@ -171,8 +177,7 @@ std::optional<ContainerRecord> container_row_from_json(const json::value& v) {
   auto objects = json_int(*o, "object_count"), bytes = json_int(*o, "bytes_used"),
        deleted = json_int(*o, "deleted"), policy = json_int(*o, "storage_policy_index"),
        rowid = json_int(*o, "ROWID");
-  if (!name || !good_name(*name) || !put || !good_timestamp(*put) || !del ||
-      !good_timestamp(*del) || !objects || !bytes || !deleted || !policy || !rowid ||
+  if (!name || !put || !del || !objects || !bytes || !deleted || !policy || !rowid ||
       *policy < 0 || *policy > INT32_MAX) {
     return std::nullopt;
   }
@@ -185,6 +190,7 @@ std::optional<ContainerRecord> container_row_from_json(const json::value& v) {
   rec.deleted = *deleted != 0;
   rec.storage_policy_index = static_cast<int>(*policy);
   rec.rowid = *rowid;
+  if (!good_row(rec)) return std::nullopt;
   return rec;
 }
 
@@ -490,11 +496,17 @@ class ReplicateRpc {
     const std::string file = config_.devices + "/" + t_.device + "/tmp/" + std::string(sender);
     auto st = devices_.fs().stat(file);
     if (!st.ok() || !st->exists || st->is_dir) return swob_response(404);
-    auto rows = merge_swift_db(file, *store_, t_.db(), t_.device, sender, create);
+    const common::HashPathConfig names{config_.swift.hash_path_prefix,
+                                       config_.swift.hash_path_suffix};
+    auto rows = merge_swift_db(file, *store_, t_.db(), t_.device, sender, create, &names);
     if (!rows.ok()) {
       if (rows.status().is_not_found() ||
           rows.status().code() == Status::Code::kConflict) {
         return swob_response(404);
+      }
+      if (rows.status().code() == Status::Code::kInvalidArgument) {
+        (void)devices_.fs().unlink(file);  // a bad file stays bad: not kept for a retry
+        return plain_error(400, rows.status().message());
       }
       APUS_LOG_ERROR("cannot take database file " + file + ": " + rows.status().to_string());
       return store_failure(rows.status());
@@ -548,8 +560,23 @@ bool merge_remote_info(DbInfo& info, DbType type, const RemoteInfo& remote) {
     info.status_changed_at = std::max(info.status_changed_at, now);
     changed = true;
   }
-  OrRefusal<bool> md = merge_metadata(info, remote.metadata, false, common::Constraints());
-  changed = (md && *md) || changed;
+  // Each message's metadata is bounded, but many could add keys without end: a merge that
+  // could take the replica's metadata past kMaxMetadataJson is left out (and said).
+  size_t md_bytes = 0;
+  for (const DbMetadata* md : {&std::as_const(info.metadata), &remote.metadata}) {
+    for (const auto& [key, item] : *md) {
+      md_bytes += key.size() + item.value.size() + item.timestamp.size() + 8;
+    }
+  }
+  if (md_bytes > kMaxMetadataJson) {
+    APUS_LOG_WARNING("metadata of /" + common::http::quote(info.account) +
+                     (info.container.empty() ? "" : "/" + common::http::quote(info.container)) +
+                     " not merged: with the other replica's it would be " +
+                     std::to_string(md_bytes) + " bytes");
+  } else {
+    OrRefusal<bool> md = merge_metadata(info, remote.metadata, false, common::Constraints());
+    changed = (md && *md) || changed;
+  }
   if (remote.created_at != info.created_at || remote.put_timestamp != info.put_timestamp ||
       remote.delete_timestamp != info.delete_timestamp) {
     const bool was_deleted = info.is_deleted(type);

@@ -100,6 +100,25 @@ bool remote_policy_wins(const DbInfo& local, const RemoteInfo& remote);
 // changed.
 bool merge_remote_info(DbInfo& info, DbType type, const RemoteInfo& remote);
 
+// ---- checks of what a peer says (in JSON or in a database file it sent) ----
+
+// A timestamp as a peer sends it (kept as its text, compared as text): at most this long.
+inline constexpr size_t kMaxTimestamp = 100;
+// A row's content type or etag: Swift's header limit.
+inline constexpr size_t kMaxRowText = 8192;
+// A peer's raw metadata (a JSON object): Swift's own limits keep user metadata to a few KiB;
+// sysmeta adds some. More than this is refused rather than written into every info record.
+inline constexpr size_t kMaxMetadataJson = 1 << 20;
+bool good_timestamp(std::string_view s);
+// An account, container or object name: not empty, UTF-8.
+bool good_name(std::string_view s);
+// A replica id (Swift's "<uuid4>-<device>"): it becomes part of a store key and of log lines,
+// so printable ASCII only, and at most 256 bytes.
+bool good_id(std::string_view s);
+// A row's names, timestamps, texts and policy index.
+bool good_row(const ObjectRecord& r);
+bool good_row(const ContainerRecord& r);
+
 // A database's metadata as Swift keeps it (a JSON object of name -> [value, timestamp]);
 // items that are not pairs of strings are dropped, an undecodable text gives none (Swift logs
 // undecodable metadata and goes on without it).

@@ -93,6 +93,20 @@ class Reader {
 void put_be32(std::string& out, uint32_t v) {
   for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<char>(v >> shift));
 }
+
+uint32_t get_be32(std::string_view in) {
+  const auto* p = reinterpret_cast<const uint8_t*>(in.data());
+  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
+}
+
+// Counts and byte sums wrap instead of overflowing (undefined behaviour): rows come from
+// peers, and Swift's own columns are SQLite integers with no bound a row must keep.
+void add_wrapping(int64_t& to, int64_t v) {
+  to = static_cast<int64_t>(static_cast<uint64_t>(to) + static_cast<uint64_t>(v));
+}
+void sub_wrapping(int64_t& to, int64_t v) {
+  to = static_cast<int64_t>(static_cast<uint64_t>(to) - static_cast<uint64_t>(v));
+}
 void put_be64(std::string& out, uint64_t v) {
   for (int shift = 56; shift >= 0; shift -= 8) out.push_back(static_cast<char>(v >> shift));
 }
@@ -563,35 +577,32 @@ class RocksListingStore final : public ListingStore {
     ro.iterate_upper_bound = &rows_upper;
     std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro));
     const size_t name_at = rows_prefix.size() + 4;  // after be32(policy)
+    DbInfo recount;  // from zero: counts, tombstones, hash
     for (it->Seek(rows_prefix); it->Valid(); it->Next()) {
       std::string_view key(it->key().data(), it->key().size());
       std::string_view value(it->value().data(), it->value().size());
       if (key.size() < name_at) return Status::corruption("a row key without a policy");
-      const auto* p = reinterpret_cast<const uint8_t*>(key.data() + rows_prefix.size());
-      const int policy = static_cast<int>((uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) |
-                                          (uint32_t{p[2]} << 8) | uint32_t{p[3]});
+      const int policy = static_cast<int>(get_be32(key.substr(rows_prefix.size())));
       std::string_view name = key.substr(name_at);
       ++out.rows;
+      // Recounted with the writers' own bookkeeping, so both count alike by construction.
       if (options_.type == DbType::kContainer) {
         ObjectRecord r;
         if (!decode_row(value, r)) return Status::corruption("a row that does not decode");
-        PolicyStat& st = out.stats[policy];
-        st.object_count += r.deleted ? 0 : 1;
-        st.bytes_used += r.size;
-        out.tombstones += r.deleted ? 1 : 0;
-        out.hash = chexor(out.hash, name, r.created_at);
+        r.name = name;
+        r.storage_policy_index = policy;
+        add_object_stats(recount, r);
       } else {
         ContainerRecord r;
         if (!decode_row(value, r)) return Status::corruption("a row that does not decode");
-        PolicyStat& st = out.stats[r.storage_policy_index];
-        st.container_count += r.deleted ? 0 : 1;
-        st.object_count += r.object_count;
-        st.bytes_used += r.bytes_used;
-        out.tombstones += r.deleted ? 1 : 0;
-        out.hash = chexor(out.hash, name, container_hash_input(r));
+        r.name = name;
+        add_container_stats(recount, r);
       }
     }
     if (!it->status().ok()) return from_rocksdb(it->status());
+    out.stats = std::move(recount.policy_stats);
+    out.tombstones = recount.tombstones;
+    out.hash = std::move(recount.hash);
     const std::string seq_prefix = db_prefix('s', db);
     const std::string seq_end = prefix_end(seq_prefix);
     rocksdb::Slice seq_upper(seq_end);
@@ -794,7 +805,7 @@ class RocksListingStore final : public ListingStore {
     info.tombstones += r.deleted ? 1 : 0;
     PolicyStat& st = info.policy_stats[r.storage_policy_index];
     st.object_count += r.deleted ? 0 : 1;
-    st.bytes_used += r.size;
+    add_wrapping(st.bytes_used, r.size);
     info.hash = chexor(info.hash, r.name, r.created_at);
   }
   void remove_object_stats(DbInfo& info, const ObjectRecord& r, std::string_view db,
@@ -802,7 +813,7 @@ class RocksListingStore final : public ListingStore {
     info.tombstones -= r.deleted ? 1 : 0;
     if (auto it = info.policy_stats.find(r.storage_policy_index); it != info.policy_stats.end()) {
       it->second.object_count -= r.deleted ? 0 : 1;
-      it->second.bytes_used -= r.size;
+      sub_wrapping(it->second.bytes_used, r.size);
     }
     info.hash = chexor(info.hash, r.name, r.created_at);
     batch.Delete(seq_key(db, r.rowid));
@@ -815,12 +826,12 @@ class RocksListingStore final : public ListingStore {
     int alive = r.deleted ? 0 : 1;
     info.tombstones += 1 - alive;
     info.container_count += alive;
-    info.object_count += r.object_count;
-    info.bytes_used += r.bytes_used;
+    add_wrapping(info.object_count, r.object_count);
+    add_wrapping(info.bytes_used, r.bytes_used);
     PolicyStat& st = info.policy_stats[r.storage_policy_index];
     st.container_count += alive;
-    st.object_count += r.object_count;
-    st.bytes_used += r.bytes_used;
+    add_wrapping(st.object_count, r.object_count);
+    add_wrapping(st.bytes_used, r.bytes_used);
     info.hash = chexor(info.hash, r.name, container_hash_input(r));
   }
   void remove_container_stats(DbInfo& info, const ContainerRecord& r, std::string_view db,
@@ -828,12 +839,12 @@ class RocksListingStore final : public ListingStore {
     int alive = r.deleted ? 0 : 1;
     info.tombstones -= 1 - alive;
     info.container_count -= alive;
-    info.object_count -= r.object_count;
-    info.bytes_used -= r.bytes_used;
+    sub_wrapping(info.object_count, r.object_count);
+    sub_wrapping(info.bytes_used, r.bytes_used);
     if (auto it = info.policy_stats.find(r.storage_policy_index); it != info.policy_stats.end()) {
       it->second.container_count -= alive;
-      it->second.object_count -= r.object_count;
-      it->second.bytes_used -= r.bytes_used;
+      sub_wrapping(it->second.object_count, r.object_count);
+      sub_wrapping(it->second.bytes_used, r.bytes_used);
     }
     info.hash = chexor(info.hash, r.name, container_hash_input(r));
     batch.Delete(seq_key(db, r.rowid));

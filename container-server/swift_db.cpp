@@ -4,8 +4,10 @@
 
 #include <cstdio>
 #include <map>
+#include <set>
 
 #include "common/crypto/base64.h"
+#include "common/hash_path.h"
 #include "common/log/log.h"
 #include "common/pickle.h"
 #include "container-server/db_replication.h"
@@ -21,9 +23,23 @@ namespace {
 // Rows read (and merged) per batch.
 constexpr size_t kBatch = 1000;
 
+// A file a peer sent is hostile: its schema may hold views that never end. Every statement
+// gets a budget of virtual-machine steps (SQLite calls the progress handler every
+// kStepsPerCall of them), far above what reading 1000 rows by ROWID takes.
+constexpr int kStepsPerCall = 1000;
+constexpr int64_t kCallsPerStatement = 100'000;  // 100 million steps
+// The longest text or blob the file may hand out (metadata JSON is at most 1 MiB).
+constexpr int kMaxValueBytes = 2 << 20;
+
+int over_budget(void* calls) {
+  return ++*static_cast<int64_t*>(calls) > kCallsPerStatement ? 1 : 0;
+}
+
 class Statement {
  public:
-  Statement(sqlite3* db, const std::string& sql) {
+  // `calls` is the connection's progress counter, restarted for this statement.
+  Statement(sqlite3* db, int64_t& calls, const std::string& sql) {
+    calls = 0;
     if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt_, nullptr) != SQLITE_OK) stmt_ = nullptr;
   }
   ~Statement() { sqlite3_finalize(stmt_); }
@@ -34,7 +50,10 @@ class Statement {
   // SQLITE_ROW, SQLITE_DONE or an error.
   int step() { return sqlite3_step(stmt_); }
   int columns() { return sqlite3_column_count(stmt_); }
-  std::string name(int i) { return sqlite3_column_name(stmt_, i); }
+  std::string name(int i) {
+    const char* n = sqlite3_column_name(stmt_, i);
+    return n ? n : "";
+  }
   std::string text(int i) {
     const auto* p = sqlite3_column_text(stmt_, i);
     return p ? std::string(reinterpret_cast<const char*>(p),
@@ -49,7 +68,9 @@ class Statement {
 
 class SqliteReader final : public SwiftDbReader {
  public:
-  SqliteReader(sqlite3* db, DbType type) : db_(db), type_(type) {}
+  SqliteReader(sqlite3* db, DbType type) : db_(db), type_(type) {
+    sqlite3_progress_handler(db_, kStepsPerCall, over_budget, &calls_);
+  }
   ~SqliteReader() override { sqlite3_close(db_); }
 
   Status load() {
@@ -58,7 +79,7 @@ class SqliteReader final : public SwiftDbReader {
     load_syncs();  // very old databases have no sync tables: none then
     // Old container schemas lack storage_policy_index in the object table.
     const char* rows_table = type_ == DbType::kContainer ? "object" : "container";
-    Statement probe(db_, std::string("SELECT storage_policy_index FROM ") + rows_table +
+    Statement probe(db_, calls_, std::string("SELECT storage_policy_index FROM ") + rows_table +
                              " LIMIT 1");
     has_policy_column_ = probe.ok();
     return Status();
@@ -69,7 +90,7 @@ class SqliteReader final : public SwiftDbReader {
   const std::vector<SyncPoint>& incoming_syncs() const override { return syncs_; }
 
   Result<std::vector<ObjectRecord>> objects_after(int64_t after, size_t limit) override {
-    Statement st(db_, std::string("SELECT ROWID, name, created_at, size, content_type, etag, "
+    Statement st(db_, calls_, std::string("SELECT ROWID, name, created_at, size, content_type, etag, "
                                   "deleted, ") +
                           (has_policy_column_ ? "storage_policy_index" : "0") +
                           " FROM object WHERE ROWID > ? ORDER BY ROWID LIMIT ?");
@@ -87,15 +108,15 @@ class SqliteReader final : public SwiftDbReader {
       r.content_type = st.text(4);
       r.etag = st.text(5);
       r.deleted = st.integer(6) != 0;
-      r.storage_policy_index = static_cast<int>(st.integer(7));
-      out.push_back(std::move(r));
+      r.storage_policy_index = policy_index(st.integer(7));
+      keep_if_good(out, std::move(r));
     }
     if (rc != SQLITE_DONE) return error("reading objects");
     return out;
   }
 
   Result<std::vector<ContainerRecord>> containers_after(int64_t after, size_t limit) override {
-    Statement st(db_, std::string("SELECT ROWID, name, put_timestamp, delete_timestamp, "
+    Statement st(db_, calls_, std::string("SELECT ROWID, name, put_timestamp, delete_timestamp, "
                                   "object_count, bytes_used, deleted, ") +
                           (has_policy_column_ ? "storage_policy_index" : "0") +
                           " FROM container WHERE ROWID > ? ORDER BY ROWID LIMIT ?");
@@ -113,21 +134,38 @@ class SqliteReader final : public SwiftDbReader {
       r.object_count = st.integer(4);
       r.bytes_used = st.integer(5);
       r.deleted = st.integer(6) != 0;
-      r.storage_policy_index = static_cast<int>(st.integer(7));
-      out.push_back(std::move(r));
+      r.storage_policy_index = policy_index(st.integer(7));
+      keep_if_good(out, std::move(r));
     }
     if (rc != SQLITE_DONE) return error("reading containers");
     return out;
   }
 
+  int64_t skipped_rows() const override { return skipped_; }
+  int64_t last_rowid() const override { return last_rowid_; }
+
  private:
+  // A policy index outside 0..INT32_MAX becomes -1, which good_row() refuses.
+  static int policy_index(int64_t v) { return v >= 0 && v <= INT32_MAX ? static_cast<int>(v) : -1; }
+  // Rows that fail the checks a peer's JSON rows get are skipped, and counted. The batch still
+  // moves past them (its last ROWID is read before the rows are checked).
+  template <class Row>
+  void keep_if_good(std::vector<Row>& out, Row&& r) {
+    last_rowid_ = r.rowid;
+    if (good_row(r)) {
+      out.push_back(std::move(r));
+    } else {
+      ++skipped_;
+    }
+  }
+
   Status error(std::string_view what) const {
     return Status::corruption(std::string(what) + ": " + sqlite3_errmsg(db_));
   }
 
   // The stat row, column by column by name (older schemas have fewer columns).
   Status load_stat() {
-    Statement st(db_, type_ == DbType::kContainer ? "SELECT * FROM container_stat"
+    Statement st(db_, calls_, type_ == DbType::kContainer ? "SELECT * FROM container_stat"
                                                   : "SELECT * FROM account_stat");
     if (!st.ok() || st.step() != SQLITE_ROW) {
       return Status::invalid_argument("not a Swift " +
@@ -158,20 +196,36 @@ class SqliteReader final : public SwiftDbReader {
     info_.reported_bytes_used = integer("reported_bytes_used", 0);
     info_.hash = text("hash", "00000000000000000000000000000000");
     info_.id = text("id", "");
-    info_.storage_policy_index = static_cast<int>(integer("storage_policy_index", 0));
     info_.object_count = integer("object_count", 0);
     info_.bytes_used = integer("bytes_used", 0);
     info_.container_count = integer("container_count", 0);
-    info_.metadata = metadata_from_json(text("metadata", ""));
-    if (info_.account.empty() || (type_ == DbType::kContainer && info_.container.empty())) {
-      return Status::invalid_argument("the database names no account or container");
+    const int64_t policy = integer("storage_policy_index", 0);
+    const std::string metadata = text("metadata", "");
+    const bool names_good = good_name(info_.account) && (type_ == DbType::kContainer
+                                                             ? good_name(info_.container)
+                                                             : info_.container.empty());
+    bool good = names_good && (info_.status.empty() || info_.status == "DELETED") &&
+                policy >= 0 && policy <= INT32_MAX && metadata.size() <= kMaxMetadataJson;
+    for (const std::string* ts : {&info_.created_at, &info_.put_timestamp,
+                                  &info_.delete_timestamp, &info_.status_changed_at,
+                                  &info_.reported_put_timestamp,
+                                  &info_.reported_delete_timestamp}) {
+      good = good && good_timestamp(*ts);
+    }
+    if (!good) return Status::invalid_argument("the database's stat row is not a valid one");
+    info_.storage_policy_index = static_cast<int>(policy);
+    info_.metadata = metadata_from_json(metadata);
+    // Only compared with the rows' hash, and logged: 32 hex digits or nothing.
+    if (info_.hash.size() != 32 ||
+        info_.hash.find_first_not_of("0123456789abcdef") != std::string::npos) {
+      info_.hash.clear();
     }
     return Status();
   }
 
   // SQLite's AUTOINCREMENT sequence of the rows table (Swift's get_max_row).
   Status load_max_row() {
-    Statement st(db_, "SELECT seq FROM SQLITE_SEQUENCE WHERE name = ?");
+    Statement st(db_, calls_, "SELECT seq FROM SQLITE_SEQUENCE WHERE name = ?");
     if (!st.ok()) return Status();  // no AUTOINCREMENT row yet: -1
     const char* table = type_ == DbType::kContainer ? "object" : "container";
     sqlite3_bind_text(st.get(), 1, table, -1, SQLITE_STATIC);
@@ -180,11 +234,12 @@ class SqliteReader final : public SwiftDbReader {
   }
 
   void load_syncs() {
-    Statement st(db_, "SELECT remote_id, sync_point FROM incoming_sync");
+    Statement st(db_, calls_, "SELECT remote_id, sync_point FROM incoming_sync");
     if (!st.ok()) return;
     while (st.step() == SQLITE_ROW) {
       if (syncs_.size() >= ListingStore::kMaxSyncPoints) break;
-      syncs_.push_back(SyncPoint{st.text(0), st.integer(1)});
+      SyncPoint p{st.text(0), st.integer(1)};
+      if (good_id(p.remote_id)) syncs_.push_back(std::move(p));
     }
   }
 
@@ -194,33 +249,86 @@ class SqliteReader final : public SwiftDbReader {
   int64_t max_row_ = -1;
   std::vector<SyncPoint> syncs_;
   bool has_policy_column_ = true;
+  int64_t calls_ = 0;  // progress handler calls of the running statement
+  int64_t skipped_ = 0;
+  int64_t last_rowid_ = -1;  // of the last row read, good or not
 };
 
 }  // namespace
 
 Result<std::unique_ptr<SwiftDbReader>> SwiftDbReader::open(const std::string& path, DbType type) {
+  // immutable: no locks, journal or WAL files looked for; nothing else writes the file.
+  std::string uri = "file:";
+  for (char c : path) {
+    if (c == '%' || c == '?' || c == '#') {
+      char hex[4];
+      std::snprintf(hex, sizeof hex, "%%%02X", static_cast<unsigned char>(c));
+      uri += hex;
+    } else {
+      uri += c;
+    }
+  }
+  uri += "?immutable=1";
   sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr);
+  int rc = sqlite3_open_v2(uri.c_str(), &db,
+                           SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI, nullptr);
   if (rc != SQLITE_OK) {
     std::string why = db ? sqlite3_errmsg(db) : "out of memory";
     sqlite3_close(db);
     if (rc == SQLITE_CANTOPEN) return Status::not_found(path + ": " + why);
     return Status::io_error(path + ": " + why);
   }
-  sqlite3_busy_timeout(db, 10000);
+  // What the file's schema may do: no functions with side effects in its views or triggers,
+  // no writes to its schema, bounded values.
+  sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 1, nullptr);
+  sqlite3_db_config(db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, nullptr);
+  sqlite3_limit(db, SQLITE_LIMIT_LENGTH, kMaxValueBytes);
   auto reader = std::make_unique<SqliteReader>(db, type);
   Status loaded = reader->load();
   if (!loaded.ok()) return loaded;
   return std::unique_ptr<SwiftDbReader>(std::move(reader));
 }
 
+namespace {
+
+// The file's incoming sync points and the sender's (at the file's last ROWID, as Swift's newid
+// records it), within the store's kMaxSyncPoints: the sender's first, then the file's, as many
+// as there is room for beside those the database has.
+std::vector<SyncPoint> sync_points_to_keep(ListingStore& store, std::string_view db,
+                                           const SwiftDbReader& file,
+                                           std::string_view sender_id) {
+  std::set<std::string> known;
+  if (auto stored = store.get_syncs(db); stored.ok()) {
+    for (const SyncPoint& p : *stored) known.insert(p.remote_id);
+  }
+  std::vector<SyncPoint> points;
+  auto add = [&](SyncPoint p) {
+    if (!known.count(p.remote_id) && known.size() >= ListingStore::kMaxSyncPoints) return;
+    known.insert(p.remote_id);
+    points.push_back(std::move(p));
+  };
+  if (!sender_id.empty()) add(SyncPoint{std::string(sender_id), file.max_row()});
+  for (const SyncPoint& p : file.incoming_syncs()) add(p);
+  return points;
+}
+
+}  // namespace
+
 Result<int64_t> merge_swift_db(const std::string& path, ListingStore& store, std::string_view db,
-                               std::string_view device, std::string_view sender_id, bool create) {
+                               std::string_view device, std::string_view sender_id, bool create,
+                               const common::HashPathConfig* names_must_hash) {
   auto opened = SwiftDbReader::open(path, store.type());
   if (!opened.ok()) return opened.status();
   SwiftDbReader& file = **opened;
   const DbType type = store.type();
   const std::string partition(db.substr(0, db.find('/')));
+  if (names_must_hash) {
+    auto hash = common::hash_path_hex(*names_must_hash, file.info().account,
+                                      type == DbType::kContainer ? file.info().container : "");
+    if (!hash.ok() || *hash != db.substr(db.find('/') + 1)) {
+      return Status::invalid_argument("the database's names do not hash to " + std::string(db));
+    }
+  }
   bool existed = false;
   Status s = store.update_info(db, [&](std::optional<DbInfo>& info) -> Result<bool> {
     if (info) {
@@ -260,24 +368,25 @@ Result<int64_t> merge_swift_db(const std::string& path, ListingStore& store, std
     if (type == DbType::kContainer) {
       auto batch = file.objects_after(after, kBatch);
       if (!batch.ok()) return batch.status();
-      if (batch->empty()) break;
-      after = batch->back().rowid;
       got = batch->size();
-      merged = store.merge_objects(db, std::move(*batch));
+      if (got > 0) merged = store.merge_objects(db, std::move(*batch));
     } else {
       auto batch = file.containers_after(after, kBatch);
       if (!batch.ok()) return batch.status();
-      if (batch->empty()) break;
-      after = batch->back().rowid;
       got = batch->size();
-      merged = store.merge_containers(db, std::move(*batch));
+      if (got > 0) merged = store.merge_containers(db, std::move(*batch));
     }
     if (!merged.ok()) return merged;
     rows += static_cast<int64_t>(got);
+    if (file.last_rowid() <= after) break;  // no row read, good or skipped
+    after = file.last_rowid();
   }
-  std::vector<SyncPoint> points = file.incoming_syncs();
-  if (!sender_id.empty()) points.push_back(SyncPoint{std::string(sender_id), file.max_row()});
-  APUS_RETURN_IF_ERROR(store.merge_syncs(db, points));
+  if (file.skipped_rows() > 0) {
+    APUS_LOG_WARNING("database " + std::string(db) + " from " + path + ": " +
+                     std::to_string(file.skipped_rows()) +
+                     " rows skipped (bad names, timestamps or policy indexes)");
+  }
+  APUS_RETURN_IF_ERROR(store.merge_syncs(db, sync_points_to_keep(store, db, file, sender_id)));
   if (!existed) {
     auto info = store.get_info(db);
     if (info.ok() && *info && (*info)->hash != file.info().hash) {
@@ -353,7 +462,7 @@ PendingRows parse_pending(std::string_view text, DbType type) {
              (t.size() < 9 || str(t[8], r.meta_timestamp));
       r.deleted = deleted != 0;
       r.storage_policy_index = static_cast<int>(policy);
-      if (good && !r.name.empty()) out.objects.push_back(std::move(r));
+      if (good && good_row(r)) out.objects.push_back(std::move(r));
       else ++out.bad;
     } else {
       ContainerRecord r;
@@ -363,7 +472,7 @@ PendingRows parse_pending(std::string_view text, DbType type) {
              (t.size() < 7 || num(t[6], policy));
       r.deleted = deleted != 0;
       r.storage_policy_index = static_cast<int>(policy);
-      if (good && !r.name.empty()) out.containers.push_back(std::move(r));
+      if (good && good_row(r)) out.containers.push_back(std::move(r));
       else ++out.bad;
     }
   }

@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/hash_path.h"
 #include "common/status.h"
 #include "container-server/listing_db.h"
 
@@ -40,6 +41,10 @@ class SwiftDbReader {
   virtual common::Result<std::vector<ObjectRecord>> objects_after(int64_t after, size_t limit) = 0;
   virtual common::Result<std::vector<ContainerRecord>> containers_after(int64_t after,
                                                                         size_t limit) = 0;
+  // The ROWID of the last row the latest *_after() call read, kept or skipped (-1 before).
+  virtual int64_t last_rowid() const = 0;
+  // Rows skipped so far: they fail the checks a peer's rows get (good_row()).
+  virtual int64_t skipped_rows() const = 0;
 };
 
 // Merges the Swift database file at `path` into database `db` of `store`:
@@ -50,11 +55,16 @@ class SwiftDbReader {
 // then every row of the file, 1000 per write; then the file's incoming sync points and
 // `sender_id`'s point at the file's last ROWID (newid's), so the sender goes on from there.
 // Container sync points are not taken (they are ROWIDs of the sender's numbering). Returns the
-// rows read. NotFound when `db` is missing and `create` is false, Conflict when it exists and
+// rows merged. NotFound when `db` is missing and `create` is false, Conflict when it exists and
 // `create` is true.
+// A file from a peer is checked as its JSON would be: a stat row with bad names, timestamps,
+// status, policy or metadata over kMaxMetadataJson is InvalidArgument, and so are names that do
+// not hash to `db` ("<partition>/<hash>") when `names_must_hash` is given; rows failing
+// good_row() are skipped (and logged), sync points with bad ids dropped.
 common::Result<int64_t> merge_swift_db(const std::string& path, ListingStore& store,
                                        std::string_view db, std::string_view device,
-                                       std::string_view sender_id, bool create);
+                                       std::string_view sender_id, bool create,
+                                       const common::HashPathConfig* names_must_hash);
 
 // The records of a Swift database's `.pending` file (rows written since its last commit:
 // base64 pickles separated by ':'): object rows for containers, container rows for accounts,

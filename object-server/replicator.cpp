@@ -629,7 +629,10 @@ ReplicationStats ObjectReplicator::run_once(const PassFilter& filter) {
                 std::to_string(stats.hashmatch) + " hash matches, " +
                 std::to_string(stats.suffix_sync) + " suffixes sent, " +
                 std::to_string(stats.handoffs_removed) + " handoff partitions removed");
-  if (filter.devices.empty() && filter.partitions.empty()) impl_->write_recon(stats);
+  // A pass cut short by a stop is not what recon reports (as the DB replicators skip it).
+  if (filter.devices.empty() && filter.partitions.empty() && !impl_->stopping()) {
+    impl_->write_recon(stats);
+  }
   return stats;
 }
 

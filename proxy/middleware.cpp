@@ -875,7 +875,7 @@ Result<std::unique_ptr<Middleware>> make_memcache(const common::Section& section
   if (!count.ok()) return count.status();
   auto interval = limit_option("error_suppression_interval", limit.interval);
   if (!interval.ok()) return interval.status();
-  limit.count = static_cast<size_t>(*count);
+  limit.count = static_cast<size_t>(std::min(*count, 1e6));  // a double past size_t is UB
   limit.interval = *interval;
   return std::unique_ptr<Middleware>(std::make_unique<Cache>(std::move(*parsed), limit));
 }

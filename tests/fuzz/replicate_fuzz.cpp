@@ -7,7 +7,6 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "common/utf8.h"
 #include "container-server/db_replication.h"
 #include "container-server/swift_db.h"
 
@@ -31,14 +30,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   if (auto rows = container::parse_object_rows(text)) {
     for (const auto& row : *rows) {
-      if (row.name.empty() || !apus::common::valid_utf8(row.name)) fail("a row without a good name");
+      if (!container::good_row(row)) fail("a JSON row that fails good_row");
     }
   }
   (void)container::metadata_from_json(text);
   auto pending = container::parse_pending(text, container::DbType::kContainer);
   for (const auto& row : pending.objects) {
-    if (row.name.empty()) fail("a pending row without a name");
+    if (!container::good_row(row)) fail("a pending object row that fails good_row");
   }
-  (void)container::parse_pending(text, container::DbType::kAccount);
+  for (const auto& row : container::parse_pending(text, container::DbType::kAccount).containers) {
+    if (!container::good_row(row)) fail("a pending container row that fails good_row");
+  }
   return 0;
 }

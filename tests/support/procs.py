@@ -76,6 +76,13 @@ class TempDir:
         shutil.rmtree(self.path, ignore_errors=True)
 
 
+def cpu_seconds(pid):
+    """User + system CPU seconds of a process (all its threads), from /proc/<pid>/stat."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def wait_for_port(port, timeout=15.0, proc=None, log_path=None, host="127.0.0.1"):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
