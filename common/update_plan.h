@@ -11,9 +11,30 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
+#include "common/config/config.h"
+
 namespace apus::common {
+
+// The most hosts one backend request may name for updates (X-Account-Host on a container
+// write): a proxy names one per replica. More is refused rather than sent one by one.
+inline constexpr size_t kMaxUpdateHosts = 32;
+
+// "ip:port" of an X-Container-Host, X-Account-Host or X-Delete-At-Host item; nullopt unless the
+// port is 1..65535.
+inline std::optional<std::pair<std::string, uint16_t>> split_host_port(std::string_view host) {
+  auto colon = host.rfind(':');
+  if (colon == std::string_view::npos) return std::nullopt;
+  std::optional<int64_t> port = parse_python_int(host.substr(colon + 1));
+  if (!port || *port < 1 || *port > 65535) return std::nullopt;
+  return std::make_pair(std::string(host.substr(0, colon)), static_cast<uint16_t>(*port));
+}
 
 // Swift's num_container_updates(): at least a container quorum must survive the object
 // requests that may fail (replicas - quorum), and every container replica is named once.

@@ -13,6 +13,7 @@
 #include "common/http/url.h"
 #include "common/listing_format.h"
 #include "common/log/log.h"
+#include "common/update_plan.h"
 #include "container-server/db_replication.h"
 #include "ring/ring_reloader.h"
 
@@ -727,6 +728,11 @@ OrRefusal<std::optional<ContainerServer::AccountUpdate>> ContainerServer::accoun
   AccountUpdate u;
   u.hosts = split_stripped(req.headers.get_or("X-Account-Host", ""));
   u.devices = split_stripped(req.headers.get_or("X-Account-Device", ""));
+  if (u.hosts.size() > common::kMaxUpdateHosts) {
+    APUS_LOG_ERROR("ERROR Account update failed: " + std::to_string(u.hosts.size()) +
+                   " hosts in request, more than " + std::to_string(common::kMaxUpdateHosts));
+    return swob_response(400);
+  }
   if (u.hosts.size() != u.devices.size()) {
     APUS_LOG_ERROR("ERROR Account update failed: different numbers of hosts and devices in "
                    "request: \"" + std::string(req.headers.get_or("X-Account-Host", "")) +
@@ -773,11 +779,12 @@ net::awaitable<std::optional<Response>> ContainerServer::send_account_update(Acc
   auto& pool = common::http::ConnectionPool::for_this_thread();
   size_t not_found = 0;
   for (size_t i = 0; i < u.hosts.size(); ++i) {
-    size_t colon = u.hosts[i].rfind(':');
-    std::string ip = colon == std::string::npos ? u.hosts[i] : u.hosts[i].substr(0, colon);
-    uint16_t port = colon == std::string::npos
-                        ? 0
-                        : static_cast<uint16_t>(std::atoi(u.hosts[i].c_str() + colon + 1));
+    auto host_port = common::split_host_port(u.hosts[i]);
+    if (!host_port) {
+      APUS_LOG_ERROR("ERROR account update failed: bad host " + u.hosts[i] +
+                     " (will retry later)");
+      continue;
+    }
     common::http::ClientRequest out;
     out.method = "PUT";
     out.target = "/" + common::http::quote(u.devices[i]) + "/" +
@@ -792,7 +799,8 @@ net::awaitable<std::optional<Response>> ContainerServer::send_account_update(Acc
     out.headers.set("Referer", u.referer);
     if (u.override_deleted) out.headers.set("X-Account-Override-Deleted", "yes");
     out.content_length = 0;
-    auto resp = co_await common::http::simple_request(pool, options, ip, port, std::move(out));
+    auto resp = co_await common::http::simple_request(pool, options, host_port->first,
+                                                      host_port->second, std::move(out));
     if (!resp.ok()) {
       APUS_LOG_ERROR("ERROR account update failed with " + u.hosts[i] + "/" + u.devices[i] +
                      " (will retry later): " + resp.status().to_string());

@@ -545,18 +545,12 @@ net::awaitable<void> walk_infos(DbDevices& devices, const std::string& device, s
 
 net::awaitable<std::optional<std::string>> read_whole_body(common::http::Exchange& ex,
                                                           size_t max) {
-  std::string body;
-  std::array<char, 65536> buf;
-  for (;;) {
-    auto n = co_await ex.read_body(buf);
-    if (!n.ok()) co_return std::nullopt;
-    if (*n == 0) co_return body;
-    body.append(buf.data(), *n);
-    if (body.size() > max) {
-      co_await ex.reply(common::http::swob_response(413));
-      co_return std::nullopt;
-    }
+  common::http::WholeBody body = co_await common::http::read_body_at_most(ex, max);
+  if (body.outcome == common::http::WholeBody::Outcome::kTooLarge) {
+    co_await ex.reply(common::http::swob_response(413));
   }
+  if (body.outcome != common::http::WholeBody::Outcome::kRead) co_return std::nullopt;
+  co_return std::move(body.bytes);
 }
 
 std::string new_db_id(std::string_view device) {

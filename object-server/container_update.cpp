@@ -16,6 +16,7 @@
 #include "common/http/swob.h"
 #include "common/http/url.h"
 #include "common/log/log.h"
+#include "common/update_plan.h"
 #include "object-server/delete_at.h"
 
 namespace apus::object {
@@ -72,13 +73,6 @@ common::http::ClientRequest make_update_request(std::string op, std::string_view
   return request;
 }
 
-std::optional<std::pair<std::string, uint16_t>> split_host_port(std::string_view host) {
-  auto colon = host.rfind(':');
-  if (colon == std::string_view::npos) return std::nullopt;
-  std::optional<int64_t> port = common::parse_python_int(host.substr(colon + 1));
-  if (!port || *port < 1 || *port > 65535) return std::nullopt;
-  return std::make_pair(std::string(host.substr(0, colon)), static_cast<uint16_t>(*port));
-}
 
 std::optional<ContainerUpdate> container_update_for(const Request& req, const Location& loc,
                                                     std::string op, HeaderMap headers) {
@@ -206,7 +200,7 @@ net::awaitable<void> UpdateSender::send(std::shared_ptr<const ContainerUpdate> u
 net::awaitable<void> UpdateSender::deliver(std::shared_ptr<const ContainerUpdate> update,
                                            size_t target) {
   const auto& [host, device] = update->targets[target];
-  std::optional<std::pair<std::string, uint16_t>> host_port = split_host_port(host);
+  std::optional<std::pair<std::string, uint16_t>> host_port = common::split_host_port(host);
   if (host_port) {
     auto& pool = common::http::ConnectionPool::for_this_thread();
     common::http::ClientOptions timeouts{.conn_timeout = options_.conn_timeout,

@@ -60,10 +60,6 @@ common::http::ClientRequest make_update_request(std::string op, std::string_view
                                                 std::string_view object,
                                                 common::http::HeaderMap headers);
 
-// "ip:port" of an X-Container-Host or X-Delete-At-Host item; nullopt unless the port is
-// 1..65535.
-std::optional<std::pair<std::string, uint16_t>> split_host_port(std::string_view host);
-
 // The update of `loc`'s container row for a request (its X-Container-Host, -Device and
 // -Partition); `headers` are the row's (X-Size, X-Etag...). nullopt when there is nobody to tell
 // (no host or partition) or the host and device lists differ (logged), as in Swift.

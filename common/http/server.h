@@ -196,6 +196,17 @@ class Exchange {
                                                            std::optional<uint64_t> length) = 0;
 };
 
+// A request body read whole, when it is at most `max` bytes. A Content-Length over `max` is
+// refused before any byte is read (a client that asked for 100 Continue gets none, so it does
+// not upload what would be refused); a chunked body as soon as it passes `max`.
+struct WholeBody {
+  enum class Outcome { kRead, kTooLarge, kFailed };
+  Outcome outcome = Outcome::kRead;
+  std::string bytes;  // kRead only
+  Status failure;     // kFailed: what read_body() said
+};
+boost::asio::awaitable<WholeBody> read_body_at_most(Exchange& ex, size_t max);
+
 // An Exchange that forwards to another, with its own (changeable) copy of the request.
 // Subclasses override what they need to see or change (the proxy's middlewares, the object
 // server's `slow`).

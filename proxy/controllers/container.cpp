@@ -284,15 +284,14 @@ net::awaitable<void> ContainerController::update(Exchange& ex, ProxyEnv& env, ui
   // Swift takes the policy from the caller (an internal one) and fails without it.
   auto policy = req.headers.get("X-Backend-Storage-Policy-Index");
   if (!policy) co_return co_await ex.reply(swob_response(500));
-  std::string body;
-  std::string buf(64 << 10, '\0');
-  for (;;) {
-    auto n = co_await ex.read_body(std::span<char>(buf.data(), buf.size()));
-    if (!n.ok()) co_return co_await ex.reply(swob_response(499));
-    if (*n == 0) break;
-    if (body.size() + *n > kMaxUpdateBody) co_return co_await ex.reply(swob_response(413));
-    body.append(buf.data(), *n);
+  common::http::WholeBody read = co_await common::http::read_body_at_most(ex, kMaxUpdateBody);
+  if (read.outcome == common::http::WholeBody::Outcome::kTooLarge) {
+    co_return co_await ex.reply(swob_response(413));
   }
+  if (read.outcome == common::http::WholeBody::Outcome::kFailed) {
+    co_return co_await ex.reply(swob_response(499));
+  }
+  std::string body = std::move(read.bytes);
   HeaderMap h = backend_headers(req, env.trans_id);
   h.set("X-Timestamp", Timestamp::now().internal());
   h.set("X-Backend-Storage-Policy-Index", *policy);

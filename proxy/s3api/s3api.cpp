@@ -348,18 +348,11 @@ net::awaitable<std::variant<std::optional<std::string>, S3Error>> read_xml_body(
     e.details.emplace_back("Header", "Transfer-Encoding");
     co_return e;
   }
-  if (req.content_length && *req.content_length > max_length) co_return errors::malformed_xml();
   if (!req.chunked && req.content_length.value_or(0) == 0) co_return std::optional<std::string>();
-  std::string body;
-  std::array<char, 8192> buf;
-  for (;;) {
-    auto n = co_await ex.read_body(std::span<char>(buf.data(), buf.size()));
-    if (!n.ok()) co_return errors::internal_error();
-    if (*n == 0) break;
-    body.append(buf.data(), *n);
-    if (body.size() > max_length) co_return errors::malformed_xml();
-  }
-  co_return std::optional<std::string>(std::move(body));
+  common::http::WholeBody body = co_await common::http::read_body_at_most(ex, max_length);
+  if (body.outcome == common::http::WholeBody::Outcome::kTooLarge) co_return errors::malformed_xml();
+  if (body.outcome == common::http::WholeBody::Outcome::kFailed) co_return errors::internal_error();
+  co_return std::optional<std::string>(std::move(body.bytes));
 }
 
 net::awaitable<std::variant<std::string, S3Error>> read_configuration(Exchange& ex,

@@ -171,6 +171,38 @@ TEST_CASE("Expect: 100-continue gets 100 before the body is read") {
   CHECK(r->headers.get_or("X-Body-Bytes", "") == "5");
 }
 
+// Answers how read_body_at_most(ex, 10) ended: 200 with the bytes, 413, or 400.
+net::awaitable<void> at_most_ten(Exchange& ex) {
+  apus::common::http::WholeBody body = co_await apus::common::http::read_body_at_most(ex, 10);
+  Response r;
+  r.status = body.outcome == apus::common::http::WholeBody::Outcome::kRead       ? 200
+             : body.outcome == apus::common::http::WholeBody::Outcome::kTooLarge ? 413
+                                                                                  : 400;
+  r.body = body.bytes;
+  (void)co_await ex.respond(std::move(r));
+}
+
+TEST_CASE("read_body_at_most: up to the limit read, one byte past refused, an announced excess "
+          "refused before 100 Continue") {
+  TestServer server(at_most_ten);
+  auto fits = raw_request(server.port(), "PUT /o HTTP/1.1\r\nContent-Length: 10\r\n\r\n0123456789");
+  REQUIRE(fits);
+  CHECK(fits->status == 200);
+  CHECK(fits->body == "0123456789");
+  // Chunked: no length announced, so the eleventh byte is what refuses it.
+  auto over = raw_request(server.port(), "PUT /o HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                         "b\r\n0123456789a\r\n0\r\n\r\n");
+  REQUIRE(over);
+  CHECK(over->status == 413);
+  // An announced length over the limit: the answer comes instead of 100 Continue.
+  RawClient c(server.port());
+  REQUIRE(c.send("PUT /o HTTP/1.1\r\nContent-Length: 11\r\nExpect: 100-continue\r\n\r\n"));
+  char buf[64] = {};
+  ssize_t n = ::recv(c.fd(), buf, sizeof buf - 1, 0);
+  REQUIRE(n > 0);
+  CHECK(std::string(buf, n).starts_with("HTTP/1.1 413"));
+}
+
 TEST_CASE("a handler refusing before 100-continue answers and closes") {
   TestServer server([](Exchange& ex) -> net::awaitable<void> {
     Response r;

@@ -1154,6 +1154,37 @@ void ServerImpl::stop() {
   }
 }
 
+// ---- read_body_at_most -----------------------------------------------------------------
+
+net::awaitable<WholeBody> read_body_at_most(Exchange& ex, size_t max) {
+  WholeBody out;
+  const auto& length = ex.request().content_length;
+  if (length && *length > max) {
+    out.outcome = WholeBody::Outcome::kTooLarge;
+    co_return out;
+  }
+  out.bytes.reserve(static_cast<size_t>(std::min<uint64_t>(length.value_or(0), max)));
+  std::array<char, 64 << 10> buf;
+  for (;;) {
+    const size_t room = max - out.bytes.size();
+    // One byte past the room tells a body that is too long from one that just fits.
+    auto n = co_await ex.read_body(std::span<char>(buf.data(), std::min(buf.size(), room + 1)));
+    if (!n.ok()) {
+      out.outcome = WholeBody::Outcome::kFailed;
+      out.failure = n.status();
+      out.bytes.clear();
+      co_return out;
+    }
+    if (*n == 0) co_return out;
+    if (*n > room) {
+      out.outcome = WholeBody::Outcome::kTooLarge;
+      out.bytes.clear();
+      co_return out;
+    }
+    out.bytes.append(buf.data(), *n);
+  }
+}
+
 // ---- Server ------------------------------------------------------------------------------
 
 Server::Server(ServerOptions options, Handler handler, Metrics* metrics,

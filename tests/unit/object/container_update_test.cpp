@@ -4,6 +4,9 @@
 
 #include <limits>
 
+#include "common/update_plan.h"
+
+using apus::common::split_host_port;
 using apus::common::Timestamp;
 using apus::common::http::HeaderMap;
 using apus::common::http::Request;
@@ -12,7 +15,6 @@ using apus::object::delete_at_update_for;
 using apus::object::ExpiringQueue;
 using apus::object::Location;
 using apus::object::make_update_request;
-using apus::object::split_host_port;
 
 namespace {
 
