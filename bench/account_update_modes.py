@@ -79,9 +79,9 @@ def main():
                 after = (procs.cpu_seconds(proc.pid), procs.cpu_seconds(aproc.pid))
                 r = json.loads(out)
                 n = max(1, r["requests"])
-                # Async updates still in flight are the account server's work too: wait them out.
+                # Async updates still in flight are work of both servers: wait them out.
                 time.sleep(1)
-                after = (after[0], procs.cpu_seconds(aproc.pid))
+                after = (procs.cpu_seconds(proc.pid), procs.cpu_seconds(aproc.pid))
                 results[mode].append({
                     "puts_per_s": r["rps"], "errors": r["errors"],
                     "p50_ms": r["p50_ms"], "p99_ms": r["p99_ms"],

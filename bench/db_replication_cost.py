@@ -22,6 +22,7 @@ usage: bench/db_replication_cost.py [--build build] [--out DIR] [--containers 10
 Prints a table and writes OUT/db_replication_cost.json.
 """
 import argparse
+import concurrent.futures
 import http.client
 import json
 import os
@@ -74,11 +75,10 @@ def make_containers(cluster, count, threads=8):
                 if r.status not in (201, 202):
                     raise RuntimeError("container PUT: %d" % r.status)
 
-    pool = [threading.Thread(target=worker) for _ in range(threads)]
-    for t in pool:
-        t.start()
-    for t in pool:
-        t.join()
+    # A worker's exception (a refused PUT) must end the run, not just its thread.
+    with concurrent.futures.ThreadPoolExecutor(threads) as pool:
+        for done in [pool.submit(worker) for _ in range(threads)]:
+            done.result()
 
 
 def fill_rows(cluster, node, name, rows):

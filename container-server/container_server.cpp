@@ -145,6 +145,11 @@ ContainerServer::ContainerServer(const DbServerConfig& config, DbDevices& device
     phase_account_update_ =
         m->histogram("apus_db_phase_seconds", "Time spent in each listing-store operation",
                      {{"phase", "account_update"}}, common::Metrics::latency_buckets());
+    account_updates_deferred_ = m->counter(
+        "apus_account_updates_deferred_total",
+        "Async account updates not sent because too many were in flight (the updater's "
+        "sweep sends them)",
+        {});
   }
 }
 
@@ -755,8 +760,17 @@ net::awaitable<std::optional<Response>> ContainerServer::account_update(
   if (!config_.account_update_async) co_return co_await send_account_update(std::move(*update), info);
   if (async_account_updates_.fetch_add(1) >= kMaxAsyncAccountUpdates) {
     --async_account_updates_;
-    APUS_LOG_DEBUG("account update of " + update->path +
-                   " left to the container updater: too many in flight");
+    // Nothing is lost (the database records what the account was last told), but an overload
+    // must show: counted, and said at most once a minute.
+    account_updates_deferred_.inc();
+    const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
+                            std::chrono::steady_clock::now().time_since_epoch())
+                            .count();
+    int64_t last = deferred_warned_at_.load();
+    if (now - last >= 60 && deferred_warned_at_.compare_exchange_strong(last, now)) {
+      APUS_LOG_WARNING("account updates left to the container updater: more than " +
+                       std::to_string(kMaxAsyncAccountUpdates) + " in flight");
+    }
     co_return std::nullopt;
   }
   auto done = [this] { --async_account_updates_; };

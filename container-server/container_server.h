@@ -88,6 +88,8 @@ class ContainerServer final : public DbServer {
       std::optional<AccountUpdate> update, const DbInfo& info);
   static constexpr int kMaxAsyncAccountUpdates = 1024;
   std::atomic<int> async_account_updates_{0};
+  common::CounterHandle account_updates_deferred_;  // those over the limit, not sent
+  std::atomic<int64_t> deferred_warned_at_{-60};    // steady seconds of the last warning
 
   const DbServerConfig& config_;
   DbDevices& devices_;

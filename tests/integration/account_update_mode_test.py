@@ -71,8 +71,16 @@ def backend_put(cluster, account, container, statuses=None):
 
 
 class AsyncCluster(Cluster):
-    container_updater = "interval = 1\n"
+    # No sweep at first: what reaches the account then came from the async sends alone.
+    container_updater = "enabled = false\n"
     app_options = {"container": "account_update_mode = async\n"}
+
+
+def restart_container_servers(cluster):
+    for n in range(4):
+        cluster.stop("container", n)
+    for n in range(4):
+        cluster.start("container", n)
 
 
 def main():
@@ -81,7 +89,11 @@ def main():
         url, token = cluster.connect()
         swift.put_container(url, token, "first")
         check(wait_listed(url, token, ["first"], timeout=5) == ["first"],
-              "the account lists a container PUT in async mode")
+              "the account lists a container PUT in async mode (no updater sweep running)")
+
+        # From here on the updater sweeps every second: it delivers what a failed send left.
+        cluster.container_updater = "interval = 1\n"
+        restart_container_servers(cluster)
 
         # Every account server hangs (SIGSTOP): the container servers answer the PUTs (backend
         # ones, as a proxy sends them) at once, where sync mode would wait node_timeout (3 s).
@@ -98,11 +110,8 @@ def main():
               "the updater's sweep told the account: %r" % (names,))
 
         # Sync mode: a container PUT into an account whose every replica says 404 is a 404.
-        for n in range(4):
-            cluster.stop("container", n)
         cluster.app_options = {"container": ""}
-        for n in range(4):
-            cluster.start("container", n)
+        restart_container_servers(cluster)
         statuses = []
         backend_put(cluster, "AUTH_none", "c", statuses)
         check(statuses == [404, 404, 404],
