@@ -17,9 +17,12 @@
 //
 // Cadence and cost: passes start every `interval` seconds (Swift's default 1800); databases are
 // paced to `containers_per_second` / `accounts_per_second` (Swift's default 200) and rows to
-// `rows_per_second` (Apus's own, default 50000: a container of ten million rows takes 200 s),
-// so a pass over a large store is a steady light load rather than a burst. Stats go to
-// container.recon / account.recon as Swift's auditors write them.
+// `rows_per_second` (Apus's own, default 50000: a container of ten million rows takes 200 s).
+// The pacing is per database: a database's rows are recounted in one read, then the pass
+// sleeps for what they cost, so one huge container is a burst followed by a pause. The
+// checksum verification is not paced and reads the whole store (a failed one waits its
+// interval too; the time of the last one is kept in memory only, so a restart verifies again).
+// Stats go to container.recon / account.recon as Swift's auditors write them.
 //
 // Thread-compatible: run_once()/run_forever() from one thread.
 #pragma once

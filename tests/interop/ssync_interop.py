@@ -337,9 +337,14 @@ def raw_ssync(port, device, body_lines, headers=None, lock_wait=0):
             head += "%s: %s\r\n" % (k, v)
         head += "X-Backend-Storage-Policy-Index: 0\r\n\r\n"
         s.sendall(head.encode())
-        for line in body_lines:
-            s.sendall(b"%x\r\n%s\r\n" % (len(line), line))
-        s.sendall(b"0\r\n\r\n")
+        try:
+            for line in body_lines:
+                s.sendall(b"%x\r\n%s\r\n" % (len(line), line))
+            s.sendall(b"0\r\n\r\n")
+        except (BrokenPipeError, ConnectionResetError):
+            # A receiver that answered a bad line hangs up without reading the rest (Swift's
+            # and Apus's both may); its answer is still there to read.
+            pass
         data = b""
         while not answer_complete(data):
             try:
