@@ -24,6 +24,7 @@ void PeriodicThread::start() {
   {
     MutexLock lock(&mutex_);
     stopping_ = false;
+    run_now_ = false;
   }
   thread_ = std::thread([this] {
     double first = interval_;
@@ -35,17 +36,27 @@ void PeriodicThread::start() {
     for (;;) {
       {
         MutexLock lock(&mutex_);
-        auto stopping = [this] {
+        auto woken = [this] {
           mutex_.assert_held();  // wait_until runs the predicate with mutex_ held
-          return stopping_;
+          return stopping_ || run_now_;
         };
-        if (wake_.wait_until(&mutex_, next, stopping)) return;
+        wake_.wait_until(&mutex_, next, woken);
+        if (stopping_) return;
+        run_now_ = false;
       }
       auto began = Clock::now();
       pass_();
       next = began + seconds(interval_);
     }
   });
+}
+
+void PeriodicThread::run_now() {
+  {
+    MutexLock lock(&mutex_);
+    run_now_ = true;
+  }
+  wake_.signal_all();
 }
 
 void PeriodicThread::stop() {

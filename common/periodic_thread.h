@@ -27,6 +27,9 @@ class PeriodicThread {
 
   void start();  // no-op when running
   void stop();   // no-op when stopped
+  // The next pass starts now (or right after the one under way) instead of at its time; the
+  // one after it one interval later. Any thread.
+  void run_now();
 
  private:
   const double interval_;
@@ -34,8 +37,9 @@ class PeriodicThread {
   const std::function<void()> pass_;
   std::thread thread_;
   Mutex mutex_;
-  CondVar wake_;  // signalled by stop()
+  CondVar wake_;  // signalled by stop() and run_now()
   bool stopping_ APUS_GUARDED_BY(mutex_) = false;
+  bool run_now_ APUS_GUARDED_BY(mutex_) = false;
 };
 
 }  // namespace apus::common

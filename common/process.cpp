@@ -26,6 +26,7 @@ sigset_t stop_signals() {
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGHUP);
+  sigaddset(&set, SIGUSR2);
   return set;
 }
 }  // namespace
@@ -48,7 +49,7 @@ void run_until_stopped(std::string_view started,
   signals.join();
 }
 
-int wait_for_stop_signal() {
+int wait_for_stop_signal(const std::function<void()>& on_pass_request) {
   sigset_t set = stop_signals();
   for (;;) {
     int sig = 0;
@@ -56,6 +57,13 @@ int wait_for_stop_signal() {
     if (sig == SIGHUP) {
       log::reopen();
       APUS_LOG_INFO("SIGHUP: log reopened");
+      continue;
+    }
+    if (sig == SIGUSR2) {
+      if (on_pass_request) {
+        APUS_LOG_INFO("SIGUSR2: pass requested");
+        on_pass_request();
+      }
       continue;
     }
     APUS_LOG_INFO("signal " + std::to_string(sig) + ": stopping");
@@ -174,7 +182,7 @@ Result<CommandResult> run_command(const std::vector<std::string>& argv, double t
   sigset_t none, defaults;
   sigemptyset(&none);
   sigemptyset(&defaults);
-  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGPIPE}) sigaddset(&defaults, sig);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGUSR2, SIGPIPE}) sigaddset(&defaults, sig);
   posix_spawnattr_setsigmask(&attr, &none);
   posix_spawnattr_setsigdefault(&attr, &defaults);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);

@@ -21,12 +21,14 @@
 
 namespace apus::common {
 
-// Blocks SIGTERM, SIGINT, SIGHUP and SIGPIPE in the calling thread and threads it creates later.
+// Blocks SIGTERM, SIGINT, SIGHUP, SIGUSR2 and SIGPIPE in the calling thread and threads it creates later.
 void block_stop_signals();
 
-// Blocks until SIGTERM or SIGINT arrives and returns it; SIGHUP reopens the log file meanwhile.
+// Blocks until SIGTERM or SIGINT arrives and returns it; SIGHUP reopens the log file meanwhile,
+// and SIGUSR2 calls `on_pass_request` (when given): an operator's "run your sweep now", as
+// `swift-container-updater once` is for Swift's separate daemon.
 // REQUIRES: block_stop_signals() was called before any thread was created.
-int wait_for_stop_signal();
+int wait_for_stop_signal(const std::function<void()>& on_pass_request = {});
 
 // Config::load, with the message Swift prints when a config cannot be read.
 Result<Config> load_program_config(const char* path);

@@ -158,6 +158,14 @@ void ContainerServer::start_background() {
   if (sync_) sync_->start();
 }
 
+void ContainerServer::request_background_pass() {
+  if (updater_) {
+    updater_->run_now();
+  } else {
+    APUS_LOG_WARNING("SIGUSR2: no container updater to run ([container-updater] enabled = false)");
+  }
+}
+
 void ContainerServer::stop_background() {
   if (sync_) sync_->stop();
   if (updater_) updater_->stop();

@@ -33,6 +33,7 @@ class ContainerServer final : public DbServer {
   boost::asio::awaitable<void> handle(common::http::Exchange& ex) override;
   void start_background() override;
   void stop_background() override;
+  void request_background_pass() override;
 
  private:
   struct Target;

@@ -16,6 +16,7 @@
 #include "common/http/client.h"
 #include "common/http/url.h"
 #include "common/log/log.h"
+#include "container-server/swift_db.h"
 
 namespace apus::container {
 
@@ -132,11 +133,24 @@ net::awaitable<void> ContainerUpdater::Impl::report(const std::string& device,
     });
     if (!s.ok()) APUS_LOG_ERROR("cannot record report of " + db + ": " + s.to_string());
     APUS_LOG_DEBUG("Update report sent for /" + info.account + "/" + info.container);
+  } else if (not_found == n) {
+    // Every account replica says the account does not exist (a ring or hash prefix changed
+    // under the cluster, an account wiped): the report can never land, so the container is
+    // put aside where an operator can find it, as Swift's updater does, instead of being
+    // retried every pass for ever.
+    ++stats.failures;
+    Result<std::string> moved = co_await disk.call([&]() -> Result<std::string> {
+      auto store = devices.store(device);
+      if (!store.ok()) return store.status();
+      return quarantine_db(**store, devices.fs(), db, server.devices + "/" + device,
+                           "no account replicas exist");
+    });
+    if (!moved.ok()) {
+      APUS_LOG_WARNING("cannot quarantine /" + info.account + "/" + info.container +
+                       ", which no account replica knows: " + moved.status().to_string());
+    }
   } else {
     ++stats.failures;
-    if (not_found == n) {
-      APUS_LOG_WARNING("no account replicas exist for /" + info.account + "/" + info.container);
-    }
     suppressed[info.account] =
         Clock::now() + std::chrono::duration_cast<Clock::duration>(
                            std::chrono::duration<double>(config.account_suppression_time));
@@ -212,6 +226,7 @@ void ContainerUpdater::stop() {
 ContainerUpdaterStats ContainerUpdater::run_once() {
   Impl& impl = *impl_;
   impl.stats = ContainerUpdaterStats();
+  APUS_LOG_INFO("Begin container update sweep");
   auto start = Clock::now();
   auto now = Clock::now();
   std::erase_if(impl.suppressed, [&](const auto& entry) { return entry.second < now; });

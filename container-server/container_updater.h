@@ -9,8 +9,10 @@
 // is reported when put/delete timestamps or counts differ from what was last reported (read
 // again just before its report: a page may be seconds old by then), to the
 // account ring's nodes (their replication addresses), `concurrency` at a time and at most
-// `containers_per_second`. A majority of 2xx answers records the report; otherwise the account
-// is left alone for `account_suppression_time`. An idle pass reads each database's info once.
+// `containers_per_second`. A majority of 2xx answers records the report; a 404 from every
+// replica (the account is gone) quarantines the container (quarantine_db, as Swift's updater
+// does); otherwise the account is left alone for `account_suppression_time`. An idle pass
+// reads each database's info once.
 //
 // Thread-safe: start()/stop() from the controlling thread; the sweep runs on its own thread.
 #pragma once
@@ -61,6 +63,9 @@ class ContainerUpdater {
   // part of one interval, as Swift spreads its daemons).
   void start();
   void stop();
+  // The next pass starts now, or right after the one under way (the server's SIGUSR2: what
+  // `swift-container-updater once` is to Swift's daemon). Any thread.
+  void run_now() { thread_.run_now(); }
 
  private:
   struct Impl;

@@ -70,15 +70,14 @@ std::optional<int64_t> json_int(const json::object& o, std::string_view key,
 }
 
 
-// Swift's raw metadata column: a JSON object of name -> [value, timestamp]; "" when empty.
+}  // namespace
+
 std::string metadata_json(const DbMetadata& md) {
   if (md.empty()) return "";
   json::object o;
   for (const auto& [key, item] : md) o[key] = json::array{item.value.c_str(), item.timestamp.c_str()};
   return json::serialize(o);
 }
-
-}  // namespace
 
 bool good_timestamp(std::string_view s) { return s.size() <= kMaxTimestamp; }
 bool good_name(std::string_view s) { return !s.empty() && common::valid_utf8(s); }

@@ -123,6 +123,8 @@ bool good_row(const ContainerRecord& r);
 // items that are not pairs of strings are dropped, an undecodable text gives none (Swift logs
 // undecodable metadata and goes on without it).
 DbMetadata metadata_from_json(std::string_view raw);
+// The other way: Swift's raw metadata column ("" when there is none).
+std::string metadata_json(const DbMetadata& md);
 
 // ---- the server's side ----
 

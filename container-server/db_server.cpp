@@ -650,7 +650,7 @@ int run_db_server(int argc, char** argv, DbType type, const MakeDbServer& make) 
   }
   server->start_background();
   (*reclaimer)->start();
-  http.run_until_signal();
+  http.run_until_signal([&server] { server->request_background_pass(); });
   (*reclaimer)->stop();
   server->stop_background();
   return 0;

@@ -47,6 +47,7 @@ struct PolicyStat {
   int64_t object_count = 0;
   int64_t bytes_used = 0;
   int64_t container_count = 0;  // accounts only
+  bool operator==(const PolicyStat&) const = default;
 };
 
 // Swift's container_stat / account_stat row. Timestamps are kept as the strings Swift stores

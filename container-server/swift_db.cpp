@@ -4,7 +4,9 @@
 
 #include <cstdio>
 #include <map>
+#include <random>
 #include <set>
+#include <variant>
 
 #include "common/crypto/base64.h"
 #include "common/hash_path.h"
@@ -396,6 +398,224 @@ Result<int64_t> merge_swift_db(const std::string& path, ListingStore& store, std
     }
   }
   return rows;
+}
+
+namespace {
+
+// Swift's tables (container/backend.py, account/backend.py, common/db.py), without triggers.
+// The container's stat row is a table with the counts in it, as before policies.
+constexpr const char* kContainerSchema = R"(
+CREATE TABLE object (ROWID INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT, created_at TEXT,
+  size INTEGER, content_type TEXT, etag TEXT, deleted INTEGER DEFAULT 0,
+  storage_policy_index INTEGER DEFAULT 0);
+CREATE INDEX ix_object_deleted_name ON object (deleted, name);
+CREATE TABLE policy_stat (storage_policy_index INTEGER PRIMARY KEY,
+  object_count INTEGER DEFAULT 0, bytes_used INTEGER DEFAULT 0);
+CREATE TABLE container_stat (account TEXT, container TEXT, created_at TEXT,
+  put_timestamp TEXT DEFAULT '0', delete_timestamp TEXT DEFAULT '0',
+  object_count INTEGER, bytes_used INTEGER,
+  reported_put_timestamp TEXT DEFAULT '0', reported_delete_timestamp TEXT DEFAULT '0',
+  reported_object_count INTEGER DEFAULT 0, reported_bytes_used INTEGER DEFAULT 0,
+  hash TEXT default '00000000000000000000000000000000', id TEXT, status TEXT DEFAULT '',
+  status_changed_at TEXT DEFAULT '0', metadata TEXT DEFAULT '',
+  x_container_sync_point1 INTEGER DEFAULT -1, x_container_sync_point2 INTEGER DEFAULT -1,
+  storage_policy_index INTEGER DEFAULT 0, reconciler_sync_point INTEGER DEFAULT -1);
+)";
+constexpr const char* kAccountSchema = R"(
+CREATE TABLE container (ROWID INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT,
+  put_timestamp TEXT, delete_timestamp TEXT, object_count INTEGER, bytes_used INTEGER,
+  deleted INTEGER DEFAULT 0, storage_policy_index INTEGER DEFAULT 0);
+CREATE INDEX ix_container_deleted_name ON container (deleted, name);
+CREATE TABLE policy_stat (storage_policy_index INTEGER PRIMARY KEY,
+  container_count INTEGER DEFAULT 0, object_count INTEGER DEFAULT 0,
+  bytes_used INTEGER DEFAULT 0);
+CREATE TABLE account_stat (account TEXT, created_at TEXT, put_timestamp TEXT DEFAULT '0',
+  delete_timestamp TEXT DEFAULT '0', container_count INTEGER, object_count INTEGER DEFAULT 0,
+  bytes_used INTEGER DEFAULT 0, hash TEXT default '00000000000000000000000000000000', id TEXT,
+  status TEXT DEFAULT '', status_changed_at TEXT DEFAULT '0', metadata TEXT DEFAULT '');
+)";
+constexpr const char* kSyncSchema = R"(
+CREATE TABLE outgoing_sync (remote_id TEXT UNIQUE, sync_point INTEGER, updated_at TEXT DEFAULT 0);
+CREATE TABLE incoming_sync (remote_id TEXT UNIQUE, sync_point INTEGER, updated_at TEXT DEFAULT 0);
+)";
+
+// A new SQLite file written in one transaction; every value bound as given.
+class SqliteFile {
+ public:
+  explicit SqliteFile(const std::string& path) {
+    if (sqlite3_open_v2(path.c_str(), &db_,
+                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX |
+                            SQLITE_OPEN_EXCLUSIVE,
+                        nullptr) != SQLITE_OK) {
+      status_ = Status::io_error(path + ": " + (db_ ? sqlite3_errmsg(db_) : "out of memory"));
+    }
+  }
+  ~SqliteFile() { sqlite3_close(db_); }
+  SqliteFile(const SqliteFile&) = delete;
+  SqliteFile& operator=(const SqliteFile&) = delete;
+
+  const Status& status() const { return status_; }
+
+  void exec(const char* sql) {
+    if (!status_.ok()) return;
+    if (sqlite3_exec(db_, sql, nullptr, nullptr, nullptr) != SQLITE_OK) fail();
+  }
+
+  // Runs `sql` once with `values` bound in order (strings as TEXT, numbers as INTEGER).
+  using Value = std::variant<std::string_view, int64_t>;
+  void run(const char* sql, std::initializer_list<Value> values) {
+    if (!status_.ok()) return;
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(db_, sql, -1, &st, nullptr) != SQLITE_OK) return fail();
+    int i = 0;
+    for (const Value& v : values) {
+      ++i;
+      if (const auto* text = std::get_if<std::string_view>(&v)) {
+        sqlite3_bind_text(st, i, text->data(), static_cast<int>(text->size()), SQLITE_STATIC);
+      } else {
+        sqlite3_bind_int64(st, i, std::get<int64_t>(v));
+      }
+    }
+    int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) fail();
+  }
+
+ private:
+  void fail() { status_ = Status::io_error(std::string("sqlite: ") + sqlite3_errmsg(db_)); }
+
+  sqlite3* db_ = nullptr;
+  Status status_;
+};
+
+void write_stat(SqliteFile& f, DbType type, const DbInfo& i) {
+  const std::string metadata = metadata_json(i.metadata);
+  if (type == DbType::kContainer) {
+    f.run("INSERT INTO container_stat (account, container, created_at, put_timestamp, "
+          "delete_timestamp, object_count, bytes_used, reported_put_timestamp, "
+          "reported_delete_timestamp, reported_object_count, reported_bytes_used, hash, id, "
+          "status, status_changed_at, metadata, x_container_sync_point1, "
+          "x_container_sync_point2, storage_policy_index) "
+          "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+          {i.account, i.container, i.created_at, i.put_timestamp, i.delete_timestamp,
+           i.container_objects(), i.container_bytes(), i.reported_put_timestamp,
+           i.reported_delete_timestamp, i.reported_object_count, i.reported_bytes_used, i.hash,
+           i.id, i.status, i.status_changed_at, metadata, i.x_container_sync_point1,
+           i.x_container_sync_point2, int64_t{i.storage_policy_index}});
+    for (const auto& [policy, stat] : i.policy_stats) {
+      f.run("INSERT INTO policy_stat VALUES (?,?,?)",
+            {int64_t{policy}, stat.object_count, stat.bytes_used});
+    }
+  } else {
+    f.run("INSERT INTO account_stat (account, created_at, put_timestamp, delete_timestamp, "
+          "container_count, object_count, bytes_used, hash, id, status, status_changed_at, "
+          "metadata) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+          {i.account, i.created_at, i.put_timestamp, i.delete_timestamp, i.container_count,
+           i.object_count, i.bytes_used, i.hash, i.id, i.status, i.status_changed_at, metadata});
+    for (const auto& [policy, stat] : i.policy_stats) {
+      f.run("INSERT INTO policy_stat VALUES (?,?,?,?)",
+            {int64_t{policy}, stat.container_count, stat.object_count, stat.bytes_used});
+    }
+  }
+}
+
+// Every row of `db` up to info.max_row, in ROWID order, a page at a time.
+Status write_rows(SqliteFile& f, ListingStore& store, std::string_view db, const DbInfo& info) {
+  for (int64_t after = -1; after < info.max_row;) {
+    size_t got = 0;
+    if (store.type() == DbType::kContainer) {
+      auto rows = store.objects_since(db, after, kBatch);
+      if (!rows.ok()) return rows.status();
+      for (const ObjectRecord& r : *rows) {
+        if (r.rowid > info.max_row) break;
+        f.run("INSERT INTO object VALUES (?,?,?,?,?,?,?,?)",
+              {r.rowid, r.name, r.created_at, r.size, r.content_type, r.etag,
+               int64_t{r.deleted}, int64_t{r.storage_policy_index}});
+      }
+      got = rows->size();
+      if (got > 0) after = rows->back().rowid;
+    } else {
+      auto rows = store.containers_since(db, after, kBatch);
+      if (!rows.ok()) return rows.status();
+      for (const ContainerRecord& r : *rows) {
+        if (r.rowid > info.max_row) break;
+        f.run("INSERT INTO container VALUES (?,?,?,?,?,?,?,?)",
+              {r.rowid, r.name, r.put_timestamp, r.delete_timestamp, r.object_count,
+               r.bytes_used, int64_t{r.deleted}, int64_t{r.storage_policy_index}});
+      }
+      got = rows->size();
+      if (got > 0) after = rows->back().rowid;
+    }
+    if (got == 0) break;
+    APUS_RETURN_IF_ERROR(f.status());
+  }
+  return f.status();
+}
+
+}  // namespace
+
+Status write_swift_db(const std::string& path, ListingStore& store, std::string_view db,
+                      const DbInfo& info) {
+  const DbType type = store.type();
+  SqliteFile f(path);
+  // No journal: a file that is not finished is thrown away, never repaired.
+  f.exec("PRAGMA journal_mode = OFF; PRAGMA synchronous = FULL; BEGIN;");
+  f.exec(type == DbType::kContainer ? kContainerSchema : kAccountSchema);
+  f.exec(kSyncSchema);
+  write_stat(f, type, info);
+  APUS_RETURN_IF_ERROR(write_rows(f, store, db, info));
+  if (info.max_row >= 0) {
+    // Rows replaced since leave the sequence above the last ROWID kept.
+    const std::string_view table = type == DbType::kContainer ? "object" : "container";
+    f.run("DELETE FROM sqlite_sequence WHERE name = ?", {table});
+    f.run("INSERT INTO sqlite_sequence (name, seq) VALUES (?, ?)", {table, info.max_row});
+  }
+  auto syncs = store.get_syncs(db);
+  if (!syncs.ok()) return syncs.status();
+  for (const SyncPoint& p : *syncs) {
+    f.run("INSERT INTO incoming_sync (remote_id, sync_point) VALUES (?, ?)",
+          {p.remote_id, p.sync_point});
+  }
+  f.exec("COMMIT;");  // synchronous = FULL: the file is on disk when this returns
+  return f.status();
+}
+
+Result<std::string> quarantine_db(ListingStore& store, common::io::Fs& fs, std::string_view db,
+                                  const std::string& device_path, std::string_view reason) {
+  auto info = store.get_info(db);
+  if (!info.ok()) return info.status();
+  if (!*info) return Status::not_found("no such database");
+  const std::string hash(db.substr(db.find('/') + 1));
+  const std::string parent = device_path + "/quarantined/" +
+                             (store.type() == DbType::kContainer ? "containers" : "accounts");
+  auto made = fs.mkdirs(parent);
+  if (!made.ok()) return made.status();
+  std::string dir = parent + "/" + hash;
+  if (auto st = fs.stat(dir); st.ok() && st->exists) {
+    std::random_device rd;
+    char suffix[40];
+    std::snprintf(suffix, sizeof suffix, "-%08x%08x%08x%08x", rd(), rd(), rd(), rd());
+    dir += suffix;
+  }
+  made = fs.mkdirs(dir);
+  if (!made.ok()) return made.status();
+  const std::string file = dir + "/" + hash + ".db";
+  auto discard = [&] {
+    (void)fs.unlink(file + ".tmp");
+    (void)fs.unlink(file);
+    (void)fs.rmdir(dir);
+  };
+  Status s = write_swift_db(file + ".tmp", store, db, **info);
+  if (s.ok()) s = fs.rename(file + ".tmp", file);
+  if (s.ok()) s = fs.fsync_dir(dir);
+  if (s.ok()) s = store.remove_db(db, (*info)->id, (*info)->max_row);
+  if (!s.ok()) {
+    discard();
+    return s;
+  }
+  APUS_LOG_ERROR("Quarantined " + device_path + " " + std::string(db) + " to " + dir +
+                 " due to " + std::string(reason));
+  return dir;
 }
 
 PendingRows parse_pending(std::string_view text, DbType type) {

@@ -317,9 +317,10 @@ class Server {
   // to drain_timeout), then join every thread. Safe to call more than once.
   void stop();
 
-  // Runs until SIGTERM or SIGINT, then stops gracefully; SIGHUP reopens logs meanwhile.
+  // Runs until SIGTERM or SIGINT, then stops gracefully; SIGHUP reopens logs meanwhile and
+  // SIGUSR2 calls `on_pass_request` (common::wait_for_stop_signal).
   // REQUIRES: common::block_stop_signals() was called in main() before start().
-  void run_until_signal();
+  void run_until_signal(const std::function<void()>& on_pass_request = {});
 
   // Connections accepted but not yet taken by a worker (approximate).
   size_t accept_queue_depth() const;

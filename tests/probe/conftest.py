@@ -11,7 +11,14 @@ per database. So:
    delay_reaping;
  - test_replication_servers_working wipes a node and expects every file back under its old
    name: it leaves the RocksDB stores (apus-containers/, apus-accounts/) alone, which no
-   replicator could bring back file for file.
+   replicator could bring back file for file;
+ - test_orphan_container reads each container replica's info (put and reported put timestamps)
+   with Swift's ContainerBroker on the SQLite file, and destroys the account by unlinking its
+   files: the "files" here name the replicas on their servers, the info is a REPLICATE "sync"
+   answer (Swift's replication info, reported timestamps included), a file exists while that
+   answer is not 404, and unlinking removes the replica with Apus's own REPLICATE
+   "apus_remove_db" (what a replicator does to a handoff it moved home); for a server that is
+   down the removal waits for the test to start it again.
 """
 import os
 import shutil
@@ -67,6 +74,115 @@ class ApusAccountReaper(object):
             os.unlink(path)
 
 
+class ApusDbReplica(object):
+    """Stands for a replica's database file: its server, partition and hash."""
+
+    def __init__(self, node, part, hash_str):
+        self.node, self.part, self.hash = node, part, hash_str
+
+    def __str__(self):
+        return "%s:%s/%s/%s/%s" % (self.node["ip"], self.node["port"], self.node["device"],
+                                   self.part, self.hash)
+
+    __repr__ = __str__
+
+    def replicate(self, *args):
+        """(status, decoded JSON answer or None) of a REPLICATE request with `args`."""
+        import json
+        from http.client import HTTPConnection
+        conn = HTTPConnection(self.node["ip"], self.node["port"], timeout=10)
+        try:
+            conn.request("REPLICATE", "/%s/%s/%s" % (self.node["device"], self.part, self.hash),
+                         json.dumps(list(args)), {"Content-Type": "application/json"})
+            resp = conn.getresponse()
+            body = resp.read()
+        finally:
+            conn.close()
+        return resp.status, (json.loads(body) if resp.status == 200 and body else None)
+
+    def info(self):
+        """The replica's replication info; None when it does not exist."""
+        status, info = self.replicate("sync", -1, "0" * 32, "probe-conftest", "0", "0", "0",
+                                      None)
+        if status == 404:
+            return None
+        if status != 200:
+            raise AssertionError("REPLICATE sync to %s: %s" % (self, status))
+        return info
+
+    def remove(self):
+        info = self.info()
+        if info is None:
+            raise FileNotFoundError(str(self))
+        status, _ = self.replicate("apus_remove_db", info["id"], info["max_row"])
+        if status // 100 != 2:
+            raise AssertionError("REPLICATE apus_remove_db to %s: %s" % (self, status))
+
+
+class ApusContainerBroker(object):
+    """ContainerBroker(db_file).get_info() for an ApusDbReplica."""
+
+    def __init__(self, replica, *args, **kwargs):
+        self.replica = replica
+
+    def get_info(self):
+        info = self.replica.info()
+        if info is None:
+            raise AssertionError("no database %s" % self.replica)
+        return info
+
+
+def _replicas(ring, hash_str, *names):
+    part, nodes = ring.get_nodes(*names)
+    return [ApusDbReplica(node, part, hash_str) for node in nodes]
+
+
+def _orphan_container_module(module):
+    """test_orphan_container on Apus replicas (see the module docstring)."""
+    from swift.common.utils import hash_path
+    pending = []  # replicas to remove once their server is back
+
+    def get_container_db_files(self, container):
+        return _replicas(self.container_ring, hash_path(self.account, container),
+                         self.account, container)
+
+    def get_account_db_files(self, account):
+        return _replicas(self.account_ring, hash_path(account), account)
+
+    def unlink(path):
+        if not isinstance(path, ApusDbReplica):
+            return os.unlink(path)
+        try:
+            path.remove()
+        except ConnectionRefusedError:
+            pending.append(path)
+
+    def exists(path):
+        if not isinstance(path, ApusDbReplica):
+            return os.path.exists(path)
+        return path.info() is not None
+
+    def start_server(ipport, ipport2server):
+        result = real_start_server(ipport, ipport2server)
+        for replica in [r for r in pending if (r.node["ip"], r.node["port"]) == ipport]:
+            pending.remove(replica)
+            replica.remove()
+        return result
+
+    real_start_server = module.start_server
+    module.TestOrphanContainer.get_container_db_files = get_container_db_files
+    module.TestOrphanContainer.get_account_db_files = get_account_db_files
+    module.ContainerBroker = ApusContainerBroker
+    module.start_server = start_server
+    view = types.ModuleType("os")
+    view.__dict__.update(os.__dict__)
+    view.path = types.ModuleType("os.path")
+    view.path.__dict__.update(os.path.__dict__)
+    view.unlink = unlink
+    view.path.exists = exists
+    module.os = view
+
+
 def _without_stores(names):
     return [n for n in names if n not in APUS_STORES]
 
@@ -100,7 +216,32 @@ def _shutil_without_stores():
     return view
 
 
+def _time_manager_calls():
+    """Each Manager command a test runs, with how long it took, in log/manager.log (where a
+    probe run's time goes)."""
+    import time
+    from swift.common import manager
+    log_path = os.path.join(os.environ.get("APUS_PROBE_DIR", "/tmp"), "log", "manager.log")
+
+    def timed(name, real):
+        def call(self, *args, **kwargs):
+            began = time.time()
+            try:
+                return real(self, *args, **kwargs)
+            finally:
+                with open(log_path, "a") as log:
+                    log.write("%s %s %s: %.2fs\n" % (
+                        time.strftime("%H:%M:%S", time.localtime(began)), name,
+                        " ".join(sorted(s.server for s in self.servers)),
+                        time.time() - began))
+        return call
+
+    for name in ("once", "start", "stop", "kill", "restart", "status"):
+        setattr(manager.Manager, name, timed(name, getattr(manager.Manager, name)))
+
+
 def pytest_collection_modifyitems(session, config, items):
+    _time_manager_calls()
     try:
         from test.probe import test_object_metadata_replication as metadata
         metadata.Test._assert_consistent_container_dbs = _assert_consistent_container_dbs
@@ -109,6 +250,11 @@ def pytest_collection_modifyitems(session, config, items):
     try:
         from test.probe import test_account_reaper as reaper
         reaper.reaper.AccountReaper = ApusAccountReaper
+    except ImportError:
+        pass
+    try:
+        from test.probe import test_orphan_container as orphan
+        _orphan_container_module(orphan)
     except ImportError:
         pass
     try:

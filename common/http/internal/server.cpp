@@ -1201,8 +1201,8 @@ void Server::stop() { impl_->stop(); }
 size_t Server::accept_queue_depth() const { return impl_->accepted_.size_approx(); }
 size_t Server::open_connections() const { return impl_->open_connections_.load(); }
 
-void Server::run_until_signal() {
-  wait_for_stop_signal();
+void Server::run_until_signal(const std::function<void()>& on_pass_request) {
+  wait_for_stop_signal(on_pass_request);
   stop();
 }
 

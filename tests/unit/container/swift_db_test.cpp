@@ -145,3 +145,116 @@ TEST_CASE("swift_db: the sender's sync point is kept within the store's limit") 
   CHECK(sender);
   CHECK(!bad);
 }
+
+namespace {
+
+apus::container::ObjectRecord object(const std::string& name, const std::string& ts,
+                                     bool deleted = false, int policy = 0) {
+  apus::container::ObjectRecord r;
+  r.name = name;
+  r.created_at = ts;
+  r.size = deleted ? 0 : 5;
+  r.content_type = "text/plain";
+  r.etag = "d41d8cd98f00b204e9800998ecf8427e";
+  r.deleted = deleted;
+  r.storage_policy_index = policy;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("swift_db: a quarantined database leaves the store for a Swift file that reads back") {
+  using apus::container::DbInfo;
+  using apus::container::SwiftDbReader;
+  Target t;
+  REQUIRE(t.store
+              ->update_info(t.db,
+                            [](std::optional<DbInfo>& info) -> apus::common::Result<bool> {
+                              DbInfo& i = info.emplace();
+                              i.account = "AUTH_a";
+                              i.container = "c";
+                              i.partition = "7";
+                              i.created_at = "1700000000.00000";
+                              i.put_timestamp = "1700000000.00000";
+                              i.status_changed_at = "1700000000.00000";
+                              i.reported_put_timestamp = "1600000000.00000";
+                              i.id = "the-id-sda";
+                              i.metadata["X-Container-Meta-Color"] = {"blue", "1700000000.00000"};
+                              i.policy_stats[0];
+                              return true;
+                            })
+              .ok());
+  REQUIRE(t.store
+              ->merge_objects(t.db, {object("o1", "1700000001.00000"),
+                                     object("o2", "1700000002.00000"),
+                                     object("gone", "1700000003.00000", true),
+                                     object("other-policy", "1700000004.00000", false, 1)})
+              .ok());
+  // A newer o1 takes a new ROWID: the sequence ends above the last row kept... until o2 too.
+  REQUIRE(t.store->merge_objects(t.db, {object("o1", "1700000005.00000")}).ok());
+  apus::container::SyncPoint peer{"peer-id-sdb", 3};
+  REQUIRE(t.store->merge_syncs(t.db, {peer}).ok());
+  auto before = t.store->get_info(t.db);
+  REQUIRE(before.ok());
+  REQUIRE(before->has_value());
+  auto rows_before = t.store->objects_since(t.db, -1, 100);
+  REQUIRE(rows_before.ok());
+  auto row_ids = [](const std::vector<apus::container::ObjectRecord>& rows) {
+    std::vector<std::string> out;
+    for (const auto& r : rows) {
+      out.push_back(r.name + "@" + std::to_string(r.rowid) + (r.deleted ? " deleted" : "") +
+                    " p" + std::to_string(r.storage_policy_index) + " " + r.created_at);
+    }
+    return out;
+  };
+
+  auto dir = apus::container::quarantine_db(*t.store, apus::common::io::default_fs(), t.db,
+                                            t.path("sda"), "no account replicas exist");
+  REQUIRE(dir.ok());
+  const std::string hash = t.db.substr(2);
+  CHECK(*dir == t.path("sda") + "/quarantined/containers/" + hash);
+  auto gone = t.store->get_info(t.db);
+  REQUIRE(gone.ok());
+  CHECK_FALSE(gone->has_value());
+
+  auto file = SwiftDbReader::open(*dir + "/" + hash + ".db", DbType::kContainer);
+  REQUIRE(file.ok());
+  const DbInfo& i = (*file)->info();
+  CHECK(i.account == "AUTH_a");
+  CHECK(i.container == "c");
+  CHECK(i.put_timestamp == "1700000000.00000");
+  CHECK(i.reported_put_timestamp == "1600000000.00000");
+  CHECK(i.id == "the-id-sda");
+  CHECK(i.hash == (*before)->hash);
+  CHECK(i.object_count == 2);  // policy 0's live rows: o1 and o2
+  CHECK(i.metadata.at("X-Container-Meta-Color").value == "blue");
+  CHECK((*file)->max_row() == (*before)->max_row);
+  REQUIRE((*file)->incoming_syncs().size() == 1);
+  CHECK((*file)->incoming_syncs()[0].remote_id == "peer-id-sdb");
+  CHECK((*file)->incoming_syncs()[0].sync_point == 3);
+  auto rows = (*file)->objects_after(-1, 100);
+  REQUIRE(rows.ok());
+  CHECK(rows->size() == 4);  // o2, gone, other-policy, then the newer o1
+  CHECK(row_ids(*rows) == row_ids(*rows_before));
+  CHECK(rows->back().name == "o1");
+
+  // The file goes back into a store whole: apus-db-import's path.
+  auto merged = merge_swift_db(*dir + "/" + hash + ".db", *t.store, t.db, "sda", "", true, &kNames);
+  REQUIRE(merged.ok());
+  auto back = t.store->get_info(t.db);
+  REQUIRE(back.ok());
+  REQUIRE(back->has_value());
+  CHECK((*back)->hash == (*before)->hash);
+  CHECK((*back)->policy_stats == (*before)->policy_stats);
+
+  // A second quarantine of the same database keeps the first one's directory.
+  auto again = apus::container::quarantine_db(*t.store, apus::common::io::default_fs(), t.db,
+                                              t.path("sda"), "test");
+  REQUIRE(again.ok());
+  CHECK(*again != *dir);
+  CHECK(again->rfind(*dir + "-", 0) == 0);
+  CHECK(apus::container::quarantine_db(*t.store, apus::common::io::default_fs(), t.db,
+                                       t.path("sda"), "test")
+            .status()
+            .is_not_found());
+}
