@@ -70,6 +70,11 @@ std::string encode_async_pending(const AsyncUpdate& update) {
     for (int64_t id : update.successes) ids.push_back(pickle::Value::integer(id));
     data.set(pickle::Value::str("successes"), pickle::Value::list(std::move(ids)));
   }
+  if (!update.redirect_history.empty()) {
+    pickle::Value::List paths;
+    for (const std::string& p : update.redirect_history) paths.push_back(pickle::Value::str(p));
+    data.set(pickle::Value::str("redirect_history"), pickle::Value::list(std::move(paths)));
+  }
   return pickle::dumps(data, 0);
 }
 
@@ -107,6 +112,12 @@ Result<AsyncUpdate> decode_async_pending(std::string_view pickled) {
   if (const pickle::Value* ids = value->find("successes"); ids && (ids->is_list() || ids->is_tuple())) {
     for (const auto& id : ids->as_list()) {
       if (id.is_int()) out.successes.push_back(id.as_int());
+    }
+  }
+  if (const pickle::Value* paths = value->find("redirect_history");
+      paths && (paths->is_list() || paths->is_tuple())) {
+    for (const auto& p : paths->as_list()) {
+      if (const std::string* path = text_of(&p)) out.redirect_history.push_back(*path);
     }
   }
   return out;

@@ -3,7 +3,8 @@
 // When a container server cannot be told about an object change right away (or
 // container_update_mode = async), the object server writes the update to
 // <dev>/async_pending[-N]/<suffix>/<hash>-<timestamp> as Swift does: a protocol-0 pickle of
-// {'op', 'account', 'container', 'obj', 'headers', ['container_path']}, so that Swift's
+// {'op', 'account', 'container', 'obj', 'headers', ['container_path', 'successes',
+// 'redirect_history']}, so that Swift's
 // swift-object-updater and apus-object-updater can both deliver it.
 //
 // Pure functions; thread-safe.
@@ -26,6 +27,8 @@ struct AsyncUpdate {
   std::vector<std::pair<std::string, std::string>> headers;
   std::optional<std::string> container_path;  // "a/c" of a shard to send it to instead
   std::vector<int64_t> successes;  // container node ids that already took it (the updater's)
+  // The shard paths the updater was redirected to, in order (a loop sends it back to the root).
+  std::vector<std::string> redirect_history;
 };
 
 // The protocol-0 pickle Swift writes. Header values are stored as Swift's WSGI strings (one

@@ -42,7 +42,33 @@ ContainerUpdate update_from(const Request& req, const Location& loc, std::string
   return u;
 }
 
+// The shard container a proxy named for the update ("account/container"), or nullopt for the
+// root: Swift's X-Backend-Quoted-Container-Path, else the older unquoted header.
+std::optional<std::string> shard_path(const Request& req) {
+  std::string path;
+  if (auto quoted = req.headers.get("X-Backend-Quoted-Container-Path"); quoted && !quoted->empty()) {
+    path = common::http::percent_decode(*quoted);
+  } else {
+    path = std::string(req.headers.get_or("X-Backend-Container-Path", ""));
+  }
+  if (path.empty()) return std::nullopt;
+  size_t slash = path.find('/');
+  if (slash == 0 || slash == std::string::npos || slash + 1 == path.size() ||
+      path.find('/', slash + 1) != std::string::npos) {
+    APUS_LOG_ERROR("Invalid X-Backend-Container-Path, should be of the form 'account/container' "
+                   "but got \"" + path + "\"");
+    return std::nullopt;
+  }
+  return path;
+}
+
 }  // namespace
+
+std::pair<std::string, std::string> ContainerUpdate::target_container() const {
+  if (!container_path) return {account, container};
+  size_t slash = container_path->find('/');
+  return {container_path->substr(0, slash), container_path->substr(slash + 1)};
+}
 
 std::string ContainerUpdate::pending_timestamp() const {
   return std::string(headers.get_or("X-Meta-Timestamp", headers.get_or("X-Timestamp", "")));
@@ -54,6 +80,7 @@ AsyncUpdate ContainerUpdate::to_async_update() const {
   update.account = account;
   update.container = container;
   update.obj = object;
+  update.container_path = container_path;
   for (const auto& [k, v] : headers) update.headers.emplace_back(common::http::title_case(k), v);
   return update;
 }
@@ -94,6 +121,7 @@ std::optional<ContainerUpdate> container_update_for(const Request& req, const Lo
   u.account = loc.account;
   u.container = loc.container;
   u.object = loc.object;
+  u.container_path = shard_path(req);
   u.container_partition = std::move(partition);
   for (size_t i = 0; i < hosts.size(); ++i) u.targets.emplace_back(hosts[i], devices[i]);
   return u;
@@ -205,10 +233,11 @@ net::awaitable<void> UpdateSender::deliver(std::shared_ptr<const ContainerUpdate
     auto& pool = common::http::ConnectionPool::for_this_thread();
     common::http::ClientOptions timeouts{.conn_timeout = options_.conn_timeout,
                                          .node_timeout = options_.node_timeout};
+    auto [account, container] = update->target_container();
     auto response = co_await common::http::simple_request(
         pool, timeouts, host_port->first, host_port->second,
-        make_update_request(update->op, device, update->container_partition, update->account,
-                            update->container, update->object, update->headers));
+        make_update_request(update->op, device, update->container_partition, account, container,
+                            update->object, update->headers));
     if (response.ok() && response->head.status >= 200 && response->head.status < 300) co_return;
     APUS_LOG_ERROR("container update failed with " + host + "/" + device +
                    " (saving for async update later): " +

@@ -40,11 +40,17 @@ struct ContainerUpdate {
   std::string account, container, object;  // the row: a/c/o, or the queue's row
   std::string container_partition;
   std::vector<std::pair<std::string, std::string>> targets;  // ("ip:port", container device)
+  // "<account>/<container>" of the shard container the update goes to instead of the root
+  // (the proxy's X-Backend-Quoted-Container-Path for an object of a sharded Swift container);
+  // kept in the async pending as Swift keeps it.
+  std::optional<std::string> container_path;
   common::http::HeaderMap headers;
   // The object's device and policy: where its async pending goes.
   std::string device;
   int policy = 0;
 
+  // The container the row goes to: container_path's, else account/container.
+  std::pair<std::string, std::string> target_container() const;
   // What names its async pending: X-Meta-Timestamp, else X-Timestamp.
   std::string pending_timestamp() const;
   // The async pending Swift saves for it: header names title-cased as its HeaderKeyDict.
@@ -61,7 +67,9 @@ common::http::ClientRequest make_update_request(std::string op, std::string_view
                                                 common::http::HeaderMap headers);
 
 // The update of `loc`'s container row for a request (its X-Container-Host, -Device and
-// -Partition); `headers` are the row's (X-Size, X-Etag...). nullopt when there is nobody to tell
+// -Partition, and the shard from X-Backend-Quoted-Container-Path or X-Backend-Container-Path:
+// one not of the form "account/container" is logged and the root updated, as in Swift);
+// `headers` are the row's (X-Size, X-Etag...). nullopt when there is nobody to tell
 // (no host or partition) or the host and device lists differ (logged), as in Swift.
 std::optional<ContainerUpdate> container_update_for(const common::http::Request& req,
                                                     const Location& loc, std::string op,

@@ -12,11 +12,13 @@
 #include <thread>
 
 #include "common/async.h"
+#include "common/config/config.h"
 #include "common/http/client.h"
 #include "common/http/url.h"
 #include "common/io/blocking_pool.h"
 #include "common/log/log.h"
 #include "common/process.h"
+#include "common/timestamp.h"
 #include "object-server/async_pending.h"
 #include "object-server/container_update.h"
 #include "object-server/diskfile.h"
@@ -67,6 +69,17 @@ struct ObjectUpdater::Impl {
   // Lists the newest pending per object on every device, removing superseded ones (pool).
   std::vector<PendingFile> gather();
   net::awaitable<void> process(const PendingFile& file, common::http::ConnectionPool& pool);
+
+  // One round of an update to the replicas that have not taken it yet.
+  struct Attempt {
+    bool all_ok = true;         // every replica took it
+    bool new_successes = false;  // some replica took it this round
+    bool error = false;         // no replicas to send to (ring trouble)
+    std::optional<std::string> redirect;  // a shard to send it to instead (301)
+    std::string object_path;              // for logs
+  };
+  net::awaitable<Attempt> send(AsyncUpdate& update, int policy,
+                               common::http::ConnectionPool& pool);
 };
 
 std::vector<PendingFile> ObjectUpdater::Impl::gather() {
@@ -132,6 +145,102 @@ std::vector<PendingFile> ObjectUpdater::Impl::gather() {
   return out;
 }
 
+namespace {
+
+// Where a container server's 301 sends an update (Swift's get_redirect_data): the shard's
+// "<account>/<container>" from Location's path (unquoted when X-Backend-Location-Is-Quoted) and
+// X-Backend-Redirect-Timestamp. nullopt, logged, when either is missing or bad.
+std::optional<std::pair<std::string, common::Timestamp>> redirect_of(
+    const common::http::HeaderMap& h, const std::string& object_path) {
+  auto location = h.get("Location");
+  if (!location) return std::nullopt;
+  std::string path(*location);
+  if (size_t scheme = path.find("://"); scheme != std::string::npos) {  // urlparse(...).path
+    size_t slash = path.find('/', scheme + 3);
+    path = slash == std::string::npos ? "" : path.substr(slash);
+  }
+  path = path.substr(0, path.find_first_of("?#"));
+  if (common::config_true_value(h.get_or("X-Backend-Location-Is-Quoted", "false"))) {
+    path = common::http::percent_decode(path);
+  }
+  auto segs = common::http::split_path(path, 2, 3, true);
+  auto ts = common::Timestamp::parse(h.get_or("X-Backend-Redirect-Timestamp", ""));
+  if (!segs.ok() || !ts.ok()) {
+    APUS_LOG_ERROR("Container update failed for " + object_path +
+                   "; problem with redirect location: " + std::string(*location));
+    return std::nullopt;
+  }
+  return std::make_pair(*(*segs)[0] + "/" + *(*segs)[1], *ts);
+}
+
+}  // namespace
+
+net::awaitable<ObjectUpdater::Impl::Attempt> ObjectUpdater::Impl::send(
+    AsyncUpdate& update, int policy, common::http::ConnectionPool& pool) {
+  Attempt out;
+  std::string account = update.account, container = update.container;
+  if (update.container_path) {
+    auto slash = update.container_path->find('/');
+    if (slash != std::string::npos) {
+      account = update.container_path->substr(0, slash);
+      container = update.container_path->substr(slash + 1);
+    }
+  }
+  auto nodes = ring->get_nodes(account, container);
+  if (!nodes.ok()) {
+    out.all_ok = false;
+    out.error = true;
+    co_return out;
+  }
+  std::string partition = std::to_string(nodes->partition);
+  out.object_path = "/" + account + "/" + container + "/" + update.obj;  // for logs
+  common::http::HeaderMap headers;
+  bool has_policy = false, has_redirect = false, has_quoted = false;
+  for (const auto& [k, v] : update.headers) {
+    if (common::http::iequals(k, "User-Agent")) continue;
+    has_policy |= common::http::iequals(k, "X-Backend-Storage-Policy-Index");
+    has_redirect |= common::http::iequals(k, "X-Backend-Accept-Redirect");
+    has_quoted |= common::http::iequals(k, "X-Backend-Accept-Quoted-Location");
+    headers.add(k, v);
+  }
+  headers.set("User-Agent", "object-updater " + std::to_string(::getpid()));
+  if (!has_policy) headers.set("X-Backend-Storage-Policy-Index", std::to_string(policy));
+  if (!has_redirect) headers.set("X-Backend-Accept-Redirect", "true");
+  if (!has_quoted) headers.set("X-Backend-Accept-Quoted-Location", "true");
+
+  std::optional<std::pair<std::string, common::Timestamp>> newest_redirect;
+  for (const auto& node : nodes->nodes) {
+    int64_t id = node.id();
+    if (std::find(update.successes.begin(), update.successes.end(), id) !=
+        update.successes.end()) {
+      continue;
+    }
+    const ring::Device& dev = *node.device;
+    auto resp = co_await common::http::simple_request(
+        pool, dev.replication_ip, static_cast<uint16_t>(dev.replication_port),
+        make_update_request(update.op, dev.device, partition, account, container, update.obj,
+                            headers));
+    if (resp.ok() && resp->head.status >= 200 && resp->head.status < 300) {
+      update.successes.push_back(id);
+      out.new_successes = true;
+      continue;
+    }
+    out.all_ok = false;
+    if (resp.ok() && resp->head.status == 301) {
+      // Of several replicas' redirects, the newest shard wins, as in Swift.
+      if (auto r = redirect_of(resp->head.headers, out.object_path);
+          r && (!newest_redirect || newest_redirect->second < r->second)) {
+        newest_redirect = std::move(r);
+      }
+    }
+    APUS_LOG_DEBUG("update of " + out.object_path + " to " + dev.replication_ip + ":" +
+                   std::to_string(dev.replication_port) + "/" + dev.device + " failed: " +
+                   (resp.ok() ? std::to_string(resp->head.status) : resp.status().to_string()));
+  }
+  if (newest_redirect) out.redirect = std::move(newest_redirect->first);
+  co_return out;
+}
+
 net::awaitable<void> ObjectUpdater::Impl::process(const PendingFile& file,
                                                   common::http::ConnectionPool& pool) {
   auto loaded = co_await disk.call([&]() -> Result<AsyncUpdate> {
@@ -146,74 +255,51 @@ net::awaitable<void> ObjectUpdater::Impl::process(const PendingFile& file,
     co_return;
   }
   AsyncUpdate& update = *loaded;
-  std::string account = update.account, container = update.container;
-  if (update.container_path) {
-    auto slash = update.container_path->find('/');
-    if (slash != std::string::npos) {
-      account = update.container_path->substr(0, slash);
-      container = update.container_path->substr(slash + 1);
+  bool rewrite = false;
+  // A redirect to a shard is followed at once, once; the next pass goes on from there.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    Attempt a = co_await send(update, file.policy, pool);
+    if (a.error) {
+      ++stats.errors;
+      co_return;
     }
-  }
-  auto nodes = ring->get_nodes(account, container);
-  if (!nodes.ok()) {
-    ++stats.errors;
-    co_return;
-  }
-  std::string partition = std::to_string(nodes->partition);
-  std::string object_path = "/" + account + "/" + container + "/" + update.obj;  // for logs
-  common::http::HeaderMap headers;
-  bool has_policy = false, has_redirect = false, has_quoted = false;
-  for (const auto& [k, v] : update.headers) {
-    if (common::http::iequals(k, "User-Agent")) continue;
-    has_policy |= common::http::iequals(k, "X-Backend-Storage-Policy-Index");
-    has_redirect |= common::http::iequals(k, "X-Backend-Accept-Redirect");
-    has_quoted |= common::http::iequals(k, "X-Backend-Accept-Quoted-Location");
-    headers.add(k, v);
-  }
-  headers.set("User-Agent", "object-updater " + std::to_string(::getpid()));
-  if (!has_policy) headers.set("X-Backend-Storage-Policy-Index", std::to_string(file.policy));
-  if (!has_redirect) headers.set("X-Backend-Accept-Redirect", "true");
-  if (!has_quoted) headers.set("X-Backend-Accept-Quoted-Location", "true");
-
-  bool all_ok = true, new_successes = false;
-  for (const auto& node : nodes->nodes) {
-    int64_t id = node.id();
-    if (std::find(update.successes.begin(), update.successes.end(), id) !=
-        update.successes.end()) {
-      continue;
-    }
-    const ring::Device& dev = *node.device;
-    auto resp = co_await common::http::simple_request(
-        pool, dev.replication_ip, static_cast<uint16_t>(dev.replication_port),
-        make_update_request(update.op, dev.device, partition, account, container, update.obj,
-                            headers));
-    if (resp.ok() && resp->head.status >= 200 && resp->head.status < 300) {
-      update.successes.push_back(id);
-      new_successes = true;
-    } else {
-      all_ok = false;
-      APUS_LOG_DEBUG("update of " + object_path + " to " + dev.replication_ip + ":" +
-                     std::to_string(dev.replication_port) + "/" + dev.device + " failed: " +
-                     (resp.ok() ? std::to_string(resp->head.status) : resp.status().to_string()));
-    }
-  }
-  std::string tmp_dir = file.device + "/" + DiskFileManager::policy_dir("tmp", file.policy);
-  if (all_ok) {
-    ++stats.successes;
-    bool unlinked = co_await disk.call([&] {
-      bool ok = fs.unlink(file.path).ok();
-      fs.rmdir(file.path.substr(0, file.path.rfind('/'))).ignore();  // if it was the last one
-      return ok;
-    });
-    if (unlinked) ++stats.unlinks;  // counted here, on the loop thread, like every stat
-  } else {
-    ++stats.failures;
-    if (new_successes) {
-      Status s = co_await disk.call([&] {
-        return fs.write_file_atomic(file.path, encode_async_pending(update), tmp_dir);
+    if (a.all_ok) {
+      ++stats.successes;
+      bool unlinked = co_await disk.call([&] {
+        bool ok = fs.unlink(file.path).ok();
+        fs.rmdir(file.path.substr(0, file.path.rfind('/'))).ignore();  // if it was the last one
+        return ok;
       });
-      if (!s.ok()) APUS_LOG_ERROR("cannot rewrite " + file.path + ": " + s.to_string());
+      if (unlinked) ++stats.unlinks;  // counted here, on the loop thread, like every stat
+      co_return;
     }
+    if (!a.redirect) {
+      ++stats.failures;
+      rewrite = rewrite || a.new_successes;
+      break;
+    }
+    // Successes were the old container's replicas: the shard's are others.
+    update.successes.clear();
+    if (std::find(update.redirect_history.begin(), update.redirect_history.end(),
+                  *a.redirect) != update.redirect_history.end()) {
+      // Redirected in a circle: back to the root, history forgotten (Swift does the same).
+      update.container_path.reset();
+      update.redirect_history.clear();
+    } else {
+      update.container_path = *a.redirect;
+      update.redirect_history.push_back(*a.redirect);
+    }
+    ++stats.redirects;
+    APUS_LOG_DEBUG("Update redirected for " + a.object_path + " " + file.path + " to " +
+                   update.container_path.value_or("the root"));
+    rewrite = true;
+  }
+  if (rewrite) {
+    std::string tmp_dir = file.device + "/" + DiskFileManager::policy_dir("tmp", file.policy);
+    Status s = co_await disk.call([&] {
+      return fs.write_file_atomic(file.path, encode_async_pending(update), tmp_dir);
+    });
+    if (!s.ok()) APUS_LOG_ERROR("cannot rewrite " + file.path + ": " + s.to_string());
   }
 }
 
@@ -277,6 +363,7 @@ UpdaterStats ObjectUpdater::run_once() {
                 std::to_string(impl.stats.successes) + " successes, " +
                 std::to_string(impl.stats.failures) + " failures, " +
                 std::to_string(impl.stats.unlinks) + " unlinks, " +
+                std::to_string(impl.stats.redirects) + " redirects, " +
                 std::to_string(impl.stats.errors) + " errors");
   return impl.stats;
 }

@@ -46,6 +46,7 @@ struct UpdaterStats {
   uint64_t failures = 0;   // updates some replica refused (file kept)
   uint64_t unlinks = 0;    // files removed: delivered or superseded by a newer one
   uint64_t errors = 0;     // unreadable files (quarantined) and other trouble
+  uint64_t redirects = 0;  // updates a container server sent to a shard (301), followed
 };
 
 class ObjectUpdater {

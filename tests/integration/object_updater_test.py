@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import threading
+from urllib.parse import quote
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "interop"))
@@ -130,6 +131,24 @@ def main():
         check(len(up.updates) == before_up + 1 and len(down.updates) == before_down + 1,
               "Swift's updater delivered Apus's pending to both replicas")
         check(pendings(root) == [], "and removed it: %r" % pendings(root))
+        # The container was sharded (a Swift root answers 301 to its shard): the updater follows
+        # the redirect at once, to the shard's replicas, and removes the pending.
+        shard = ".shards_acc/cont-caf\u00e9-1"
+        up.shard = down.shard = shard
+        procs.request(port, "PUT", "/sda1/0/acc/cont/moved",
+                      dict(cont, **{"X-Timestamp": "1700000010.00000",
+                                    "Content-Type": "text/plain"}), b"m")
+        before_up, before_down = len(up.updates), len(down.updates)
+        subprocess.run(updater, check=True)
+        sent = [p for _, p, _ in up.updates[before_up:] + down.updates[before_down:]]
+        shard_path = "/" + quote(shard) + "/moved"
+        check(sum(p.endswith("/acc/cont/moved") for p in sent) == 2 and
+              sum(p.endswith(shard_path) for p in sent) == 2,
+              "the root's replicas redirected the update to the shard's: %r" % sent)
+        check(pendings(root) == [], "the redirected update delivered: %r" % pendings(root))
+        with open(os.path.join(root, "log")) as f:
+            check("1 redirects" in f.read(), "the pass counted the redirect")
+        up.shard = down.shard = None
         up.shutdown()
         down.shutdown()
     print("object updater test:", "%d failures" % len(failures) if failures else "ok")

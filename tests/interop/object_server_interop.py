@@ -24,6 +24,7 @@ import socket
 import sys
 import threading
 import time
+from urllib.parse import quote
 
 SUPPORT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support")
 sys.path.insert(0, SUPPORT)
@@ -49,10 +50,14 @@ def check(cond, what):
 
 
 class FakeContainerServer(http.server.ThreadingHTTPServer):
-    """Records container updates and answers 201 (or `status`)."""
+    """Records container updates and answers 201 (or `status`); with `shard` ("a/c") set, an
+    update for any other container gets the 301 a sharded Swift root answers, to that shard
+    (timestamp `shard_timestamp`)."""
     def __init__(self, port):
         self.updates = []
         self.status = 201
+        self.shard = None
+        self.shard_timestamp = "1700000000.00000"
         server = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -66,7 +71,16 @@ class FakeContainerServer(http.server.ThreadingHTTPServer):
                 if n:
                     self.rfile.read(n)
                 server.updates.append((self.command, self.path, dict(self.headers)))
-                self.send_response(server.status)
+                # /<dev>/<part>/<account>/<container>/<obj>
+                _, _, _, account, container, obj = self.path.split("/", 5)
+                shard = server.shard
+                if shard and "%s/%s" % (account, container) != quote(shard):
+                    self.send_response(301)
+                    self.send_header("Location", "/%s/%s" % (quote(shard), obj))
+                    self.send_header("X-Backend-Location-Is-Quoted", "true")
+                    self.send_header("X-Backend-Redirect-Timestamp", server.shard_timestamp)
+                else:
+                    self.send_response(server.status)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
 

@@ -78,6 +78,38 @@ TEST_CASE("container_update: container rows from X-Container-* headers") {
                                    loc(), "PUT", HeaderMap()));
 }
 
+TEST_CASE("container_update: a shard container path sends the row there, kept when pending") {
+  auto with = [](std::initializer_list<std::pair<const char*, const char*>> extra) {
+    auto r = request({{"X-Container-Host", "1.2.3.4:1"},
+                      {"X-Container-Device", "d1"},
+                      {"X-Container-Partition", "9"}});
+    for (const auto& [k, v] : extra) r.headers.set(k, v);
+    return container_update_for(r, loc(), "PUT", HeaderMap());
+  };
+  auto quoted = with({{"X-Backend-Quoted-Container-Path", ".shards_AUTH_test/c-%C3%A9-1"},
+                      {"X-Backend-Container-Path", "ignored/when-quoted-given"}});
+  REQUIRE(quoted);
+  CHECK(quoted->container_path == std::optional<std::string>(".shards_AUTH_test/c-\xc3\xa9-1"));
+  CHECK(quoted->target_container() ==
+        std::make_pair(std::string(".shards_AUTH_test"), std::string("c-\xc3\xa9-1")));
+  CHECK(quoted->account == "AUTH_test");  // the row's names stay the root's
+  CHECK(quoted->container == "c");
+  auto pending = quoted->to_async_update();
+  CHECK(pending.container_path == quoted->container_path);
+  CHECK(pending.container == "c");
+
+  auto old_header = with({{"X-Backend-Container-Path", ".shards_a/c-1"}});
+  REQUIRE(old_header);
+  CHECK(old_header->container_path == std::optional<std::string>(".shards_a/c-1"));
+  // Not "account/container": the root gets the update, as in Swift.
+  for (const char* bad : {"no-slash", "/c", "a/", "a/c/o"}) {
+    auto u = with({{"X-Backend-Container-Path", bad}});
+    REQUIRE(u);
+    CHECK_FALSE(u->container_path);
+    CHECK(u->target_container() == std::make_pair(std::string("AUTH_test"), std::string("c")));
+  }
+}
+
 TEST_CASE("container_update: expiring-queue rows, a bad X-Delete-At-Container included") {
   ExpiringQueue queue{".expiring_objects", 86400};
   auto queued = [&](const char* container) {
