@@ -1,5 +1,7 @@
 #include "common/utf8.h"
 
+#include <cstdint>
+
 namespace apus::common {
 
 int utf8_sequence(std::string_view s, size_t i) {
@@ -49,6 +51,39 @@ std::string utf8_replace(std::string_view s) {
       out.append("\xef\xbf\xbd");
       i += static_cast<size_t>(-n);
     }
+  }
+  return out;
+}
+
+std::string increment_last_char(std::string_view s) {
+  // Find the start of the last UTF-8 sequence and decode it.
+  size_t start = s.size() - 1;
+  while (start > 0 && (static_cast<uint8_t>(s[start]) & 0xC0) == 0x80) --start;
+  auto b = [&](size_t i) { return static_cast<uint32_t>(static_cast<uint8_t>(s[i])); };
+  uint32_t cp = b(start);
+  size_t len = s.size() - start;
+  if (len == 2) cp = (cp & 0x1F) << 6 | (b(start + 1) & 0x3F);
+  if (len == 3) cp = (cp & 0x0F) << 12 | (b(start + 1) & 0x3F) << 6 | (b(start + 2) & 0x3F);
+  if (len == 4) {
+    cp = (cp & 0x07) << 18 | (b(start + 1) & 0x3F) << 12 | (b(start + 2) & 0x3F) << 6 |
+         (b(start + 3) & 0x3F);
+  }
+  ++cp;
+  std::string out(s.substr(0, start));
+  if (cp < 0x80) {
+    out.push_back(static_cast<char>(cp));
+  } else if (cp < 0x800) {
+    out.push_back(static_cast<char>(0xC0 | cp >> 6));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else if (cp < 0x10000) {
+    out.push_back(static_cast<char>(0xE0 | cp >> 12));
+    out.push_back(static_cast<char>(0x80 | (cp >> 6 & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else {
+    out.push_back(static_cast<char>(0xF0 | cp >> 18));
+    out.push_back(static_cast<char>(0x80 | (cp >> 12 & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp >> 6 & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
   }
   return out;
 }

@@ -23,4 +23,10 @@ bool valid_utf8(std::string_view s);
 // one U+FFFD.
 std::string utf8_replace(std::string_view s);
 
+// The next string in code-point order after `s`'s last character, on UTF-8 bytes (Python's
+// s[:-1] + chr(ord(s[-1]) + 1)): the first string above every one that starts with `s`. The
+// last code point is stepped as bytes, so U+10FFFF and U+D7FF step to byte sequences UTF-8
+// does not allow, which still sort above what they must. REQUIRES: !s.empty().
+std::string increment_last_char(std::string_view s);
+
 }  // namespace apus::common

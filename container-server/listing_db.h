@@ -29,6 +29,7 @@
 
 #include "common/io/fs.h"
 #include "common/status.h"
+#include "common/utf8.h"
 #include "common/timestamp.h"
 
 namespace apus::container {
@@ -310,9 +311,7 @@ using common::timestamp_or_zero;
 // Swift's chexor: `old_hash` XOR MD5("<name>-<timestamp>"), as 32 hex characters.
 std::string chexor(std::string_view old_hash, std::string_view name, std::string_view timestamp);
 
-// The next string in code-point order after `s`'s last character (Swift's
-// s[:-1] + chr(ord(s[-1]) + 1)), on UTF-8 bytes. REQUIRES: !s.empty().
-std::string increment_last_char(std::string_view s);
+using common::increment_last_char;
 
 // Swift's update_new_item_from_existing: folds `existing` into `update` (newest data, content
 // type and meta timestamps win) and encodes the result's created_at. Returns false when

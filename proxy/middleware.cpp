@@ -463,21 +463,6 @@ class Crossdomain final : public Middleware {
 
 // ---- listing_formats -------------------------------------------------------------------------
 
-// Rebuilds a query string with format=json instead of any format the client gave.
-std::string json_query(std::string_view query) {
-  std::string out;
-  size_t start = 0;
-  while (start <= query.size()) {
-    size_t amp = query.find('&', start);
-    std::string_view field =
-        query.substr(start, amp == std::string_view::npos ? std::string_view::npos : amp - start);
-    start = amp == std::string_view::npos ? query.size() + 1 : amp + 1;
-    if (field.empty() || field.starts_with("format=") || field == "format") continue;
-    out += (out.empty() ? "" : "&") + std::string(field);
-  }
-  return out + (out.empty() ? "" : "&") + "format=json";
-}
-
 class ListingFormats final : public Middleware {
  public:
   explicit ListingFormats(const common::Constraints& constraints) : constraints_(constraints) {}
@@ -507,7 +492,7 @@ class ListingFormats final : public Middleware {
     }
     ResponseCapture held(ex, max_listing_body(constraints_));
     std::string target(req.path());
-    target += "?" + json_query(req.query());
+    target += "?" + common::http::with_query_param(req.query(), "format", "json");
     held.mutable_request().target = target;
     // As Swift's req.accept = ...: a format names the type the middlewares further on see.
     if (format && !format->empty()) {

@@ -102,6 +102,8 @@ Result<ProxyConfig> ProxyConfig::from_config(const common::Config& conf) {
   APUS_ASSIGN_OR_RETURN(c.recheck_account_existence, s.get_double("recheck_account_existence", 60));
   APUS_ASSIGN_OR_RETURN(c.recheck_container_existence,
                         s.get_double("recheck_container_existence", 60));
+  APUS_ASSIGN_OR_RETURN(c.recheck_updating_shard_ranges,
+                        s.get_double("recheck_updating_shard_ranges", 3600));
   APUS_ASSIGN_OR_RETURN(c.expose_info, s.get_bool("expose_info", true));
   c.request_node_count = s.get_string("request_node_count", "2 * replicas");
   APUS_ASSIGN_OR_RETURN(c.strict_cors_mode, s.get_bool("strict_cors_mode", true));

@@ -47,6 +47,9 @@ struct ProxyConfig {
   double timing_expiry = 300;
   double recheck_account_existence = 60;
   double recheck_container_existence = 60;
+  // How long the shard ranges of a sharded container that take object updates stay cached
+  // (Swift's option and default); 0 asks the container for the one range at every write.
+  double recheck_updating_shard_ranges = 3600;
   std::string log_name = "proxy-server";
   bool expose_info = true;
   std::string request_node_count = "2 * replicas";

@@ -131,4 +131,27 @@ std::optional<std::string> query_param(std::string_view query, std::string_view 
   return out;
 }
 
+std::string without_query_param(std::string_view query, std::string_view name) {
+  std::string out;
+  size_t start = 0;
+  while (start <= query.size()) {
+    size_t amp = query.find('&', start);
+    std::string_view field =
+        query.substr(start, amp == std::string_view::npos ? std::string_view::npos : amp - start);
+    start = amp == std::string_view::npos ? query.size() + 1 : amp + 1;
+    if (field.empty()) continue;
+    // A field is named by its decoded name, as parse_query() reads it.
+    auto parsed = parse_query(field);
+    if (!parsed.empty() && parsed[0].first == name) continue;
+    out += (out.empty() ? "" : "&") + std::string(field);
+  }
+  return out;
+}
+
+std::string with_query_param(std::string_view query, std::string_view name,
+                             std::string_view value) {
+  std::string out = without_query_param(query, name);
+  return out + (out.empty() ? "" : "&") + quote(name, "") + "=" + quote(value, "");
+}
+
 }  // namespace apus::common::http

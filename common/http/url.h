@@ -38,6 +38,14 @@ std::vector<std::pair<std::string, std::string>> parse_query(std::string_view qu
 // or nullopt when absent.
 std::optional<std::string> query_param(std::string_view query, std::string_view name);
 
+// `query` without any field named `name` (by its decoded name); the other fields are kept
+// byte for byte.
+std::string without_query_param(std::string_view query, std::string_view name);
+// without_query_param() and "name=value" appended, `value` quoted: what setting
+// req.params[name] sends on in Swift.
+std::string with_query_param(std::string_view query, std::string_view name,
+                             std::string_view value);
+
 // Swift's validate_device_partition: neither empty, ".", ".." nor containing '/'.
 Status validate_device_partition(std::string_view device, std::string_view partition);
 

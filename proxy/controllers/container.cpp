@@ -3,13 +3,22 @@
 #include <algorithm>
 #include <cstdlib>
 #include <string>
+#include <utility>
+#include <vector>
+
+#include <boost/json/parse.hpp>
+#include <boost/json/value.hpp>
 
 #include "common/config/config.h"
 #include "common/constraints.h"
 #include "common/http/swob.h"
 #include "common/http/url.h"
+#include "common/listing_format.h"
+#include "common/log/log.h"
 #include "common/timestamp.h"
+#include "common/utf8.h"
 #include "proxy/internal/app.h"
+#include "proxy/shard_ranges.h"
 
 namespace apus::proxy {
 
@@ -200,10 +209,23 @@ net::awaitable<void> ContainerController::read(Exchange& ex, ProxyEnv& env, uint
   for (const auto& [k, v] : req.headers) h.set(k, v);
   h.set("X-Trans-Id", env.trans_id);
   std::string query(req.query());
+  // As Swift's proxy: a sharded container (a Swift server's; Apus's never shard) answers
+  // with the shard ranges that make up its listing, which are then read in turn. An internal
+  // caller naming a record type gets what it asked for.
+  const bool auto_record = !req.headers.contains("X-Backend-Record-Type");
+  if (auto_record) {
+    h.set("X-Backend-Record-Type", "auto");
+    query = common::http::with_query_param(query, "states", "listing");
+  }
   std::string target = "/" + common::http::quote(path().account) + "/" +
                        common::http::quote(path().container) +
                        (query.empty() ? "" : "?" + query);
   Response r = co_await get_or_head(app(), app().container_ring(), part, req.method, target, h);
+  if (req.method == "GET" && auto_record && r.status >= 200 && r.status < 300 &&
+      iequals(r.headers.get_or("X-Backend-Record-Type", ""), "shard")) {
+    ShardListing listing{{{path().account, path().container}}, 0};
+    r = co_await listing_from_shards(req, h, std::move(r), listing);
+  }
   if (early) {
     std::optional<std::string> acl;
     if (auto v = r.headers.get("X-Container-Read")) acl = std::string(*v);
@@ -304,6 +326,157 @@ net::awaitable<void> ContainerController::update(Exchange& ex, ProxyEnv& env, ui
                                         target, [&](size_t) { return h; }, body);
   co_await forget_container_info(env);
   co_return co_await ex.reply(best_response(answers, n));
+}
+
+namespace {
+
+// Shards inside shards are followed this deep at most; deeper, a shard's own rows are listed
+// (Swift has no bound but its loop check; a bound keeps a bad shard tree from fanning out).
+constexpr int kMaxShardDepth = 8;
+
+std::string listing_name(const boost::json::value& entry) {
+  const boost::json::object* o = entry.if_object();
+  if (!o) return {};
+  for (const char* key : {"name", "subdir"}) {
+    if (const boost::json::value* v = o->if_contains(key); v && v->is_string()) {
+      return std::string(v->as_string());
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+net::awaitable<Response> ContainerController::listing_from_shards(const Request& req,
+                                                                 const HeaderMap& headers,
+                                                                 Response root,
+                                                                 ShardListing& listing) {
+  std::optional<std::vector<ShardRange>> ranges = parse_shard_ranges(root.body);
+  if (!ranges) {
+    APUS_LOG_ERROR("Failed to get shard ranges from " + std::string(req.target) +
+                   ": not a shard range listing");
+    co_return swob_response(500);
+  }
+  if (ranges->empty()) co_return root;  // nothing to follow: what the root said
+  APUS_LOG_DEBUG("GET listing from " + std::to_string(ranges->size()) + " shards for: " +
+                 std::string(req.target));
+  // Every shard must list the root's policy (the root's own unless the caller named one).
+  HeaderMap shard_headers = headers;
+  shard_headers.erase("X-Backend-Record-Type");
+  if (!shard_headers.contains("X-Backend-Storage-Policy-Index")) {
+    shard_headers.set("X-Backend-Storage-Policy-Index",
+                      root.headers.get_or("X-Backend-Storage-Policy-Index", "0"));
+  }
+  const std::string policy(shard_headers.get_or("X-Backend-Storage-Policy-Index", "0"));
+
+  const std::string query(req.query());
+  auto param = [&](std::string_view name) {
+    return common::http::query_param(query, name).value_or("");
+  };
+  const int64_t max_limit = config().swift.constraints.container_listing_limit;
+  int64_t req_limit = max_limit;
+  if (auto given = common::http::query_param(query, "limit");
+      given && !given->empty() && given->find_first_not_of("0123456789") == std::string::npos &&
+      given->size() <= 18) {
+    req_limit = std::min<int64_t>(std::stoll(*given), max_limit);
+  }
+  const bool reverse = common::config_true_value(param("reverse"));
+  const std::string marker = param("marker"), end_marker = param("end_marker");
+  const std::string prefix = param("prefix");
+
+  std::vector<boost::json::value> objects;
+  int64_t limit = req_limit;
+  for (const ShardRange& range : *ranges) {
+    if (!prefix.empty()) {
+      // A shard wholly outside the names the prefix covers has nothing to add.
+      if (range.below(prefix) || range.above(common::increment_last_char(prefix))) continue;
+    }
+    std::string shard_query = common::http::with_query_param(query, "limit", std::to_string(limit));
+    // The marker is the last name listed so far, so no name comes twice (and names of the
+    // shard below its range, misplaced ones, still come); the end marker keeps a shard to its
+    // own range, so a misplaced name cannot hide the next shard's.
+    std::string shard_marker = objects.empty() ? marker : listing_name(objects.back());
+    shard_query = common::http::with_query_param(shard_query, "marker", shard_marker);
+    std::string shard_end = !end_marker.empty() && range.contains(end_marker) ? end_marker
+                            : reverse                                        ? range.lower
+                                                                             : range.end_marker();
+    shard_query = common::http::with_query_param(shard_query, "end_marker", shard_end);
+    shard_query = common::http::with_query_param(shard_query, "format", "json");
+    HeaderMap h = shard_headers;
+    const bool visited = std::find(listing.history.begin(), listing.history.end(),
+                                   std::make_pair(range.account(), range.container())) !=
+                         listing.history.end();
+    const bool follow = !visited && listing.depth + 1 < kMaxShardDepth;
+    if (follow) {
+      h.set("X-Backend-Record-Type", "auto");
+      shard_query = common::http::with_query_param(shard_query, "states", "listing");
+    } else {
+      // Back at a container already read (a gap filled with itself, a shard shrunk into the
+      // root): its own rows, or the listing would go round.
+      h.set("X-Backend-Record-Type", "object");
+      shard_query = common::http::without_query_param(shard_query, "states");
+    }
+    auto part = app().container_ring().get_part(range.account(), range.container());
+    if (!part.ok()) co_return swob_response(503);
+    std::string target = "/" + common::http::quote(range.account()) + "/" +
+                         common::http::quote(range.container()) + "?" + shard_query;
+    Response shard = co_await get_or_head(app(), app().container_ring(), *part, "GET", target, h);
+    if (follow && shard.status >= 200 && shard.status < 300 &&
+        iequals(shard.headers.get_or("X-Backend-Record-Type", ""), "shard")) {
+      listing.history.emplace_back(range.account(), range.container());
+      ++listing.depth;
+      Request sub = req;
+      sub.target = std::string(req.path()) + "?" + shard_query;
+      shard = co_await listing_from_shards(sub, h, std::move(shard), listing);
+      --listing.depth;
+    }
+    if (shard.status < 200 || shard.status >= 300) {
+      APUS_LOG_ERROR("Aborting listing from shards due to bad response: " +
+                     std::to_string(shard.status) + " from " + range.name);
+      co_return swob_response(503);
+    }
+    std::string_view shard_policy = shard.headers.get_or(
+        "X-Backend-Record-Storage-Policy-Index",
+        shard.headers.get_or("X-Backend-Storage-Policy-Index", ""));
+    if (shard_policy != policy) {
+      APUS_LOG_ERROR("Aborting listing from shards due to bad shard policy index: " +
+                     std::string(shard_policy) + " (expected " + policy + ")");
+      co_return swob_response(503);
+    }
+    boost::system::error_code ec;
+    boost::json::value got = boost::json::parse(shard.body, ec);
+    if (ec || !got.is_array()) co_return swob_response(503);
+    if (got.as_array().empty()) continue;  // an empty shard is fine
+    for (boost::json::value& entry : got.as_array()) objects.push_back(std::move(entry));
+    limit -= static_cast<int64_t>(got.as_array().size());
+    if (limit <= 0) break;
+    const std::string last = listing_name(objects.back());
+    if (!end_marker.empty() && (reverse ? end_marker >= last : end_marker <= last)) break;
+  }
+
+  std::string body = "[";
+  for (size_t i = 0; i < objects.size(); ++i) {
+    if (i > 0) body += ", ";
+    common::listing::append_python_json(body, objects[i]);
+  }
+  body += "]";
+  root.body = std::move(body);
+  root.headers.set("Content-Type", "application/json; charset=utf-8");
+  root.headers.erase("Content-Length");
+  const bool constrained = !marker.empty() || !end_marker.empty() || !param("path").empty() ||
+                           !prefix.empty() || !param("delimiter").empty();
+  if (!constrained && static_cast<int64_t>(objects.size()) < req_limit) {
+    // Every name is here: count them rather than trust the root's (possibly older) totals.
+    int64_t bytes = 0;
+    for (const auto& o : objects) {
+      if (const boost::json::value* b = o.is_object() ? o.as_object().if_contains("bytes") : nullptr) {
+        if (b->is_int64()) bytes += b->as_int64();
+      }
+    }
+    root.headers.set("X-Container-Object-Count", std::to_string(objects.size()));
+    root.headers.set("X-Container-Bytes-Used", std::to_string(bytes));
+  }
+  co_return root;
 }
 
 net::awaitable<OrRefusal<CachedInfo>> ContainerController::account_for_write(

@@ -8,6 +8,9 @@
 #pragma once
 
 #include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <boost/asio/awaitable.hpp>
 
@@ -28,6 +31,18 @@ class ContainerController final : public Controller {
   // ACL may still lift.
   boost::asio::awaitable<void> read(common::http::Exchange& ex, ProxyEnv& env, uint32_t part,
                                     std::optional<common::http::Response> early);
+  // A listing of a sharded container, gathered from its shards as Swift's proxy gathers it
+  // (_get_from_shards): `root` is the container's answer of shard ranges, `headers` what asked
+  // for it. Each shard is asked for the names of its range from the last one listed, until
+  // the limit; a shard that is sharded in turn is followed unless it was visited already.
+  // The JSON listing (503 when a shard fails or lists another policy).
+  struct ShardListing {
+    std::vector<std::pair<std::string, std::string>> history;  // (account, container) read
+    int depth = 0;
+  };
+  boost::asio::awaitable<common::http::Response> listing_from_shards(
+      const common::http::Request& req, const common::http::HeaderMap& headers,
+      common::http::Response root, ShardListing& listing);
   // PUT, POST and DELETE, once authorized.
   boost::asio::awaitable<void> write(common::http::Exchange& ex, ProxyEnv& env, uint32_t part);
   // UPDATE (private): the request body's rows, merged by every replica of the container.

@@ -31,6 +31,8 @@
 #include "common/timestamp.h"
 #include "common/update_plan.h"
 #include "proxy/internal/app.h"
+#include "proxy/memcache.h"
+#include "proxy/shard_ranges.h"
 
 namespace apus::proxy {
 
@@ -269,12 +271,15 @@ std::string node_list(const ring::NodeList& nodes, const std::vector<size_t>& in
 // updaters deliver to every queue replica), unless the caller said otherwise (the expirer's
 // own deletes say no).
 void add_updates(HeaderMap& h, const UpdatePlan& plan, size_t i,
-                 const ring::NodeList& container_nodes, const ring::NodeList* queue_nodes,
-                 const std::string& queue_container) {
+                 const ring::NodeList& container_nodes,
+                 const std::optional<std::string>& container_path,
+                 const ring::NodeList* queue_nodes, const std::string& queue_container) {
   if (!plan.container[i].empty()) {
     h.set("X-Container-Partition", std::to_string(container_nodes.partition));
     h.set("X-Container-Host", node_list(container_nodes, plan.container[i], true));
     h.set("X-Container-Device", node_list(container_nodes, plan.container[i], false));
+    // Quoted: a container name may hold bytes a header cannot (Swift's reason too).
+    if (container_path) h.set("X-Backend-Quoted-Container-Path", common::http::quote(*container_path));
   }
   if (queue_nodes && !plan.delete_at[i].empty()) {
     h.set("X-Delete-At-Container", queue_container);
@@ -633,6 +638,50 @@ std::optional<ObjectController::Placement> ObjectController::place(const CachedI
   return out;
 }
 
+net::awaitable<void> ObjectController::target_shard(Placement& placement,
+                                                   const CachedInfo& container,
+                                                   const Request& req, const ProxyEnv& env) {
+  const std::string_view state = container.headers.get_or("X-Backend-Sharding-State", "unsharded");
+  if (state != "sharded" && state != "sharding") co_return;
+  const ApiPath& p = path();
+  const double ttl = config().recheck_updating_shard_ranges;
+  const std::string key = "shard-updating/" + p.account + "/" + p.container;  // Swift's
+  std::optional<std::vector<ShardRange>> ranges;
+  if (ttl > 0 && env.memcache) {
+    if (auto cached = co_await env.memcache->get(key)) ranges = parse_shard_ranges(*cached);
+  }
+  if (!ranges) {
+    std::string query = "format=json&states=updating";
+    if (ttl <= 0) query += "&includes=" + common::http::quote(p.object, "");
+    HeaderMap h = backend_headers(req, env.trans_id);
+    h.set("X-Backend-Record-Type", "shard");
+    auto cpart = app().container_ring().get_part(p.account, p.container);
+    if (!cpart.ok()) co_return;
+    Response r = co_await get_or_head(
+        app(), app().container_ring(), *cpart, "GET",
+        "/" + common::http::quote(p.account) + "/" + common::http::quote(p.container) + "?" +
+            query,
+        h);
+    if (r.status < 200 || r.status >= 300 ||
+        !iequals(r.headers.get_or("X-Backend-Record-Type", ""), "shard")) {
+      APUS_LOG_WARNING("Failed to get shard ranges from /" + p.account + "/" + p.container +
+                       ": " + std::to_string(r.status) + "; updating the root");
+      co_return;
+    }
+    ranges = parse_shard_ranges(r.body);
+    if (ranges && !ranges->empty() && ttl > 0 && env.memcache) {
+      co_await env.memcache->set(key, std::move(r.body), ttl);  // Swift's dicts, as listed
+    }
+  }
+  if (!ranges) co_return;
+  const ShardRange* shard = find_shard_range(p.object, *ranges);
+  if (!shard) co_return;
+  auto nodes = app().container_ring().get_nodes(shard->account(), shard->container());
+  if (!nodes.ok()) co_return;
+  placement.container_nodes = std::move(*nodes);
+  placement.container_path = shard->name;
+}
+
 std::optional<ObjectController::QueuePlacement> ObjectController::place_in_queue(
     const HeaderMap& client) {
   auto value = client.get("X-Delete-At");
@@ -915,6 +964,7 @@ net::awaitable<void> ObjectController::put(Exchange& ex, ProxyEnv& env,
   if (auto bad = fix_delete_headers(client, *now)) co_return co_await ex.reply(std::move(*bad));
   std::optional<Placement> placement = place(container);
   if (!placement) co_return co_await ex.reply(swob_response(503));
+  co_await target_shard(*placement, container, req, env);
   const ring::NodeList& container_nodes = placement->container_nodes;
 
   // Connect to as many nodes as the ring has replicas at once, with Expect: 100-continue.
@@ -954,9 +1004,9 @@ net::awaitable<void> ObjectController::put(Exchange& ex, ProxyEnv& env,
                    quorum_size(n), quorum_size(container_nodes.nodes.size()));
   std::vector<PutSlot> slots = co_await connect_put_nodes(
       std::move(it), n, options, health(), std::move(put), target,
-      [&container_nodes, &plan, &queue](size_t i, HeaderMap& h) {
-        add_updates(h, plan, i, container_nodes, queue ? &queue->nodes : nullptr,
-                    queue ? queue->container : std::string());
+      [&container_nodes, &placement, &plan, &queue](size_t i, HeaderMap& h) {
+        add_updates(h, plan, i, container_nodes, placement->container_path,
+                    queue ? &queue->nodes : nullptr, queue ? queue->container : std::string());
       });
   std::vector<std::unique_ptr<ClientConnection>> conns;
   std::vector<const ring::Device*> conn_devices;
@@ -1102,6 +1152,7 @@ net::awaitable<void> ObjectController::post_or_delete(Exchange& ex, ProxyEnv& en
   }
   std::optional<Placement> placement = place(container);
   if (!placement) co_return co_await ex.reply(swob_response(503));
+  co_await target_shard(*placement, container, req, env);
   const ring::NodeList& container_nodes = placement->container_nodes;
   HeaderMap base = object_write_headers(req, client, env.trans_id, now, placement->policy);
   NodeIter it = iter_nodes(app(), *placement->ring, placement->partition,
@@ -1118,8 +1169,8 @@ net::awaitable<void> ObjectController::post_or_delete(Exchange& ex, ProxyEnv& en
   auto answers = co_await make_requests(
       config().backend, health(), std::move(it), req.method, quoted_path(), [&](size_t i) {
         HeaderMap h = base;
-        add_updates(h, plan, i, container_nodes, queue ? &queue->nodes : nullptr,
-                    queue ? queue->container : std::string());
+        add_updates(h, plan, i, container_nodes, placement->container_path,
+                    queue ? &queue->nodes : nullptr, queue ? queue->container : std::string());
         return h;
       });
   Response r = best_response(answers, n);

@@ -37,7 +37,10 @@ class ObjectController final : public Controller {
     int policy = 0;
     ring::Ring* ring = nullptr;
     uint32_t partition = 0;
-    ring::NodeList container_nodes;
+    ring::NodeList container_nodes;  // the replicas the container update goes to
+    // The shard container ("<account>/<container>") the update goes to, for an object of a
+    // sharded Swift container (then container_nodes are the shard's).
+    std::optional<std::string> container_path;
   };
 
   // A good answer to an object GET or HEAD, its body still to be read.
@@ -87,6 +90,14 @@ class ObjectController final : public Controller {
       std::string_view etag, std::vector<BackendResponse>& answers);
   // The placement of the object in `container` (its policy), or nullopt without a ring for it.
   std::optional<Placement> place(const CachedInfo& container);
+  // Swift's _get_update_target: when `container` is sharded (or sharding), the update of the
+  // object's row goes to the shard whose range holds its name. The shard ranges a container
+  // takes updates in are cached in memcached for recheck_updating_shard_ranges under Swift's
+  // key (shared with Swift's proxies); with that 0, the one range is asked for each write.
+  // Without a shard (none found, or asking failed) the root stays the target, as in Swift.
+  boost::asio::awaitable<void> target_shard(Placement& placement, const CachedInfo& container,
+                                            const common::http::Request& req,
+                                            const ProxyEnv& env);
   // The expirer's queue container for a write with X-Delete-At (already checked and
   // normalized in `client`) and its replicas; nullopt when the write sets none.
   struct QueuePlacement {

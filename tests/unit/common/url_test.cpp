@@ -69,3 +69,14 @@ TEST_CASE("url: validate_device_partition refuses traversal") {
   CHECK_FALSE(validate_device_partition("a/b", "1").ok());
   CHECK(validate_device_partition("sda", ".").message() == "Invalid partition: .");
 }
+
+TEST_CASE("with_query_param replaces every field of that name and keeps the others as sent") {
+  using apus::common::http::with_query_param;
+  CHECK(with_query_param("", "format", "json") == "format=json");
+  CHECK(with_query_param("format=xml&prefix=a%2Fb", "format", "json") == "prefix=a%2Fb&format=json");
+  CHECK(with_query_param("format&limit=2&format=plain", "format", "json") == "limit=2&format=json");
+  CHECK(with_query_param("%66ormat=xml", "format", "json") == "format=json");  // decoded name
+  CHECK(with_query_param("formats=1", "format", "json") == "formats=1&format=json");
+  CHECK(with_query_param("a=1", "marker", "x/\xc3\xa9 &") == "a=1&marker=x%2F%C3%A9%20%26");
+  CHECK(apus::common::http::without_query_param("states=listing&a=1&states", "states") == "a=1");
+}
