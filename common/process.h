@@ -21,7 +21,8 @@
 
 namespace apus::common {
 
-// Blocks SIGTERM, SIGINT, SIGHUP, SIGUSR2 and SIGPIPE in the calling thread and threads it creates later.
+// Blocks SIGTERM, SIGINT, SIGHUP, SIGUSR2 and SIGPIPE in the calling thread and threads it
+// creates later.
 void block_stop_signals();
 
 // Blocks until SIGTERM or SIGINT arrives and returns it; SIGHUP reopens the log file meanwhile,

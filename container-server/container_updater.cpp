@@ -133,7 +133,7 @@ net::awaitable<void> ContainerUpdater::Impl::report(const std::string& device,
     });
     if (!s.ok()) APUS_LOG_ERROR("cannot record report of " + db + ": " + s.to_string());
     APUS_LOG_DEBUG("Update report sent for /" + info.account + "/" + info.container);
-  } else if (not_found == n) {
+  } else if (n > 0 && not_found == n) {
     // Every account replica says the account does not exist (a ring or hash prefix changed
     // under the cluster, an account wiped): the report can never land, so the container is
     // put aside where an operator can find it, as Swift's updater does, instead of being

@@ -340,6 +340,9 @@ class ReplicateRpc {
     if (op == "rsync_then_merge") return take_file(args, /*create=*/false);
     if (op == "apus_remove_db") return remove_db(args);
     if (op == "apus_merge_info") return merge_info(args);
+    if (op == "apus_reconciler_sync" && type_ == DbType::kContainer) {
+      return reconciler_sync(args);
+    }
     if (op == "get_shard_ranges" && type_ == DbType::kContainer) return get_shard_ranges();
     return plain_error(400, "Unknown replication operation");
   }
@@ -529,6 +532,21 @@ class ReplicateRpc {
     return swob_response(204);
   }
 
+  // ["apus_reconciler_sync", point]: the replicator queued this replica's rows of other
+  // policies up to ROWID `point` for the reconciler (Swift's update_reconciler_sync).
+  Response reconciler_sync(const json::array& args) {
+    auto point = args.size() == 1 ? json_int(args[0]) : std::nullopt;
+    if (!point || *point < -1) return plain_error(400, bad_request_body("apus_reconciler_sync"));
+    Status s = store_->update_info(t_.db(), [&](std::optional<DbInfo>& info) -> Result<bool> {
+      if (!info) return Status::not_found();
+      if (info->reconciler_sync_point == *point) return false;
+      info->reconciler_sync_point = *point;
+      return true;
+    });
+    if (!s.ok()) return store_failure(s);
+    return swob_response(204);
+  }
+
   // ["apus_remove_db", id, max_row].
   Response remove_db(const json::array& args) {
     const auto* id = args.size() == 2 ? args[0].if_string() : nullptr;
@@ -645,6 +663,17 @@ std::string create_db_request(const DbInfo& info, DbType type) {
 
 std::string remove_db_request(std::string_view id, int64_t max_row) {
   return json::serialize(json::array{"apus_remove_db", id, max_row});
+}
+
+std::string reconciler_sync_request(int64_t point) {
+  return json::serialize(json::array{"apus_reconciler_sync", point});
+}
+
+std::string object_rows_body(const std::vector<ObjectRecord>& rows) {
+  json::array items;
+  items.reserve(rows.size());
+  for (const ObjectRecord& r : rows) items.emplace_back(object_row_json(r));
+  return json::serialize(items);
 }
 
 namespace {

@@ -24,7 +24,8 @@
 //    handoff copy, through its own server: the replicator only reads the store);
 //    ["apus_merge_info", {a "sync" answer}] merges a peer's metadata, timestamps and policy
 //    into the replica here (what Swift's replicator does to its own database with a peer's
-//    answer; an Apus replicator asks its own server).
+//    answer; an Apus replicator asks its own server); ["apus_reconciler_sync", point] records
+//    how far the replica's rows of other policies were queued for the container reconciler.
 //
 // Safer than Swift: the body is bounded (32 MiB), the path must name a partition number and a
 // 32-digit hash (and a created replica's names must hash to it), rows must have valid UTF-8
@@ -81,6 +82,10 @@ std::string merge_syncs_request(const std::vector<SyncPoint>& points);
 // ["apus_create_db", {...}] and ["apus_remove_db", id, max_row].
 std::string create_db_request(const DbInfo& info, DbType type);
 std::string remove_db_request(std::string_view id, int64_t max_row);
+// ["apus_reconciler_sync", point].
+std::string reconciler_sync_request(int64_t point);
+// A JSON array of object rows: an UPDATE body (what parse_object_rows() reads).
+std::string object_rows_body(const std::vector<ObjectRecord>& rows);
 
 // A "sync" answer's body; InvalidArgument when it is not one.
 common::Result<RemoteInfo> parse_sync_answer(std::string_view body);

@@ -175,6 +175,16 @@ struct DbReplicator::Impl {
                                        int64_t point);
   net::awaitable<bool> remove_handoff(const ring::Device& self, const std::string& db,
                                       const DbInfo& info);
+  // Swift's _post_replicate_hook: rows of a container in a policy other than the container's
+  // (both sides of a split-brain PUT took writes) are queued for the container reconciler.
+  // False when some rows could not be queued (the next pass tries again).
+  net::awaitable<bool> queue_misplaced(ListingStore& store, const ring::Device* self,
+                                       const std::string& db, const DbInfo& info,
+                                       bool replicated);
+  // Queue entries for `rows` into the queue container `queue` (.misplaced_objects/<hour>),
+  // on a majority of its replicas.
+  net::awaitable<bool> feed_reconciler(const std::string& queue,
+                                       const std::vector<ObjectRecord>& rows);
   // A Swift server without the replica: made with a backend PUT (see sync_with).
   net::awaitable<bool> create_on_swift(const ring::Device& peer, uint32_t part,
                                        const DbInfo& info, const std::string& where);
@@ -364,6 +374,124 @@ net::awaitable<bool> DbReplicator::Impl::create_on_swift(const ring::Device& pee
   co_return true;
 }
 
+namespace {
+
+// Swift's MISPLACED_OBJECTS_ACCOUNT, get_reconciler_container_name and
+// get_reconciler_obj_name: the queue of the container reconciler.
+constexpr std::string_view kMisplacedAccount = ".misplaced_objects";
+
+std::string queue_container(const ObjectRecord& row) {
+  auto ts = common::decode_timestamps(row.created_at);
+  if (!ts.ok()) return {};
+  const common::Timestamp& meta = ts->t3 ? *ts->t3 : ts->t2 ? *ts->t2 : ts->t1;
+  const auto seconds = static_cast<int64_t>(meta.seconds());
+  return std::to_string(seconds / 3600 * 3600);
+}
+
+// The queue row of a misplaced object row: its place as "<policy>:/<a>/<c>/<o>", its
+// created_at as timestamp and etag, its operation as content type.
+ObjectRecord queue_entry(const DbInfo& info, const ObjectRecord& row) {
+  ObjectRecord q;
+  q.name = std::to_string(row.storage_policy_index) + ":/" + info.account + "/" +
+           info.container + "/" + row.name;
+  q.created_at = row.created_at;
+  q.etag = row.created_at;
+  q.content_type = row.deleted ? "application/x-delete" : "application/x-put";
+  q.size = 0;
+  q.storage_policy_index = 0;
+  return q;
+}
+
+}  // namespace
+
+net::awaitable<bool> DbReplicator::Impl::feed_reconciler(const std::string& queue,
+                                                         const std::vector<ObjectRecord>& rows) {
+  auto nodes = ring->get_nodes(kMisplacedAccount, queue);
+  if (!nodes.ok()) co_return false;
+  const std::string body = object_rows_body(rows);
+  size_t taken = 0;
+  for (const ring::Node& node : nodes->nodes) {
+    const ring::Device& dev = *node.device;
+    common::http::ClientRequest request;
+    request.method = "UPDATE";  // rows merged, the queue container made if missing
+    request.target = "/" + common::http::quote(dev.device) + "/" +
+                     std::to_string(nodes->partition) +
+                     common::http::quote("/" + std::string(kMisplacedAccount) + "/" + queue);
+    request.headers.set("User-Agent", user_agent);
+    request.headers.set("X-Timestamp", common::Timestamp::now().internal());
+    request.headers.set("X-Backend-Storage-Policy-Index", "0");
+    request.headers.set("Content-Type", "application/json");
+    request.content_length = body.size();
+    auto r = co_await common::http::simple_request(*pool, timeouts(), dev.replication_ip,
+                                                   static_cast<uint16_t>(dev.replication_port),
+                                                   std::move(request), body, kMaxAnswer);
+    if (r.ok() && r->head.status >= 200 && r->head.status < 300) {
+      ++taken;
+    } else {
+      APUS_LOG_WARNING("Failed to queue " + std::to_string(rows.size()) +
+                       " misplaced objects in " + std::string(kMisplacedAccount) + "/" + queue +
+                       " on " + dev.replication_ip + ":" + std::to_string(dev.replication_port) +
+                       "/" + dev.device + ": " +
+                       (r.ok() ? std::to_string(r->head.status) : r.status().to_string()));
+    }
+  }
+  co_return taken > nodes->nodes.size() / 2;
+}
+
+net::awaitable<bool> DbReplicator::Impl::queue_misplaced(ListingStore& store,
+                                                         const ring::Device* self,
+                                                         const std::string& db,
+                                                         const DbInfo& info, bool replicated) {
+  if (config.type != DbType::kContainer || info.account == kMisplacedAccount || !self) {
+    co_return true;
+  }
+  // Rows of another policy exist only where the policy stats name one.
+  const bool several =
+      std::any_of(info.policy_stats.begin(), info.policy_stats.end(),
+                  [&](const auto& p) { return p.first != info.storage_policy_index; });
+  if (!several) co_return true;
+  int64_t point = info.reconciler_sync_point, queued_to = point;
+  bool errors = false;
+  while (point < info.max_row) {
+    auto rows = store.objects_since(db, point, static_cast<size_t>(config.per_diff));
+    if (!rows.ok()) {
+      errors = true;
+      break;
+    }
+    if (rows->empty()) break;
+    std::map<std::string, std::vector<ObjectRecord>> by_queue;
+    for (const ObjectRecord& row : *rows) {
+      if (row.storage_policy_index == info.storage_policy_index) continue;
+      std::string queue = queue_container(row);
+      if (queue.empty()) continue;  // a timestamp no reconciler could place
+      by_queue[queue].push_back(queue_entry(info, row));
+    }
+    for (const auto& [queue, entries] : by_queue) {
+      if (co_await feed_reconciler(queue, entries)) {
+        stats.misplaced_queued += entries.size();
+      } else {
+        errors = true;
+      }
+    }
+    point = rows->back().rowid;
+    if (!errors) queued_to = point;  // the point only moves past rows queued everywhere before
+  }
+  if (queued_to > info.reconciler_sync_point) {
+    APUS_LOG_INFO("Queued misplaced object rows of " + db + " up to row " +
+                  std::to_string(queued_to) + " for the container reconciler");
+  }
+  // As Swift: the point moves only after a replication most peers took, so a row another
+  // replica has too is queued by it as well, never by nobody.
+  if (queued_to > info.reconciler_sync_point && replicated) {
+    auto r = co_await replicate(*self, info.partition, db, reconciler_sync_request(queued_to));
+    if (!r.ok() || r->head.status != 204) {
+      APUS_LOG_WARNING("cannot record the reconciler sync point of " + db + ": " +
+                       (r.ok() ? std::to_string(r->head.status) : r.status().to_string()));
+    }
+  }
+  co_return !errors;
+}
+
 net::awaitable<bool> DbReplicator::Impl::remove_handoff(const ring::Device& self,
                                                         const std::string& db,
                                                         const DbInfo& info) {
@@ -447,6 +575,8 @@ net::awaitable<void> DbReplicator::Impl::replicate_db(ListingStore& store, std::
       }
     }
   }
+  const bool queued = co_await queue_misplaced(
+      store, self, db, info, static_cast<size_t>(successes) >= peers.size() / 2 + 1);
   const std::string key = device + "/" + db;
   if (!should_be_here) {
     const bool enough = config.handoff_delete > 0 ? successes >= config.handoff_delete
@@ -456,7 +586,7 @@ net::awaitable<void> DbReplicator::Impl::replicate_db(ListingStore& store, std::
     }
     co_return;
   }
-  if (all_ok) {
+  if (all_ok && queued) {
     confirmed[key] = Confirmed{fingerprint(info), now_seconds(), pass};
   } else {
     confirmed.erase(key);

@@ -99,6 +99,7 @@ struct DbReplicationStats {
   uint64_t created = 0;    // replicas made on peers that lacked them
   uint64_t remove = 0;     // handoff replicas removed here
   uint64_t rows_sent = 0;
+  uint64_t misplaced_queued = 0;  // rows of other policies queued for the reconciler
   double seconds = 0;
 };
 

@@ -187,6 +187,9 @@ class TimedStore final : public ListingStore {
   Status remove_db(std::string_view db, std::string_view id, int64_t max_row) override {
     return inner_->remove_db(db, id, max_row);
   }
+  Status remove_db_if_unchanged(std::string_view db, const DbInfo& expected) override {
+    return inner_->remove_db_if_unchanged(db, expected);
+  }
   Result<RowAudit> audit_rows(std::string_view db) override { return inner_->audit_rows(db); }
   Status verify_checksums() override { return inner_->verify_checksums(); }
   Result<std::vector<ContainerRecord>> containers_since(std::string_view db, int64_t after_rowid,
@@ -600,6 +603,10 @@ OrRefusal<PathSegments> split_storage_path(std::string_view decoded_path, int mi
     }
   }
   return segments;
+}
+
+void DbServer::request_background_pass() {
+  APUS_LOG_WARNING("SIGUSR2: this server has no background pass to run");
 }
 
 // ---- main ------------------------------------------------------------------------------------

@@ -251,7 +251,7 @@ class DbServer {
   virtual void start_background() {}
   virtual void stop_background() {}
   // SIGUSR2: the background passes an operator can ask for run now (the container updater's).
-  virtual void request_background_pass() {}
+  virtual void request_background_pass();
 };
 // Builds a server from its program config; InvalidArgument for a bad option.
 using MakeDbServer = std::function<common::Result<std::unique_ptr<DbServer>>(

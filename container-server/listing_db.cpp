@@ -179,6 +179,7 @@ std::string encode_info(const DbInfo& in) {
     put_string(out, item.value);
     put_string(out, item.timestamp);
   }
+  put_signed(out, in.reconciler_sync_point);  // added later: absent from older records
   return out;
 }
 
@@ -218,6 +219,7 @@ Result<DbInfo> decode_info(std::string_view data) {
     item.timestamp = r.string();
     in.metadata[std::move(key)] = std::move(item);
   }
+  if (r.ok() && !r.done()) in.reconciler_sync_point = r.signed_varint();
   if (!r.ok()) return Status::corruption("truncated info record");
   return in;
 }
@@ -483,6 +485,18 @@ class RocksListingStore final : public ListingStore {
     if ((*info)->id != id || (*info)->max_row != max_row) {
       return Status::conflict("the database changed since it was replicated");
     }
+    rocksdb::WriteBatch batch;
+    batch.Delete(info_key(db));
+    delete_db_keys(db, batch);
+    return write_batch(batch);
+  }
+
+  Status remove_db_if_unchanged(std::string_view db, const DbInfo& expected) override {
+    common::MutexLock lock(&lock_for(db));
+    auto info = read_info(db, nullptr);
+    if (!info.ok()) return info.status();
+    if (!info->has_value()) return Status::not_found("no such database");
+    if (**info != expected) return Status::conflict("the database changed meanwhile");
     rocksdb::WriteBatch batch;
     batch.Delete(info_key(db));
     delete_db_keys(db, batch);
@@ -1242,6 +1256,10 @@ class ReopeningStore final : public ListingStore {
   }
   Status remove_db(std::string_view db, std::string_view id, int64_t max_row) override {
     return write([&](RocksListingStore& inner) { return inner.remove_db(db, id, max_row); });
+  }
+  Status remove_db_if_unchanged(std::string_view db, const DbInfo& expected) override {
+    return write(
+        [&](RocksListingStore& inner) { return inner.remove_db_if_unchanged(db, expected); });
   }
   Result<RowAudit> audit_rows(std::string_view db) override {
     return read([&](RocksListingStore& inner) { return inner.audit_rows(db); });

@@ -41,6 +41,7 @@ enum class DbType { kContainer, kAccount };
 struct MetaItem {
   std::string value;
   std::string timestamp;
+  bool operator==(const MetaItem&) const = default;
 };
 using DbMetadata = std::map<std::string, MetaItem>;
 
@@ -78,6 +79,9 @@ struct DbInfo {
   DbMetadata metadata;
   int64_t max_row = -1;  // the newest ROWID given out
   int64_t tombstones = 0;  // deleted rows kept (so reclaim can skip databases without any)
+  // Containers: the newest ROWID up to which rows of other policies were queued for the
+  // container reconciler (Swift's reconciler_sync_point).
+  int64_t reconciler_sync_point = -1;
 
   // Containers: the counts of the container's own policy (Swift's container_stat view).
   int64_t container_objects() const;
@@ -89,6 +93,7 @@ struct DbInfo {
   bool is_status_deleted() const;
   // Containers: no objects in any policy (Swift's empty()); accounts: no containers.
   bool empty(DbType type) const;
+  bool operator==(const DbInfo&) const = default;
 };
 
 // A container's object row, or an update to one (as Swift's merge_items takes it).
@@ -233,6 +238,10 @@ class ListingStore {
   // it does not exist. (A handoff replica's removal: Swift's delete_db after
   // cleanup_post_replicate's max_row check.)
   virtual common::Status remove_db(std::string_view db, std::string_view id, int64_t max_row) = 0;
+  // Removes database `db` altogether provided its info is still exactly `expected` (no row,
+  // timestamp, status, metadata or count changed): Conflict, with nothing removed, otherwise.
+  // NotFound when it does not exist. (A quarantine's removal, after the copy was made.)
+  virtual common::Status remove_db_if_unchanged(std::string_view db, const DbInfo& expected) = 0;
 
   // Swift's reclaim: removes deleted rows older than `age_timestamp` (internal form; objects
   // by created_at, containers by delete_timestamp) and emptied metadata items older than it;

@@ -444,8 +444,7 @@ class SqliteFile {
  public:
   explicit SqliteFile(const std::string& path) {
     if (sqlite3_open_v2(path.c_str(), &db_,
-                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX |
-                            SQLITE_OPEN_EXCLUSIVE,
+                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                         nullptr) != SQLITE_OK) {
       status_ = Status::io_error(path + ": " + (db_ ? sqlite3_errmsg(db_) : "out of memory"));
     }
@@ -495,13 +494,14 @@ void write_stat(SqliteFile& f, DbType type, const DbInfo& i) {
           "delete_timestamp, object_count, bytes_used, reported_put_timestamp, "
           "reported_delete_timestamp, reported_object_count, reported_bytes_used, hash, id, "
           "status, status_changed_at, metadata, x_container_sync_point1, "
-          "x_container_sync_point2, storage_policy_index) "
-          "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+          "x_container_sync_point2, storage_policy_index, reconciler_sync_point) "
+          "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
           {i.account, i.container, i.created_at, i.put_timestamp, i.delete_timestamp,
            i.container_objects(), i.container_bytes(), i.reported_put_timestamp,
            i.reported_delete_timestamp, i.reported_object_count, i.reported_bytes_used, i.hash,
            i.id, i.status, i.status_changed_at, metadata, i.x_container_sync_point1,
-           i.x_container_sync_point2, int64_t{i.storage_policy_index}});
+           i.x_container_sync_point2, int64_t{i.storage_policy_index},
+           i.reconciler_sync_point});
     for (const auto& [policy, stat] : i.policy_stats) {
       f.run("INSERT INTO policy_stat VALUES (?,?,?)",
             {int64_t{policy}, stat.object_count, stat.bytes_used});
@@ -586,31 +586,34 @@ Result<std::string> quarantine_db(ListingStore& store, common::io::Fs& fs, std::
   if (!info.ok()) return info.status();
   if (!*info) return Status::not_found("no such database");
   const std::string hash(db.substr(db.find('/') + 1));
-  const std::string parent = device_path + "/quarantined/" +
-                             (store.type() == DbType::kContainer ? "containers" : "accounts");
-  auto made = fs.mkdirs(parent);
+  std::random_device rd;
+  char random[40];
+  std::snprintf(random, sizeof random, "%08x%08x%08x%08x", rd(), rd(), rd(), rd());
+  // Written in the device's tmp, then renamed into place with every directory the rename
+  // makes fsynced (Swift's renamer): only a file whose name is durable lets the database go.
+  const std::string tmp_dir = device_path + "/tmp";
+  auto made = fs.mkdirs(tmp_dir);
   if (!made.ok()) return made.status();
-  std::string dir = parent + "/" + hash;
-  if (auto st = fs.stat(dir); st.ok() && st->exists) {
-    std::random_device rd;
-    char suffix[40];
-    std::snprintf(suffix, sizeof suffix, "-%08x%08x%08x%08x", rd(), rd(), rd(), rd());
-    dir += suffix;
-  }
-  made = fs.mkdirs(dir);
-  if (!made.ok()) return made.status();
+  const std::string tmp = tmp_dir + "/" + hash + "." + random + ".db";
+  std::string dir = device_path + "/quarantined/" +
+                    (store.type() == DbType::kContainer ? "containers/" : "accounts/") + hash;
+  if (auto st = fs.stat(dir); st.ok() && st->exists) dir += std::string("-") + random;
   const std::string file = dir + "/" + hash + ".db";
-  auto discard = [&] {
-    (void)fs.unlink(file + ".tmp");
+  Status s = write_swift_db(tmp, store, db, **info);
+  if (s.ok()) {
+    auto f = fs.open_read(tmp);
+    s = f.ok() ? fs.fsync(*f) : f.status();
+  }
+  if (s.ok()) s = fs.durable_rename(tmp, file);
+  if (!s.ok()) {
+    (void)fs.unlink(tmp);
+    return s;
+  }
+  // Whatever changed since the copy began (a row, a POST's metadata, a status) would be lost.
+  s = store.remove_db_if_unchanged(db, **info);
+  if (!s.ok()) {
     (void)fs.unlink(file);
     (void)fs.rmdir(dir);
-  };
-  Status s = write_swift_db(file + ".tmp", store, db, **info);
-  if (s.ok()) s = fs.rename(file + ".tmp", file);
-  if (s.ok()) s = fs.fsync_dir(dir);
-  if (s.ok()) s = store.remove_db(db, (*info)->id, (*info)->max_row);
-  if (!s.ok()) {
-    discard();
     return s;
   }
   APUS_LOG_ERROR("Quarantined " + device_path + " " + std::string(db) + " to " + dir +

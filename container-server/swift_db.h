@@ -67,21 +67,23 @@ common::Result<int64_t> merge_swift_db(const std::string& path, ListingStore& st
                                        std::string_view sender_id, bool create,
                                        const common::HashPathConfig* names_must_hash);
 
-// Writes database `db` of `store` (whose info is `info`, read just before) as a Swift database
-// file at `path`, which must not exist: the stat row, policy_stat, every row up to info.max_row
+// Writes database `db` of `store` (whose info is `info`, read just before) as a new Swift
+// database file at `path`: the stat row, policy_stat, every row up to info.max_row
 // with its ROWID (deleted rows too), the AUTOINCREMENT sequence at info.max_row and the
 // incoming sync points. The tables and columns are Swift's, so swift-container-info and
 // swift-account-info read the file and SwiftDbReader (apus-db-import) takes it back; the stat
 // row is a table holding the counts (Swift's schema before policies had this shape) and there
-// are no triggers: the file is a record, not a database to serve. The file is fsynced.
+// are no triggers: the file is a record, not a database to serve. SQLite syncs it at its
+// commit (synchronous = FULL); the caller makes its name durable.
 common::Status write_swift_db(const std::string& path, ListingStore& store, std::string_view db,
                               const DbInfo& info);
 
 // Swift's DatabaseBroker.quarantine for a listing store: database `db` leaves `store` for
-// `<device_path>/quarantined/<containers|accounts>/<hash>/<hash>.db` (write_swift_db; a
-// `-<random hex>` suffix on the directory when one of that name exists, as Swift does), then is
-// removed from the store, provided no row or replica id changed meanwhile (Conflict otherwise,
-// with the file removed and the database left as it was). NotFound when `db` does not exist.
+// `<device_path>/quarantined/<containers|accounts>/<hash>/<hash>.db` (write_swift_db into
+// `<device_path>/tmp`, fsynced, renamed durably; a `-<random hex>` suffix on the directory when
+// one of that name exists, as Swift does), then is removed from the store, provided its info
+// did not change meanwhile (Conflict otherwise, with the file removed and the database left as
+// it was). NotFound when `db` does not exist.
 // Logged at ERROR with `reason`, as Swift does. Returns the directory made.
 common::Result<std::string> quarantine_db(ListingStore& store, common::io::Fs& fs,
                                           std::string_view db, const std::string& device_path,

@@ -46,7 +46,8 @@ ContainerUpdate update_from(const Request& req, const Location& loc, std::string
 // root: Swift's X-Backend-Quoted-Container-Path, else the older unquoted header.
 std::optional<std::string> shard_path(const Request& req) {
   std::string path;
-  if (auto quoted = req.headers.get("X-Backend-Quoted-Container-Path"); quoted && !quoted->empty()) {
+  auto quoted = req.headers.get("X-Backend-Quoted-Container-Path");
+  if (quoted && !quoted->empty()) {
     path = common::http::percent_decode(*quoted);
   } else {
     path = std::string(req.headers.get_or("X-Backend-Container-Path", ""));
@@ -63,6 +64,29 @@ std::optional<std::string> shard_path(const Request& req) {
 }
 
 }  // namespace
+
+std::optional<std::pair<std::string, common::Timestamp>> redirect_of(const HeaderMap& h,
+                                                                     std::string_view what) {
+  auto location = h.get("Location");
+  if (!location) return std::nullopt;
+  std::string path(*location);
+  if (size_t scheme = path.find("://"); scheme != std::string::npos) {  // urlparse(...).path
+    size_t slash = path.find('/', scheme + 3);
+    path = slash == std::string::npos ? "" : path.substr(slash);
+  }
+  path = path.substr(0, path.find_first_of("?#"));
+  if (common::config_true_value(h.get_or("X-Backend-Location-Is-Quoted", "false"))) {
+    path = common::http::percent_decode(path);
+  }
+  auto segs = common::http::split_path(path, 2, 3, true);
+  auto ts = common::Timestamp::parse(h.get_or("X-Backend-Redirect-Timestamp", ""));
+  if (!segs.ok() || !ts.ok()) {
+    APUS_LOG_ERROR("Container update failed for " + std::string(what) +
+                   "; problem with redirect location: " + std::string(*location));
+    return std::nullopt;
+  }
+  return std::make_pair(*(*segs)[0] + "/" + *(*segs)[1], *ts);
+}
 
 std::pair<std::string, std::string> ContainerUpdate::target_container() const {
   if (!container_path) return {account, container};
@@ -239,6 +263,21 @@ net::awaitable<void> UpdateSender::deliver(std::shared_ptr<const ContainerUpdate
         make_update_request(update->op, device, update->container_partition, account, container,
                             update->object, update->headers));
     if (response.ok() && response->head.status >= 200 && response->head.status < 300) co_return;
+    if (response.ok() && response->head.status == 301) {
+      // A sharded root names the shard: the pending goes there (Swift keeps it the same way).
+      auto [root_account, root_container] = update->target_container();
+      if (auto redirect = redirect_of(response->head.headers,
+                                      "/" + root_account + "/" + root_container + "/" +
+                                          update->object)) {
+        APUS_LOG_DEBUG("Update to /" + root_account + "/" + root_container + "/" +
+                       update->object + " redirected to " + redirect->first);
+        auto redirected = std::make_shared<ContainerUpdate>(*update);
+        redirected->container_path = redirect->first;
+        update = std::move(redirected);
+      }
+      co_await save(std::move(update));
+      co_return;
+    }
     APUS_LOG_ERROR("container update failed with " + host + "/" + device +
                    " (saving for async update later): " +
                    (response.ok() ? std::to_string(response->head.status) + " response"

@@ -57,6 +57,12 @@ struct ContainerUpdate {
   AsyncUpdate to_async_update() const;
 };
 
+// Where a container server's 301 sends an update (Swift's get_redirect_data): the shard's
+// "<account>/<container>" from Location's path (unquoted when X-Backend-Location-Is-Quoted) and
+// X-Backend-Redirect-Timestamp. nullopt, logged naming `what`, when either is missing or bad.
+std::optional<std::pair<std::string, common::Timestamp>> redirect_of(
+    const common::http::HeaderMap& h, std::string_view what);
+
 // The request a container replica gets for a row change (also the updater's):
 // <op> /<device>/<partition>/<account>/<container>/<object>, names quoted.
 common::http::ClientRequest make_update_request(std::string op, std::string_view device,

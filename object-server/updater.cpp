@@ -145,35 +145,6 @@ std::vector<PendingFile> ObjectUpdater::Impl::gather() {
   return out;
 }
 
-namespace {
-
-// Where a container server's 301 sends an update (Swift's get_redirect_data): the shard's
-// "<account>/<container>" from Location's path (unquoted when X-Backend-Location-Is-Quoted) and
-// X-Backend-Redirect-Timestamp. nullopt, logged, when either is missing or bad.
-std::optional<std::pair<std::string, common::Timestamp>> redirect_of(
-    const common::http::HeaderMap& h, const std::string& object_path) {
-  auto location = h.get("Location");
-  if (!location) return std::nullopt;
-  std::string path(*location);
-  if (size_t scheme = path.find("://"); scheme != std::string::npos) {  // urlparse(...).path
-    size_t slash = path.find('/', scheme + 3);
-    path = slash == std::string::npos ? "" : path.substr(slash);
-  }
-  path = path.substr(0, path.find_first_of("?#"));
-  if (common::config_true_value(h.get_or("X-Backend-Location-Is-Quoted", "false"))) {
-    path = common::http::percent_decode(path);
-  }
-  auto segs = common::http::split_path(path, 2, 3, true);
-  auto ts = common::Timestamp::parse(h.get_or("X-Backend-Redirect-Timestamp", ""));
-  if (!segs.ok() || !ts.ok()) {
-    APUS_LOG_ERROR("Container update failed for " + object_path +
-                   "; problem with redirect location: " + std::string(*location));
-    return std::nullopt;
-  }
-  return std::make_pair(*(*segs)[0] + "/" + *(*segs)[1], *ts);
-}
-
-}  // namespace
 
 net::awaitable<ObjectUpdater::Impl::Attempt> ObjectUpdater::Impl::send(
     AsyncUpdate& update, int policy, common::http::ConnectionPool& pool) {

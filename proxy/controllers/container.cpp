@@ -212,18 +212,22 @@ net::awaitable<void> ContainerController::read(Exchange& ex, ProxyEnv& env, uint
   // As Swift's proxy: a sharded container (a Swift server's; Apus's never shard) answers
   // with the shard ranges that make up its listing, which are then read in turn. An internal
   // caller naming a record type gets what it asked for.
-  const bool auto_record = !req.headers.contains("X-Backend-Record-Type");
-  if (auto_record) {
+  std::string record_type(req.headers.get_or("X-Backend-Record-Type", ""));
+  std::transform(record_type.begin(), record_type.end(), record_type.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (record_type.empty()) {
+    record_type = "auto";
     h.set("X-Backend-Record-Type", "auto");
     query = common::http::with_query_param(query, "states", "listing");
   }
+  const bool auto_record = record_type == "auto";
   std::string target = "/" + common::http::quote(path().account) + "/" +
                        common::http::quote(path().container) +
                        (query.empty() ? "" : "?" + query);
   Response r = co_await get_or_head(app(), app().container_ring(), part, req.method, target, h);
   if (req.method == "GET" && auto_record && r.status >= 200 && r.status < 300 &&
       iequals(r.headers.get_or("X-Backend-Record-Type", ""), "shard")) {
-    ShardListing listing{{{path().account, path().container}}, 0};
+    ShardListing listing{{{path().account, path().container}}, 0, kMaxShardRequests};
     r = co_await listing_from_shards(req, h, std::move(r), listing);
   }
   if (early) {
@@ -331,7 +335,7 @@ net::awaitable<void> ContainerController::update(Exchange& ex, ProxyEnv& env, ui
 namespace {
 
 // Shards inside shards are followed this deep at most; deeper, a shard's own rows are listed
-// (Swift has no bound but its loop check; a bound keeps a bad shard tree from fanning out).
+// (logged). Swift has no bound but its loop check.
 constexpr int kMaxShardDepth = 8;
 
 std::string listing_name(const boost::json::value& entry) {
@@ -407,6 +411,17 @@ net::awaitable<Response> ContainerController::listing_from_shards(const Request&
                                    std::make_pair(range.account(), range.container())) !=
                          listing.history.end();
     const bool follow = !visited && listing.depth + 1 < kMaxShardDepth;
+    if (!visited && !follow) {
+      APUS_LOG_ERROR("Shards nested deeper than " + std::to_string(kMaxShardDepth) + " under " +
+                     std::string(req.path()) + ": listing " + range.name + "'s own rows");
+    }
+    if (listing.budget-- <= 0) {
+      // Each range costs a request, and an empty one lists nothing: a root naming huge
+      // numbers of (empty) ranges would keep this listing going for ever.
+      APUS_LOG_ERROR("Aborting listing from shards of " + std::string(req.path()) +
+                     ": more than " + std::to_string(kMaxShardRequests) + " shard requests");
+      co_return swob_response(503);
+    }
     if (follow) {
       h.set("X-Backend-Record-Type", "auto");
       shard_query = common::http::with_query_param(shard_query, "states", "listing");
@@ -426,7 +441,8 @@ net::awaitable<Response> ContainerController::listing_from_shards(const Request&
       listing.history.emplace_back(range.account(), range.container());
       ++listing.depth;
       Request sub = req;
-      sub.target = std::string(req.path()) + "?" + shard_query;
+      sub.target = "/v1/" + common::http::quote(range.account()) + "/" +
+                   common::http::quote(range.container()) + "?" + shard_query;
       shard = co_await listing_from_shards(sub, h, std::move(shard), listing);
       --listing.depth;
     }
@@ -445,7 +461,10 @@ net::awaitable<Response> ContainerController::listing_from_shards(const Request&
     }
     boost::system::error_code ec;
     boost::json::value got = boost::json::parse(shard.body, ec);
-    if (ec || !got.is_array()) co_return swob_response(503);
+    if (ec || !got.is_array()) {
+      APUS_LOG_ERROR("Aborting listing from shards: " + range.name + " answered no JSON listing");
+      co_return swob_response(503);
+    }
     if (got.as_array().empty()) continue;  // an empty shard is fine
     for (boost::json::value& entry : got.as_array()) objects.push_back(std::move(entry));
     limit -= static_cast<int64_t>(got.as_array().size());
@@ -469,9 +488,8 @@ net::awaitable<Response> ContainerController::listing_from_shards(const Request&
     // Every name is here: count them rather than trust the root's (possibly older) totals.
     int64_t bytes = 0;
     for (const auto& o : objects) {
-      if (const boost::json::value* b = o.is_object() ? o.as_object().if_contains("bytes") : nullptr) {
-        if (b->is_int64()) bytes += b->as_int64();
-      }
+      const boost::json::value* b = o.is_object() ? o.as_object().if_contains("bytes") : nullptr;
+      if (b && b->is_int64()) bytes += b->as_int64();
     }
     root.headers.set("X-Container-Object-Count", std::to_string(objects.size()));
     root.headers.set("X-Container-Bytes-Used", std::to_string(bytes));

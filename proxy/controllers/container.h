@@ -39,7 +39,10 @@ class ContainerController final : public Controller {
   struct ShardListing {
     std::vector<std::pair<std::string, std::string>> history;  // (account, container) read
     int depth = 0;
+    int64_t budget = 0;  // shard requests left for this listing
   };
+  // Shard requests one listing may make (a shard per request; Swift has no bound).
+  static constexpr int64_t kMaxShardRequests = 10000;
   boost::asio::awaitable<common::http::Response> listing_from_shards(
       const common::http::Request& req, const common::http::HeaderMap& headers,
       common::http::Response root, ShardListing& listing);

@@ -279,7 +279,9 @@ void add_updates(HeaderMap& h, const UpdatePlan& plan, size_t i,
     h.set("X-Container-Host", node_list(container_nodes, plan.container[i], true));
     h.set("X-Container-Device", node_list(container_nodes, plan.container[i], false));
     // Quoted: a container name may hold bytes a header cannot (Swift's reason too).
-    if (container_path) h.set("X-Backend-Quoted-Container-Path", common::http::quote(*container_path));
+    if (container_path) {
+      h.set("X-Backend-Quoted-Container-Path", common::http::quote(*container_path));
+    }
   }
   if (queue_nodes && !plan.delete_at[i].empty()) {
     h.set("X-Delete-At-Container", queue_container);
@@ -651,8 +653,10 @@ net::awaitable<void> ObjectController::target_shard(Placement& placement,
     if (auto cached = co_await env.memcache->get(key)) ranges = parse_shard_ranges(*cached);
   }
   if (!ranges) {
+    // Without a cache, only the one range is asked for, as Swift asks then.
+    const bool caching = ttl > 0 && env.memcache;
     std::string query = "format=json&states=updating";
-    if (ttl <= 0) query += "&includes=" + common::http::quote(p.object, "");
+    if (!caching) query += "&includes=" + common::http::quote(p.object, "");
     HeaderMap h = backend_headers(req, env.trans_id);
     h.set("X-Backend-Record-Type", "shard");
     auto cpart = app().container_ring().get_part(p.account, p.container);
@@ -669,7 +673,12 @@ net::awaitable<void> ObjectController::target_shard(Placement& placement,
       co_return;
     }
     ranges = parse_shard_ranges(r.body);
-    if (ranges && !ranges->empty() && ttl > 0 && env.memcache) {
+    if (!ranges) {
+      APUS_LOG_ERROR("Failed to get shard ranges from /" + p.account + "/" + p.container +
+                     ": invalid data; updating the root");
+      co_return;
+    }
+    if (!ranges->empty() && caching) {
       co_await env.memcache->set(key, std::move(r.body), ttl);  // Swift's dicts, as listed
     }
   }

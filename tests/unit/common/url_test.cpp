@@ -73,7 +73,8 @@ TEST_CASE("url: validate_device_partition refuses traversal") {
 TEST_CASE("with_query_param replaces every field of that name and keeps the others as sent") {
   using apus::common::http::with_query_param;
   CHECK(with_query_param("", "format", "json") == "format=json");
-  CHECK(with_query_param("format=xml&prefix=a%2Fb", "format", "json") == "prefix=a%2Fb&format=json");
+  CHECK(with_query_param("format=xml&prefix=a%2Fb", "format", "json") ==
+        "prefix=a%2Fb&format=json");
   CHECK(with_query_param("format&limit=2&format=plain", "format", "json") == "limit=2&format=json");
   CHECK(with_query_param("%66ormat=xml", "format", "json") == "format=json");  // decoded name
   CHECK(with_query_param("formats=1", "format", "json") == "formats=1&format=json");

@@ -398,3 +398,39 @@ TEST_CASE_FIXTURE(Store, "set_sync_points sets either point while Sync-To is unc
   CHECK(store->set_sync_points("missing", "x", 1, 1).code() ==
         apus::common::Status::Code::kNotFound);
 }
+
+TEST_CASE("remove_db_if_unchanged: a change without a new row keeps the database") {
+  Store s;
+  s.create("c");
+  s.put("c", "o", "1700000001.00000");
+  DbInfo copied = s.info("c");
+  // A POST's metadata: no new row, max_row and id as they were.
+  REQUIRE(s.store
+              ->update_info("c",
+                            [](std::optional<DbInfo>& info) -> Result<bool> {
+                              info->metadata["X-Container-Meta-A"] = {"b", "1700000002.00000"};
+                              return true;
+                            })
+              .ok());
+  CHECK(s.store->remove_db_if_unchanged("c", copied).code() ==
+        apus::common::Status::conflict().code());
+  CHECK(s.store->get_info("c")->has_value());
+  CHECK(s.store->remove_db_if_unchanged("c", s.info("c")).ok());
+  CHECK_FALSE(s.store->get_info("c")->has_value());
+  CHECK(s.store->list_objects("c", ListingQuery()).status().is_not_found());
+  CHECK(s.store->remove_db_if_unchanged("c", copied).is_not_found());
+}
+
+TEST_CASE("reconciler_sync_point: kept in the info record, -1 until set") {
+  Store s;
+  s.create("c");
+  CHECK(s.info("c").reconciler_sync_point == -1);
+  REQUIRE(s.store
+              ->update_info("c",
+                            [](std::optional<DbInfo>& info) -> Result<bool> {
+                              info->reconciler_sync_point = 42;
+                              return true;
+                            })
+              .ok());
+  CHECK(s.info("c").reconciler_sync_point == 42);
+}
