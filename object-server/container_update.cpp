@@ -53,9 +53,7 @@ std::optional<std::string> shard_path(const Request& req) {
     path = std::string(req.headers.get_or("X-Backend-Container-Path", ""));
   }
   if (path.empty()) return std::nullopt;
-  size_t slash = path.find('/');
-  if (slash == 0 || slash == std::string::npos || slash + 1 == path.size() ||
-      path.find('/', slash + 1) != std::string::npos) {
+  if (!common::http::split_container_path(path)) {
     APUS_LOG_ERROR("Invalid X-Backend-Container-Path, should be of the form 'account/container' "
                    "but got \"" + path + "\"");
     return std::nullopt;
@@ -89,9 +87,8 @@ std::optional<std::pair<std::string, common::Timestamp>> redirect_of(const Heade
 }
 
 std::pair<std::string, std::string> ContainerUpdate::target_container() const {
-  if (!container_path) return {account, container};
-  size_t slash = container_path->find('/');
-  return {container_path->substr(0, slash), container_path->substr(slash + 1)};
+  auto shard = container_path ? common::http::split_container_path(*container_path) : std::nullopt;
+  return shard ? *shard : std::make_pair(account, container);
 }
 
 std::string ContainerUpdate::pending_timestamp() const {

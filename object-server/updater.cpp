@@ -12,7 +12,6 @@
 #include <thread>
 
 #include "common/async.h"
-#include "common/config/config.h"
 #include "common/http/client.h"
 #include "common/http/url.h"
 #include "common/io/blocking_pool.h"
@@ -151,10 +150,8 @@ net::awaitable<ObjectUpdater::Impl::Attempt> ObjectUpdater::Impl::send(
   Attempt out;
   std::string account = update.account, container = update.container;
   if (update.container_path) {
-    auto slash = update.container_path->find('/');
-    if (slash != std::string::npos) {
-      account = update.container_path->substr(0, slash);
-      container = update.container_path->substr(slash + 1);
+    if (auto shard = common::http::split_container_path(*update.container_path)) {
+      std::tie(account, container) = std::move(*shard);
     }
   }
   auto nodes = ring->get_nodes(account, container);

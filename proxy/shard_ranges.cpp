@@ -1,9 +1,11 @@
 #include "proxy/shard_ranges.h"
 
+#include <algorithm>
+
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
 
-#include <algorithm>
+#include "common/http/url.h"
 
 namespace apus::proxy {
 
@@ -35,8 +37,7 @@ std::optional<std::vector<ShardRange>> parse_shard_ranges(std::string_view json)
     const boost::json::string *name = text("name"), *lower = text("lower"), *upper = text("upper");
     if (!name || !lower || !upper) return std::nullopt;
     ShardRange r{std::string(*name), std::string(*lower), std::string(*upper)};
-    size_t slash = r.name.find('/');
-    if (slash == 0 || slash == std::string::npos || slash + 1 == r.name.size()) return std::nullopt;
+    if (!common::http::split_container_path(r.name)) return std::nullopt;
     if (!r.upper.empty() && r.lower > r.upper) return std::nullopt;
     out.push_back(std::move(r));
   }

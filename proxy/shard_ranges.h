@@ -36,7 +36,7 @@ struct ShardRange {
 };
 
 // A container server's shard-range listing. nullopt when it is not a JSON list of objects
-// each with string "name" (holding a '/'), "lower" and "upper", or lower > upper.
+// each with string "name" ("<account>/<container>"), "lower" and "upper", or lower > upper.
 std::optional<std::vector<ShardRange>> parse_shard_ranges(std::string_view json);
 
 // The range of `ranges` (sorted, as a container server lists them) that holds `item`, as Swift's

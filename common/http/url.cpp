@@ -131,6 +131,15 @@ std::optional<std::string> query_param(std::string_view query, std::string_view 
   return out;
 }
 
+std::optional<std::pair<std::string, std::string>> split_container_path(std::string_view path) {
+  size_t slash = path.find('/');
+  if (slash == 0 || slash == std::string_view::npos || slash + 1 == path.size() ||
+      path.find('/', slash + 1) != std::string_view::npos) {
+    return std::nullopt;
+  }
+  return std::make_pair(std::string(path.substr(0, slash)), std::string(path.substr(slash + 1)));
+}
+
 std::string without_query_param(std::string_view query, std::string_view name) {
   std::string out;
   size_t start = 0;

@@ -46,6 +46,11 @@ std::string without_query_param(std::string_view query, std::string_view name);
 std::string with_query_param(std::string_view query, std::string_view name,
                              std::string_view value);
 
+// "<account>/<container>" (a shard container's path, a pending's container_path) split as
+// Swift's split_path("/" + path, 2, 2) splits it: both parts non-empty, no other '/'. nullopt
+// otherwise.
+std::optional<std::pair<std::string, std::string>> split_container_path(std::string_view path);
+
 // Swift's validate_device_partition: neither empty, ".", ".." nor containing '/'.
 Status validate_device_partition(std::string_view device, std::string_view partition);
 

@@ -349,6 +349,87 @@ std::string listing_name(const boost::json::value& entry) {
   return {};
 }
 
+// What a container GET asked for, as _get_from_shards reads it.
+struct ListingRequest {
+  std::string query;
+  int64_t limit = 0;  // the limit asked for, within container_listing_limit
+  bool reverse = false;
+  std::string marker, end_marker, prefix;
+  bool constrained = false;  // marker, end_marker, path, prefix or delimiter given
+
+  ListingRequest(std::string_view q, int64_t max_limit) : query(q), limit(max_limit) {
+    auto param = [&](std::string_view name) {
+      return common::http::query_param(query, name).value_or("");
+    };
+    const std::string given = param("limit");
+    if (!given.empty() && given.size() <= 18 &&
+        given.find_first_not_of("0123456789") == std::string::npos) {
+      limit = std::min<int64_t>(std::stoll(given), max_limit);
+    }
+    reverse = common::config_true_value(param("reverse"));
+    marker = param("marker");
+    end_marker = param("end_marker");
+    prefix = param("prefix");
+    constrained = !marker.empty() || !end_marker.empty() || !param("path").empty() ||
+                  !prefix.empty() || !param("delimiter").empty();
+  }
+
+  // A shard wholly outside the names the prefix covers has nothing to add.
+  bool skips(const ShardRange& range) const {
+    return !prefix.empty() &&
+           (range.below(prefix) || range.above(common::increment_last_char(prefix)));
+  }
+
+  // The query for `range`'s part: from the last name listed so far (`after`, else the
+  // caller's marker), so no name comes twice and names below the range (misplaced ones) still
+  // come; held to the range by its end marker, so a misplaced name cannot hide the next
+  // range's. `follow`: a sharded shard may answer with its own ranges (states=listing).
+  std::string for_range(const ShardRange& range, int64_t left, const std::string& after,
+                        bool follow) const {
+    namespace h = common::http;
+    std::string q = h::with_query_param(query, "limit", std::to_string(left));
+    q = h::with_query_param(q, "marker", after.empty() ? marker : after);
+    const std::string end = !end_marker.empty() && range.contains(end_marker) ? end_marker
+                            : reverse                                         ? range.lower
+                                                                              : range.end_marker();
+    q = h::with_query_param(q, "end_marker", end);
+    q = h::with_query_param(q, "format", "json");
+    return follow ? h::with_query_param(q, "states", "listing")
+                  : h::without_query_param(q, "states");
+  }
+
+  // Whether the listing is complete after `last` (the end marker passed).
+  bool ends_at(const std::string& last) const {
+    return !end_marker.empty() && (reverse ? end_marker >= last : end_marker <= last);
+  }
+};
+
+// The root's answer with the gathered listing as its JSON body (Python's json.dumps of it);
+// when every name is there, the counts are the listing's own rather than the root's (possibly
+// older) totals, as Swift counts them.
+Response with_listing(Response root, const std::vector<boost::json::value>& objects,
+                      bool whole) {
+  std::string body = "[";
+  for (size_t i = 0; i < objects.size(); ++i) {
+    if (i > 0) body += ", ";
+    common::listing::append_python_json(body, objects[i]);
+  }
+  body += "]";
+  root.body = std::move(body);
+  root.headers.set("Content-Type", "application/json; charset=utf-8");
+  root.headers.erase("Content-Length");
+  if (whole) {
+    int64_t bytes = 0;
+    for (const auto& o : objects) {
+      const boost::json::value* b = o.is_object() ? o.as_object().if_contains("bytes") : nullptr;
+      if (b && b->is_int64()) bytes += b->as_int64();
+    }
+    root.headers.set("X-Container-Object-Count", std::to_string(objects.size()));
+    root.headers.set("X-Container-Bytes-Used", std::to_string(bytes));
+  }
+  return root;
+}
+
 }  // namespace
 
 net::awaitable<Response> ContainerController::listing_from_shards(const Request& req,
@@ -372,41 +453,12 @@ net::awaitable<Response> ContainerController::listing_from_shards(const Request&
                       root.headers.get_or("X-Backend-Storage-Policy-Index", "0"));
   }
   const std::string policy(shard_headers.get_or("X-Backend-Storage-Policy-Index", "0"));
-
-  const std::string query(req.query());
-  auto param = [&](std::string_view name) {
-    return common::http::query_param(query, name).value_or("");
-  };
-  const int64_t max_limit = config().swift.constraints.container_listing_limit;
-  int64_t req_limit = max_limit;
-  if (auto given = common::http::query_param(query, "limit");
-      given && !given->empty() && given->find_first_not_of("0123456789") == std::string::npos &&
-      given->size() <= 18) {
-    req_limit = std::min<int64_t>(std::stoll(*given), max_limit);
-  }
-  const bool reverse = common::config_true_value(param("reverse"));
-  const std::string marker = param("marker"), end_marker = param("end_marker");
-  const std::string prefix = param("prefix");
+  const ListingRequest asked(req.query(), config().swift.constraints.container_listing_limit);
 
   std::vector<boost::json::value> objects;
-  int64_t limit = req_limit;
+  int64_t left = asked.limit;
   for (const ShardRange& range : *ranges) {
-    if (!prefix.empty()) {
-      // A shard wholly outside the names the prefix covers has nothing to add.
-      if (range.below(prefix) || range.above(common::increment_last_char(prefix))) continue;
-    }
-    std::string shard_query = common::http::with_query_param(query, "limit", std::to_string(limit));
-    // The marker is the last name listed so far, so no name comes twice (and names of the
-    // shard below its range, misplaced ones, still come); the end marker keeps a shard to its
-    // own range, so a misplaced name cannot hide the next shard's.
-    std::string shard_marker = objects.empty() ? marker : listing_name(objects.back());
-    shard_query = common::http::with_query_param(shard_query, "marker", shard_marker);
-    std::string shard_end = !end_marker.empty() && range.contains(end_marker) ? end_marker
-                            : reverse                                        ? range.lower
-                                                                             : range.end_marker();
-    shard_query = common::http::with_query_param(shard_query, "end_marker", shard_end);
-    shard_query = common::http::with_query_param(shard_query, "format", "json");
-    HeaderMap h = shard_headers;
+    if (asked.skips(range)) continue;
     const bool visited = std::find(listing.history.begin(), listing.history.end(),
                                    std::make_pair(range.account(), range.container())) !=
                          listing.history.end();
@@ -422,30 +474,9 @@ net::awaitable<Response> ContainerController::listing_from_shards(const Request&
                      ": more than " + std::to_string(kMaxShardRequests) + " shard requests");
       co_return swob_response(503);
     }
-    if (follow) {
-      h.set("X-Backend-Record-Type", "auto");
-      shard_query = common::http::with_query_param(shard_query, "states", "listing");
-    } else {
-      // Back at a container already read (a gap filled with itself, a shard shrunk into the
-      // root): its own rows, or the listing would go round.
-      h.set("X-Backend-Record-Type", "object");
-      shard_query = common::http::without_query_param(shard_query, "states");
-    }
-    auto part = app().container_ring().get_part(range.account(), range.container());
-    if (!part.ok()) co_return swob_response(503);
-    std::string target = "/" + common::http::quote(range.account()) + "/" +
-                         common::http::quote(range.container()) + "?" + shard_query;
-    Response shard = co_await get_or_head(app(), app().container_ring(), *part, "GET", target, h);
-    if (follow && shard.status >= 200 && shard.status < 300 &&
-        iequals(shard.headers.get_or("X-Backend-Record-Type", ""), "shard")) {
-      listing.history.emplace_back(range.account(), range.container());
-      ++listing.depth;
-      Request sub = req;
-      sub.target = "/v1/" + common::http::quote(range.account()) + "/" +
-                   common::http::quote(range.container()) + "?" + shard_query;
-      shard = co_await listing_from_shards(sub, h, std::move(shard), listing);
-      --listing.depth;
-    }
+    const std::string query = asked.for_range(
+        range, left, objects.empty() ? std::string() : listing_name(objects.back()), follow);
+    Response shard = co_await shard_listing(req, shard_headers, range, query, follow, listing);
     if (shard.status < 200 || shard.status >= 300) {
       APUS_LOG_ERROR("Aborting listing from shards due to bad response: " +
                      std::to_string(shard.status) + " from " + range.name);
@@ -467,34 +498,39 @@ net::awaitable<Response> ContainerController::listing_from_shards(const Request&
     }
     if (got.as_array().empty()) continue;  // an empty shard is fine
     for (boost::json::value& entry : got.as_array()) objects.push_back(std::move(entry));
-    limit -= static_cast<int64_t>(got.as_array().size());
-    if (limit <= 0) break;
-    const std::string last = listing_name(objects.back());
-    if (!end_marker.empty() && (reverse ? end_marker >= last : end_marker <= last)) break;
+    left -= static_cast<int64_t>(got.as_array().size());
+    if (left <= 0 || asked.ends_at(listing_name(objects.back()))) break;
   }
+  const bool whole = !asked.constrained && static_cast<int64_t>(objects.size()) < asked.limit;
+  co_return with_listing(std::move(root), objects, whole);
+}
 
-  std::string body = "[";
-  for (size_t i = 0; i < objects.size(); ++i) {
-    if (i > 0) body += ", ";
-    common::listing::append_python_json(body, objects[i]);
+net::awaitable<Response> ContainerController::shard_listing(const Request& req,
+                                                            const HeaderMap& headers,
+                                                            const ShardRange& range,
+                                                            const std::string& query, bool follow,
+                                                            ShardListing& listing) {
+  HeaderMap h = headers;
+  // Back at a container already read (a gap filled with itself, a shard shrunk into the
+  // root): its own rows, or the listing would go round.
+  h.set("X-Backend-Record-Type", follow ? "auto" : "object");
+  auto part = app().container_ring().get_part(range.account(), range.container());
+  if (!part.ok()) co_return swob_response(503);
+  const std::string path =
+      "/" + common::http::quote(range.account()) + "/" + common::http::quote(range.container());
+  Response shard =
+      co_await get_or_head(app(), app().container_ring(), *part, "GET", path + "?" + query, h);
+  if (follow && shard.status >= 200 && shard.status < 300 &&
+      iequals(shard.headers.get_or("X-Backend-Record-Type", ""), "shard")) {
+    // The shard is sharded in turn: its own ranges, read the same way.
+    listing.history.emplace_back(range.account(), range.container());
+    ++listing.depth;
+    Request sub = req;
+    sub.target = "/v1" + path + "?" + query;
+    shard = co_await listing_from_shards(sub, h, std::move(shard), listing);
+    --listing.depth;
   }
-  body += "]";
-  root.body = std::move(body);
-  root.headers.set("Content-Type", "application/json; charset=utf-8");
-  root.headers.erase("Content-Length");
-  const bool constrained = !marker.empty() || !end_marker.empty() || !param("path").empty() ||
-                           !prefix.empty() || !param("delimiter").empty();
-  if (!constrained && static_cast<int64_t>(objects.size()) < req_limit) {
-    // Every name is here: count them rather than trust the root's (possibly older) totals.
-    int64_t bytes = 0;
-    for (const auto& o : objects) {
-      const boost::json::value* b = o.is_object() ? o.as_object().if_contains("bytes") : nullptr;
-      if (b && b->is_int64()) bytes += b->as_int64();
-    }
-    root.headers.set("X-Container-Object-Count", std::to_string(objects.size()));
-    root.headers.set("X-Container-Bytes-Used", std::to_string(bytes));
-  }
-  co_return root;
+  co_return shard;
 }
 
 net::awaitable<OrRefusal<CachedInfo>> ContainerController::account_for_write(

@@ -15,6 +15,7 @@
 #include <boost/asio/awaitable.hpp>
 
 #include "proxy/controllers/base.h"
+#include "proxy/shard_ranges.h"
 
 namespace apus::proxy {
 
@@ -46,6 +47,11 @@ class ContainerController final : public Controller {
   boost::asio::awaitable<common::http::Response> listing_from_shards(
       const common::http::Request& req, const common::http::HeaderMap& headers,
       common::http::Response root, ShardListing& listing);
+  // One shard's part of the listing (its `query`), its own shard ranges followed when
+  // `follow` and it is sharded in turn.
+  boost::asio::awaitable<common::http::Response> shard_listing(
+      const common::http::Request& req, const common::http::HeaderMap& headers,
+      const ShardRange& range, const std::string& query, bool follow, ShardListing& listing);
   // PUT, POST and DELETE, once authorized.
   boost::asio::awaitable<void> write(common::http::Exchange& ex, ProxyEnv& env, uint32_t part);
   // UPDATE (private): the request body's rows, merged by every replica of the container.

@@ -81,3 +81,12 @@ TEST_CASE("with_query_param replaces every field of that name and keeps the othe
   CHECK(with_query_param("a=1", "marker", "x/\xc3\xa9 &") == "a=1&marker=x%2F%C3%A9%20%26");
   CHECK(apus::common::http::without_query_param("states=listing&a=1&states", "states") == "a=1");
 }
+
+TEST_CASE("split_container_path takes account/container and nothing else") {
+  using apus::common::http::split_container_path;
+  CHECK(split_container_path(".shards_a/c-1") ==
+        std::make_pair(std::string(".shards_a"), std::string("c-1")));
+  for (const char* bad : {"", "a", "/c", "a/", "a/c/o", "/"}) {
+    CHECK_FALSE(split_container_path(bad));
+  }
+}
