@@ -97,29 +97,42 @@ Status validate_device_partition(std::string_view device, std::string_view parti
   return Status();
 }
 
-std::vector<std::pair<std::string, std::string>> parse_query(std::string_view query) {
-  std::vector<std::pair<std::string, std::string>> out;
-  auto decode = [](std::string_view s) {
-    std::string plus(s);
-    for (char& c : plus) {
-      if (c == '+') c = ' ';
-    }
-    return percent_decode(plus);
-  };
+namespace {
+
+// A query field's name or value as swob reads it: '+' is a space, then percent-decoded.
+std::string decode_form(std::string_view s) {
+  std::string plus(s);
+  for (char& c : plus) {
+    if (c == '+') c = ' ';
+  }
+  return percent_decode(plus);
+}
+
+// Calls fn on each '&'-separated field of `query`, empty ones skipped.
+template <class Fn>
+void for_each_field(std::string_view query, Fn fn) {
   size_t start = 0;
   while (start <= query.size()) {
     size_t amp = query.find('&', start);
     std::string_view field =
         query.substr(start, amp == std::string_view::npos ? std::string_view::npos : amp - start);
     start = amp == std::string_view::npos ? query.size() + 1 : amp + 1;
-    if (field.empty()) continue;
+    if (!field.empty()) fn(field);
+  }
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> parse_query(std::string_view query) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for_each_field(query, [&](std::string_view field) {
     size_t eq = field.find('=');
     if (eq == std::string_view::npos) {
-      out.emplace_back(decode(field), "");
+      out.emplace_back(decode_form(field), "");
     } else {
-      out.emplace_back(decode(field.substr(0, eq)), decode(field.substr(eq + 1)));
+      out.emplace_back(decode_form(field.substr(0, eq)), decode_form(field.substr(eq + 1)));
     }
-  }
+  });
   return out;
 }
 
@@ -142,18 +155,11 @@ std::optional<std::pair<std::string, std::string>> split_container_path(std::str
 
 std::string without_query_param(std::string_view query, std::string_view name) {
   std::string out;
-  size_t start = 0;
-  while (start <= query.size()) {
-    size_t amp = query.find('&', start);
-    std::string_view field =
-        query.substr(start, amp == std::string_view::npos ? std::string_view::npos : amp - start);
-    start = amp == std::string_view::npos ? query.size() + 1 : amp + 1;
-    if (field.empty()) continue;
+  for_each_field(query, [&](std::string_view field) {
     // A field is named by its decoded name, as parse_query() reads it.
-    auto parsed = parse_query(field);
-    if (!parsed.empty() && parsed[0].first == name) continue;
+    if (decode_form(field.substr(0, field.find('='))) == name) return;
     out += (out.empty() ? "" : "&") + std::string(field);
-  }
+  });
   return out;
 }
 
