@@ -5,13 +5,17 @@ as Swift's does: when a container's replicas took object rows under another stor
 replication), each such row becomes an entry of `.misplaced_objects/<hour of its timestamp>`:
 "<policy>:/<account>/<container>/<object>", its timestamp as etag, application/x-put or
 application/x-delete as content type. Swift's reconciler reads the entries (checked with its own
-parser); the replica remembers how far it queued, so the next pass queues nothing again.
+parser); the replica remembers how far it queued, so the next pass queues nothing again. And
+Swift 2.30.1's own container reconciler, run on the Apus cluster, works the queue: the object
+written under the wrong policy ends up readable in the container's policy, gone from the
+other, and its queue entry popped (what a mixed cluster can run until Apus has its own).
 
 usage: misplaced_objects_test.py <build-dir>
 """
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -58,23 +62,34 @@ def main():
         shutil.copy(os.path.join(cluster.etc, "object.ring.gz"),
                     os.path.join(cluster.etc, "object-1.ring.gz"))
         for n in range(4):
-            cluster.stop("container", n)
-            cluster.start("container", n)
+            for kind in ("container", "object"):
+                cluster.stop(kind, n)
+                cluster.start(kind, n)
         url, token = cluster.connect()
         swift.put_container(url, token, "c")
         swift.put_object(url, token, "c", "placed", b"in policy 0")
         part, nodes = cluster.ring_nodes("container", ACCOUNT, "c")
 
-        # Rows of policy 1 in a policy-0 container: what the half of a split brain that took
-        # the other policy's writes brings in.
+        # An object written under policy 1 into a policy-0 container (what the half of a split
+        # brain that took the other policy's writes holds): stored by policy 1's object servers,
+        # which update the container replicas with a policy-1 row. And a policy-1 tombstone.
         now = time.time()
         put_ts, delete_ts = "%.5f" % (now - 2), "%.5f" % (now - 1)
-        row = {"X-Timestamp": put_ts, "X-Size": "3", "X-Content-Type": "text/plain",
-               "X-Etag": "d41d8cd98f00b204e9800998ecf8427e",
-               "X-Backend-Storage-Policy-Index": "1"}
+        moved = "moved \u00e9"
+        opart, onodes = cluster.ring_nodes("object", ACCOUNT, "c", moved)
+        cont = {"X-Container-Partition": str(part),
+                "X-Container-Host": ",".join("127.0.0.1:%d" % cluster.ports["container"][n]
+                                             for n in nodes),
+                "X-Container-Device": ",".join("sd%d" % n for n in nodes)}
+        for i, n in enumerate(onodes):
+            status, _, _ = procs.request(
+                cluster.ports["object"][n], "PUT",
+                "/sd%d/%d/%s" % (n, opart, quote("%s/c/%s" % (ACCOUNT, moved))),
+                dict(cont, **{"X-Timestamp": put_ts, "Content-Type": "text/plain",
+                              "Content-Length": "3", "X-Backend-Storage-Policy-Index": "1"}),
+                b"abc")
+            check(status == 201, "policy-1 object PUT on node %d: %d" % (n, status))
         for n in nodes:
-            status, _, _ = direct(cluster, n, part, "/%s/c/moved \u00e9" % ACCOUNT, "PUT", row)
-            check(status == 201, "misplaced row PUT on node %d: %d" % (n, status))
             status, _, _ = direct(cluster, n, part, "/%s/c/gone" % ACCOUNT, "DELETE",
                                   {"X-Timestamp": delete_ts,
                                    "X-Backend-Storage-Policy-Index": "1"})
@@ -88,7 +103,7 @@ def main():
         # unless the test straddles one).
         from swift.container.reconciler import parse_raw_obj
         expected = {
-            "1:/%s/c/moved \u00e9" % ACCOUNT: (put_ts, "application/x-put"),
+            "1:/%s/c/%s" % (ACCOUNT, moved): (put_ts, "application/x-put"),
             "1:/%s/c/gone" % ACCOUNT: (delete_ts, "application/x-delete"),
         }
         found = {}
@@ -130,6 +145,52 @@ def main():
             logs = replicate_all(cluster)
             check([log.count("Queued misplaced") for log in logs] == queued,
                   "pass %d queued the rows again: %r" % (again, [log[-400:] for log in logs]))
+        # Swift's reconciler (an in-process Swift proxy on this cluster) works the queue.
+        ic_conf = os.path.join(cluster.etc, "container-reconciler.conf")
+        with open(ic_conf, "w") as f:
+            f.write("[DEFAULT]\nswift_dir = %s\n\n"
+                    "[pipeline:main]\npipeline = catch_errors cache proxy-server\n\n"
+                    "[app:proxy-server]\nuse = egg:swift#proxy\naccount_autocreate = true\n\n"
+                    "[filter:cache]\nuse = egg:swift#memcache\nmemcache_servers = 127.0.0.1:%d\n\n"
+                    "[filter:catch_errors]\nuse = egg:swift#catch_errors\n"
+                    % (cluster.etc, cluster.memcached_port))
+        script = ("import sys\n"
+                  "from swift.common import utils, storage_policy\n"
+                  "utils.set_swift_dir(sys.argv[1]); storage_policy.reload_storage_policies()\n"
+                  "from swift.container.reconciler import ContainerReconciler\n"
+                  "r = ContainerReconciler({'__file__': sys.argv[2], 'swift_dir': sys.argv[1]},\n"
+                  "    logger=utils.get_logger({}, log_to_console=True))\n"
+                  "r.run_once()\n"
+                  "print(dict(r.stats))\n")
+        run = subprocess.run(["/usr/bin/python3", "-c", script, cluster.etc, ic_conf],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             timeout=300)
+        check(run.returncode == 0, "Swift's reconciler: %s" % run.stdout[-2000:])
+        # The object is now in policy 0, readable through the proxy, and gone from policy 1.
+        try:
+            _, body = swift.get_object(url, token, "c", moved)
+        except swift.ClientException as err:
+            body = err
+        check(body == b"abc", "the moved object through the proxy: %r (reconciler said %s)"
+              % (body, run.stdout[-1500:]))
+        left = []
+        for n in onodes:
+            status, _, _ = procs.request(
+                cluster.ports["object"][n], "HEAD",
+                "/sd%d/%d/%s" % (n, opart, quote("%s/c/%s" % (ACCOUNT, moved))),
+                {"X-Backend-Storage-Policy-Index": "1"})
+            left.append(status)
+        check(all(st == 404 for st in left), "policy 1 keeps the object: %r" % left)
+        queue = str(int(float(put_ts)) // 3600 * 3600)
+        qpart, qnodes = cluster.ring_nodes("container", ".misplaced_objects", queue)
+        remaining = set()
+        for n in qnodes:
+            status, _, body = direct(cluster, n, qpart, "/.misplaced_objects/%s" % queue,
+                                     query="?format=json")
+            if status == 200:
+                remaining.update(e["name"] for e in json.loads(body))
+        check(not remaining, "entries left in the queue after the reconciler: %r" % remaining)
+
     print("misplaced objects test:", "%d failures" % len(failures) if failures else "ok")
     return 1 if failures else 0
 
