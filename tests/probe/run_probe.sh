@@ -102,6 +102,26 @@ for s in container-sharder container-sync container-reconciler object-reconstruc
          object-relinker; do
   ln -s noop "$work/bin/swift-$s"
 done
+# The SAIO's internal-client.conf: some tests make Swift's InternalClient from it (Swift's
+# proxy app in-process, on the probe's rings and memcached).
+printf '%s\n' '[DEFAULT]' 'swift_dir = /etc/swift' '' \
+  '[pipeline:main]' 'pipeline = catch_errors proxy-logging cache symlink proxy-server' '' \
+  '[app:proxy-server]' 'use = egg:swift#proxy' 'account_autocreate = true' '' \
+  '[filter:symlink]' 'use = egg:swift#symlink' '' \
+  '[filter:cache]' 'use = egg:swift#memcache' 'memcache_servers = 127.0.0.1:11211' '' \
+  '[filter:proxy-logging]' 'use = egg:swift#proxy_logging' '' \
+  '[filter:catch_errors]' 'use = egg:swift#catch_errors' >"$work/etc/internal-client.conf"
+if [ -n "${APUS_PROBE_SWIFT_RECONCILER:-}" ]; then
+  # Swift's own reconciler on Apus's queue (an experiment until Apus has its own): its
+  # internal client is Swift's proxy app in-process, on the probe's memcached.
+  ln -sf /usr/bin/swift-container-reconciler "$work/bin/swift-container-reconciler"
+  printf '%s\n' '[DEFAULT]' 'swift_dir = /etc/swift' 'user = root' \
+    "log_file = $work/log/container-reconciler.log" '' '[container-reconciler]' '' \
+    '[pipeline:main]' 'pipeline = catch_errors cache proxy-server' '' \
+    '[app:proxy-server]' 'use = egg:swift#proxy' 'account_autocreate = true' '' \
+    '[filter:cache]' 'use = egg:swift#memcache' 'memcache_servers = 127.0.0.1:11211' '' \
+    '[filter:catch_errors]' 'use = egg:swift#catch_errors' >"$work/etc/container-reconciler.conf"
+fi
 
 # A copy of the suite with conftest.py beside the probe tests.
 mkdir -p "$work/suite"
