@@ -146,14 +146,7 @@ def main():
             check([log.count("Queued misplaced") for log in logs] == queued,
                   "pass %d queued the rows again: %r" % (again, [log[-400:] for log in logs]))
         # Swift's reconciler (an in-process Swift proxy on this cluster) works the queue.
-        ic_conf = os.path.join(cluster.etc, "container-reconciler.conf")
-        with open(ic_conf, "w") as f:
-            f.write("[DEFAULT]\nswift_dir = %s\n\n"
-                    "[pipeline:main]\npipeline = catch_errors cache proxy-server\n\n"
-                    "[app:proxy-server]\nuse = egg:swift#proxy\naccount_autocreate = true\n\n"
-                    "[filter:cache]\nuse = egg:swift#memcache\nmemcache_servers = 127.0.0.1:%d\n\n"
-                    "[filter:catch_errors]\nuse = egg:swift#catch_errors\n"
-                    % (cluster.etc, cluster.memcached_port))
+        ic_conf = cluster.internal_client_conf("container-reconciler.conf")
         script = ("import sys\n"
                   "from swift.common import utils, storage_policy\n"
                   "utils.set_swift_dir(sys.argv[1]); storage_policy.reload_storage_policies()\n"

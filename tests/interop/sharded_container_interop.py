@@ -191,21 +191,6 @@ def manage_shard_ranges(cluster, db, *args):
                      "sys.exit(main(sys.argv[2:]))\n", db, *args)
 
 
-def internal_client_conf(cluster):
-    """The sharder's internal client: Swift's proxy app in-process, on this cluster's rings
-    and memcached. It creates the shard containers (and their account, hence autocreate) and
-    sends shard ranges to the roots."""
-    path = os.path.join(cluster.etc, "internal-client.conf")
-    with open(path, "w") as f:
-        f.write("[DEFAULT]\nswift_dir = %s\n\n"
-                "[pipeline:main]\npipeline = catch_errors cache proxy-server\n\n"
-                "[app:proxy-server]\nuse = egg:swift#proxy\naccount_autocreate = true\n\n"
-                "[filter:cache]\nuse = egg:swift#memcache\nmemcache_servers = 127.0.0.1:%d\n\n"
-                "[filter:catch_errors]\nuse = egg:swift#catch_errors\n"
-                % (cluster.etc, cluster.memcached_port))
-    return path
-
-
 def sharder_once(cluster, n, ic_conf, cleave_batch_size=CLEAVE_BATCH_SIZE, partitions=""):
     """Swift 2.30.1's ContainerSharder.run_once() for node n (auto_shard off, as the probe's
     --no-auto-shard: only the container we enabled is sharded). It finds its own replicas by
@@ -282,7 +267,7 @@ def shard(cluster, part, nodes):
     # "Run container-sharder on all nodes to shard the container." The leader first: it
     # creates the shard containers and cleaves its rows into them; the others then cleave
     # theirs into the same shards.
-    ic_conf = internal_client_conf(cluster)
+    ic_conf = cluster.internal_client_conf()
     order = [leader] + [n for n in range(len(cluster.ports["container"])) if n != leader]
     started = time.monotonic()
     for attempt in range(1, MAX_SHARDER_PASSES + 1):
@@ -527,7 +512,7 @@ def second_level(cluster, proxies, part, nodes, names, ranges):
     """A shard shards again (see the module's docstring). Returns the time it took, or None
     when the setup failed."""
     started = time.monotonic()
-    ic_conf = internal_client_conf(cluster)
+    ic_conf = cluster.internal_client_conf()
     # The fullest shard, for the most rows to split.
     parent = max(ranges, key=lambda sr: sum(1 for name in names if shard_of([sr], name)))
     account, container = parent["name"].split("/", 1)

@@ -221,6 +221,21 @@ class Cluster:
                             host=self.hosts[n])
         self.procs[(kind, n)] = proc
 
+    def internal_client_conf(self, name="internal-client.conf"):
+        """A config for Swift's InternalClient (Swift's proxy app in-process, on this
+        cluster's rings and memcached; account_autocreate for the daemons' own accounts), as
+        Swift's sharder and reconciler take one. Returns its path."""
+        path = os.path.join(self.etc, name)
+        with open(path, "w") as f:
+            f.write("[DEFAULT]\nswift_dir = %s\n\n"
+                    "[pipeline:main]\npipeline = catch_errors cache proxy-server\n\n"
+                    "[app:proxy-server]\nuse = egg:swift#proxy\naccount_autocreate = true\n\n"
+                    "[filter:cache]\nuse = egg:swift#memcache\n"
+                    "memcache_servers = 127.0.0.1:%d\n\n"
+                    "[filter:catch_errors]\nuse = egg:swift#catch_errors\n"
+                    % (self.etc, self.memcached_port))
+        return path
+
     def db_replicate(self, kind, n):
         """apus-<kind>-replicator --once for node n: (exit status, output, log)."""
         return self.daemon_once("replicator", kind + "-replicator", n, "", kind=kind)
