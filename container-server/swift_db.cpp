@@ -449,7 +449,10 @@ class SqliteFile {
       status_ = Status::io_error(path + ": " + (db_ ? sqlite3_errmsg(db_) : "out of memory"));
     }
   }
-  ~SqliteFile() { sqlite3_close(db_); }
+  ~SqliteFile() {
+    for (auto& [sql, st] : statements_) sqlite3_finalize(st);
+    sqlite3_close(db_);
+  }
   SqliteFile(const SqliteFile&) = delete;
   SqliteFile& operator=(const SqliteFile&) = delete;
 
@@ -460,12 +463,15 @@ class SqliteFile {
     if (sqlite3_exec(db_, sql, nullptr, nullptr, nullptr) != SQLITE_OK) fail();
   }
 
-  // Runs `sql` once with `values` bound in order (strings as TEXT, numbers as INTEGER).
+  // Runs `sql` once with `values` bound in order (strings as TEXT, numbers as INTEGER). The
+  // statement is prepared once per file and reused: an export runs one per row.
   using Value = std::variant<std::string_view, int64_t>;
   void run(const char* sql, std::initializer_list<Value> values) {
     if (!status_.ok()) return;
-    sqlite3_stmt* st = nullptr;
-    if (sqlite3_prepare_v2(db_, sql, -1, &st, nullptr) != SQLITE_OK) return fail();
+    sqlite3_stmt*& st = statements_[sql];
+    if (!st && sqlite3_prepare_v2(db_, sql, -1, &st, nullptr) != SQLITE_OK) return fail();
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
     int i = 0;
     for (const Value& v : values) {
       ++i;
@@ -476,7 +482,7 @@ class SqliteFile {
       }
     }
     int rc = sqlite3_step(st);
-    sqlite3_finalize(st);
+    sqlite3_reset(st);  // the bound texts are the caller's: not kept past this call
     if (rc != SQLITE_DONE) fail();
   }
 
@@ -485,6 +491,7 @@ class SqliteFile {
 
   sqlite3* db_ = nullptr;
   Status status_;
+  std::map<std::string, sqlite3_stmt*> statements_;  // by their SQL
 };
 
 void write_stat(SqliteFile& f, DbType type, const DbInfo& i) {
@@ -519,34 +526,30 @@ void write_stat(SqliteFile& f, DbType type, const DbInfo& i) {
   }
 }
 
-// Every row of `db` up to info.max_row, in ROWID order, a page at a time.
-Status write_rows(SqliteFile& f, ListingStore& store, std::string_view db, const DbInfo& info) {
-  for (int64_t after = -1; after < info.max_row;) {
-    size_t got = 0;
-    if (store.type() == DbType::kContainer) {
-      auto rows = store.objects_since(db, after, kBatch);
-      if (!rows.ok()) return rows.status();
-      for (const ObjectRecord& r : *rows) {
-        if (r.rowid > info.max_row) break;
-        f.run("INSERT INTO object VALUES (?,?,?,?,?,?,?,?)",
-              {r.rowid, r.name, r.created_at, r.size, r.content_type, r.etag,
-               int64_t{r.deleted}, int64_t{r.storage_policy_index}});
-      }
-      got = rows->size();
-      if (got > 0) after = rows->back().rowid;
-    } else {
-      auto rows = store.containers_since(db, after, kBatch);
-      if (!rows.ok()) return rows.status();
-      for (const ContainerRecord& r : *rows) {
-        if (r.rowid > info.max_row) break;
-        f.run("INSERT INTO container VALUES (?,?,?,?,?,?,?,?)",
-              {r.rowid, r.name, r.put_timestamp, r.delete_timestamp, r.object_count,
-               r.bytes_used, int64_t{r.deleted}, int64_t{r.storage_policy_index}});
-      }
-      got = rows->size();
-      if (got > 0) after = rows->back().rowid;
+void insert_row(SqliteFile& f, const ObjectRecord& r) {
+  f.run("INSERT INTO object VALUES (?,?,?,?,?,?,?,?)",
+        {r.rowid, r.name, r.created_at, r.size, r.content_type, r.etag, int64_t{r.deleted},
+         int64_t{r.storage_policy_index}});
+}
+
+void insert_row(SqliteFile& f, const ContainerRecord& r) {
+  f.run("INSERT INTO container VALUES (?,?,?,?,?,?,?,?)",
+        {r.rowid, r.name, r.put_timestamp, r.delete_timestamp, r.object_count, r.bytes_used,
+         int64_t{r.deleted}, int64_t{r.storage_policy_index}});
+}
+
+// Every row up to `max_row`, in ROWID order, a page of `since(after)` at a time.
+template <class Since>
+Status write_rows(SqliteFile& f, int64_t max_row, const Since& since) {
+  for (int64_t after = -1; after < max_row;) {
+    auto rows = since(after);
+    if (!rows.ok()) return rows.status();
+    if (rows->empty()) break;
+    for (const auto& r : *rows) {
+      if (r.rowid > max_row) break;
+      insert_row(f, r);
     }
-    if (got == 0) break;
+    after = rows->back().rowid;
     APUS_RETURN_IF_ERROR(f.status());
   }
   return f.status();
@@ -563,7 +566,14 @@ Status write_swift_db(const std::string& path, ListingStore& store, std::string_
   f.exec(type == DbType::kContainer ? kContainerSchema : kAccountSchema);
   f.exec(kSyncSchema);
   write_stat(f, type, info);
-  APUS_RETURN_IF_ERROR(write_rows(f, store, db, info));
+  if (type == DbType::kContainer) {
+    APUS_RETURN_IF_ERROR(write_rows(
+        f, info.max_row, [&](int64_t after) { return store.objects_since(db, after, kBatch); }));
+  } else {
+    APUS_RETURN_IF_ERROR(write_rows(f, info.max_row, [&](int64_t after) {
+      return store.containers_since(db, after, kBatch);
+    }));
+  }
   if (info.max_row >= 0) {
     // Rows replaced since leave the sequence above the last ROWID kept.
     const std::string_view table = type == DbType::kContainer ? "object" : "container";

@@ -383,6 +383,18 @@ def shard_replicas_present(cluster, ranges):
     return missing
 
 
+def ensure_shard_replicas(cluster, ranges, what):
+    """Every shard of `ranges` on its 3 primaries. The sharder needs only a quorum of each
+    shard's replicas; the replicator brings the rest, as it would in a real cluster."""
+    missing = shard_replicas_present(cluster, ranges)
+    if missing:
+        print("%s replicas missing after sharding, replicating:" % what, missing)
+        for n in range(len(cluster.ports["container"])):
+            cluster.swift_db_replicate("container", n)
+        missing = shard_replicas_present(cluster, ranges)
+    check(not missing, "setup: every %s on its 3 primaries: missing %r" % (what, missing))
+
+
 def shard_of(ranges, name):
     """The shard range that owns `name`: lower < name <= upper, '' being unbounded."""
     for sr in ranges:
@@ -581,13 +593,7 @@ def second_level(cluster, proxies, part, nodes, names, ranges):
     # shard and the root keep no object rows of their own.
     if not finish_sharding_shard(cluster, parent, spart, snodes, ic_conf):
         return None
-    missing = shard_replicas_present(cluster, subs)
-    if missing:
-        print("sub-shard replicas missing after sharding, replicating:", missing)
-        for n in range(len(cluster.ports["container"])):
-            cluster.swift_db_replicate("container", n)
-        missing = shard_replicas_present(cluster, subs)
-    check(not missing, "setup: every sub-shard on its 3 primaries: missing %r" % (missing,))
+    ensure_shard_replicas(cluster, subs, "sub-shard")
     for n in snodes:
         got = object_names(cluster, n, spart, account, container)
         check(got == [], "setup: the sharded shard on node %d keeps no object rows of its own: "
@@ -691,16 +697,7 @@ def main():
               [(sr["lower"], sr["upper"], sr["object_count"]) for sr in ranges])
         check(len(ranges) >= 3, "setup: at least 3 shards for %d objects: %d"
               % (len(names), len(ranges)))
-        missing = shard_replicas_present(cluster, ranges)
-        if missing:
-            # The sharder needs only a quorum of each shard's replicas; the replicator
-            # brings the rest, as it would in a real cluster.
-            print("shard replicas missing after sharding, replicating:", missing)
-            for n in range(len(cluster.ports["container"])):
-                cluster.swift_db_replicate("container", n)
-            missing = shard_replicas_present(cluster, ranges)
-        check(not missing, "setup: every shard container on its 3 primaries: missing %r"
-              % (missing,))
+        ensure_shard_replicas(cluster, ranges, "shard container")
         for n in nodes:
             got = object_names(cluster, n, part, ACCOUNT, CONTAINER)
             check(got == [], "setup: the sharded root on node %d keeps no object rows of its "
