@@ -162,16 +162,26 @@ def updater_catches_up(root, ps):
                       {"X-Timestamp": "1700000001.00000", "X-Size": "10",
                        "X-Content-Type": "a/b", "X-Etag": "e"})
 
-    # The account's device comes back: the account can be made, and the updater's next pass
-    # lands.
-    os.makedirs(os.path.join(root, "acct-dev", "sda1"))
-    # The account must exist for container rows to land (the proxy creates it first), under
-    # the partition the ring gives it (part power 4; the hash secrets of write_swift_conf()).
+    # The account's device comes back with the account already in it, as a disk remounted
+    # from a healthy node would. (Made in place, the device would show an account server that
+    # answers 404 for the account until its PUT: a sweep in that window quarantines c1, as
+    # Swift's updater does when every account replica says the account is gone.) The account
+    # is made on a second server over a staging directory, which then becomes the device.
+    # The partition is the ring's (part power 4; the hash secrets of write_swift_conf()).
     digest = hashlib.md5(("list" + "/AUTH_upd" + "ings").encode()).digest()
     ring_part = str(struct.unpack(">I", digest[:4])[0] >> (32 - 4))
-    status, _, _ = procs.request(account_port, "PUT", "/sda1/%s/AUTH_upd" % ring_part,
+    os.makedirs(os.path.join(root, "acct-stage", "sda1"))
+    stage_port = procs.free_port()
+    stage_conf = write_conf(root, "upd-account-stage", "account-server", stage_port,
+                            devices="acct-stage")
+    stage_log = os.path.join(root, "upd-account-stage.out")
+    stage = ps.start([os.path.join(BIN, "apus-account-server"), stage_conf], stage_log)
+    procs.wait_for_port(stage_port, proc=stage, log_path=stage_log)
+    status, _, _ = procs.request(stage_port, "PUT", "/sda1/%s/AUTH_upd" % ring_part,
                                  {"X-Timestamp": "1699999999.00000"})
     check(status == 201, "account PUT: %d" % status)
+    ps.stop(stage)
+    os.rename(os.path.join(root, "acct-stage", "sda1"), os.path.join(root, "acct-dev", "sda1"))
     deadline = time.monotonic() + 20
     listing = []
     while time.monotonic() < deadline:
