@@ -1,24 +1,12 @@
 #include "common/expiring_queue.h"
 
 #include "common/crypto/md5.h"
+#include "common/hash_path.h"
 
 namespace apus::common {
 
 int64_t expirer_shard(std::string_view path_hash_hex) {
-  // The 128-bit value does not fit an integer: reduce digit by digit.
-  int64_t shard = 0;
-  for (char c : path_hash_hex) {
-    int digit = 0;
-    if (c >= '0' && c <= '9') {
-      digit = c - '0';
-    } else if (c >= 'a' && c <= 'f') {
-      digit = c - 'a' + 10;
-    } else if (c >= 'A' && c <= 'F') {
-      digit = c - 'A' + 10;
-    }
-    shard = (shard * 16 + digit) % 100;
-  }
-  return shard;
+  return static_cast<int64_t>(hex_mod(path_hash_hex, 100));
 }
 
 int64_t expirer_container_number(int64_t delete_at, int64_t divisor,

@@ -62,4 +62,21 @@ uint32_t partition_of(const PathHash& digest, unsigned part_power) {
   return top >> (32 - part_power);
 }
 
+uint64_t hex_mod(std::string_view hex, uint64_t divisor) {
+  // The value does not fit an integer: reduce digit by digit.
+  unsigned __int128 rest = 0;
+  for (char c : hex) {
+    unsigned digit = 0;
+    if (c >= '0' && c <= '9') {
+      digit = static_cast<unsigned>(c - '0');
+    } else if (c >= 'a' && c <= 'f') {
+      digit = static_cast<unsigned>(c - 'a' + 10);
+    } else if (c >= 'A' && c <= 'F') {
+      digit = static_cast<unsigned>(c - 'A' + 10);
+    }
+    rest = (rest * 16 + digit) % divisor;
+  }
+  return static_cast<uint64_t>(rest);
+}
+
 }  // namespace apus::common

@@ -43,4 +43,9 @@ Result<std::string> hash_path_hex(const HashPathConfig& config, std::string_view
 // (32 - part_power). REQUIRES: part_power <= 32 (0 gives partition 0).
 uint32_t partition_of(const PathHash& digest, unsigned part_power);
 
+// Python's int(hex, 16) % divisor for a hex string of any length (a digest's hex form), as
+// Swift's daemons split work among `processes` by it; characters that are no hex digit count
+// as 0. REQUIRES: divisor > 0.
+uint64_t hex_mod(std::string_view hex, uint64_t divisor);
+
 }  // namespace apus::common

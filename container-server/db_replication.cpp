@@ -10,6 +10,7 @@
 #include "common/http/swob.h"
 #include "common/http/url.h"
 #include "common/log/log.h"
+#include "common/misplaced_queue.h"
 #include "common/timestamp.h"
 #include "common/utf8.h"
 #include "container-server/swift_db.h"
@@ -731,33 +732,12 @@ bool remote_policy_wins(const DbInfo& local, const RemoteInfo& remote) {
   if (!remote.storage_policy_index || *remote.storage_policy_index == local.storage_policy_index) {
     return false;
   }
-  // Swift's cmp_policy_info(info, remote_info) > 0, timestamps compared as Swift compares them
-  // there: deletion and recreation as Timestamps, the rest as the strings they are.
-  auto deleted = [](const std::string& put, const std::string& del, int64_t count) {
-    return timestamp_or_zero(del) > timestamp_or_zero(put) && count == 0;
-  };
-  const bool local_deleted =
-      deleted(local.put_timestamp, local.delete_timestamp, local.container_objects());
-  const bool remote_deleted =
-      deleted(remote.put_timestamp, remote.delete_timestamp, remote.count);
-  if (local_deleted || remote_deleted) {
-    if (!local_deleted) return false;
-    if (!remote_deleted) return true;
-    return local.status_changed_at < remote.status_changed_at;
-  }
-  auto recreated = [](const std::string& put, const std::string& del) {
-    return timestamp_or_zero(put) > timestamp_or_zero(del) && timestamp_or_zero(del) > Timestamp();
-  };
-  const bool remote_recreated = recreated(remote.put_timestamp, remote.delete_timestamp);
-  const bool local_recreated = recreated(local.put_timestamp, local.delete_timestamp);
-  if (remote_recreated || local_recreated) {
-    if (!local_recreated) return true;
-    if (!remote_recreated) return false;
-    const std::string& last_delete = std::max(local.delete_timestamp, remote.delete_timestamp);
-    if (local.put_timestamp < last_delete) return true;
-    if (remote.put_timestamp < last_delete) return false;
-  }
-  return local.status_changed_at > remote.status_changed_at;
+  const common::PolicyClaim ours{local.storage_policy_index, local.put_timestamp,
+                                 local.delete_timestamp, local.status_changed_at,
+                                 local.container_objects()};
+  const common::PolicyClaim other{*remote.storage_policy_index, remote.put_timestamp,
+                                  remote.delete_timestamp, remote.status_changed_at, remote.count};
+  return common::policy_claim_wins(ours, other);
 }
 
 std::optional<std::vector<ObjectRecord>> parse_object_rows(std::string_view body) {

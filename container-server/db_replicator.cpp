@@ -19,6 +19,7 @@
 #include "common/http/url.h"
 #include "common/io/device.h"
 #include "common/log/log.h"
+#include "common/misplaced_queue.h"
 #include "common/process.h"
 #include "common/recon_cache.h"
 #include "common/timestamp.h"
@@ -376,27 +377,26 @@ net::awaitable<bool> DbReplicator::Impl::create_on_swift(const ring::Device& pee
 
 namespace {
 
-// Swift's MISPLACED_OBJECTS_ACCOUNT, get_reconciler_container_name and
-// get_reconciler_obj_name: the queue of the container reconciler.
-constexpr std::string_view kMisplacedAccount = ".misplaced_objects";
+using common::kMisplacedObjectsAccount;
 
+// The queue container of a misplaced row: by its newest timestamp (Swift feeds the reconciler
+// by the row's meta time). Empty for a row whose created_at is unreadable.
 std::string queue_container(const ObjectRecord& row) {
   auto ts = common::decode_timestamps(row.created_at);
   if (!ts.ok()) return {};
-  const common::Timestamp& meta = ts->t3 ? *ts->t3 : ts->t2 ? *ts->t2 : ts->t1;
-  const auto seconds = static_cast<int64_t>(meta.seconds());
-  return std::to_string(seconds / 3600 * 3600);
+  return common::misplaced_container_name(ts->t3 ? *ts->t3 : ts->t2 ? *ts->t2 : ts->t1);
 }
 
-// The queue row of a misplaced object row: its place as "<policy>:/<a>/<c>/<o>", its
-// created_at as timestamp and etag, its operation as content type.
+// The queue row of a misplaced object row: its place, its created_at as timestamp and etag,
+// its operation as content type.
 ObjectRecord queue_entry(const DbInfo& info, const ObjectRecord& row) {
   ObjectRecord q;
-  q.name = std::to_string(row.storage_policy_index) + ":/" + info.account + "/" +
-           info.container + "/" + row.name;
+  q.name = common::misplaced_entry_name(row.storage_policy_index, info.account, info.container,
+                                        row.name);
   q.created_at = row.created_at;
   q.etag = row.created_at;
-  q.content_type = row.deleted ? "application/x-delete" : "application/x-put";
+  q.content_type = std::string(row.deleted ? common::kMisplacedDeleteType
+                                           : common::kMisplacedPutType);
   q.size = 0;
   q.storage_policy_index = 0;
   return q;
@@ -406,7 +406,7 @@ ObjectRecord queue_entry(const DbInfo& info, const ObjectRecord& row) {
 
 net::awaitable<bool> DbReplicator::Impl::feed_reconciler(const std::string& queue,
                                                          const std::vector<ObjectRecord>& rows) {
-  auto nodes = ring->get_nodes(kMisplacedAccount, queue);
+  auto nodes = ring->get_nodes(kMisplacedObjectsAccount, queue);
   if (!nodes.ok()) co_return false;
   const std::string body = object_rows_body(rows);
   size_t taken = 0;
@@ -416,7 +416,7 @@ net::awaitable<bool> DbReplicator::Impl::feed_reconciler(const std::string& queu
     request.method = "UPDATE";  // rows merged, the queue container made if missing
     request.target = "/" + common::http::quote(dev.device) + "/" +
                      std::to_string(nodes->partition) +
-                     common::http::quote("/" + std::string(kMisplacedAccount) + "/" + queue);
+                     common::http::quote("/" + std::string(kMisplacedObjectsAccount) + "/" + queue);
     request.headers.set("User-Agent", user_agent);
     request.headers.set("X-Timestamp", common::Timestamp::now().internal());
     request.headers.set("X-Backend-Storage-Policy-Index", "0");
@@ -429,7 +429,7 @@ net::awaitable<bool> DbReplicator::Impl::feed_reconciler(const std::string& queu
       ++taken;
     } else {
       APUS_LOG_WARNING("Failed to queue " + std::to_string(rows.size()) +
-                       " misplaced objects in " + std::string(kMisplacedAccount) + "/" + queue +
+                       " misplaced objects in " + std::string(kMisplacedObjectsAccount) + "/" + queue +
                        " on " + dev.replication_ip + ":" + std::to_string(dev.replication_port) +
                        "/" + dev.device + ": " +
                        (r.ok() ? std::to_string(r->head.status) : r.status().to_string()));
@@ -442,7 +442,7 @@ net::awaitable<bool> DbReplicator::Impl::queue_misplaced(ListingStore& store,
                                                          const ring::Device* self,
                                                          const std::string& db,
                                                          const DbInfo& info, bool replicated) {
-  if (config.type != DbType::kContainer || info.account == kMisplacedAccount || !self) {
+  if (config.type != DbType::kContainer || info.account == kMisplacedObjectsAccount || !self) {
     co_return true;
   }
   // Rows of another policy exist only where the policy stats name one.

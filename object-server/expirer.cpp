@@ -26,6 +26,7 @@
 #include "common/timestamp.h"
 #include "common/update_plan.h"
 #include "common/process.h"
+#include "ring/direct_client.h"
 #include "ring/ring.h"
 
 namespace apus::object {
@@ -307,14 +308,8 @@ ring::Ring* ObjectExpirer::Impl::object_ring(int policy) {
 net::awaitable<Result<common::http::SimpleResponse>> ObjectExpirer::Impl::send(
     const ring::Device& dev, const std::string& method, uint32_t part, const std::string& path,
     const std::string& query, HeaderMap headers, size_t max_body) {
-  common::http::ClientRequest request;
-  request.method = method;
-  request.target = "/" + common::http::quote(dev.device) + "/" + std::to_string(part) +
-                   common::http::quote(path) + query;
-  request.headers = std::move(headers);
-  co_return co_await common::http::simple_request(*pool, timeouts(), dev.replication_ip,
-                                                  static_cast<uint16_t>(dev.replication_port),
-                                                  std::move(request), {}, max_body);
+  co_return co_await ring::direct_request(*pool, timeouts(), dev, method, part, path, query,
+                                          std::move(headers), max_body);
 }
 
 net::awaitable<common::http::SimpleResponse> ObjectExpirer::Impl::read(

@@ -337,8 +337,8 @@ net::awaitable<BackendResponse> request_node(const BackendOptions& options, Node
   req.content_length = body.size();
   BackendResponse out;
   auto start = Clock::now();
-  auto resp = co_await common::http::simple_request(pool, client_options, device.ip,
-                                                    static_cast<uint16_t>(device.port),
+  const NodeAddress to = node_address(device, headers);
+  auto resp = co_await common::http::simple_request(pool, client_options, to.ip, to.port,
                                                     std::move(req), body, options.max_body);
   if (!resp.ok() && resp.status().code() == Status::Code::kInvalidArgument) {
     // Too long for max_body (or no address): a limit of ours, not a fault of the node, which
@@ -496,6 +496,13 @@ common::Timestamp source_timestamp(const HeaderMap& headers) {
     if (!v.empty()) return common::timestamp_or_zero(v);
   }
   return common::Timestamp();
+}
+
+NodeAddress node_address(const ring::Device& device, const HeaderMap& request) {
+  if (common::config_true_value(request.get_or("X-Backend-Use-Replication-Network", ""))) {
+    return {device.replication_ip, static_cast<uint16_t>(device.replication_port)};
+  }
+  return {device.ip, static_cast<uint16_t>(device.port)};
 }
 
 HeaderMap backend_headers(const common::http::Request& client, const std::string& trans_id) {

@@ -213,6 +213,16 @@ common::http::Response best_response(const std::vector<BackendResponse>& answers
 // X-Backend-Timestamp, X-Put-Timestamp or X-Timestamp (the first present); 0 without.
 common::Timestamp source_timestamp(const common::http::HeaderMap& headers);
 
+// Where a backend request goes: the device's replication address when the request carries
+// X-Backend-Use-Replication-Network: true (Swift's internal clients on the replication
+// network, such as the container reconciler), else its client address. A client cannot ask for
+// it: the proxy strips X-Backend-* from what clients send.
+struct NodeAddress {
+  const std::string& ip;
+  uint16_t port;
+};
+NodeAddress node_address(const ring::Device& device, const common::http::HeaderMap& request);
+
 // Headers every backend request carries (X-Trans-Id, User-Agent, Referer...), from the client
 // request.
 common::http::HeaderMap backend_headers(const common::http::Request& client,

@@ -143,7 +143,8 @@ const NodeOrder& ProxyConfig::order_for(std::optional<int> policy) const {
   return node_order;
 }
 
-Result<std::unique_ptr<ProxyServer>> ProxyServer::create(const common::Config& conf) {
+Result<std::unique_ptr<ProxyServer>> ProxyServer::create(const common::Config& conf,
+                                                         Options options) {
   auto config = ProxyConfig::from_config(conf);
   if (!config.ok()) return config.status();
   common::HashPathConfig hash{config->swift.hash_path_prefix, config->swift.hash_path_suffix};
@@ -175,7 +176,8 @@ Result<std::unique_ptr<ProxyServer>> ProxyServer::create(const common::Config& c
   }
   std::vector<std::unique_ptr<Middleware>> filters;
   std::vector<std::pair<std::string, std::string>> info;
-  const std::vector<PipelineEntry> pipeline = with_required_filters(std::move(entries));
+  const std::vector<PipelineEntry> pipeline =
+      options.modify_pipeline ? with_required_filters(std::move(entries)) : std::move(entries);
   MiddlewareContext context = server->app_->middleware_context();
   for (const PipelineEntry& e : pipeline) context.pipeline.push_back(e.entry_point);
   if (pipeline.size() + 1 != names->size()) {
@@ -242,6 +244,11 @@ net::awaitable<void> ProxyServer::handle(common::http::Exchange& ex) {
   common::http::ExchangeWrapper cleaned(ex);
   env.inbound_x_timestamp = strip_client_headers(cleaned.mutable_request().headers);
   co_await pipeline_->handle(cleaned, env);
+}
+
+net::awaitable<void> ProxyServer::handle_internal(common::http::Exchange& ex, ProxyEnv& env) {
+  if (!env.info_memo) env.info_memo = std::make_shared<RequestInfoMemo>();
+  co_await pipeline_->handle(ex, env);
 }
 
 // ---- ProxyApp --------------------------------------------------------------------------------

@@ -75,13 +75,28 @@ class ProxyApp;
 
 class ProxyServer {
  public:
+  struct Options {
+    // Whether the filters Swift requires (catch_errors, gatekeeper, listing_formats, copy,
+    // dlo, versioned_writes) are added where the pipeline lacks them: Swift's
+    // allow_modify_pipeline, on for a proxy server, off for an internal client.
+    bool modify_pipeline = true;
+  };
+
   // Builds the pipeline of `conf`. InvalidArgument naming an unknown middleware or a bad
   // option; NotFound when a ring is missing.
-  static common::Result<std::unique_ptr<ProxyServer>> create(const common::Config& conf);
+  static common::Result<std::unique_ptr<ProxyServer>> create(const common::Config& conf,
+                                                             Options options);
+  static common::Result<std::unique_ptr<ProxyServer>> create(const common::Config& conf) {
+    return create(conf, Options{});
+  }
   ~ProxyServer();
 
   // The request handler for common::http::Server.
   boost::asio::awaitable<void> handle(common::http::Exchange& ex);
+  // A request made in this process (proxy/internal_client.h) through the pipeline: as
+  // handle(), except that what only the cluster may say (X-Backend-*, X-Timestamp) is kept,
+  // since no client wrote it. `env` is the request's own (trans_id, start_time set).
+  boost::asio::awaitable<void> handle_internal(common::http::Exchange& ex, ProxyEnv& env);
   const ProxyConfig& config() const;
 
  private:

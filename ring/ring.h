@@ -27,6 +27,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -226,6 +227,8 @@ class Ring {
   double replica_count() const { return state()->replica_count(); }
   uint64_t partition_count() const { return state()->partition_count(); }
   int part_power() const { return state()->part_power(); }
+  // Set only while the ring's partition power is being increased.
+  std::optional<int> next_part_power() const { return state()->data().next_part_power; }
   const std::string& path() const { return path_; }
   const common::HashPathConfig& hash_config() const { return hash_; }
 

@@ -201,7 +201,12 @@ net::awaitable<void> ContainerController::read(Exchange& ex, ProxyEnv& env, uint
     }
   }
   CachedInfo account = co_await account_info(req, env);
-  if (!really_exists(account)) {
+  // As Swift: the containers of an auto-created account (the daemons' queues: .expiring_objects,
+  // .misplaced_objects) are read even before their account exists (its servers learn of them
+  // only from the container updater).
+  const bool auto_account =
+      path().account.starts_with(config().swift.constraints.auto_create_account_prefix);
+  if (!auto_account && !really_exists(account)) {
     if (early) co_return co_await ex.reply(std::move(*early));
     co_return co_await ex.reply(swob_response(account.status >= 500 ? 503 : 404));
   }

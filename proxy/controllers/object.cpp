@@ -424,8 +424,8 @@ net::awaitable<void> connect_put_slot(std::shared_ptr<PutConnects> state, size_t
     common::http::ClientRequest out = request;
     out.target = "/" + common::http::quote(dev.device) + path;
     auto started = std::chrono::steady_clock::now();
-    auto begun = co_await common::http::start_request(pool, options, dev.ip,
-                                                      static_cast<uint16_t>(dev.port),
+    const NodeAddress to = node_address(dev, request.headers);
+    auto begun = co_await common::http::start_request(pool, options, to.ip, to.port,
                                                       std::move(out));
     if (!begun.ok()) {
       health.record_error(dev);
@@ -625,9 +625,12 @@ std::string ObjectController::quoted_path() const {
          "/" + common::http::quote(path().object);
 }
 
-std::optional<ObjectController::Placement> ObjectController::place(const CachedInfo& container) {
+std::optional<ObjectController::Placement> ObjectController::place(const CachedInfo& container,
+                                                                   const Request& req) {
   Placement out;
-  out.policy = policy_index(container.headers.get_or("X-Backend-Storage-Policy-Index", "0"));
+  out.policy = policy_index(req.headers.get_or(
+      "X-Backend-Storage-Policy-Index",
+      container.headers.get_or("X-Backend-Storage-Policy-Index", "0")));
   out.ring = app().object_ring(out.policy);
   if (!out.ring) return std::nullopt;
   const ApiPath& p = path();
@@ -889,8 +892,9 @@ net::awaitable<std::optional<ObjectController::Source>> ObjectController::find_s
     common::http::ClientRequest out = request;
     out.target = "/" + common::http::quote(node.device->device) + request.target;
     auto started = std::chrono::steady_clock::now();
-    auto begun = co_await common::http::start_request(
-        pool, options, node.device->ip, static_cast<uint16_t>(node.device->port), std::move(out));
+    const NodeAddress to = node_address(*node.device, request.headers);
+    auto begun = co_await common::http::start_request(pool, options, to.ip, to.port,
+                                                      std::move(out));
     Result<common::http::ClientResponse> head =
         begun.ok() ? co_await begun->conn->read_response_head()
                    : Result<common::http::ClientResponse>(begun.status());
@@ -971,7 +975,7 @@ net::awaitable<void> ObjectController::put(Exchange& ex, ProxyEnv& env,
   OrRefusal<Timestamp> now = write_timestamp(client);
   if (!now) co_return co_await ex.reply(std::move(now).refusal());
   if (auto bad = fix_delete_headers(client, *now)) co_return co_await ex.reply(std::move(*bad));
-  std::optional<Placement> placement = place(container);
+  std::optional<Placement> placement = place(container, req);
   if (!placement) co_return co_await ex.reply(swob_response(503));
   co_await target_shard(*placement, container, req, env);
   const ring::NodeList& container_nodes = placement->container_nodes;
@@ -1159,7 +1163,7 @@ net::awaitable<void> ObjectController::post_or_delete(Exchange& ex, ProxyEnv& en
     }
     if (auto bad = fix_delete_headers(client, now)) co_return co_await ex.reply(std::move(*bad));
   }
-  std::optional<Placement> placement = place(container);
+  std::optional<Placement> placement = place(container, req);
   if (!placement) co_return co_await ex.reply(swob_response(503));
   co_await target_shard(*placement, container, req, env);
   const ring::NodeList& container_nodes = placement->container_nodes;

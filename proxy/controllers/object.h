@@ -88,8 +88,10 @@ class ObjectController final : public Controller {
   boost::asio::awaitable<std::optional<Source>> find_source(
       NodeIter& it, const common::http::ClientRequest& request, bool newest,
       std::string_view etag, std::vector<BackendResponse>& answers);
-  // The placement of the object in `container` (its policy), or nullopt without a ring for it.
-  std::optional<Placement> place(const CachedInfo& container);
+  // The placement of the object: in the policy the request names (X-Backend-Storage-Policy-
+  // Index, which only requests made in the proxy's process can carry: the container
+  // reconciler's), else in `container`'s; nullopt without a ring for it.
+  std::optional<Placement> place(const CachedInfo& container, const common::http::Request& req);
   // Swift's _get_update_target: when `container` is sharded (or sharding), the update of the
   // object's row goes to the shard whose range holds its name. The shard ranges a container
   // takes updates in are cached in memcached for recheck_updating_shard_ranges under Swift's

@@ -8,7 +8,14 @@ application/x-delete as content type. Swift's reconciler reads the entries (chec
 parser); the replica remembers how far it queued, so the next pass queues nothing again. And
 Swift 2.30.1's own container reconciler, run on the Apus cluster, works the queue: the object
 written under the wrong policy ends up readable in the container's policy, gone from the
-other, and its queue entry popped (what a mixed cluster can run until Apus has its own).
+other, and its queue entry popped.
+
+Then apus-container-reconciler works a second batch, one row for each of Swift's cases: an
+object moved (its body, streamed over several chunks, its metadata, sysmeta and ETag kept, at
+its time + 2 offsets), a queued DELETE carried over to the container's policy, a copy the
+container's policy already holds newer (only the old one goes), a source that is missing
+(the row stays for a later pass), a row in the container's own policy (popped), and a row
+that is no entry (left, counted as invalid).
 
 usage: misplaced_objects_test.py <build-dir>
 """
@@ -52,6 +59,139 @@ def replicate_all(cluster):
         logs.append(log)
     return logs
 
+
+def put_in_policy(cluster, policy, name, ts, body, part, nodes, headers=None):
+    """The object PUT straight to the object servers of `policy`, with the container updates
+    a proxy would send (so the container replicas get a row of that policy)."""
+    opart, onodes = cluster.ring_nodes("object", ACCOUNT, "c", name)
+    cont = {"X-Container-Partition": str(part),
+            "X-Container-Host": ",".join("127.0.0.1:%d" % cluster.ports["container"][n]
+                                         for n in nodes),
+            "X-Container-Device": ",".join("sd%d" % n for n in nodes)}
+    for n in onodes:
+        h = dict(cont, **{"X-Timestamp": ts, "Content-Type": "text/x-moved",
+                          "Content-Length": str(len(body)),
+                          "X-Backend-Storage-Policy-Index": str(policy)})
+        h.update(headers or {})
+        status, _, _ = procs.request(
+            cluster.ports["object"][n], "PUT",
+            "/sd%d/%d/%s" % (n, opart, quote("%s/c/%s" % (ACCOUNT, name))), h, body)
+        check(status == 201, "policy-%d PUT of %r on node %d: %d" % (policy, name, n, status))
+    return opart, onodes
+
+
+def object_heads(cluster, policy, name):
+    """Each primary's (status, headers) for the object in `policy`."""
+    opart, onodes = cluster.ring_nodes("object", ACCOUNT, "c", name)
+    out = []
+    for n in onodes:
+        status, h, _ = procs.request(
+            cluster.ports["object"][n], "HEAD",
+            "/sd%d/%d/%s" % (n, opart, quote("%s/c/%s" % (ACCOUNT, name))),
+            {"X-Backend-Storage-Policy-Index": str(policy)})
+        out.append((status, h))
+    return out
+
+
+def queue_rows(cluster, queue):
+    """The names of the rows any replica of the queue container holds."""
+    qpart, qnodes = cluster.ring_nodes("container", ".misplaced_objects", queue)
+    names = set()
+    for n in qnodes:
+        status, _, body = direct(cluster, n, qpart, "/.misplaced_objects/%s" % queue,
+                                 query="?format=json")
+        if status == 200:
+            names.update(e["name"] for e in json.loads(body))
+    return names
+
+
+def apus_reconciler_batch(cluster, url, token, part, nodes):
+    now = time.time()
+    ts = ["%.5f" % (now - 10 + i) for i in range(6)]
+    big = os.urandom(3 * 1024 * 1024 + 17)  # many 64 KiB chunks through the GET and the PUT
+    meta = {"X-Object-Meta-Color": "blue", "X-Object-Sysmeta-Apus-Test": "kept",
+            "Content-Encoding": "gzip"}
+    # 1. Moved: only policy 1 holds it.
+    put_in_policy(cluster, 1, "big", ts[0], big, part, nodes, meta)
+    # 2. A DELETE made in policy 1 over an older object of the container's policy 0.
+    put_in_policy(cluster, 0, "deleted-there", ts[0], b"old", part, nodes)
+    for n in nodes:
+        status, _, _ = direct(cluster, n, part, "/%s/c/deleted-there" % ACCOUNT, "DELETE",
+                              {"X-Timestamp": ts[1], "X-Backend-Storage-Policy-Index": "1"})
+        check(status == 204, "misplaced tombstone on node %d: %d" % (n, status))
+    # 3. Policy 0 already holds a newer copy: only policy 1's old one goes.
+    put_in_policy(cluster, 1, "newer-here", ts[2], b"old copy", part, nodes)
+    newer_ts = "%.5f" % (now - 3)
+    put_in_policy(cluster, 0, "newer-here", newer_ts, b"new copy", part, nodes)
+    # 4. The source is missing: the row stays.
+    for n in nodes:
+        status, _, _ = direct(cluster, n, part, "/%s/c/nowhere" % ACCOUNT, "PUT",
+                              {"X-Timestamp": ts[4], "X-Size": "1", "X-Etag": "e",
+                               "X-Content-Type": "a/b", "X-Backend-Storage-Policy-Index": "1"})
+        check(status == 201, "misplaced row without an object on node %d: %d" % (n, status))
+    logs = replicate_all(cluster)
+    check(sum(log.count("Queued misplaced") for log in logs) >= 2,
+          "the second batch was queued: %r" % [log[-400:] for log in logs])
+    # 5. and 6.: rows written into the queue by hand: one in the container's own policy, one
+    # that is no entry.
+    queue = str(int(now) // 3600 * 3600)
+    qpart, qnodes = cluster.ring_nodes("container", ".misplaced_objects", queue)
+    for n in qnodes:
+        for name, ctype in (("0:/%s/c/placed" % ACCOUNT, "application/x-put"),
+                            ("not an entry", "application/x-put")):
+            status, _, _ = direct(cluster, n, qpart, "/.misplaced_objects/%s/%s" % (queue, name),
+                                  "PUT", {"X-Timestamp": ts[5], "X-Size": "0", "X-Etag": ts[5],
+                                          "X-Content-Type": ctype})
+            check(status == 201, "hand-made queue row %r on node %d: %d" % (name, n, status))
+
+    conf = cluster.internal_client_conf("apus-container-reconciler.conf")
+    log = os.path.join(cluster.root, "apus-container-reconciler.log")
+    with open(conf, "a") as f:
+        f.write("\n[container-reconciler]\nlog_file = %s\nlog_level = DEBUG\n" % log)
+    run = subprocess.run([os.path.join(BIN, "apus-container-reconciler"), conf, "--once"],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
+    text = open(log).read() if os.path.exists(log) else ""
+    check(run.returncode == 0, "apus-container-reconciler exited %d: %s" % (run.returncode,
+                                                                            run.stdout[-2000:]))
+    tail = text[-3000:]
+    print("apus-container-reconciler:", [line.split(": ", 1)[-1] for line in text.splitlines()
+                                         if "Reconciler Stats" in line])
+
+    # 1. The moved object: body, metadata, sysmeta and ETag through the proxy, in policy 0 at
+    # its time + 2 offsets; gone from policy 1.
+    try:
+        headers, body = swift.get_object(url, token, "c", "big")
+    except swift.ClientException as err:
+        headers, body = {}, err
+    check(body == big, "the moved object's body (%s)" % tail)
+    check(headers.get("x-object-meta-color") == "blue" and
+          headers.get("content-encoding") == "gzip" and
+          headers.get("content-type") == "text/x-moved" and
+          headers.get("etag") == __import__("hashlib").md5(big).hexdigest(),
+          "the moved object's headers: %r" % headers)
+    heads = object_heads(cluster, 0, "big")
+    check(all(st == 200 and h.get("x-backend-timestamp") == ts[0] + "_0000000000000002" and
+              h.get("x-object-sysmeta-apus-test") == "kept" for st, h in heads),
+          "policy 0 holds the object at its time + 2 offsets, sysmeta kept: %r" % heads)
+    heads = object_heads(cluster, 1, "big")
+    check(all(st == 404 and h.get("x-backend-timestamp") == ts[0] + "_0000000000000001"
+              for st, h in heads), "policy 1's copy deleted at its time + 1 offset: %r" % heads)
+    # 2. The DELETE carried over at its time + 2 offsets.
+    heads = object_heads(cluster, 0, "deleted-there")
+    check(all(st == 404 and h.get("x-backend-timestamp") == ts[1] + "_0000000000000002"
+              for st, h in heads), "the queued DELETE reached policy 0: %r" % heads)
+    # 3. The newer copy stays; the old one is gone.
+    check(all(st == 200 and h.get("x-backend-timestamp") == newer_ts
+              for st, h in object_heads(cluster, 0, "newer-here")), "policy 0's newer copy stays")
+    check(all(st == 404 for st, _ in object_heads(cluster, 1, "newer-here")),
+          "policy 1's older copy is gone")
+    # The queue: only the missing source and the non-entry are left.
+    left = queue_rows(cluster, queue)
+    check(left == {"1:/%s/c/nowhere" % ACCOUNT, "not an entry"},
+          "rows left in the queue: %r (%s)" % (sorted(left), tail))
+    for phrase in ("copy_success", "delete_success", "found_object", "noop_object",
+                   "unavailable_source", "invalid_record", "Reconciler Stats"):
+        check(phrase in text, "the reconciler's log says %s" % phrase)
 
 def main():
     with procs.Processes() as ps, tempfile.TemporaryDirectory() as root:
@@ -183,6 +323,8 @@ def main():
             if status == 200:
                 remaining.update(e["name"] for e in json.loads(body))
         check(not remaining, "entries left in the queue after the reconciler: %r" % remaining)
+
+        apus_reconciler_batch(cluster, url, token, part, nodes)
 
     print("misplaced objects test:", "%d failures" % len(failures) if failures else "ok")
     return 1 if failures else 0
