@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <thread>
 #include <vector>
 
@@ -102,6 +104,9 @@ struct ContainerReconciler::Impl {
   std::unique_ptr<ring::Ring> container_ring;
   std::map<int64_t, std::unique_ptr<ring::Ring>> object_rings;
   ReconcilerStats stats;
+  // run_forever()'s stop flag: a pass ends between rows once it is set (null: never).
+  const std::atomic<bool>* stop = nullptr;
+  bool stopping() const { return stop != nullptr && stop->load(); }
   std::chrono::steady_clock::time_point last_stats_log;
   std::string user_agent;
   // The policy of each container ("a/c") the primaries agreed on (nullopt: no majority), and
@@ -210,6 +215,7 @@ net::awaitable<void> ContainerReconciler::Impl::pass() {
       const auto* n = row ? row->if_contains("name") : nullptr;
       if (!n || !n->is_string()) continue;
       std::string name(n->as_string());
+      if (stopping()) co_return;
       if (name != current) co_await work_container(name);
     }
     if (marker.empty()) break;
@@ -289,6 +295,7 @@ net::awaitable<void> ContainerReconciler::Impl::work_container(const std::string
       rows.emplace_back(std::move(name), std::move(*entry));
     }
     co_await work_rows(container, std::move(rows));
+    if (stopping()) co_return;
     if (marker.empty()) break;
   }
   // An old queue container found empty goes, so the queue does not grow for ever. (Swift also
@@ -322,7 +329,7 @@ net::awaitable<void> ContainerReconciler::Impl::work_rows(
     common::spawn_logged(
         executor,
         [&]() -> net::awaitable<void> {
-          while (next < rows.size()) {
+          while (next < rows.size() && !stopping()) {
             const size_t i = next++;
             co_await process_queue_item(container, rows[i].first, rows[i].second);
           }
@@ -629,10 +636,13 @@ ReconcilerStats ContainerReconciler::run_once() {
 }
 
 void ContainerReconciler::run_forever(const std::atomic<bool>& stop) {
+  impl_->stop = &stop;
   while (!stop.load()) {
     (void)run_once();
     impl_->stats.clear();
-    APUS_LOG_INFO("sleeping between intervals (" + std::to_string(impl_->config.interval) + "s)");
+    char interval[32];
+    std::snprintf(interval, sizeof interval, "%g", impl_->config.interval);
+    APUS_LOG_INFO(std::string("sleeping between intervals (") + interval + "s)");
     common::sleep_until_or_stopped(common::seconds_from_now(impl_->config.interval), stop);
   }
 }

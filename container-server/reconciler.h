@@ -95,7 +95,7 @@ class ContainerReconciler {
 
   // One pass over the queue. Blocks until it is done.
   ReconcilerStats run_once();
-  // Passes until `stop` becomes true (checked once a second while sleeping).
+  // Passes until `stop` becomes true (checked between rows, and once a second while sleeping).
   void run_forever(const std::atomic<bool>& stop);
 
  private:

@@ -10,12 +10,12 @@
 # /etc/swift and a tmpfs on /run, only its own loopback exists, and every process it starts
 # dies with it. Nothing of the host's /etc/swift or network is touched. Inside, PATH starts with
 # tests/probe/bin: swift-<server> runs apus-<server> under Swift's name, and the Swift daemons
-# Apus does not have (sharder, reconciler, reconstructor)
+# Apus does not have (sharder, reconstructor)
 # run nothing, so Debian's own never touch Apus's devices. conftest.py adapts the tests'
 # direct reads of SQLite databases (see there).
 #
 # Default tests: the object replication probes issue 16 asks for, and the database probes of
-# issue 17 but test_container_merge_policy_index (no container reconciler yet: README). The result is compared with
+# issue 17. The result is compared with
 # tests/probe/known_failures.txt (compare_failures.py, as the functional suite's). Needs root
 # (exit 77, a skip, without it).
 # APUS_PROBE_KEEP=DIR keeps the JUnit report and logs there.
@@ -55,7 +55,7 @@ if [ ${#tests[@]} -eq 0 ]; then
            test_object_async_update test_object_metadata_replication \
            test_replication_servers_working test_account_reaper \
            test_object_conditional_requests test_db_replicator test_container_failures \
-           test_account_failures test_orphan_container; do
+           test_account_failures test_orphan_container test_container_merge_policy_index; do
     tests+=("test/probe/$t.py")
   done
 fi
@@ -95,11 +95,10 @@ printf '[probe_test]\ncheck_server_timeout = 30\n' >"$work/test.conf"
 cp "$here"/bin/* "$work/bin/"
 for s in proxy-server object-server container-server account-server object-replicator \
          object-updater object-auditor object-expirer account-reaper account-replicator \
-         container-replicator account-auditor container-auditor; do
+         container-replicator account-auditor container-auditor container-reconciler; do
   ln -s shim "$work/bin/swift-$s"
 done
-for s in container-sharder container-sync container-reconciler object-reconstructor \
-         object-relinker; do
+for s in container-sharder container-sync object-reconstructor object-relinker; do
   ln -s noop "$work/bin/swift-$s"
 done
 # The SAIO's internal-client.conf: some tests make Swift's InternalClient from it (Swift's
@@ -111,17 +110,18 @@ printf '%s\n' '[DEFAULT]' 'swift_dir = /etc/swift' '' \
   '[filter:cache]' 'use = egg:swift#memcache' 'memcache_servers = 127.0.0.1:11211' '' \
   '[filter:proxy-logging]' 'use = egg:swift#proxy_logging' '' \
   '[filter:catch_errors]' 'use = egg:swift#catch_errors' >"$work/etc/internal-client.conf"
+# The container reconciler: apus-container-reconciler, its internal client's pipeline in its
+# own file, as Swift's SAIO has it. APUS_PROBE_SWIFT_RECONCILER=1 runs Swift's own instead (its
+# proxy app in-process), to compare.
 if [ -n "${APUS_PROBE_SWIFT_RECONCILER:-}" ]; then
-  # Swift's own reconciler on Apus's queue (an experiment until Apus has its own): its
-  # internal client is Swift's proxy app in-process, on the probe's memcached.
   ln -sf /usr/bin/swift-container-reconciler "$work/bin/swift-container-reconciler"
-  printf '%s\n' '[DEFAULT]' 'swift_dir = /etc/swift' 'user = root' \
-    "log_file = $work/log/container-reconciler.log" '' '[container-reconciler]' '' \
-    '[pipeline:main]' 'pipeline = catch_errors cache proxy-server' '' \
-    '[app:proxy-server]' 'use = egg:swift#proxy' 'account_autocreate = true' '' \
-    '[filter:cache]' 'use = egg:swift#memcache' 'memcache_servers = 127.0.0.1:11211' '' \
-    '[filter:catch_errors]' 'use = egg:swift#catch_errors' >"$work/etc/container-reconciler.conf"
 fi
+printf '%s\n' '[DEFAULT]' 'swift_dir = /etc/swift' 'user = root' \
+  "log_file = $work/log/container-reconciler.log" '' '[container-reconciler]' '' \
+  '[pipeline:main]' 'pipeline = catch_errors cache proxy-server' '' \
+  '[app:proxy-server]' 'use = egg:swift#proxy' 'account_autocreate = true' '' \
+  '[filter:cache]' 'use = egg:swift#memcache' 'memcache_servers = 127.0.0.1:11211' '' \
+  '[filter:catch_errors]' 'use = egg:swift#catch_errors' >"$work/etc/container-reconciler.conf"
 
 # A copy of the suite with conftest.py beside the probe tests.
 mkdir -p "$work/suite"
