@@ -47,7 +47,7 @@ Result<Timestamp> parse_last_modified(std::string_view text) {
   const size_t fraction_digits = text.size() - 20;
   int micros = digits(text, 20, fraction_digits);
   if (year < 1970 || month < 1 || month > 12 || day < 1 || day > 31 || hour < 0 || hour > 23 ||
-      minute < 0 || minute > 59 || second < 0 || second > 61 || micros < 0) {
+      minute < 0 || minute > 59 || second < 0 || second > 59 || micros < 0) {
     return bad;
   }
   for (size_t i = fraction_digits; i < 6; ++i) micros *= 10;

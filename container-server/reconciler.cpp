@@ -49,7 +49,31 @@ constexpr size_t kMaxSmallAnswer = 1u << 20;  // HEADs, DELETEs, a PUT's answer
 
 double now_seconds() { return Timestamp::now().seconds(); }
 
+// Runs task(i) for every i < n at once, and returns once all of them have ended.
+template <class Task>
+net::awaitable<void> run_all(size_t n, Task task) {
+  auto executor = co_await net::this_coro::executor;
+  size_t running = n;
+  net::steady_timer all_done(executor, net::steady_timer::time_point::max());
+  auto one_done = [&] {
+    if (--running == 0) all_done.cancel();
+  };
+  for (size_t i = 0; i < n; ++i) {
+    common::spawn_logged(
+        executor,
+        [&, i]() -> net::awaitable<void> {
+          co_await task(i);
+          one_done();
+        },
+        "container reconciler task", one_done);
+  }
+  if (running > 0) (void)co_await all_done.async_wait(net::as_tuple(net::use_awaitable));
+}
+
 bool is_success(int status) { return status >= 200 && status < 300; }
+// What the reconciler's object HEAD and GET accept (Swift's acceptable_statuses=(2, 4)); any
+// other answer is an error, its headers unused.
+bool is_acceptable(int status) { return is_success(status) || (status >= 400 && status < 500); }
 
 }  // namespace
 
@@ -171,6 +195,7 @@ void ContainerReconciler::Impl::log_stats(bool force) {
 }
 
 ring::Ring* ContainerReconciler::Impl::object_ring(int64_t policy) {
+  if (policy < 0 || policy > INT32_MAX) return nullptr;  // no such policy: no ring
   auto it = object_rings.find(policy);
   if (it != object_rings.end()) return it->second.get();
   const auto* p = config.swift.policies.by_index(static_cast<int>(policy));
@@ -204,6 +229,7 @@ net::awaitable<void> ContainerReconciler::Impl::pass() {
   for (;;) {
     auto page = co_await list_page("", marker);
     if (!page || page->empty()) break;
+    const std::string before = marker;
     if (const auto* last = page->back().if_object()) {
       if (const auto* n = last->if_contains("name"); n && n->is_string()) {
         marker = std::string(n->as_string());
@@ -218,7 +244,7 @@ net::awaitable<void> ContainerReconciler::Impl::pass() {
       if (stopping()) co_return;
       if (name != current) co_await work_container(name);
     }
-    if (marker.empty()) break;
+    if (marker == before) break;  // a page without names would be asked for again and again
   }
 }
 
@@ -264,6 +290,7 @@ net::awaitable<void> ContainerReconciler::Impl::work_container(const std::string
     }
     if (page->empty()) break;
     found = true;
+    const std::string before = marker;
     std::vector<std::pair<std::string, MisplacedEntry>> rows;
     for (const auto& v : *page) {
       const auto* o = v.if_object();
@@ -296,7 +323,7 @@ net::awaitable<void> ContainerReconciler::Impl::work_container(const std::string
     }
     co_await work_rows(container, std::move(rows));
     if (stopping()) co_return;
-    if (marker.empty()) break;
+    if (marker == before) break;  // a page without names would be asked for again and again
   }
   // An old queue container found empty goes, so the queue does not grow for ever. (Swift also
   // tries when the listing failed; a container whose name is no number it cannot judge, and
@@ -320,26 +347,15 @@ net::awaitable<void> ContainerReconciler::Impl::work_container(const std::string
 
 net::awaitable<void> ContainerReconciler::Impl::work_rows(
     const std::string& container, std::vector<std::pair<std::string, MisplacedEntry>> rows) {
-  if (rows.empty()) co_return;
-  auto executor = co_await net::this_coro::executor;
-  size_t next = 0, running = 0;
-  net::steady_timer all_done(executor, net::steady_timer::time_point::max());
-  for (int w = 0; w < config.concurrency && static_cast<size_t>(w) < rows.size(); ++w) {
-    ++running;
-    common::spawn_logged(
-        executor,
-        [&]() -> net::awaitable<void> {
-          while (next < rows.size() && !stopping()) {
-            const size_t i = next++;
-            co_await process_queue_item(container, rows[i].first, rows[i].second);
-          }
-          if (--running == 0) all_done.cancel();
-        },
-        "container reconciler worker", [&] {
-          if (--running == 0) all_done.cancel();
-        });
-  }
-  if (running > 0) (void)co_await all_done.async_wait(net::as_tuple(net::use_awaitable));
+  // `concurrency` workers, each taking the next row until none is left.
+  size_t next = 0;
+  co_await run_all(std::min<size_t>(static_cast<size_t>(config.concurrency), rows.size()),
+                   [&](size_t) -> net::awaitable<void> {
+                     while (next < rows.size() && !stopping()) {
+                       const size_t i = next++;
+                       co_await process_queue_item(container, rows[i].first, rows[i].second);
+                     }
+                   });
 }
 
 net::awaitable<void> ContainerReconciler::Impl::process_queue_item(const std::string& container,
@@ -369,25 +385,28 @@ net::awaitable<std::optional<int64_t>> ContainerReconciler::Impl::container_poli
   }
   auto nodes = container_ring->get_nodes(account, container);
   if (!nodes.ok()) co_return std::nullopt;
-  // Swift's direct_get_container_policy_index: every primary's HEAD (a 404 still tells the
-  // container's policy and timestamps); a majority must answer.
+  // Swift's direct_get_container_policy_index: every primary's HEAD, at once; a 404 counts with
+  // what it says (a deleted container's policy and timestamps; a server without the database
+  // says policy 0 and zero timestamps, which Swift takes as a claim too); a majority must
+  // answer.
   std::vector<common::PolicyClaim> claims;
-  for (const ring::Node& node : nodes->nodes) {
+  co_await run_all(nodes->nodes.size(), [&](size_t i) -> net::awaitable<void> {
     HeaderMap h;
     h.set("User-Agent", user_agent);
     h.set("X-Backend-Use-Replication-Network", "true");
-    auto r = co_await ring::direct_request(*pool, direct_options(), *node.device, "HEAD",
-                                           nodes->partition, "/" + account + "/" + container,
-                                           "", std::move(h), kMaxSmallAnswer);
-    if (!r.ok() || (!is_success(r->head.status) && r->head.status != 404)) continue;
+    auto r = co_await ring::direct_request(*pool, direct_options(), *nodes->nodes[i].device,
+                                           "HEAD", nodes->partition,
+                                           "/" + account + "/" + container, "", std::move(h),
+                                           kMaxSmallAnswer);
+    if (!r.ok() || (!is_success(r->head.status) && r->head.status != 404)) co_return;
     const HeaderMap& got = r->head.headers;
     auto policy = common::parse_python_int(got.get_or("X-Backend-Storage-Policy-Index", ""));
-    if (!policy) continue;  // a 404 without a database says nothing of its policy
+    if (!policy) co_return;  // no policy at all (another implementation): not a claim
     const std::string zero = Timestamp().internal();
     claims.push_back({*policy, std::string(got.get_or("X-Backend-Put-Timestamp", zero)),
                       std::string(got.get_or("X-Backend-Delete-Timestamp", zero)),
                       std::string(got.get_or("X-Backend-Status-Changed-At", zero)), 0});
-  }
+  });
   std::optional<int64_t> out;
   if (claims.size() >= nodes->nodes.size() / 2 + 1) {
     const common::PolicyClaim* best = &claims.front();
@@ -430,7 +449,7 @@ net::awaitable<bool> ContainerReconciler::Impl::reconcile_object(const Misplaced
   h.set("X-Backend-Storage-Policy-Index", std::to_string(*dest));
   auto head = co_await client->request("HEAD", "/v1" + e.path(), "", std::move(h),
                                        kMaxSmallAnswer);
-  if (!head.ok() || head->status >= 500 || head->status < 200) {
+  if (!head.ok() || !is_acceptable(head->status)) {
     stats_log("unavailable_destination",
               what + " unable to determine the destination timestamp, if any");
     co_return false;
@@ -460,8 +479,9 @@ net::awaitable<bool> ContainerReconciler::Impl::ensure_object_in_right_location(
   const int status = source->status();
   // An answer other than 2xx and 4xx is Swift's UnexpectedResponse: its headers are not used.
   const Timestamp source_ts =
-      status < 500 ? common::timestamp_or_zero(source->headers().get_or("X-Backend-Timestamp", "0"))
-                   : Timestamp();
+      is_acceptable(status)
+          ? common::timestamp_or_zero(source->headers().get_or("X-Backend-Timestamp", "0"))
+          : Timestamp();
   if (status == 404 && e.is_delete) {
     co_await source->close();
     co_return co_await ensure_tombstone_in_right_location(e, dest_policy, source_ts);
@@ -492,12 +512,10 @@ net::awaitable<bool> ContainerReconciler::Impl::ensure_object_in_right_location(
   put_headers.set("X-Backend-Storage-Policy-Index", std::to_string(dest_policy));
   put_headers.set("X-Timestamp", put_ts.internal());
   put_headers.erase("Content-Length");
-  Result<Response> put = Status::unavailable("no body length");
-  if (std::optional<uint64_t> length = source->length()) {
-    proxy::SubrequestBody body(*source);
-    put = co_await client->request_with_body("PUT", "/v1" + e.path(), std::move(put_headers),
-                                             body, *length, kMaxSmallAnswer);
-  }
+  // The length the GET gave, or chunked without one (as Swift's upload_object).
+  proxy::SubrequestBody body(*source);
+  Result<Response> put = co_await client->request_with_body(
+      "PUT", "/v1" + e.path(), std::move(put_headers), body, source->length(), kMaxSmallAnswer);
   co_await source->close();
   if (!put.ok() || !is_success(put->status)) {
     stats_log("copy_failed", "upload " + what + " (" + source_ts.normal() +
@@ -568,21 +586,22 @@ net::awaitable<void> ContainerReconciler::Impl::pop_queue(const std::string& con
                              ") from the queue (" + x_timestamp.internal() + ")");
   auto nodes = container_ring->get_nodes(kAccount, container);
   if (!nodes.ok()) co_return;
-  // Each primary on its own; one that misses it keeps the row, and a later pass finds the work
-  // done and removes it again.
-  for (const ring::Node& node : nodes->nodes) {
+  // Every primary at once, each on its own; one that misses it keeps the row, and a later pass
+  // finds the work done and removes it again.
+  co_await run_all(nodes->nodes.size(), [&](size_t i) -> net::awaitable<void> {
+    const ring::Device& dev = *nodes->nodes[i].device;
     HeaderMap h;
     h.set("User-Agent", user_agent);
     h.set("X-Timestamp", x_timestamp.internal());
     h.set("X-Backend-Use-Replication-Network", "true");
-    auto r = co_await ring::direct_request(*pool, direct_options(), *node.device, "DELETE",
+    auto r = co_await ring::direct_request(*pool, direct_options(), dev, "DELETE",
                                            nodes->partition, path, "", std::move(h),
                                            kMaxSmallAnswer);
     if (!r.ok() || !is_success(r->head.status)) {
-      APUS_LOG_DEBUG("queue row " + path + " not removed from " + node.device->device + ": " +
+      APUS_LOG_DEBUG("queue row " + path + " not removed from " + dev.device + ": " +
                      (r.ok() ? std::to_string(r->head.status) : r.status().to_string()));
     }
-  }
+  });
 }
 
 // ---- ContainerReconciler ---------------------------------------------------------------------

@@ -1,6 +1,8 @@
 #include "proxy/internal_client.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -58,8 +60,9 @@ ProxyEnv InternalClient::fresh_env() const {
 }
 
 net::awaitable<void> InternalClient::wait_before_try(int attempt) const {
-  // Swift waits 2 s before the second try, 4 s before the third, and so on.
-  net::steady_timer wait(co_await net::this_coro::executor, std::chrono::seconds(1 << attempt));
+  // Swift waits 2 s before the second try, 4 s before the third, and so on (here at most 1024 s).
+  net::steady_timer wait(co_await net::this_coro::executor,
+                         std::chrono::seconds(int64_t{1} << std::min(attempt, 10)));
   (void)co_await wait.async_wait(net::as_tuple(net::use_awaitable));
 }
 
@@ -72,6 +75,8 @@ net::awaitable<Result<Response>> InternalClient::request(std::string method, std
     if (attempt > 0) co_await wait_before_try(attempt);
     answer = co_await run_subrequest(app_, make_subrequest(method, path, query, headers),
                                      fresh_env(), max_body);
+    // An answer too long for max_body would be as long again.
+    if (!answer.ok() && answer.status().code() == Status::Code::kInvalidArgument) break;
     if (answer.ok() && answer->status < 500) break;
   }
   co_return answer;
@@ -98,14 +103,21 @@ net::awaitable<Result<Response>> InternalClient::request_with_body(std::string m
                                                                    std::string path,
                                                                    HeaderMap headers,
                                                                    BodySource& body,
-                                                                   uint64_t length,
+                                                                   std::optional<uint64_t> length,
                                                                    size_t max_body) {
   common::http::Request req =
       make_subrequest(std::move(method), path, "", with_client_headers(std::move(headers)));
-  req.headers.set("Content-Length", std::to_string(length));
+  req.headers.erase("Content-Length");
   req.headers.erase("Transfer-Encoding");
-  req.content_length = length;
-  req.chunked = false;
+  if (length) {
+    req.headers.set("Content-Length", std::to_string(*length));
+    req.content_length = *length;
+    req.chunked = false;
+  } else {
+    req.headers.set("Transfer-Encoding", "chunked");  // Swift's upload_object without a length
+    req.content_length.reset();
+    req.chunked = true;
+  }
   co_return co_await run_subrequest_with_body(app_, std::move(req), fresh_env(), body, max_body);
 }
 

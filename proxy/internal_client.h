@@ -10,7 +10,7 @@
 // X-Backend-Allow-Reserved-Names: true, and X-Backend-Use-Replication-Network: true when the
 // client was made for the replication network (its backend requests then go to the devices'
 // replication addresses). A request answered 5xx (or not at all) is tried again, up to
-// request_tries in all, waiting 2, 4, 8... seconds between tries.
+// request_tries in all, waiting 2, 4, 8... seconds between tries (at most 1024).
 //
 // Thread-compatible: one thread makes the requests, on the executor it awaits them from. The
 // proxy's per-thread connection pools hold sockets of that executor's io_context: the thread
@@ -58,11 +58,12 @@ class InternalClient {
   boost::asio::awaitable<std::unique_ptr<Subrequest>> open(std::string method, std::string path,
                                                            common::http::HeaderMap headers);
 
-  // A request with a body of `length` bytes read from `body` (an object PUT fed by a GET). Not
-  // tried again: the body cannot be read twice.
+  // A request with a body read from `body` (an object PUT fed by a GET): `length` bytes, or
+  // chunked when the length is not known (nullopt). Not tried again: the body cannot be read
+  // twice.
   boost::asio::awaitable<common::Result<common::http::Response>> request_with_body(
       std::string method, std::string path, common::http::HeaderMap headers, BodySource& body,
-      uint64_t length, size_t max_body);
+      std::optional<uint64_t> length, size_t max_body);
 
   const ProxyConfig& config() const { return server_->config(); }
 
