@@ -314,14 +314,7 @@ def main():
                 {"X-Backend-Storage-Policy-Index": "1"})
             left.append(status)
         check(all(st == 404 for st in left), "policy 1 keeps the object: %r" % left)
-        queue = str(int(float(put_ts)) // 3600 * 3600)
-        qpart, qnodes = cluster.ring_nodes("container", ".misplaced_objects", queue)
-        remaining = set()
-        for n in qnodes:
-            status, _, body = direct(cluster, n, qpart, "/.misplaced_objects/%s" % queue,
-                                     query="?format=json")
-            if status == 200:
-                remaining.update(e["name"] for e in json.loads(body))
+        remaining = queue_rows(cluster, str(int(float(put_ts)) // 3600 * 3600))
         check(not remaining, "entries left in the queue after the reconciler: %r" % remaining)
 
         apus_reconciler_batch(cluster, url, token, part, nodes)
