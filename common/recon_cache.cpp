@@ -12,6 +12,7 @@
 #include <boost/json.hpp>
 
 #include "common/io/fs.h"
+#include "common/log/log.h"
 
 namespace apus::common {
 
@@ -51,6 +52,13 @@ Status dump_recon_cache(const std::string& path, std::string_view entries) {
   }
   ::close(lock);
   return s;
+}
+
+void write_recon_entry(const std::string& path, std::string_view key, double value) {
+  boost::json::object entry;
+  entry[key] = value;
+  Status written = dump_recon_cache(path, boost::json::serialize(entry));
+  if (!written.ok()) APUS_LOG_ERROR("cannot write the recon cache " + path + ": " + written.to_string());
 }
 
 }  // namespace apus::common

@@ -18,4 +18,8 @@ namespace apus::common {
 // error when the directory is missing or not writable.
 Status dump_recon_cache(const std::string& path, std::string_view entries);
 
+// dump_recon_cache() of one number under `key` (a daemon's pass time), a failure logged at
+// ERROR, as Swift's daemons log it and go on.
+void write_recon_entry(const std::string& path, std::string_view key, double value);
+
 }  // namespace apus::common

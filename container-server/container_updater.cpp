@@ -16,6 +16,7 @@
 #include "common/http/client.h"
 #include "common/http/url.h"
 #include "common/log/log.h"
+#include "common/recon_cache.h"
 #include "container-server/swift_db.h"
 
 namespace apus::container {
@@ -37,6 +38,7 @@ Result<ContainerUpdaterConfig> ContainerUpdaterConfig::from_config(const common:
   APUS_ASSIGN_OR_RETURN(c.conn_timeout, s.get_double("conn_timeout", 0.5));
   APUS_ASSIGN_OR_RETURN(c.containers_per_second, s.get_double("containers_per_second", 50));
   APUS_ASSIGN_OR_RETURN(c.account_suppression_time, s.get_double("account_suppression_time", 60));
+  c.recon_cache_path = s.get_string("recon_cache_path", "/var/cache/swift");
   return c;
 }
 
@@ -248,6 +250,8 @@ ContainerUpdaterStats ContainerUpdater::run_once() {
                 std::to_string(impl.stats.successes) + " successes, " +
                 std::to_string(impl.stats.failures) + " failures, " +
                 std::to_string(impl.stats.no_changes) + " with no changes");
+  common::write_recon_entry(impl.config.recon_cache_path + "/container.recon",
+                            "container_updater_sweep", seconds);
   return impl.stats;
 }
 

@@ -38,6 +38,8 @@ struct ContainerUpdaterConfig {
   double conn_timeout = 0.5;
   double containers_per_second = 50;  // 0 = unlimited
   double account_suppression_time = 60;
+  // Where container.recon gets container_updater_sweep (the last pass's seconds).
+  std::string recon_cache_path = "/var/cache/swift";
 
   // Reads [container-updater] of a container-server.conf (DEFAULT inherited); `enabled` is
   // Apus's own option (default true).

@@ -14,6 +14,7 @@
 #include "common/listing_format.h"
 #include "common/log/log.h"
 #include "common/process.h"
+#include "common/recon.h"
 
 namespace apus::container {
 
@@ -639,8 +640,15 @@ int run_db_server(int argc, char** argv, DbType type, const MakeDbServer& make) 
     return 1;
   }
   std::unique_ptr<DbServer> server = std::move(made).value();
+  auto recon = common::ReconConfig::from_config(*conf, APUS_SWIFT_VERSION);
+  if (!recon.ok()) {
+    std::fprintf(stderr, "%s\n", recon.status().message().c_str());
+    return 1;
+  }
   common::http::Server http(
-      config->server, [&server](common::http::Exchange& ex) { return server->handle(ex); },
+      config->server,
+      common::with_recon(std::move(*recon),
+                         [&server](common::http::Exchange& ex) { return server->handle(ex); }),
       &metrics, common::storage_access_logger());
   if (auto s = http.start(); !s.ok()) {
     APUS_LOG_ERROR("cannot start: " + s.to_string());

@@ -26,6 +26,7 @@
 #include "common/timestamp.h"
 #include "common/update_plan.h"
 #include "common/process.h"
+#include "common/recon_cache.h"
 #include "ring/direct_client.h"
 #include "ring/ring.h"
 
@@ -109,6 +110,7 @@ Result<ExpirerConfig> ExpirerConfig::from_config(const common::Config& conf,
   APUS_ASSIGN_OR_RETURN(c.processes, s.get_int("processes", 0));
   APUS_ASSIGN_OR_RETURN(c.process, s.get_int("process", 0));
   c.log_name = s.get_string("log_name", "object-expirer");
+  c.recon_cache_path = s.get_string("recon_cache_path", "/var/cache/swift");
 
   auto swift = common::load_swift_conf(c.swift_dir + "/swift.conf");
   if (!swift.ok()) return swift.status();
@@ -671,6 +673,12 @@ void ObjectExpirer::Impl::report(bool final) {
   if (final) {
     APUS_LOG_INFO("Pass completed in " + std::to_string(elapsed) + "s; " +
                   std::to_string(stats.objects) + " objects expired");
+    boost::json::object recon;
+    recon["object_expiration_pass"] = std::chrono::duration<double>(now - pass_start).count();
+    recon["expired_last_pass"] = stats.objects;
+    Status written = common::dump_recon_cache(config.recon_cache_path + "/object.recon",
+                                              boost::json::serialize(recon));
+    if (!written.ok()) APUS_LOG_ERROR("cannot write the recon cache: " + written.to_string());
   } else if (now - last_report >= seconds(config.report_interval)) {
     APUS_LOG_INFO("Pass so far " + std::to_string(elapsed) + "s; " +
                   std::to_string(stats.objects) + " objects expired");

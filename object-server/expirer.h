@@ -61,6 +61,8 @@ struct ExpirerConfig {
   bool dequeue_from_legacy = true;  // false: this node does nothing (see from_config)
   std::string expiring_objects_account = ".expiring_objects";
   std::string log_name = "object-expirer";
+  // Where object.recon gets object_expiration_pass and expired_last_pass for swift-recon.
+  std::string recon_cache_path = "/var/cache/swift";
   common::SwiftConf swift;
 
   // Swift 2.30's reading: [object-expirer] of `conf` (DEFAULT inherited), loaded from `path`.

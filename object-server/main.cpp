@@ -8,6 +8,7 @@
 #include "common/log/log.h"
 #include "common/metrics/metrics.h"
 #include "common/process.h"
+#include "common/recon.h"
 #include "object-server/object_server.h"
 
 using apus::common::Status;
@@ -32,10 +33,18 @@ int main(int argc, char** argv) {
     return 1;
   }
 
+  auto recon = apus::common::ReconConfig::from_config(*conf, APUS_SWIFT_VERSION);
+  if (!recon.ok()) {
+    std::fprintf(stderr, "%s\n", recon.status().message().c_str());
+    return 1;
+  }
   apus::common::Metrics metrics("object");
   apus::object::ObjectServer server(*config, apus::common::io::default_fs(), &metrics);
   apus::common::http::Server http(
-      config->server, [&server](apus::common::http::Exchange& ex) { return server.handle(ex); },
+      config->server,
+      apus::common::with_recon(std::move(*recon), [&server](apus::common::http::Exchange& ex) {
+        return server.handle(ex);
+      }),
       &metrics,
       config->log_requests ? apus::common::storage_access_logger()
                            : apus::common::http::AccessLogger());

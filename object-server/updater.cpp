@@ -16,6 +16,7 @@
 #include "common/http/url.h"
 #include "common/io/blocking_pool.h"
 #include "common/log/log.h"
+#include "common/recon_cache.h"
 #include "common/process.h"
 #include "common/timestamp.h"
 #include "object-server/async_pending.h"
@@ -35,6 +36,7 @@ Result<UpdaterConfig> UpdaterConfig::from_config(const common::Config& conf) {
   APUS_ASSIGN_OR_RETURN(c.mount_check, s.get_bool("mount_check", true));
   c.swift_dir = s.get_string("swift_dir", "/etc/swift");
   APUS_ASSIGN_OR_RETURN(c.interval, s.get_double("interval", 300));
+  c.recon_cache_path = s.get_string("recon_cache_path", "/var/cache/swift");
   int64_t concurrency = 8;
   APUS_ASSIGN_OR_RETURN(concurrency, s.get_int("concurrency", 8));
   c.concurrency = static_cast<int>(std::max<int64_t>(1, concurrency));
@@ -333,6 +335,8 @@ UpdaterStats ObjectUpdater::run_once() {
                 std::to_string(impl.stats.unlinks) + " unlinks, " +
                 std::to_string(impl.stats.redirects) + " redirects, " +
                 std::to_string(impl.stats.errors) + " errors");
+  common::write_recon_entry(impl.config.recon_cache_path + "/object.recon",
+                            "object_updater_sweep", seconds);
   return impl.stats;
 }
 

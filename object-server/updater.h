@@ -35,6 +35,8 @@ struct UpdaterConfig {
   double conn_timeout = 0.5;
   double objects_per_second = 50;  // per pass; 0 = unlimited
   std::string log_name = "object-updater";
+  // Where object.recon gets object_updater_sweep (the last pass's seconds) for swift-recon.
+  std::string recon_cache_path = "/var/cache/swift";
   common::SwiftConf swift;
 
   // Reads [object-updater] of an object-server.conf (DEFAULT inherited) and its swift.conf.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/saio up starts the all-in-one cluster and status reports it; the README's examples
 # (swift stat, the curl lines) work on it, as does a directory tree uploaded, listed,
-# downloaded and deleted with python-swiftclient's `swift`; down stops every process it started.
+# downloaded and deleted with python-swiftclient's `swift`; swift-recon reads every storage server
+# (recon_check.py); down stops every process it started.
 # The configs are the etc/ samples with per-node values set, and APUS_SAIO_MAX_FILE_SIZE (what
 # the functional runner sets) reaches swift.conf, /info and the proxy's 413.
 set -uo pipefail
@@ -124,6 +125,10 @@ auth=(-A http://127.0.0.1:8080/auth/v1.0 -U test:tester -K testing)
   ! swift "${auth[@]}" list | grep -qx trees || { echo "FAIL: trees still listed"; exit 1; }
 ) || fail=1
 rm -rf "$work"
+
+# swift-recon works against the all-in-one: the storage servers' recon filter, checked endpoint
+# by endpoint, then Debian's swift-recon for each server type.
+/usr/bin/python3 "$top/tests/integration/recon_check.py" "$APUS_SAIO_DIR" || fail=1
 
 "$top/scripts/saio" down || { echo "FAIL: saio down"; fail=1; }
 for pid in $pids; do
