@@ -7,15 +7,24 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 
 #include "common/http/url.h"
 #include "common/log/log.h"
+#include "common/statsd.h"
+#include "common/thread_annotations.h"
 
 namespace apus::common {
 
@@ -26,6 +35,7 @@ sigset_t stop_signals() {
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGHUP);
+  sigaddset(&set, SIGUSR1);
   sigaddset(&set, SIGUSR2);
   return set;
 }
@@ -49,7 +59,8 @@ void run_until_stopped(std::string_view started,
   signals.join();
 }
 
-int wait_for_stop_signal(const std::function<void()>& on_pass_request) {
+int wait_for_stop_signal(const std::function<void()>& on_pass_request,
+                         const std::function<bool()>& on_reload) {
   sigset_t set = stop_signals();
   for (;;) {
     int sig = 0;
@@ -57,6 +68,15 @@ int wait_for_stop_signal(const std::function<void()>& on_pass_request) {
     if (sig == SIGHUP) {
       log::reopen();
       APUS_LOG_INFO("SIGHUP: log reopened");
+      continue;
+    }
+    if (sig == SIGUSR1) {
+      if (!on_reload) {
+        APUS_LOG_INFO("SIGUSR1: this program does not reload; ignored");
+        continue;
+      }
+      APUS_LOG_INFO("SIGUSR1: reloading");
+      if (on_reload()) return sig;
       continue;
     }
     if (sig == SIGUSR2) {
@@ -85,12 +105,45 @@ Status configure_logging(const Section& section, std::string_view default_name) 
   options.name = section.get_string("log_name", std::string(default_name));
   options.file = section.get_string("log_file", "");
   options.facility = section.get_string("log_facility", "LOG_LOCAL0");
+  options.address = section.get_string("log_address", "/dev/log");
+  options.udp_host = section.get_string("log_udp_host", "");
+  int64_t udp_port = 514;
+  APUS_ASSIGN_OR_RETURN(udp_port, section.get_int("log_udp_port", 514));
+  if (udp_port <= 0 || udp_port > 65535) return section.invalid("log_udp_port", "must be a port");
+  options.udp_port = static_cast<int>(udp_port);
   std::string level = section.get_string("log_level", "INFO");
   if (!log::parse_level(level, &options.level)) {
     return section.invalid("log_level", "is not a log level");
   }
   log::configure(options);
   return Status();
+}
+
+http::AccessLogger with_request_timing(std::shared_ptr<StatsdClient> statsd,
+                                       std::string_view server, http::AccessLogger inner) {
+  if (!statsd) return inner;
+  // Swift's @timing_stats per method and server: the sample rate, or no entry (not timed).
+  static const std::map<std::string, double, std::less<>> kObject = {
+      {"POST", 1}, {"PUT", 1}, {"GET", 1}, {"HEAD", 0.8}, {"DELETE", 1}, {"REPLICATE", 0.1},
+      {"SSYNC", 0.1}};
+  static const std::map<std::string, double, std::less<>> kContainer = {
+      {"DELETE", 1}, {"PUT", 1}, {"HEAD", 0.1}, {"GET", 1}, {"REPLICATE", 0.01},
+      {"UPDATE", 1}, {"POST", 1}};
+  static const std::map<std::string, double, std::less<>> kAccount = {
+      {"DELETE", 1}, {"PUT", 1}, {"HEAD", 1}, {"GET", 1}, {"REPLICATE", 1}, {"POST", 1}};
+  const auto* rates = server == "object" ? &kObject : server == "container" ? &kContainer
+                                                                             : &kAccount;
+  return [statsd = std::move(statsd), rates, inner = std::move(inner)](
+             const http::RequestRecord& r) {
+    const std::string& method = r.request->method;
+    if (auto it = rates->find(method); it != rates->end()) {
+      // A default rate of 1 leaves the method's own; Swift passes it as the sample rate.
+      statsd->timing(method + (r.status >= 500 ? ".errors.timing" : ".timing"),
+                     r.seconds * 1000, it->second < 1 ? std::optional<double>(it->second)
+                                                      : std::nullopt);
+    }
+    if (inner) inner(r);
+  };
 }
 
 http::AccessLogger storage_access_logger() {
@@ -182,7 +235,9 @@ Result<CommandResult> run_command(const std::vector<std::string>& argv, double t
   sigset_t none, defaults;
   sigemptyset(&none);
   sigemptyset(&defaults);
-  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGUSR2, SIGPIPE}) sigaddset(&defaults, sig);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, SIGPIPE}) {
+    sigaddset(&defaults, sig);
+  }
   posix_spawnattr_setsigmask(&attr, &none);
   posix_spawnattr_setsigdefault(&attr, &defaults);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
@@ -228,6 +283,131 @@ Result<CommandResult> run_command(const std::vector<std::string>& argv, double t
   }
   result.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return result;
+}
+
+// ---- seamless reload ----------------------------------------------------------------------
+
+namespace {
+
+constexpr std::string_view kInheritPrefix = "APUS_INHERIT_";
+constexpr std::string_view kReadyVariable = "APUS_READY_FD";
+
+// This process's arguments, from /proc/self/cmdline.
+std::vector<std::string> own_arguments() {
+  std::vector<std::string> args;
+  int fd = ::open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return args;
+  std::string text;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) text.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  for (size_t start = 0; start < text.size();) {
+    size_t end = text.find('\0', start);
+    if (end == std::string::npos) end = text.size();
+    args.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return args;
+}
+
+std::optional<int> fd_from_environment(std::string_view variable) {
+  const char* value = std::getenv(std::string(variable).c_str());
+  if (!value) return std::nullopt;
+  int fd = -1;
+  auto [end, ec] = std::from_chars(value, value + std::strlen(value), fd);
+  if (ec != std::errc() || *end != '\0' || fd < 3 || ::fcntl(fd, F_GETFD) < 0) {
+    return std::nullopt;
+  }
+  return fd;
+}
+
+}  // namespace
+
+Result<int> start_successor(const std::vector<std::pair<std::string, int>>& sockets,
+                            double timeout_seconds) {
+  std::vector<std::string> args = own_arguments();
+  if (args.empty()) return Status::io_error("cannot read /proc/self/cmdline");
+  int ready[2];
+  if (::pipe2(ready, O_CLOEXEC) != 0) {
+    return Status::io_error(std::string("pipe: ") + std::strerror(errno));
+  }
+  // The successor finds each socket at a descriptor above every one handed over, so no dup2
+  // overwrites a descriptor still to be handed.
+  int next = ready[1];
+  for (const auto& [name, fd] : sockets) next = std::max(next, fd);
+  ++next;
+  posix_spawn_file_actions_t actions;
+  ::posix_spawn_file_actions_init(&actions);
+  std::vector<std::string> env;
+  for (const auto& [name, fd] : sockets) {
+    if (fd < 0) continue;
+    ::posix_spawn_file_actions_adddup2(&actions, fd, next);
+    env.push_back(std::string(kInheritPrefix) + name + "=" + std::to_string(next++));
+  }
+  ::posix_spawn_file_actions_adddup2(&actions, ready[1], next);
+  env.push_back(std::string(kReadyVariable) + "=" + std::to_string(next));
+  for (char** e = environ; *e; ++e) {
+    std::string_view entry = *e;
+    if (entry.starts_with(kInheritPrefix) || entry.starts_with(std::string(kReadyVariable) + "=")) {
+      continue;
+    }
+    env.emplace_back(entry);
+  }
+  // The successor starts with no signal blocked and every signal at its default, as a program
+  // started from a shell.
+  posix_spawnattr_t attr;
+  ::posix_spawnattr_init(&attr);
+  sigset_t none, defaults = stop_signals();
+  sigemptyset(&none);
+  sigaddset(&defaults, SIGPIPE);
+  ::posix_spawnattr_setsigmask(&attr, &none);
+  ::posix_spawnattr_setsigdefault(&attr, &defaults);
+  ::posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  std::vector<char*> argv, envp;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  for (std::string& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  pid_t pid = -1;
+  const int rc = ::posix_spawnp(&pid, argv[0], &actions, &attr, argv.data(), envp.data());
+  ::posix_spawn_file_actions_destroy(&actions);
+  ::posix_spawnattr_destroy(&attr);
+  ::close(ready[1]);
+  if (rc != 0) {
+    ::close(ready[0]);
+    return Status::io_error("cannot start " + args[0] + ": " + std::strerror(rc));
+  }
+  // One byte when the successor serves; end of file when it exited first.
+  pollfd p{ready[0], POLLIN, 0};
+  const int waited = ::poll(&p, 1, static_cast<int>(timeout_seconds * 1000));
+  char byte = 0;
+  const bool serving = waited > 0 && ::read(ready[0], &byte, 1) == 1;
+  ::close(ready[0]);
+  if (serving) return static_cast<int>(pid);
+  if (waited == 0) ::kill(pid, SIGTERM);
+  ::waitpid(pid, nullptr, 0);
+  return Status::io_error(waited == 0 ? "the new process did not start serving in time"
+                                      : "the new process exited before serving (see its log)");
+}
+
+std::optional<int> take_inherited_socket(std::string_view name) {
+  static Mutex mutex;
+  static std::set<std::string, std::less<>> taken APUS_GUARDED_BY(mutex);
+  MutexLock lock(&mutex);
+  if (!taken.insert(std::string(name)).second) return std::nullopt;
+  auto fd = fd_from_environment(std::string(kInheritPrefix) + std::string(name));
+  if (fd) ::fcntl(*fd, F_SETFD, FD_CLOEXEC);
+  return fd;
+}
+
+void tell_parent_ready() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (auto fd = fd_from_environment(kReadyVariable)) {
+      [[maybe_unused]] ssize_t n = ::write(*fd, "1", 1);
+      ::close(*fd);
+    }
+  });
 }
 
 }  // namespace apus::common

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -21,21 +22,44 @@
 
 namespace apus::common {
 
-// Blocks SIGTERM, SIGINT, SIGHUP, SIGUSR2 and SIGPIPE in the calling thread and threads it
-// creates later.
+class StatsdClient;
+
+// Blocks SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2 and SIGPIPE in the calling thread and
+// threads it creates later.
 void block_stop_signals();
 
 // Blocks until SIGTERM or SIGINT arrives and returns it; SIGHUP reopens the log file meanwhile,
 // and SIGUSR2 calls `on_pass_request` (when given): an operator's "run your sweep now", as
-// `swift-container-updater once` is for Swift's separate daemon.
+// `swift-container-updater once` is for Swift's separate daemon. SIGUSR1 (Swift's seamless
+// reload) calls `on_reload` when given: when it returns true (a successor serves now), SIGUSR1
+// is returned; otherwise it is logged and the wait goes on.
 // REQUIRES: block_stop_signals() was called before any thread was created.
-int wait_for_stop_signal(const std::function<void()>& on_pass_request = {});
+int wait_for_stop_signal(const std::function<void()>& on_pass_request = {},
+                         const std::function<bool()>& on_reload = {});
+
+// ---- seamless reload ----
+// A server hands its listening sockets to a new copy of its program (the same argv[0], found on
+// PATH when it has no slash, so an upgraded binary takes over; the same arguments), which
+// serves on them as soon as it has started: connections waiting in the kernel's queue are
+// never refused, and the old process then stops accepting and finishes its requests.
+
+// Starts the successor with each (name, fd) of `sockets` inherited (fd -1: skipped) and waits
+// until it calls tell_parent_ready() or `timeout_seconds` pass. Its pid, or why not (it
+// exited: a config error; it is then reaped, or stopped at the timeout).
+Result<int> start_successor(const std::vector<std::pair<std::string, int>>& sockets,
+                            double timeout_seconds);
+// In a successor: the socket its predecessor handed over as `name`, once (close-on-exec
+// from then on), or nullopt.
+std::optional<int> take_inherited_socket(std::string_view name);
+// In a successor: tells the predecessor this process serves (at most once; nothing elsewhere).
+void tell_parent_ready();
 
 // Config::load, with the message Swift prints when a config cannot be read.
 Result<Config> load_program_config(const char* path);
 
 // Configures logging from `section`: log_name (default `default_name`), log_level, log_file
-// (Apus: a file instead of syslog), log_facility. InvalidArgument for a bad log_level.
+// (Apus: a file instead of syslog), log_facility, log_address, log_udp_host, log_udp_port.
+// InvalidArgument for a bad log_level or log_udp_port.
 Status configure_logging(const Section& section, std::string_view default_name);
 
 // A daemon's start: loads the config file at `path`, reads the daemon's settings from it with
@@ -97,5 +121,13 @@ Result<CommandResult> run_command(const std::vector<std::string>& argv, double t
 // line for every request, at INFO, with replication requests (REPLICATE, SSYNC, or
 // X-Backend-Replication) at DEBUG as Swift logs them.
 http::AccessLogger storage_access_logger();
+
+// `inner` (may be empty) with a storage server's request timings sent to `statsd` (Swift's
+// timing_stats): "<METHOD>.timing", or "<METHOD>.errors.timing" for a 5xx, for the methods
+// Swift times on that server (`server`: "object", "container" or "account") at Swift's sample
+// rate for each (an object HEAD 0.8, REPLICATE and SSYNC 0.1; a container HEAD 0.1, REPLICATE
+// 0.01). Without `statsd`, `inner` itself.
+http::AccessLogger with_request_timing(std::shared_ptr<StatsdClient> statsd,
+                                       std::string_view server, http::AccessLogger inner);
 
 }  // namespace apus::common

@@ -15,6 +15,7 @@
 #include "common/log/log.h"
 #include "common/process.h"
 #include "common/recon.h"
+#include "common/statsd.h"
 
 namespace apus::container {
 
@@ -641,15 +642,22 @@ int run_db_server(int argc, char** argv, DbType type, const MakeDbServer& make) 
   }
   std::unique_ptr<DbServer> server = std::move(made).value();
   auto recon = common::ReconConfig::from_config(*conf, APUS_SWIFT_VERSION);
-  if (!recon.ok()) {
-    std::fprintf(stderr, "%s\n", recon.status().message().c_str());
-    return 1;
+  auto statsd = common::StatsdClient::from_section(conf->section("app:" + config->server_type()),
+                                                   config->log_name);
+  for (const Status& s : {recon.status(), statsd.status()}) {
+    if (!s.ok()) {
+      std::fprintf(stderr, "%s\n", s.message().c_str());
+      return 1;
+    }
   }
   common::http::Server http(
       config->server,
       common::with_recon(std::move(*recon),
                          [&server](common::http::Exchange& ex) { return server->handle(ex); }),
-      &metrics, common::storage_access_logger());
+      &metrics,
+      common::with_request_timing(std::shared_ptr<common::StatsdClient>(std::move(*statsd)),
+                                  type == DbType::kContainer ? "container" : "account",
+                                  common::storage_access_logger()));
   if (auto s = http.start(); !s.ok()) {
     APUS_LOG_ERROR("cannot start: " + s.to_string());
     std::fprintf(stderr, "cannot start: %s\n", s.to_string().c_str());

@@ -9,6 +9,7 @@
 #include "common/metrics/metrics.h"
 #include "common/process.h"
 #include "common/recon.h"
+#include "common/statsd.h"
 #include "object-server/object_server.h"
 
 using apus::common::Status;
@@ -38,6 +39,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", recon.status().message().c_str());
     return 1;
   }
+  auto statsd = apus::common::StatsdClient::from_section(conf->section("app:object-server"),
+                                                         config->log_name);
+  if (!statsd.ok()) {
+    std::fprintf(stderr, "%s\n", statsd.status().message().c_str());
+    return 1;
+  }
   apus::common::Metrics metrics("object");
   apus::object::ObjectServer server(*config, apus::common::io::default_fs(), &metrics);
   apus::common::http::Server http(
@@ -46,8 +53,10 @@ int main(int argc, char** argv) {
         return server.handle(ex);
       }),
       &metrics,
-      config->log_requests ? apus::common::storage_access_logger()
-                           : apus::common::http::AccessLogger());
+      apus::common::with_request_timing(
+          std::shared_ptr<apus::common::StatsdClient>(std::move(*statsd)), "object",
+          config->log_requests ? apus::common::storage_access_logger()
+                               : apus::common::http::AccessLogger()));
   if (auto s = http.start(); !s.ok()) {
     APUS_LOG_ERROR("cannot start: " + s.to_string());
     std::fprintf(stderr, "cannot start: %s\n", s.to_string().c_str());

@@ -3,6 +3,7 @@
 #include "proxy/middleware.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -23,7 +24,9 @@
 #include "common/listing_format.h"
 #include "common/log/log.h"
 #include "common/pickle.h"
+#include "common/statsd.h"
 #include "common/timestamp.h"
+#include "proxy/access_log.h"
 #include "proxy/bulk.h"
 #include "proxy/container_sync.h"
 #include "proxy/dlo.h"
@@ -289,13 +292,16 @@ class Healthcheck final : public Middleware {
 
 // ---- proxy_logging: Swift's proxy access line ------------------------------------------------
 
-// Counts what goes out, for the access line.
+// Counts what goes out, for the access line and the metrics.
 class CountingExchange : public ExchangeWrapper {
  public:
   using ExchangeWrapper::ExchangeWrapper;
   uint64_t bytes_in = 0, bytes_out = 0;
   int status = 0;
   bool client_gone = false;
+  // When the response head went out, and the policy index it named (for the metrics).
+  std::chrono::steady_clock::time_point head_sent;
+  std::string response_policy;
 
   net::awaitable<Result<size_t>> read_body(std::span<char> buf) override {
     auto n = co_await ExchangeWrapper::read_body(buf);
@@ -319,6 +325,8 @@ class CountingExchange : public ExchangeWrapper {
  protected:
   net::awaitable<Status> do_respond(Response response) override {
     status = response.status;
+    head_sent = std::chrono::steady_clock::now();
+    response_policy = response.headers.get_or("X-Backend-Storage-Policy-Index", "");
     size_t size = ExchangeWrapper::request().method == "HEAD" ? 0 : response.body.size();
     Status s = co_await ExchangeWrapper::do_respond(std::move(response));
     if (s.ok()) {
@@ -331,18 +339,30 @@ class CountingExchange : public ExchangeWrapper {
   net::awaitable<Status> do_start_response(int st, HeaderMap headers,
                                            std::optional<uint64_t> length) override {
     status = st;
+    head_sent = std::chrono::steady_clock::now();
+    response_policy = headers.get_or("X-Backend-Storage-Policy-Index", "");
     return ExchangeWrapper::do_start_response(st, std::move(headers), length);
   }
 };
 
-// Swift's proxy_logging quoting: every byte but unreserved characters and ":/{}".
-std::string log_quote(std::string_view s) {
-  if (s.empty()) return "-";
-  return common::http::quote(s, "/:{}");
-}
+// What proxy_logging reads from its section besides the metrics.
+struct AccessLogOptions {
+  AccessLogTemplate line;
+  bool log_headers = false;               // access_log_headers
+  std::vector<std::string> headers_only;  // access_log_headers_only, title-cased
+  size_t reveal_sensitive_prefix = 16;
+};
 
 class ProxyLogging final : public Middleware {
  public:
+  ProxyLogging(AccessLogOptions options, std::unique_ptr<common::StatsdClient> statsd,
+               std::vector<std::string> methods, const common::StoragePolicies& policies)
+      : options_(std::move(options)),
+        statsd_(std::move(statsd)),
+        valid_methods_(std::move(methods)),
+        policies_(policies),
+        pid_(::getpid()) {}
+
   net::awaitable<void> call(Exchange& ex, ProxyEnv& env, const Next& next) override {
     if (env.log_info.count("proxy_logging.logged")) {  // the second instance in a pipeline
       co_await next(ex, env);
@@ -350,62 +370,15 @@ class ProxyLogging final : public Middleware {
     }
     env.log_info["proxy_logging.logged"] = "1";
     double start = now_seconds();
+    const auto started = std::chrono::steady_clock::now();
     CountingExchange out(ex);
     co_await next(out, env);
     double end = now_seconds();
-    if (!common::log::enabled(common::log::Level::kInfo)) co_return;
-    const Request& req = out.request();
     int status = out.client_gone && out.status == 0 ? 499 : out.status;
-    std::string client_ip(req.headers.get_or("X-Cluster-Client-Ip", ""));
-    if (client_ip.empty()) {
-      std::string_view fwd = req.headers.get_or("X-Forwarded-For", "");
-      client_ip = std::string(fwd.substr(0, fwd.find(',')));
-    }
-    if (client_ip.empty()) client_ip = req.remote_addr;
-    std::time_t t = static_cast<std::time_t>(end);
-    std::tm tm{};
-    ::gmtime_r(&t, &tm);
-    char when[40];
-    std::strftime(when, sizeof when, "%d/%b/%Y/%H/%M/%S", &tm);
-    std::string token(req.headers.get_or("X-Auth-Token", ""));
-    if (token.size() > 16) token = token.substr(0, 16) + "...";
-    char times[96];
-    std::snprintf(times, sizeof times, "%.4f", end - start);
-    char stamps[64];
-    std::snprintf(stamps, sizeof stamps, "%.9f %.9f", start, end);
-    std::string path(req.target);
-    std::string line;
-    line.reserve(320);
-    auto field = [&](std::string_view v) { line.append(log_quote(v)).append(" "); };
-    field(client_ip);
-    field(req.remote_addr);
-    line.append(when).append(" ");
-    field(req.method);
-    line.append(log_quote(common::http::percent_decode(path))).append(" ");
-    field(req.version == 10 ? "HTTP/1.0" : "HTTP/1.1");
-    line.append(std::to_string(status)).append(" ");
-    field(req.headers.get_or("Referer", ""));
-    field(req.headers.get_or("User-Agent", ""));
-    field(token);
-    line.append(out.bytes_in ? std::to_string(out.bytes_in) : "-").append(" ");
-    line.append(out.bytes_out ? std::to_string(out.bytes_out) : "-").append(" ");
-    field(req.headers.get_or("Etag", ""));
-    field(env.trans_id);
-    line.append("- ");  // headers (access_log_headers is off)
-    line.append(times).append(" ");
-    field(env.source);
-    // swift.log_info: what middlewares noted of the request (container_sync's verdict...),
-    // comma-joined; "-" when nothing (this instance's own marker is not one of them).
-    std::string info;
-    for (const auto& [entry, value] : env.log_info) {
-      if (entry == "proxy_logging.logged") continue;
-      if (!info.empty()) info.push_back(',');
-      info += value.empty() ? entry : entry + ":" + value;
-    }
-    line.append(info.empty() ? std::string("-") : log_quote(info)).append(" ");
-    line.append(stamps).append(" ");
-    line.append(log_quote(req.headers.get_or("X-Backend-Storage-Policy-Index", "")));
-    common::log::write(common::log::Level::kInfo, line);
+    if (statsd_) send_metrics(out, env, status, started);
+    if (!common::log::enabled(common::log::Level::kInfo)) co_return;
+    common::log::write(common::log::Level::kInfo,
+                       options_.line.format(fields(out, env, status, start, end, started)));
   }
 
  private:
@@ -413,6 +386,129 @@ class ProxyLogging final : public Middleware {
     return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
         .count();
   }
+
+  // Swift's replacements for the log template.
+  AccessLogFields fields(const CountingExchange& out, const ProxyEnv& env, int status,
+                         double start, double end,
+                         std::chrono::steady_clock::time_point started) const {
+    const Request& req = out.request();
+    const size_t prefix = options_.reveal_sensitive_prefix;
+    AccessLogFields f;
+    f.start_time = start;
+    f.end_time = end;
+    f.client_ip = std::string(req.headers.get_or("X-Cluster-Client-Ip", ""));
+    if (f.client_ip.empty()) {
+      std::string_view fwd = req.headers.get_or("X-Forwarded-For", "");
+      fwd = fwd.substr(0, fwd.find(','));
+      while (!fwd.empty() && fwd.front() == ' ') fwd.remove_prefix(1);
+      while (!fwd.empty() && fwd.back() == ' ') fwd.remove_suffix(1);
+      f.client_ip = std::string(fwd);
+    }
+    if (f.client_ip.empty()) f.client_ip = req.remote_addr;
+    f.remote_addr = req.remote_addr;
+    std::string_view host = req.headers.get_or("Host", "");
+    f.domain = std::string(host.substr(0, std::min(host.size(), host.rfind(':'))));
+    f.method = req.method;
+    f.path = common::http::percent_decode(obscure_target(req.target, prefix));
+    f.protocol = req.version == 10 ? "HTTP/1.0" : "HTTP/1.1";
+    f.status_int = status;
+    f.wire_status_int = out.status;
+    f.referer = std::string(req.headers.get_or("Referer", ""));
+    f.user_agent = std::string(req.headers.get_or("User-Agent", ""));
+    f.auth_token = obscure_sensitive(req.headers.get_or("X-Auth-Token", ""), prefix);
+    f.bytes_recvd = out.bytes_in;
+    f.bytes_sent = out.bytes_out;
+    f.client_etag = std::string(req.headers.get_or("Etag", ""));
+    f.transaction_id = env.trans_id;
+    if (options_.log_headers) {
+      f.headers = logged_headers(req.headers, options_.headers_only, prefix);
+    }
+    f.source = env.source;
+    // swift.log_info: what middlewares noted of the request (container_sync's verdict...),
+    // comma-joined (this instance's own marker is not one of them).
+    for (const auto& [entry, value] : env.log_info) {
+      if (entry == "proxy_logging.logged") continue;
+      if (!f.log_info.empty()) f.log_info.push_back(',');
+      f.log_info += value.empty() ? entry : entry + ":" + value;
+    }
+    f.policy_index = logged_policy(out, env);
+    std::string_view swift_path = env.backend_path.empty() ? req.path() : env.backend_path;
+    if (swift_path.starts_with("/v1/")) {
+      std::string_view rest = swift_path.substr(4);
+      std::string* parts[] = {&f.account, &f.container, &f.object};
+      for (int i = 0; i < 3 && !rest.empty(); ++i) {
+        const size_t slash = i < 2 ? rest.find('/') : std::string_view::npos;
+        *parts[i] = common::http::percent_decode(rest.substr(0, slash));
+        rest = slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1);
+      }
+    }
+    if (out.head_sent != std::chrono::steady_clock::time_point()) {
+      f.ttfb = std::chrono::duration<double>(out.head_sent - started).count();
+    }
+    f.pid = pid_;
+    return f;
+  }
+
+  // Swift's get_policy_index(): the response's X-Backend-Storage-Policy-Index, else the
+  // request's (where Swift's proxy puts the policy an object request went to).
+  static std::string logged_policy(const CountingExchange& out, const ProxyEnv& env) {
+    if (!out.response_policy.empty()) return out.response_policy;
+    if (!env.policy_index.empty()) return env.policy_index;
+    return std::string(out.request().headers.get_or("X-Backend-Storage-Policy-Index", ""));
+  }
+
+  // Swift's proxy_logging metrics: "<type>.<method>.<status>" with .timing and .xfer (and,
+  // for a GET, .first-byte.timing), the type from the path, or the Swift path behind an S3
+  // request (/v1/a: account, /v1/a/c:
+  // container, deeper: object; other paths: the subrequest's swift.source, else none), a method
+  // outside access_log_statsd_valid_http_methods as BAD_METHOD; an object's also as
+  // "object.policy.<index>.<method>.<status>" when the response (or request) names an existing
+  // policy.
+  void send_metrics(const CountingExchange& out, const ProxyEnv& env, int status,
+                    std::chrono::steady_clock::time_point started) const {
+    const Request& req = out.request();
+    std::string_view path = env.backend_path.empty() ? req.path() : env.backend_path;
+    std::string type;
+    if (path.starts_with("/v1/")) {
+      std::string_view trimmed = path;
+      while (!trimmed.empty() && trimmed.front() == '/') trimmed.remove_prefix(1);
+      while (!trimmed.empty() && trimmed.back() == '/') trimmed.remove_suffix(1);
+      const auto slashes = std::count(trimmed.begin(), trimmed.end(), '/');
+      type = slashes == 1 ? "account" : slashes == 2 ? "container" : slashes >= 3 ? "object" : "";
+    } else {
+      type = env.source;
+    }
+    if (type.empty()) return;
+    const std::string method =
+        std::find(valid_methods_.begin(), valid_methods_.end(), req.method) != valid_methods_.end()
+            ? req.method
+            : "BAD_METHOD";
+    std::vector<std::string> names{type + "." + method + "." + std::to_string(status)};
+    if (type == "object") {
+      const std::string policy = logged_policy(out, env);
+      if (!policy.empty() && policies_.by_index_string(policy)) {
+        names.push_back("object.policy." + std::string(policy) + "." + method + "." +
+                        std::to_string(status));
+      }
+    }
+    auto ms = [&](std::chrono::steady_clock::time_point t) {
+      return std::chrono::duration<double, std::milli>(t - started).count();
+    };
+    const double total = ms(std::chrono::steady_clock::now());
+    for (const std::string& name : names) {
+      if (req.method == "GET" && out.head_sent != std::chrono::steady_clock::time_point()) {
+        statsd_->timing(name + ".first-byte.timing", ms(out.head_sent));
+      }
+      statsd_->timing(name + ".timing", total);
+      statsd_->update_stats(name + ".xfer", static_cast<int64_t>(out.bytes_in + out.bytes_out));
+    }
+  }
+
+  AccessLogOptions options_;
+  std::unique_ptr<common::StatsdClient> statsd_;  // null: no metrics
+  std::vector<std::string> valid_methods_;
+  const common::StoragePolicies& policies_;
+  int pid_;
 };
 
 // ---- cache -----------------------------------------------------------------------------------
@@ -835,9 +931,39 @@ Result<std::unique_ptr<Middleware>> make_healthcheck(const common::Section& sect
       std::make_unique<Healthcheck>(section.get_string("disable_path", "")));
 }
 
-Result<std::unique_ptr<Middleware>> make_proxy_logging(const common::Section&,
-                                                       const MiddlewareContext&) {
-  return std::unique_ptr<Middleware>(std::make_unique<ProxyLogging>());
+Result<std::unique_ptr<Middleware>> make_proxy_logging(const common::Section& section,
+                                                       const MiddlewareContext& context) {
+  auto statsd = common::StatsdClient::from_section(section, "proxy-server", "access_");
+  if (!statsd.ok()) return statsd.status();
+  auto line = AccessLogTemplate::parse(
+      section.get_string("log_msg_template", std::string(kDefaultLogTemplate)),
+      section.get_string("log_anonymization_method", "md5"),
+      section.get_string("log_anonymization_salt", ""));
+  if (!line.ok()) return section.invalid("log_msg_template", line.status().message());
+  AccessLogOptions options{.line = std::move(*line)};
+  bool log_headers = false;
+  APUS_ASSIGN_OR_RETURN(log_headers, section.get_bool("log_headers", false));
+  APUS_ASSIGN_OR_RETURN(options.log_headers, section.get_bool("access_log_headers", log_headers));
+  for (const std::string& name :
+       common::list_from_csv(section.get_string("access_log_headers_only", ""))) {
+    options.headers_only.push_back(common::http::title_case(name));
+  }
+  int64_t reveal = 16;
+  APUS_ASSIGN_OR_RETURN(reveal, section.get_int("reveal_sensitive_prefix", 16));
+  if (reveal < 0) return section.invalid("reveal_sensitive_prefix", "must not be negative");
+  options.reveal_sensitive_prefix = static_cast<size_t>(reveal);
+  // access_log_statsd_valid_http_methods, else log_statsd_valid_http_methods, as Swift reads it.
+  std::string methods = section.get_string("access_log_statsd_valid_http_methods", "");
+  if (methods.empty()) {
+    methods = section.get_string("log_statsd_valid_http_methods",
+                                 "GET,HEAD,POST,PUT,DELETE,COPY,OPTIONS");
+  }
+  std::vector<std::string> valid = common::list_from_csv(methods);
+  for (std::string& m : valid) {
+    for (char& c : m) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  }
+  return std::unique_ptr<Middleware>(std::make_unique<ProxyLogging>(
+      std::move(options), std::move(*statsd), std::move(valid), context.swift.policies));
 }
 
 Result<std::unique_ptr<Middleware>> make_memcache(const common::Section& section,

@@ -79,6 +79,12 @@ struct ProxyEnv {
   std::function<common::Result<std::string>(std::string_view header, std::string_view value)>
       clean_acl;
   std::string source;                  // swift.source: which middleware made a subrequest
+  // swift.backend_path: the Swift path of the last subrequest s3api made for this S3 request,
+  // which proxy_logging's metrics go by. Never passed to subrequests.
+  std::string backend_path;
+  // The storage policy index of the object request (Swift's proxy sets it on the request as
+  // X-Backend-Storage-Policy-Index), for proxy_logging's line and metrics.
+  std::string policy_index;
   // Headers the auth middleware wants on the request it authorized (tempauth turns a valid
   // X-Account-Access-Control into X-Account-Sysmeta-Core-Access-Control).
   common::http::HeaderMap add_headers;

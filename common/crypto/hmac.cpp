@@ -1,5 +1,7 @@
 #include "common/crypto/hmac.h"
 
+#include <utility>
+
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -34,6 +36,26 @@ std::string sha256_hex(std::string_view data) {
   std::string hex(size_t{len} * 2, '\0');
   write_hex({out, len}, hex.data());
   return hex;
+}
+
+std::optional<std::string> digest_hex(std::string_view name, std::string_view data) {
+  static constexpr std::pair<std::string_view, const char*> kNames[] = {
+      {"md5", "MD5"},           {"sha1", "SHA1"},         {"sha224", "SHA224"},
+      {"sha256", "SHA256"},     {"sha384", "SHA384"},     {"sha512", "SHA512"},
+      {"sha3_224", "SHA3-224"}, {"sha3_256", "SHA3-256"}, {"sha3_384", "SHA3-384"},
+      {"sha3_512", "SHA3-512"}, {"blake2b", "BLAKE2B-512"}, {"blake2s", "BLAKE2S-256"}};
+  for (auto [python, openssl] : kNames) {
+    if (python != name) continue;
+    const EVP_MD* md = EVP_get_digestbyname(openssl);
+    if (!md) return std::nullopt;
+    unsigned char out[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    APUS_CHECK(EVP_Digest(data.data(), data.size(), out, &len, md, nullptr) == 1);
+    std::string hex(size_t{len} * 2, '\0');
+    write_hex({out, len}, hex.data());
+    return hex;
+  }
+  return std::nullopt;
 }
 
 std::string hmac_bytes(std::string_view name, std::string_view key, std::string_view message) {

@@ -6,6 +6,7 @@
 // The free functions are pure and thread-safe; a Sha256 is thread-compatible.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -20,6 +21,10 @@ std::string hmac_hex(std::string_view name, std::string_view key, std::string_vi
 std::string hmac_bytes(std::string_view name, std::string_view key, std::string_view message);
 // SHA-256 of `data` as 64 lowercase hex characters.
 std::string sha256_hex(std::string_view data);
+// The digest of `data` under Python hashlib's `name` (md5, sha1, sha224, sha256, sha384, sha512,
+// sha3_224, sha3_256, sha3_384, sha3_512, blake2b, blake2s) as lowercase hex; nullopt for
+// another name.
+std::optional<std::string> digest_hex(std::string_view name, std::string_view data);
 
 // Incremental SHA-256 (OpenSSL EVP).
 class Sha256 {

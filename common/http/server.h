@@ -279,6 +279,8 @@ struct ServerOptions {
 inline constexpr int kAcceptBackoffMs = 100;
 // Connections the admin (metrics) listener keeps open at once, besides max_clients.
 inline constexpr size_t kMaxAdminConnections = 8;
+// How long a reload waits for the new process to serve before giving up on it.
+inline constexpr double kSuccessorStartSeconds = 60;
 // The RLIMIT_NOFILE start() asks for: swift-init's MAX_DESCRIPTORS.
 inline constexpr uint64_t kWantedOpenFiles = 32768;
 
@@ -318,7 +320,10 @@ class Server {
   void stop();
 
   // Runs until SIGTERM or SIGINT, then stops gracefully; SIGHUP reopens logs meanwhile and
-  // SIGUSR2 calls `on_pass_request` (common::wait_for_stop_signal).
+  // SIGUSR2 calls `on_pass_request` (common::wait_for_stop_signal). SIGUSR1 reloads seamlessly:
+  // a new copy of the program (common::start_successor) takes the listening sockets, and once
+  // it serves this one stops gracefully. start() in a successor serves on the sockets handed
+  // over when they are bound where its options say.
   // REQUIRES: common::block_stop_signals() was called in main() before start().
   void run_until_signal(const std::function<void()>& on_pass_request = {});
 

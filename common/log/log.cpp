@@ -1,14 +1,23 @@
 #include "common/log/log.h"
 
-#include <algorithm>
 #include <fcntl.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <syslog.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <mutex>
+#include <thread>
+#include <utility>
+#include <vector>
 
 #include "common/thread_annotations.h"
 
@@ -16,18 +25,43 @@ namespace apus::common::log {
 
 namespace {
 
-// The level is read on every log call, so it lives in an atomic; the rest changes only in
-// configure()/reopen() and is guarded by g_mutex.
+// The level is read on every log call, so it lives in an atomic.
 std::atomic<int> g_level{static_cast<int>(Level::kInfo)};
-Mutex g_mutex;
-// Until configure() is called, logs go to stderr (reopen() keeps it that way).
-Options g_options APUS_GUARDED_BY(g_mutex) = [] {
-  Options o;
-  o.file = "-";
-  return o;
+
+// Where lines go: owned by whoever writes (the writer thread, or a caller while there is none),
+// always under g_dest_mutex.
+struct Destination {
+  Options options;
+  int fd = STDERR_FILENO;  // the file or stderr; -1: syslog over `sock`
+  int sock = -1;           // syslog socket (unix or UDP), connected
+  int facility = LOG_LOCAL0;
+  uint64_t dropped = 0;    // lines the queue had no room for, not yet reported
+};
+Mutex g_dest_mutex;
+Destination g_dest APUS_GUARDED_BY(g_dest_mutex) = [] {
+  Destination d;
+  d.options.file = "-";  // until configure(): stderr
+  return d;
 }();
-int g_fd APUS_GUARDED_BY(g_mutex) = STDERR_FILENO;  // -1 means syslog
-bool g_syslog_open APUS_GUARDED_BY(g_mutex) = false;
+
+// The queue between callers and the writer thread.
+struct Entry {
+  Level level;
+  std::string message;  // one line, control bytes escaped
+  std::time_t when;
+};
+Mutex g_queue_mutex;
+CondVar g_queue_ready;    // lines queued, or stop asked
+CondVar g_queue_written;  // the writer finished a batch
+std::vector<Entry> g_queue APUS_GUARDED_BY(g_queue_mutex);
+size_t g_queued_bytes APUS_GUARDED_BY(g_queue_mutex) = 0;
+uint64_t g_queued_total APUS_GUARDED_BY(g_queue_mutex) = 0;   // entries ever queued
+uint64_t g_written_total APUS_GUARDED_BY(g_queue_mutex) = 0;  // ... and taken and written
+uint64_t g_dropped APUS_GUARDED_BY(g_queue_mutex) = 0;
+bool g_writer_running APUS_GUARDED_BY(g_queue_mutex) = false;
+bool g_stop APUS_GUARDED_BY(g_queue_mutex) = false;
+bool g_writer_done APUS_GUARDED_BY(g_queue_mutex) = false;  // the writer has returned
+std::thread* g_writer = nullptr;  // started once by configure(), joined at exit
 
 int syslog_priority(Level level) {
   switch (level) {
@@ -51,33 +85,213 @@ const char* level_name(Level level) {
   return "INFO";
 }
 
-int syslog_facility(std::string_view name) {
+void close_locked(Destination& d) APUS_REQUIRES(g_dest_mutex) {
+  if (d.fd > STDERR_FILENO) ::close(d.fd);
+  if (d.sock >= 0) ::close(d.sock);
+  d.fd = STDERR_FILENO;
+  d.sock = -1;
+}
+
+// A UDP socket connected to host:port; -1 when the host does not resolve.
+int connect_udp(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0) return -1;
+  int fd = ::socket(found->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd >= 0 && ::connect(fd, found->ai_addr, found->ai_addrlen) != 0) {
+    ::close(fd);
+    fd = -1;
+  }
+  ::freeaddrinfo(found);
+  return fd;
+}
+
+// Python's SysLogHandler on a unix socket: a datagram socket, else a stream one. -1 with errno
+// when neither connects.
+int connect_unix(const std::string& path) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof addr.sun_path) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  std::memcpy(addr.sun_path, path.data(), path.size());
+  for (int type : {SOCK_DGRAM, SOCK_STREAM}) {
+    int fd = ::socket(AF_UNIX, type | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+      return fd;
+    }
+    const int err = errno;
+    ::close(fd);
+    errno = err;
+    if (err != EPROTOTYPE) return -1;
+  }
+  return -1;
+}
+
+void open_locked(Destination& d) APUS_REQUIRES(g_dest_mutex) {
+  close_locked(d);
+  const Options& o = d.options;
+  if (!o.file.empty()) {
+    if (o.file != "-") {
+      int fd = ::open(o.file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+      if (fd >= 0) d.fd = fd;
+    }
+    return;
+  }
+  d.fd = -1;
+  if (!parse_facility(o.facility, &d.facility)) d.facility = LOG_LOCAL0;
+  if (!o.udp_host.empty()) {
+    d.sock = connect_udp(o.udp_host, o.udp_port);
+    return;
+  }
+  d.sock = connect_unix(o.address);
+  // As Swift: no such socket (a container without a syslog daemon) means UDP to localhost.
+  if (d.sock < 0 && (errno == ENOENT || errno == ENOTSOCK || errno == ECONNREFUSED)) {
+    d.sock = connect_udp("127.0.0.1", 514);
+  }
+}
+
+// Sends one syslog message; a unix socket that went away (syslog restarted) is reconnected
+// once. A message that cannot be sent is lost, as with Python's handler.
+void send_syslog_locked(Destination& d, Level level, std::string_view message)
+    APUS_REQUIRES(g_dest_mutex) {
+  std::string datagram = "<" + std::to_string(d.facility | syslog_priority(level)) + ">";
+  datagram.append(d.options.name).append(": ").append(message);
+  datagram.push_back('\0');  // as Python's SysLogHandler ends each message
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (d.sock >= 0 &&
+        ::send(d.sock, datagram.data(), datagram.size(), MSG_NOSIGNAL) ==
+            static_cast<ssize_t>(datagram.size())) {
+      return;
+    }
+    if (!d.options.udp_host.empty()) return;
+    open_locked(d);
+  }
+}
+
+std::string file_line(const std::string& name, Level level, std::string_view message,
+                      std::time_t when) {
+  char stamp[32];
+  std::tm tm{};
+  ::gmtime_r(&when, &tm);
+  std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  std::string line;
+  line.reserve(message.size() + name.size() + 48);
+  line.append(stamp).append(" ").append(name).append(" ");
+  line.append(level_name(level)).append(": ").append(message).append("\n");
+  return line;
+}
+
+// Writes `batch` to the destination: one write(2) for all of a file's lines.
+void write_batch_locked(Destination& d, const std::vector<Entry>& batch)
+    APUS_REQUIRES(g_dest_mutex) {
+  if (d.fd < 0) {
+    for (const Entry& e : batch) send_syslog_locked(d, e.level, e.message);
+    return;
+  }
+  std::string text;
+  for (const Entry& e : batch) text += file_line(d.options.name, e.level, e.message, e.when);
+  for (std::string_view rest = text; !rest.empty();) {
+    ssize_t n = ::write(d.fd, rest.data(), rest.size());
+    if (n <= 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // a full or failing disk: the lines are lost, the server goes on
+    rest.remove_prefix(static_cast<size_t>(n));
+  }
+}
+
+void writer_loop() {
+  std::vector<Entry> batch;
+  for (;;) {
+    uint64_t dropped = 0;
+    {
+      MutexLock lock(&g_queue_mutex);
+      while (g_queue.empty() && !g_stop) g_queue_ready.wait(&g_queue_mutex);
+      if (g_queue.empty()) {  // stopping, all written
+        g_writer_done = true;
+        g_queue_written.signal_all();
+        return;
+      }
+      batch.swap(g_queue);
+      g_queued_bytes = 0;
+      dropped = std::exchange(g_dropped, 0);
+    }
+    if (dropped) {
+      batch.insert(batch.begin(),
+                   Entry{Level::kWarning,
+                         std::to_string(dropped) +
+                             " log lines dropped: the log destination is too slow",
+                         std::time(nullptr)});
+    }
+    {
+      MutexLock lock(&g_dest_mutex);
+      write_batch_locked(g_dest, batch);
+    }
+    {
+      MutexLock lock(&g_queue_mutex);
+      g_written_total += batch.size() - (dropped ? 1 : 0);
+    }
+    g_queue_written.signal_all();
+    batch.clear();
+  }
+}
+
+// At exit: writes what is queued, then lets callers write for themselves. A destination that
+// does not take the lines within 5 s (a stuck syslog daemon) does not hold the exit: the writer
+// is left behind and the rest of the queue lost.
+void stop_writer() {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  bool done;
+  {
+    MutexLock lock(&g_queue_mutex);
+    g_stop = true;
+    g_queue_ready.signal_all();
+    done = g_queue_written.wait_until(&g_queue_mutex, deadline, [] {
+      g_queue_mutex.assert_held();
+      return g_writer_done;
+    });
+    g_writer_running = false;
+  }
+  if (done) {
+    g_writer->join();
+  } else {
+    g_writer->detach();
+  }
+}
+
+void start_writer_once() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    {
+      MutexLock lock(&g_queue_mutex);
+      g_writer_running = true;
+    }
+    g_writer = new std::thread(writer_loop);  // joined by stop_writer, never deleted
+    std::atexit(stop_writer);
+  });
+}
+
+}  // namespace
+
+bool parse_facility(std::string_view text, int* out) {
   static constexpr std::pair<std::string_view, int> kFacilities[] = {
       {"LOG_LOCAL0", LOG_LOCAL0}, {"LOG_LOCAL1", LOG_LOCAL1}, {"LOG_LOCAL2", LOG_LOCAL2},
       {"LOG_LOCAL3", LOG_LOCAL3}, {"LOG_LOCAL4", LOG_LOCAL4}, {"LOG_LOCAL5", LOG_LOCAL5},
       {"LOG_LOCAL6", LOG_LOCAL6}, {"LOG_LOCAL7", LOG_LOCAL7}, {"LOG_USER", LOG_USER},
-      {"LOG_DAEMON", LOG_DAEMON}};
+      {"LOG_DAEMON", LOG_DAEMON}, {"LOG_KERN", LOG_KERN},     {"LOG_MAIL", LOG_MAIL},
+      {"LOG_AUTH", LOG_AUTH},     {"LOG_SYSLOG", LOG_SYSLOG}, {"LOG_LPR", LOG_LPR},
+      {"LOG_NEWS", LOG_NEWS},     {"LOG_UUCP", LOG_UUCP},     {"LOG_CRON", LOG_CRON},
+      {"LOG_AUTHPRIV", LOG_AUTHPRIV}, {"LOG_FTP", LOG_FTP}};
   for (auto [n, v] : kFacilities) {
-    if (n == name) return v;
+    if (n == text) {
+      *out = v;
+      return true;
+    }
   }
-  return LOG_LOCAL0;
+  return false;
 }
-
-void open_destination_locked() APUS_REQUIRES(g_mutex) {
-  if (g_fd > STDERR_FILENO) ::close(g_fd);
-  g_fd = STDERR_FILENO;
-  if (g_options.file.empty()) {
-    // openlog keeps a pointer to the ident, so it must outlive the call: g_options does.
-    ::openlog(g_options.name.c_str(), LOG_PID | LOG_NDELAY, syslog_facility(g_options.facility));
-    g_syslog_open = true;
-    g_fd = -1;
-  } else if (g_options.file != "-") {
-    int fd = ::open(g_options.file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (fd >= 0) g_fd = fd;
-  }
-}
-
-}  // namespace
 
 bool parse_level(std::string_view text, Level* out) {
   std::string upper(text);
@@ -95,16 +309,27 @@ bool parse_level(std::string_view text, Level* out) {
   return false;
 }
 
+void flush() {
+  MutexLock lock(&g_queue_mutex);
+  const uint64_t target = g_queued_total;
+  while (g_writer_running && g_written_total < target) g_queue_written.wait(&g_queue_mutex);
+}
+
 void configure(const Options& options) {
-  MutexLock lock(&g_mutex);
-  g_options = options;
+  flush();  // what was logged before goes where it was meant to
+  {
+    MutexLock lock(&g_dest_mutex);
+    g_dest.options = options;
+    open_locked(g_dest);
+  }
   g_level.store(static_cast<int>(options.level), std::memory_order_relaxed);
-  open_destination_locked();
+  start_writer_once();
 }
 
 void reopen() {
-  MutexLock lock(&g_mutex);
-  open_destination_locked();
+  flush();
+  MutexLock lock(&g_dest_mutex);
+  open_locked(g_dest);
 }
 
 bool enabled(Level level) {
@@ -132,30 +357,25 @@ void append_one_line(std::string& out, std::string_view message) {
 }  // namespace
 
 void write(Level level, std::string_view message) {
-  std::string safe;
-  const bool clean = std::none_of(message.begin(), message.end(), [](char ch) {
-    const auto c = static_cast<unsigned char>(ch);
-    return (c < 0x20 && c != '\t') || c == 0x7f;
-  });
-  if (!clean) {
-    append_one_line(safe, message);
-    message = safe;
+  Entry entry{level, {}, std::time(nullptr)};
+  append_one_line(entry.message, message);
+  {
+    MutexLock lock(&g_queue_mutex);
+    if (g_writer_running && !g_stop) {
+      if (g_queued_bytes + entry.message.size() > kMaxQueuedBytes) {
+        ++g_dropped;
+        return;
+      }
+      g_queued_bytes += entry.message.size();
+      ++g_queued_total;
+      g_queue.push_back(std::move(entry));
+      g_queue_ready.signal();
+      return;
+    }
   }
-  MutexLock lock(&g_mutex);
-  if (g_fd < 0) {
-    ::syslog(syslog_priority(level), "%.*s", static_cast<int>(message.size()), message.data());
-    return;
-  }
-  char stamp[32];
-  std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  ::gmtime_r(&now, &tm);
-  std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  std::string line;
-  line.reserve(message.size() + g_options.name.size() + 48);
-  line.append(stamp).append(" ").append(g_options.name).append(" ");
-  line.append(level_name(level)).append(": ").append(message).append("\n");
-  [[maybe_unused]] ssize_t n = ::write(g_fd, line.data(), line.size());
+  // No writer (before configure(), or after exit() stopped it): write here.
+  MutexLock lock(&g_dest_mutex);
+  write_batch_locked(g_dest, {std::move(entry)});
 }
 
 std::string format_storage_access_line(const StorageAccessFields& f) {

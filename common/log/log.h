@@ -1,14 +1,21 @@
 // Process-wide logging in Swift's manner: a log name, a level, and one line per message.
 //
-// Every server logs through the functions below. Lines go to syslog (Swift's default,
-// `log_address = /dev/log`, `log_facility`) or, when `log_file` is set (an Apus option; apus-init
-// and the tests use it), to that file, reopened on SIGHUP so logrotate works. Lines to a file
-// carry a UTC timestamp and the log name; each line is one write(2), so lines from several
-// threads never interleave.
+// Every server logs through the functions below. Lines go to syslog as Swift sends them (a
+// datagram "<PRI>log_name: message" to the unix socket `log_address`, /dev/log, or over UDP to
+// `log_udp_host`:`log_udp_port`; with Swift's fallback to UDP 127.0.0.1:514 when there is no
+// such socket) or, when `log_file` is set (an Apus option; apus-init and the tests use it), to
+// that file, reopened on SIGHUP so logrotate works. Lines to a file carry a UTC timestamp and
+// the log name; each line is one write(2) (or part of one), so lines never interleave.
+//
+// Once configure() has run, lines are written by a writer thread of their own: a caller only
+// formats its line and queues it, so a slow log disk or syslog daemon never stalls a worker.
+// The queue holds at most kMaxQueuedBytes; beyond that lines are dropped and the writer logs
+// how many at its next write. flush() waits until what was queued is written; exit() flushes.
 //
 // Thread-safe. Use the APUS_LOG_* macros so a message is only built when its level is enabled.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -23,7 +30,17 @@ struct Options {
   Level level = Level::kInfo;         // log_level
   std::string file;                   // log_file: empty = syslog, "-" = stderr
   std::string facility = "LOG_LOCAL0";  // log_facility, for syslog
+  std::string address = "/dev/log";   // log_address: syslog's unix socket
+  std::string udp_host;               // log_udp_host: syslog over UDP instead (when set)
+  int udp_port = 514;                 // log_udp_port
 };
+
+// The most queued bytes waiting for the writer thread.
+inline constexpr size_t kMaxQueuedBytes = 16 << 20;
+
+// Parses Swift's facility names (LOG_LOCAL0..7, LOG_USER, LOG_DAEMON and the other
+// syslog facilities). Returns false for anything else.
+bool parse_facility(std::string_view text, int* out);
 
 // Parses Swift's level names (DEBUG, INFO, WARNING/WARN, ERROR, CRITICAL), case-insensitive.
 // Returns false and leaves `out` alone for anything else.
@@ -32,8 +49,12 @@ bool parse_level(std::string_view text, Level* out);
 // Replaces the process's logging setup. Until called, logs go to stderr at INFO.
 void configure(const Options& options);
 
-// Reopens the log file (after rotation). Safe to call from any thread, e.g. on SIGHUP.
+// Reopens the log file (after rotation), after writing what was queued to the old one. Safe to
+// call from any thread but the writer, e.g. on SIGHUP.
 void reopen();
+
+// Waits until every line queued before the call is written.
+void flush();
 
 bool enabled(Level level);
 void write(Level level, std::string_view message);

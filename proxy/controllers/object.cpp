@@ -766,6 +766,7 @@ net::awaitable<void> ObjectController::get_or_head_object(Exchange& ex, ProxyEnv
       container.headers.get_or("X-Backend-Storage-Policy-Index", "0")));
   ring::Ring* ring = app().object_ring(policy);
   if (!ring) co_return co_await ex.reply(swob_response(503));
+  env.policy_index = std::to_string(policy);
   auto part = ring->get_part(path().account, path().container, path().object);
   if (!part.ok()) co_return co_await ex.reply(swob_response(500));
   HeaderMap h = backend_headers(req, env.trans_id);
@@ -977,6 +978,7 @@ net::awaitable<void> ObjectController::put(Exchange& ex, ProxyEnv& env,
   if (auto bad = fix_delete_headers(client, *now)) co_return co_await ex.reply(std::move(*bad));
   std::optional<Placement> placement = place(container, req);
   if (!placement) co_return co_await ex.reply(swob_response(503));
+  env.policy_index = std::to_string(placement->policy);
   co_await target_shard(*placement, container, req, env);
   const ring::NodeList& container_nodes = placement->container_nodes;
 
@@ -1165,6 +1167,7 @@ net::awaitable<void> ObjectController::post_or_delete(Exchange& ex, ProxyEnv& en
   }
   std::optional<Placement> placement = place(container, req);
   if (!placement) co_return co_await ex.reply(swob_response(503));
+  env.policy_index = std::to_string(placement->policy);
   co_await target_shard(*placement, container, req, env);
   const ring::NodeList& container_nodes = placement->container_nodes;
   HeaderMap base = object_write_headers(req, client, env.trans_id, now, placement->policy);

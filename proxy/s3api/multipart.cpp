@@ -935,8 +935,8 @@ net::awaitable<std::optional<Response>> complete_multipart_upload(Exchange& ex, 
   env.sse_customer_key = upload_sse.customer_key;
   const std::string body = boost::json::serialize(manifest);
   h.set("Content-Length", std::to_string(body.size()));
-  auto put = make_subrequest("PUT", swift_path(s3, s3.bucket, s3.key),
-                             "multipart-manifest=put", std::move(h));
+  auto put = swift_request(s3, "PUT", s3.bucket, s3.key, "multipart-manifest=put",
+                           std::move(h));
   put.content_length = body.size();
   const std::string too_small = "s3api requires that each segment be at least " +
                                 std::to_string(s3.config.min_segment_size) + " bytes";

@@ -777,8 +777,8 @@ net::awaitable<void> get_or_head(Exchange& ex, S3Request& s3, Op op) {
   }
   ProxyEnv env = swift_env(s3);
   apply_read_sse(std::get<Sse>(sse), h, env);
-  Request swift = make_subrequest(op == Op::kGet ? "GET" : "HEAD", swift_path(s3, s3.bucket, s3.key),
-                                  query, std::move(h));
+  Request swift = swift_request(s3, op == Op::kGet ? "GET" : "HEAD", s3.bucket, s3.key, query,
+                                std::move(h));
   ObjectExchange out(ex, s3, op, std::move(swift));
   if (part && !part->range.empty()) out.answer_part(part->range, part->parts_count);
   out.read_sse(std::move(std::get<Sse>(sse)), &env);
@@ -1127,8 +1127,7 @@ net::awaitable<void> put_object(Exchange& ex, S3Request& s3, const PutTarget& ta
   apply_write_sse(sse, h, env);
   h.set("X-Timestamp", common::Timestamp::now().internal());
   if (h.get_or("Content-Type", "").empty()) h.set("Content-Type", "binary/octet-stream");
-  Request swift = make_subrequest("PUT", swift_path(s3, target.container, target.object), "",
-                                  HeaderMap());
+  Request swift = swift_request(s3, "PUT", target.container, target.object, "", HeaderMap());
   // aws-chunked is how the body came, not what the object is: it leaves Content-Encoding
   // (Swift's _cleanup_content_encoding), whether or not the body is in fact chunked (S3 drops
   // it always).

@@ -430,7 +430,7 @@ net::awaitable<void> post_object(Exchange& ex, S3Request& s3) {
   apply_write_sse(std::get<Sse>(sse), h, env);
   h.set("X-Timestamp", common::Timestamp::now().internal());
   h.set("Transfer-Encoding", "chunked");
-  Request put = make_subrequest("PUT", swift_path(s3, s3.bucket, s3.key), "", std::move(h));
+  Request put = swift_request(s3, "PUT", s3.bucket, s3.key, "", std::move(h));
   put.content_length.reset();
   put.chunked = true;
   PostFileBody body(reader, range, algorithm, expected);

@@ -147,6 +147,11 @@ boost::asio::awaitable<S3Error> object_not_found(S3Request& s3);
 // the bucket (bucket_accounts), else the user's.
 std::string swift_path(const S3Request& s3, const std::string& bucket,
                        const std::optional<std::string>& key);
+// The Swift subrequest `method` on swift_path(s3, bucket, key) with `query` and `headers`; its
+// path becomes the S3 request's swift.backend_path (proxy_logging's metrics go by it).
+common::http::Request swift_request(S3Request& s3, std::string method, const std::string& bucket,
+                                    const std::optional<std::string>& key,
+                                    std::string_view query, common::http::HeaderMap headers);
 
 // Runs a Swift request for `s3` (`query` already encoded) and collects its small answer.
 // `edit`, when given, changes the request's headers last.

@@ -262,6 +262,13 @@ std::string swift_path(const S3Request& s3, const std::string& bucket,
   return path;
 }
 
+Request swift_request(S3Request& s3, std::string method, const std::string& bucket,
+                      const std::optional<std::string>& key, std::string_view query,
+                      HeaderMap headers) {
+  s3.env.backend_path = swift_path(s3, bucket, key);
+  return make_subrequest(std::move(method), s3.env.backend_path, query, std::move(headers));
+}
+
 ProxyEnv swift_env(const S3Request& s3) {
   if (s3.anonymous()) {
     // s3api decided by the ACLs (check_access()); there is nobody to authenticate.
@@ -282,8 +289,8 @@ net::awaitable<SwiftAnswer> call_swift(S3Request& s3, const std::string& method,
   auto headers = swift_headers(s3);
   if (auto* e = std::get_if<S3Error>(&headers)) co_return std::move(*e);
   if (edit) edit(std::get<HeaderMap>(headers));
-  Request req = make_subrequest(method, swift_path(s3, bucket, key), query,
-                                std::move(std::get<HeaderMap>(headers)));
+  Request req = swift_request(s3, method, bucket, key, query,
+                              std::move(std::get<HeaderMap>(headers)));
   ProxyEnv env = swift_env(s3);
   if (env_edit) env_edit(env);
   auto answer = co_await run_subrequest(s3.next, std::move(req), std::move(env), max_body);

@@ -81,6 +81,7 @@ class LogCapture {
         {.name = "swift", .level = apus::common::log::Level::kInfo, .file = "-"});
   }
   std::string text() const {
+    apus::common::log::flush();
     std::string out;
     if (FILE* f = std::fopen(dir_.path("log").c_str(), "r")) {
       char buf[4096];

@@ -58,17 +58,18 @@ class Cluster:
         self.second_proxy_port = self.start_proxy("proxy-server-2")
 
     def start_proxy(self, name, app_options="", ratelimit=None, pipeline=None, filters="",
-                    users=""):
+                    users="", defaults=""):
         """Starts a proxy named `name` and returns its port. `app_options` go into
         [app:proxy-server]; `pipeline` replaces the default pipeline line (its filters must be
         configured here or in `filters`, extra config text appended to the file); `users`,
-        more tempauth user lines."""
-        root, ps = self.root, self.ps
+        more tempauth user lines; `defaults`, more [DEFAULT] lines (seen by every section;
+        when they set log_file, the proxy does not log to <root>/<name>.log)."""
+        root = self.root
         port = procs.free_port()
         conf = os.path.join(self.etc, name + ".conf")
         with open(conf, "w") as f:
             f.write("[DEFAULT]\nbind_ip = 127.0.0.1\nbind_port = %d\nworkers = 2\nswift_dir = %s\n"
-                    "log_file = %s/%s.log\n\n"
+                    "%s%s\n"
                     "[pipeline:main]\npipeline = %s\n\n"
                     "[app:proxy-server]\nuse = egg:swift#proxy\naccount_autocreate = true\n"
                     "node_timeout = 1\nconn_timeout = 0.5\n%s\n"
@@ -81,7 +82,9 @@ class Cluster:
                     "[filter:listing_formats]\nuse = egg:swift#listing_formats\n"
                     "[filter:tempauth]\nuse = egg:swift#tempauth\n"
                     "user_test_tester = testing .admin\n%s%s"
-                    % (port, self.etc, root, name,
+                    % (port, self.etc,
+                       "" if "log_file" in defaults else "log_file = %s/%s.log\n" % (root, name),
+                       defaults,
                        pipeline or "catch_errors gatekeeper healthcheck proxy-logging cache "
                        "listing_formats %stempauth proxy-server" % ("ratelimit " if ratelimit else ""),
                        app_options,

@@ -35,6 +35,7 @@ class Processes:
 
     def __init__(self):
         self.procs = []
+        self.adopted = []  # pids of processes ours started (a reload's successors)
 
     def start(self, argv, log_path, env=None):
         log = open(log_path, "ab")
@@ -56,6 +57,18 @@ class Processes:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
 
+    def adopt(self, pid):
+        """Stops `pid` on exit too: a process one of ours started (not our child)."""
+        self.adopted.append(pid)
+
+    @staticmethod
+    def _running(pid):
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+        except OSError:
+            return False
+
     def __enter__(self):
         return self
 
@@ -63,6 +76,17 @@ class Processes:
         for proc, log in self.procs:
             self.stop(proc)
             log.close()
+        for pid in self.adopted:
+            for sig, wait in ((signal.SIGTERM, 10), (signal.SIGKILL, 5)):
+                if not self._running(pid):
+                    break
+                try:
+                    os.kill(pid, sig)
+                except ProcessLookupError:
+                    break
+                deadline = time.monotonic() + wait
+                while self._running(pid) and time.monotonic() < deadline:
+                    time.sleep(0.05)
 
 
 class TempDir:

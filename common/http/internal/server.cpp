@@ -4,6 +4,7 @@
 #include "common/http/server.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <concurrentqueue/concurrentqueue.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -247,6 +248,17 @@ class ServerImpl {
 
  private:
   Status bind_and_listen(const std::string& ip, uint16_t port, ListenSocket& out);
+  // Takes the listening socket a reload's predecessor handed over as `name` when it is bound
+  // to ip:port (port 0: any); false (and nothing changed) otherwise.
+  bool adopt_inherited(std::string_view name, const std::string& ip, uint16_t port,
+                       ListenSocket& out);
+
+ public:
+  // Seamless reload: starts a successor on this server's listening sockets and returns true
+  // once it serves (the caller then stop()s this one); false when it could not.
+  bool hand_over();
+
+ private:
   void accept_loop();
   // Accepts what `ls` has pending, up to its limit. Sets *out_of_fds when accept() failed for
   // lack of descriptors.
@@ -355,8 +367,9 @@ class Session : public Exchange, public std::enable_shared_from_this<Session> {
 
 net::awaitable<void> Session::run() {
   if (server_.metrics_) server_.metrics_->connection_opened();
+  // A connection accepted before a drain began is served once even when it reaches its worker
+  // after: its client sent a request to a server that was accepting.
   for (;;) {
-    if (worker_.draining) break;
     HeadResult head = co_await read_request_head();
     if (head != HeadResult::kOk) break;
     co_await serve_one();
@@ -408,7 +421,10 @@ net::awaitable<Session::HeadResult> Session::read_request_head() {
   // Beast limits the whole head; the per-line limits Swift has are checked in check_limits().
   parser_->header_limit(static_cast<uint32_t>(opt.max_request_line + opt.max_total_headers));
   parser_->body_limit(boost::none);  // handlers enforce max_file_size themselves
-  stream_.expires_after(to_duration(opt.client_timeout));
+  // Draining, a connection that has not sent its request yet gets a short while, not the whole
+  // client_timeout, so a silent client does not hold the old process of a reload.
+  stream_.expires_after(to_duration(worker_.draining ? std::min(opt.client_timeout, 2.0)
+                                                     : opt.client_timeout));
   idle_ = true;
   beast::error_code ec = co_await internal::read_head(
       stream_, buffer_, *parser_, opt.max_request_line + opt.max_total_headers, masked_names_);
@@ -879,6 +895,60 @@ Status ServerImpl::bind_and_listen(const std::string& ip, uint16_t port, ListenS
   return Status();
 }
 
+bool ServerImpl::adopt_inherited(std::string_view name, const std::string& ip, uint16_t port,
+                                 ListenSocket& out) {
+  std::optional<int> fd = take_inherited_socket(name);
+  if (!fd) return false;
+  // The predecessor's socket serves only when it is bound where this config says: a changed
+  // bind_ip or bind_port binds afresh.
+  sockaddr_storage bound{};
+  socklen_t bound_len = sizeof bound;
+  int listening = 0;
+  socklen_t flag_len = sizeof listening;
+  bool same = ::getsockname(*fd, reinterpret_cast<sockaddr*>(&bound), &bound_len) == 0 &&
+              ::getsockopt(*fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &flag_len) == 0 &&
+              listening;
+  uint16_t bound_port = 0;
+  if (same && bound.ss_family == AF_INET) {
+    const auto* v4 = reinterpret_cast<const sockaddr_in*>(&bound);
+    in_addr want{};
+    same = inet_pton(AF_INET, ip.c_str(), &want) == 1 && want.s_addr == v4->sin_addr.s_addr;
+    bound_port = ntohs(v4->sin_port);
+  } else if (same && bound.ss_family == AF_INET6) {
+    const auto* v6 = reinterpret_cast<const sockaddr_in6*>(&bound);
+    in6_addr want{};
+    same = inet_pton(AF_INET6, ip.c_str(), &want) == 1 &&
+           std::memcmp(&want, &v6->sin6_addr, sizeof want) == 0;
+    bound_port = ntohs(v6->sin6_port);
+  } else {
+    same = false;
+  }
+  if (!same || (port != 0 && port != bound_port)) {
+    ::close(*fd);
+    return false;
+  }
+  ::fcntl(*fd, F_SETFL, ::fcntl(*fd, F_GETFL) | O_NONBLOCK);
+  out.fd = *fd;
+  out.port = bound_port;
+  APUS_LOG_INFO("serving on " + ip + ":" + std::to_string(bound_port) +
+                ", the socket the previous process handed over");
+  return true;
+}
+
+bool ServerImpl::hand_over() {
+  if (!running_) return false;
+  auto successor = start_successor({{"LISTEN", public_.fd}, {"ADMIN_LISTEN", admin_.fd}},
+                                   kSuccessorStartSeconds);
+  if (!successor.ok()) {
+    APUS_LOG_ERROR("reload failed, this process goes on serving: " +
+                   successor.status().message());
+    return false;
+  }
+  APUS_LOG_INFO("reload: process " + std::to_string(*successor) +
+                " serves now; this one finishes its requests and exits");
+  return true;
+}
+
 Status ServerImpl::start() {
   if (running_) return Status::invalid_argument("server already started");
   if (options_.workers < 1) options_.workers = 1;
@@ -887,11 +957,17 @@ Status ServerImpl::start() {
                       ? static_cast<size_t>(options_.max_clients) *
                             static_cast<size_t>(options_.workers)
                       : SIZE_MAX;
-  APUS_RETURN_IF_ERROR(bind_and_listen(options_.bind_ip, options_.bind_port, public_));
+  if (!adopt_inherited("LISTEN", options_.bind_ip, options_.bind_port, public_)) {
+    APUS_RETURN_IF_ERROR(bind_and_listen(options_.bind_ip, options_.bind_port, public_));
+  }
   if (options_.metrics_bind_port) {
     admin_.admin = true;
     admin_.limit = kMaxAdminConnections;
-    Status s = bind_and_listen(options_.metrics_bind_ip, *options_.metrics_bind_port, admin_);
+    Status s = adopt_inherited("ADMIN_LISTEN", options_.metrics_bind_ip,
+                               *options_.metrics_bind_port, admin_)
+                   ? Status()
+                   : bind_and_listen(options_.metrics_bind_ip, *options_.metrics_bind_port,
+                                     admin_);
     if (!s.ok()) {
       ::close(public_.fd);
       public_.fd = -1;
@@ -927,6 +1003,7 @@ Status ServerImpl::start() {
   }
   acceptor_ = std::thread([this] { accept_loop(); });
   running_ = true;
+  tell_parent_ready();  // a reload's successor: the predecessor may stop accepting now
   return Status();
 }
 
@@ -1202,7 +1279,7 @@ size_t Server::accept_queue_depth() const { return impl_->accepted_.size_approx(
 size_t Server::open_connections() const { return impl_->open_connections_.load(); }
 
 void Server::run_until_signal(const std::function<void()>& on_pass_request) {
-  wait_for_stop_signal(on_pass_request);
+  wait_for_stop_signal(on_pass_request, [this] { return impl_->hand_over(); });
   stop();
 }
 

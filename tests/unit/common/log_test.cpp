@@ -1,7 +1,13 @@
 #include "common/log/log.h"
 
 #include <doctest/doctest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
 #include <unistd.h>
+
+#include <cstring>
 
 #include <filesystem>
 #include <fstream>
@@ -38,6 +44,7 @@ TEST_CASE("log: writes to a file, filters by level, reopens after rotation") {
   std::filesystem::rename(file, dir / "server.log.1");
   log::reopen();  // what SIGHUP does
   APUS_LOG_ERROR("second line");
+  log::flush();  // lines are written by the log's own thread
   std::string rotated = slurp(dir / "server.log.1");
   std::string fresh = slurp(file);
   log::configure({.name = "swift", .level = log::Level::kInfo, .file = "-"});
@@ -77,10 +84,70 @@ TEST_CASE("log: a message holding CR, LF or NUL stays one line") {
   auto file = dir / "server.log";
   log::configure({.name = "proxy-server", .level = log::Level::kInfo, .file = file.string()});
   APUS_LOG_WARNING(std::string("bad name a\r\nproxy-server ERROR: forged\0z\tend", 44));
+  log::flush();
   std::string text = slurp(file);
   log::configure({.name = "swift", .level = log::Level::kInfo, .file = "-"});
   std::filesystem::remove_all(dir);
   CHECK(text == text.substr(0, text.find('\n') + 1));  // exactly one line
   CHECK(text.find("bad name a\\x0d\\x0aproxy-server ERROR: forged\\x00z\tend\n") !=
         std::string::npos);
+}
+
+using namespace std::string_literals;
+
+namespace {
+// One datagram from `fd` (0.5 s at most), or "" when none came.
+std::string receive(int fd) {
+  timeval tv{0, 500000};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  char buf[4096];
+  ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+  return n > 0 ? std::string(buf, n) : std::string();
+}
+}  // namespace
+
+TEST_CASE("log: syslog over UDP (log_udp_host) as Python's SysLogHandler sends it") {
+  int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  log::configure({.name = "object-server",
+                  .level = log::Level::kInfo,
+                  .file = "",
+                  .facility = "LOG_LOCAL2",
+                  .udp_host = "127.0.0.1",
+                  .udp_port = ntohs(a.sin_port)});
+  APUS_LOG_WARNING("disk sdb1 unmounted");
+  APUS_LOG_DEBUG("not at INFO");
+  log::flush();
+  std::string got = receive(fd);
+  std::string none = receive(fd);
+  log::configure({.name = "swift", .level = log::Level::kInfo, .file = "-"});
+  ::close(fd);
+  // LOG_LOCAL2 (18 << 3) | LOG_WARNING (4), then "name: message" and a NUL.
+  CHECK(got == "<148>object-server: disk sdb1 unmounted\0"s);
+  CHECK(none.empty());
+}
+
+TEST_CASE("log: syslog on a unix socket (log_address)") {
+  auto path = std::filesystem::temp_directory_path() /
+              ("apus-log-sock-" + std::to_string(getpid()));
+  std::filesystem::remove(path);
+  int fd = ::socket(AF_UNIX, SOCK_DGRAM, 0);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::strncpy(a.sun_path, path.c_str(), sizeof a.sun_path - 1);
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  log::configure({.name = "proxy-server", .level = log::Level::kInfo, .file = "",
+                  .address = path.string()});
+  APUS_LOG_INFO("hello");
+  log::flush();
+  std::string got = receive(fd);
+  log::configure({.name = "swift", .level = log::Level::kInfo, .file = "-"});
+  ::close(fd);
+  std::filesystem::remove(path);
+  CHECK(got == "<134>proxy-server: hello\0"s);  // LOCAL0 | INFO
 }

@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+"""StatsD metrics (issue 18) on a 4-node Apus cluster, received on a loopback UDP socket:
+
+- the proxy's proxy_logging sends Swift's names: proxy-server.<type>.<method>.<status>.timing
+  and .xfer (the bytes in and out), .first-byte.timing for a GET, the object.policy.<index>.
+  forms, BAD_METHOD for a method outside the valid ones, and S3 requests under the type of the
+  Swift path behind them; log_statsd_metric_prefix goes first;
+- the storage servers send <server>.<METHOD>.timing, and .errors.timing for a 5xx (a 507 from
+  a missing device);
+- log_statsd_sample_rate_factor = 0 silences a server; a rate below 1 goes with "|@<rate>".
+
+usage: statsd_test.py <build-dir>
+"""
+import os
+import re
+import socket
+import sys
+import tempfile
+import time
+
+SUPPORT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support")
+sys.path.insert(0, SUPPORT)
+import procs  # noqa: E402
+from cluster import Cluster  # noqa: E402
+from swiftclient import client as swift  # noqa: E402
+
+BIN = os.path.join(os.path.abspath(sys.argv[1]), "bin")
+failures = []
+DATAGRAM = re.compile(r"^([A-Za-z0-9_.\-]+):(-?[0-9.e+\-]+)\|(ms|c)(\|@([0-9.]+))?$")
+
+# One UDP socket for every server; the servers are told its port through their configs.
+listener = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+listener.bind(("127.0.0.1", 0))
+STATSD = "log_statsd_host = 127.0.0.1\nlog_statsd_port = %d\n" % listener.getsockname()[1]
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what)
+    return cond
+
+
+class StatsdCluster(Cluster):
+    app_options = {
+        "object": STATSD,
+        "container": STATSD,
+        # The account servers send nothing: a factor of 0 samples every metric out.
+        "account": STATSD + "log_statsd_sample_rate_factor = 0\n",
+    }
+
+
+def drain(settle=0.5):
+    """Every datagram received until none came for `settle` seconds: {name: [(value, rate)]}."""
+    got = {}
+    listener.settimeout(settle)
+    while True:
+        try:
+            data = listener.recv(65536).decode()
+        except socket.timeout:
+            return got
+        m = DATAGRAM.match(data)
+        if not check(m, "a datagram in Swift's format: %r" % data):
+            continue
+        got.setdefault(m.group(1), []).append((float(m.group(2)), m.group(5)))
+
+
+def names(got, prefix):
+    return sorted(n for n in got if n.startswith(prefix))
+
+
+def main():
+    with procs.Processes() as ps, tempfile.TemporaryDirectory() as root:
+        cluster = StatsdCluster(BIN, root, ps)
+        port = cluster.start_proxy(
+            "proxy-statsd", defaults=STATSD + "log_statsd_metric_prefix = apus\n",
+            pipeline="catch_errors gatekeeper healthcheck proxy-logging cache listing_formats "
+                     "s3api tempauth proxy-server",
+            filters="[filter:s3api]\nuse = egg:swift#s3api\n")
+        url, token = swift.get_auth("http://127.0.0.1:%d/auth/v1.0" % port, "test:tester",
+                                    "testing")
+        drain()
+
+        swift.put_container(url, token, "c")
+        swift.put_object(url, token, "c", "o", b"x" * 1000)
+        got = drain()
+        check("apus.proxy-server.container.PUT.201.timing" in got,
+              "container PUT timing: %r" % names(got, "apus.proxy-server.container"))
+        check("apus.proxy-server.object.PUT.201.timing" in got and
+              "apus.proxy-server.object.policy.0.PUT.201.timing" in got,
+              "object PUT timings, also per policy: %r" % names(got, "apus.proxy-server.object"))
+        xfer = got.get("apus.proxy-server.object.PUT.201.xfer", [])
+        check(len(xfer) == 1 and xfer[0][0] >= 1000 and xfer[0][1] is None,
+              "object PUT xfer counts the body, sent unsampled: %r" % xfer)
+        check(len(got.get("object-server.PUT.timing", [])) == 3,
+              "object-server.PUT.timing from each replica: %r" % names(got, "object-server"))
+        check("container-server.PUT.timing" in got,
+              "container-server.PUT.timing: %r" % names(got, "container-server"))
+        check(not names(got, "account-server"),
+              "sample rate factor 0 silences the account servers: %r"
+              % names(got, "account-server"))
+        check(not names(got, "proxy-server"),
+              "the proxy's names take its metric prefix: %r" % names(got, "proxy-server"))
+
+        swift.get_object(url, token, "c", "o")
+        swift.head_object(url, token, "c", "o")
+        got = drain()
+        for name in ("apus.proxy-server.object.GET.200.first-byte.timing",
+                     "apus.proxy-server.object.GET.200.timing",
+                     "apus.proxy-server.object.policy.0.GET.200.first-byte.timing",
+                     "apus.proxy-server.object.HEAD.200.timing"):
+            check(name in got, "%s: %r" % (name, names(got, "apus.proxy-server.object")))
+        check("apus.proxy-server.object.HEAD.200.first-byte.timing" not in got,
+              "no first-byte timing for a HEAD")
+        first = got.get("apus.proxy-server.object.GET.200.first-byte.timing", [(0, None)])[0][0]
+        whole = got.get("apus.proxy-server.object.GET.200.timing", [(0, None)])[0][0]
+        check(0 < first <= whole, "first byte %.3f ms <= whole GET %.3f ms" % (first, whole))
+        xfer = got.get("apus.proxy-server.object.GET.200.xfer", [(0, None)])[0][0]
+        check(xfer >= 1000, "GET xfer counts the body: %r" % xfer)
+        gets = got.get("object-server.GET.timing", [])
+        check(len(gets) == 1 and gets[0][1] is None, "object-server.GET.timing: %r" % gets)
+        # Swift times an object HEAD at a rate of 0.8: sent with "|@0.8" when sampled in.
+        heads = got.get("object-server.HEAD.timing", [])
+        check(all(rate == "0.8" for _, rate in heads), "object HEAD rate 0.8: %r" % heads)
+
+        status, _, _ = procs.request(port, "FROB", "/v1/AUTH_test/c/o",
+                                     headers={"X-Auth-Token": token})
+        got = drain()
+        check("apus.proxy-server.object.BAD_METHOD.%d.timing" % status in got,
+              "a method Swift does not know is BAD_METHOD: %r"
+              % names(got, "apus.proxy-server"))
+
+        swift.delete_object(url, token, "c", "o")
+        swift.get_account(url, token)
+        got = drain()
+        check("apus.proxy-server.object.DELETE.204.timing" in got, "object DELETE timing")
+        check("apus.proxy-server.account.GET.200.timing" in got, "account GET timing")
+        check(len(got.get("object-server.DELETE.timing", [])) == 3, "object-server DELETEs")
+
+        # A 507 (no such device) is the server's fault: .errors.timing.
+        status, _, _ = procs.request(cluster.ports["object"][0], "PUT", "/nodev/1/a/c/o",
+                                     headers={"X-Timestamp": "%.5f" % time.time(),
+                                              "Content-Type": "text/plain"}, body=b"x")
+        got = drain()
+        check(status == 507 and "object-server.PUT.errors.timing" in got and
+              "object-server.PUT.timing" not in got,
+              "a 507 PUT is an error timing: %d %r" % (status, names(got, "object-server")))
+
+        # An S3 request is counted under the Swift path it was served by.
+        import boto3
+        from botocore.config import Config
+        s3 = boto3.client("s3", endpoint_url="http://127.0.0.1:%d" % port,
+                          aws_access_key_id="test:tester", aws_secret_access_key="testing",
+                          region_name="us-east-1",
+                          config=Config(s3={"addressing_style": "path"}))
+        s3.create_bucket(Bucket="s3-bucket")
+        drain()
+        s3.put_object(Bucket="s3-bucket", Key="s3-key", Body=b"hello")
+        got = drain()
+        check("apus.proxy-server.object.PUT.200.timing" in got,
+              "S3 PUT object as an object PUT: %r" % names(got, "apus.proxy-server"))
+
+    listener.close()
+    if failures:
+        print("%d failed" % len(failures))
+        return 1
+    print("statsd: all checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
