@@ -4,11 +4,14 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <charconv>
 #include <chrono>
 #include <cstdlib>
@@ -408,6 +411,23 @@ void tell_parent_ready() {
       ::close(*fd);
     }
   });
+}
+
+void tell_service_manager_ready() {
+  const char* path = std::getenv("NOTIFY_SOCKET");
+  if (!path || (path[0] != '/' && path[0] != '@')) return;
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  const size_t length = std::strlen(path);
+  if (length >= sizeof addr.sun_path) return;
+  std::memcpy(addr.sun_path, path, length);
+  if (addr.sun_path[0] == '@') addr.sun_path[0] = '\0';  // an abstract socket
+  int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return;
+  const std::string state = "READY=1\nMAINPID=" + std::to_string(::getpid());
+  ::sendto(fd, state.data(), state.size(), MSG_NOSIGNAL, reinterpret_cast<sockaddr*>(&addr),
+           static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + length));
+  ::close(fd);
 }
 
 }  // namespace apus::common

@@ -53,6 +53,10 @@ Result<int> start_successor(const std::vector<std::pair<std::string, int>>& sock
 std::optional<int> take_inherited_socket(std::string_view name);
 // In a successor: tells the predecessor this process serves (at most once; nothing elsewhere).
 void tell_parent_ready();
+// Under systemd (Type=notify, NotifyAccess=all: etc/systemd/): tells it this process serves
+// and is the service's main process ("READY=1", "MAINPID="), which a reload's successor does
+// too. Nothing when NOTIFY_SOCKET is not set.
+void tell_service_manager_ready();
 
 // Config::load, with the message Swift prints when a config cannot be read.
 Result<Config> load_program_config(const char* path);

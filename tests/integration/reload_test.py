@@ -15,6 +15,7 @@ usage: reload_test.py <build-dir>
 import http.client
 import os
 import signal
+import socket
 import sys
 import tempfile
 import threading
@@ -193,14 +194,34 @@ def main():
             status, _, _ = procs.request(port, "GET", "/healthcheck")
             check(status == 200, "and serving: %d" % status)
 
-        # A storage server reloads the same way.
-        obj = cluster.procs[("object", 0)].pid
+        # A storage server reloads the same way; under systemd (NOTIFY_SOCKET) each process
+        # says when it serves and that it is the main one.
+        notify_path = os.path.join(root, "notify.sock")
+        notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        notify.bind(notify_path)
+        notify.settimeout(10)
+        cluster.stop("object", 0)
+        log = os.path.join(root, "object-0.out")
+        proc = ps.start([os.path.join(BIN, "apus-object-server"),
+                         os.path.join(cluster.etc, "object-0.conf")], log,
+                        env=dict(os.environ, NOTIFY_SOCKET=notify_path))
+        procs.wait_for_port(cluster.ports["object"][0], proc=proc, log_path=log)
+        obj = proc.pid
+        ready = notify.recv(4096).decode()
+        check(ready == "READY=1\nMAINPID=%d" % obj, "systemd told the server is ready: %r" % ready)
         successor = reload(obj, ps)
         if not check(successor is not None, "the object server reloaded"):
             print(tail(os.path.join(root, "object-0.out")))
             print(tail(os.path.join(root, "object-0.log")))
         status, _, _ = procs.request(cluster.ports["object"][0], "GET", "/healthcheck")
         check(status == 200, "the reloaded object server answers: %d" % status)
+        try:
+            ready = notify.recv(4096).decode()
+        except socket.timeout:
+            ready = ""
+        check(ready == "READY=1\nMAINPID=%s" % successor,
+              "the successor told systemd it is the main process: %r" % ready)
+        notify.close()
 
     if failures:
         print("%d failed" % len(failures))

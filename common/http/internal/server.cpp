@@ -1004,6 +1004,7 @@ Status ServerImpl::start() {
   acceptor_ = std::thread([this] { accept_loop(); });
   running_ = true;
   tell_parent_ready();  // a reload's successor: the predecessor may stop accepting now
+  tell_service_manager_ready();
   return Status();
 }
 
