@@ -231,6 +231,9 @@ class DiskFileManager {
   // row whose name hashes to `hash` (32 hex), saved at `timestamp` (FORMAT.md).
   std::string async_pending_path(const std::string& device, int policy, const std::string& hash,
                                  const std::string& timestamp) const;
+  // The metadata of the object file at `path` (its xattrs, else its sidecar), checksum
+  // checked: what Swift's read_metadata gives (apus-object-info prints it).
+  common::Result<Metadata> read_metadata_at(const std::string& path);
   // True when `obj` exists and its X-Delete-At has come at `now`: Swift then answers 404 (to
   // all but replication and X-Backend-Open-Expired requests) and a DELETE still removes it.
   static bool is_expired(const DiskObject& obj, const common::Timestamp& now);
@@ -292,7 +295,6 @@ class DiskFileManager {
   size_t prune_sidecars(const std::string& dir, const std::vector<std::string>& names,
                         const std::vector<std::string>& removed);
   void discard_temps(common::io::File& temp, std::optional<common::io::File>& sidecar);
-  common::Result<Metadata> read_metadata_at(const std::string& path);
   // Renames a finished temp file into place and does the post-write housekeeping. With
   // fsync_data the file's `written` bytes are dropped from the page cache after the fsync.
   // A hash directory removed by a concurrent cleanup() between its mkdir and the rename is

@@ -32,6 +32,7 @@
 #include "common/config/swift_conf.h"
 #include "common/hash_path.h"
 #include "common/http/url.h"
+#include "ring/locations.h"
 #include "ring/ring.h"
 
 namespace {
@@ -152,11 +153,6 @@ bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
 
-bool is_ipv6(const std::string& ip) {
-  in6_addr addr;
-  return ::inet_pton(AF_INET6, ip.c_str(), &addr) == 1;
-}
-
 std::string base_name(std::string_view path) {
   const size_t slash = path.rfind('/');
   return std::string(slash == std::string_view::npos ? path : path.substr(slash + 1));
@@ -267,92 +263,6 @@ int run_batch(const RingState& ring, const HashPathConfig& hash, size_t handoffs
 
 // --- the swift-get-nodes report
 
-struct Target {
-  std::string account, container, object;
-};
-
-void print_ring_locations(const RingState& ring, const HashPathConfig& hash,
-                          const std::string& datadir, const Target& t,
-                          const std::optional<std::string>& tpart, bool all_nodes,
-                          std::optional<int> policy_index) {
-  std::string target = t.account;
-  if (!t.object.empty()) {
-    target += "/" + t.container + "/" + t.object;
-  } else if (!t.container.empty()) {
-    target += "/" + t.container;
-  }
-  if (t.account.empty()) target = "None";  // Swift formats a missing account as None
-
-  uint32_t part = 0;
-  if (tpart) {
-    size_t p = 0;
-    if (!parse_size(*tpart, &p) || p > UINT32_MAX) fail("invalid partition: " + *tpart);
-    part = static_cast<uint32_t>(p);
-  } else {
-    Result<uint32_t> r = ring.get_part(hash, t.account, t.container, t.object);
-    if (!r.ok()) fail(r.status().message());
-    part = *r;
-  }
-  std::vector<Node> primaries;
-  ring.get_part_nodes(part, &primaries);
-  std::vector<Node> handoffs;
-  HandoffIterator it = ring.get_more_nodes(part);
-  it.take(all_nodes ? SIZE_MAX : primaries.size(), &handoffs);
-
-  std::string path_hash;
-  if (!t.account.empty() && !tpart) {
-    Result<std::string> h = apus::common::hash_path_hex(hash, t.account, t.container, t.object);
-    if (!h.ok()) fail(h.status().message());
-    path_hash = *h;
-  }
-  std::printf("Partition\t%u\n", part);
-  std::printf("Hash     \t%s\n\n", path_hash.empty() ? "None" : path_hash.c_str());
-  for (const Node& n : primaries) {
-    std::printf("Server:Port Device\t%s:%d %s\n", n.device->ip.c_str(), n.device->port,
-                n.device->device.c_str());
-  }
-  for (const Node& n : handoffs) {
-    std::printf("Server:Port Device\t%s:%d %s\t [Handoff]\n", n.device->ip.c_str(), n.device->port,
-                n.device->device.c_str());
-  }
-  std::printf("\n\n");
-
-  const std::string quoted_target = apus::common::http::quote(target);
-  auto curl = [&](const Node& n) {
-    const std::string& ip = n.device->ip;
-    std::string cmd = "curl -g -I -XHEAD \"http://" + (is_ipv6(ip) ? "[" + ip + "]" : ip) + ":" +
-                      std::to_string(n.device->port) + "/" + n.device->device + "/" +
-                      std::to_string(part) + "/" + quoted_target + "\"";
-    if (policy_index) {
-      cmd += " -H \"X-Backend-Storage-Policy-Index: " + std::to_string(*policy_index) + "\"";
-    }
-    return cmd + " --path-as-is";
-  };
-  for (const Node& n : primaries) std::printf("%s\n", curl(n).c_str());
-  for (const Node& n : handoffs) std::printf("%s # [Handoff]\n", curl(n).c_str());
-
-  std::printf("\n\nUse your own device location of servers:\n");
-  std::printf("such as \"export DEVICE=/srv/node\"\n");
-  std::string where;
-  if (!path_hash.empty()) {
-    where = datadir + "/" + std::to_string(part) + "/" + path_hash.substr(path_hash.size() - 3) +
-            "/" + path_hash;
-  } else {
-    where = datadir + "/" + std::to_string(part);
-  }
-  for (const Node& n : primaries) {
-    std::printf("ssh %s \"ls -lah ${DEVICE:-/srv/node*}/%s/%s\"\n", n.device->ip.c_str(),
-                n.device->device.c_str(), where.c_str());
-  }
-  for (const Node& n : handoffs) {
-    std::printf("ssh %s \"ls -lah ${DEVICE:-/srv/node*}/%s/%s\" # [Handoff]\n",
-                n.device->ip.c_str(), n.device->device.c_str(), where.c_str());
-  }
-  std::printf(
-      "\nnote: `/srv/node*` is used as default value of `devices`, the real value is set in "
-      "the config file on each storage node.\n");
-}
-
 std::shared_ptr<const RingState> load_ring(const std::string& path) {
   Result<apus::ring::RingData> data = apus::ring::load_ring_file(path);
   if (!data.ok()) fail(data.status().to_string());
@@ -415,7 +325,7 @@ int main(int argc, char** argv) {
   if (o.args.empty() && !o.partition) usage_error("No target specified");
   if (o.args.size() > 3) usage_error("Invalid arguments");
 
-  Target t;
+  apus::ring::RingTarget t;
   if (!o.args.empty()) t.account = o.args[0];
   if (o.args.size() > 1) t.container = o.args[1];
   if (o.args.size() > 2) t.object = o.args[2];
@@ -487,7 +397,14 @@ int main(int argc, char** argv) {
   if (!t.account.empty()) std::printf("\nAccount  \t%s\n", quote(t.account).c_str());
   if (!t.container.empty()) std::printf("Container\t%s\n", quote(t.container).c_str());
   if (!t.object.empty()) std::printf("Object   \t%s\n\n\n", quote(t.object).c_str());
-  print_ring_locations(*ring, hash, loc, t, part_given ? o.partition : std::nullopt, o.all,
-                       policy_index);
+  std::optional<uint32_t> part;
+  if (part_given) {
+    size_t p = 0;
+    if (!parse_size(*o.partition, &p) || p > UINT32_MAX) fail("invalid partition: " + *o.partition);
+    part = static_cast<uint32_t>(p);
+  }
+  apus::common::Status printed =
+      apus::ring::print_ring_locations(stdout, *ring, hash, loc, t, part, o.all, policy_index);
+  if (!printed.ok()) fail(printed.message());
   return std::fflush(stdout) == 0 ? 0 : 1;
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Swift's operator tools on Apus data (issue 18): Debian's swift-object-info reads the .data
-files Apus object servers write (metadata in Swift's pickled xattrs, the ETag checked against
+files Apus object servers write, and apus-object-info prints the same report, byte for byte (metadata in Swift's pickled xattrs, the ETag checked against
 the file, the ring locations), for a plain object, one with user and system metadata, and an
 X-Delete-At object; its `-P` (policy) and `-n` (ETag not checked) forms, and a corrupted copy
 whose ETag no longer matches.
@@ -33,9 +33,15 @@ def check(cond, what):
 
 
 def object_info(cluster, path, *args):
-    run = subprocess.run(["/usr/bin/swift-object-info", "--swift-dir", cluster.etc] +
-                         list(args) + [path], capture_output=True, text=True, timeout=60)
-    return run.returncode, run.stdout + run.stderr
+    """swift-object-info's exit status and report; apus-object-info must give the same."""
+    outs = []
+    for program in ("/usr/bin/swift-object-info", os.path.join(BIN, "apus-object-info")):
+        run = subprocess.run([program, "--swift-dir", cluster.etc] + list(args) + [path],
+                             capture_output=True, text=True, timeout=60)
+        outs.append((run.returncode, run.stdout + run.stderr))
+    check(outs[0] == outs[1], "apus-object-info %s prints what swift-object-info does:\n"
+          "--- swift\n%s\n--- apus\n%s" % (" ".join(args), outs[0][1], outs[1][1]))
+    return outs[0]
 
 
 def main():
@@ -82,6 +88,26 @@ def main():
         code, out = object_info(cluster, bad)
         check("ETag: %s doesn't match file hash" % etag in out,
               "a corrupted copy's ETag does not match: %s" % out[-300:])
+
+        # System and transient system metadata (sent to an object server as a proxy would),
+        # with and without --drop-prefixes.
+        n = nodes[0]
+        status, _, _ = procs.request(
+            cluster.ports["object"][n], "PUT", "/sd%d/%d/AUTH_test/c/o" % (n, part),
+            headers={"X-Timestamp": "%.5f" % time.time(), "Content-Type": "text/plain",
+                     "X-Object-Sysmeta-Shade": "teal", "X-Object-Transient-Sysmeta-Tag": "t",
+                     "X-Object-Meta-Zeta": "z", "X-Object-Meta-Alpha": "a",
+                     "X-Backend-Storage-Policy-Index": "0"}, body=b"sysmeta")
+        check(status == 201, "a backend PUT with sysmeta: %d" % status)
+        files = sorted(glob.glob(os.path.join(root, "node%d" % n, "sd%d" % n, "objects",
+                                              str(part), "*", "*", "*.data")))
+        code, out = object_info(cluster, files[-1])
+        check("X-Object-Sysmeta-Shade: teal" in out and "X-Object-Transient-Sysmeta-Tag: t"
+              in out, "system metadata printed")
+        code, out = object_info(cluster, files[-1], "--drop-prefixes")
+        check("  Shade: teal" in out, "--drop-prefixes drops the prefixes")
+        code, out = object_info(cluster, os.path.join(root, "missing.data"))
+        check(code == 1 and "Data file doesn't exist" in out, "a missing file: %d" % code)
 
     if failures:
         print("%d failed" % len(failures))
