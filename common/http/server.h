@@ -45,6 +45,7 @@
 #pragma once
 
 #include <cassert>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -281,6 +282,9 @@ inline constexpr int kAcceptBackoffMs = 100;
 inline constexpr size_t kMaxAdminConnections = 8;
 // How long a reload waits for the new process to serve before giving up on it.
 inline constexpr double kSuccessorStartSeconds = 60;
+// After a reload, how long the old process keeps idle keep-alive connections open for their
+// next request (answered with "Connection: close") before closing them.
+inline constexpr std::chrono::seconds kReloadIdleGrace{2};
 // The RLIMIT_NOFILE start() asks for: swift-init's MAX_DESCRIPTORS.
 inline constexpr uint64_t kWantedOpenFiles = 32768;
 

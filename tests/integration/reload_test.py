@@ -2,7 +2,8 @@
 """Seamless reload (issue 18): SIGUSR1 to a proxy under load, twice, and to an object server.
 
 Four clients keep GETs and PUTs going on keep-alive connections through the proxy while it
-reloads; every request gets its answer. As for any HTTP/1.1 server closing an idle keep-alive
+reloads; every request gets its answer. Then through HAProxy in front of both proxies, each
+proxy reloaded in turn: no request fails and the clients resend nothing. As for any HTTP/1.1 server closing an idle keep-alive
 connection, a request sent on a reused connection that closes before any byte of an answer is
 sent again on a new connection (RFC 9112 9.3.1; HAProxy, urllib3 and the AWS SDKs do so); a
 request on a new connection that fails, or any 5xx, is a failure. Also: each reload's process
@@ -28,6 +29,28 @@ from cluster import Cluster  # noqa: E402
 from swiftclient import client as swift  # noqa: E402
 
 BIN = os.path.join(os.path.abspath(sys.argv[1]), "bin")
+HAPROXY = "/usr/sbin/haproxy"
+HAPROXY_CFG = """global
+    maxconn 2000
+defaults
+    mode http
+    timeout connect 2s
+    timeout client 30s
+    timeout server 30s
+    option http-keep-alive
+    http-reuse safe
+    retries 3
+    option redispatch
+    retry-on conn-failure empty-response response-timeout
+frontend swift
+    bind 127.0.0.1:%d
+    default_backend proxies
+backend proxies
+    balance roundrobin
+    option httpchk GET /healthcheck
+    server p1 127.0.0.1:%d check inter 500ms
+    server p2 127.0.0.1:%d check inter 500ms
+"""
 failures = []
 
 
@@ -59,8 +82,10 @@ alive = procs.Processes._running
 class Load:
     """Clients sending requests on keep-alive connections until stopped."""
 
-    def __init__(self, port, token, clients=4):
-        self.port, self.token = port, token
+    def __init__(self, port, token, clients=4, resend=True):
+        """`resend`: send a request again once on a new connection when a reused keep-alive
+        connection closed before any answer (a client's job; HAProxy does it for us)."""
+        self.port, self.token, self.resend = port, token, resend
         self.stop = threading.Event()
         self.done = 0
         self.retried = 0
@@ -91,7 +116,7 @@ class Load:
                 except (http.client.HTTPException, OSError) as e:
                     conn.close()
                     conn = None
-                    if reused and attempt == 0:
+                    if self.resend and reused and attempt == 0:
                         with self.lock:
                             self.retried += 1
                         continue
@@ -167,6 +192,32 @@ def main():
         check(load.done > 100, "requests answered during the reloads: %d" % load.done)
         print("reload under load: %d requests, %d resent after a keep-alive close, %d failed"
               % (load.done, load.retried, len(load.errors)))
+
+        # Through HAProxy, as an operator runs it (keep-alive to the proxies, health checks,
+        # retries on a closed idle connection), every proxy reloaded under load: the clients
+        # see no failure and resend nothing themselves.
+        if os.path.exists(HAPROXY):
+            front = procs.free_port()
+            cfg = os.path.join(root, "haproxy.cfg")
+            with open(cfg, "w") as f:
+                f.write(HAPROXY_CFG % (front, port, cluster.second_proxy_port))
+            log = os.path.join(root, "haproxy.out")
+            haproxy = ps.start([HAPROXY, "-db", "-f", cfg], log)
+            procs.wait_for_port(front, proc=haproxy, log_path=log)
+            other = cluster.procs[("proxy", "proxy-server-2")].pid
+            with Load(front, token, resend=False) as load:
+                time.sleep(1)
+                second = reload(second, ps) if second else None
+                time.sleep(1)
+                other = reload(other, ps)
+                time.sleep(1)
+            check(second is not None and other is not None, "both proxies reloaded")
+            check(not load.errors, "requests through HAProxy failed during reloads: %r"
+                  % load.errors[:5])
+            print("reload through HAProxy: %d requests, %d failed"
+                  % (load.done, len(load.errors)))
+        else:
+            print("no %s: the HAProxy part is skipped" % HAPROXY)
 
         # The successor read its config again: a new option takes effect.
         conf, _ = cluster.proxies["proxy-server"]

@@ -245,6 +245,7 @@ class ServerImpl {
   CondVar drained_;  // waits with drain_mutex_
   int workers_finished_ APUS_GUARDED_BY(drain_mutex_) = 0;
   bool running_ = false;
+  bool handed_over_ = false;  // hand_over() succeeded: stop() lets idle connections go gently
 
  private:
   Status bind_and_listen(const std::string& ip, uint16_t port, ListenSocket& out);
@@ -944,6 +945,7 @@ bool ServerImpl::hand_over() {
                    successor.status().message());
     return false;
   }
+  handed_over_ = true;
   APUS_LOG_INFO("reload: process " + std::to_string(*successor) +
                 " serves now; this one finishes its requests and exits");
   return true;
@@ -1194,11 +1196,25 @@ void ServerImpl::stop() {
     ls->fd = -1;
   }
 
+  auto deadline = std::chrono::steady_clock::now() + to_duration(options_.drain_timeout);
+  if (handed_over_) {
+    // After a reload, keep-alive connections get kReloadIdleGrace to send their next request,
+    // which is answered with "Connection: close": a client (or HAProxy) that sends on a
+    // connection just as it closes sees no answer, and must not retry a PUT. Under load every
+    // connection moves to the successor this way; only ones idle for the whole grace are cut.
+    for (auto& w : workers_) {
+      Worker* worker = w.get();
+      net::post(worker->ioc, [worker] { worker->draining = true; });
+    }
+    MutexLock lock(&drain_mutex_);
+    drained_.wait_until(&drain_mutex_,
+                        std::min(deadline, std::chrono::steady_clock::now() + kReloadIdleGrace),
+                        [this] { return open_connections_.load() == 0; });
+  }
   for (auto& w : workers_) {
     Worker* worker = w.get();
     net::post(worker->ioc, [this, worker] { close_idle_sessions(*worker); });
   }
-  auto deadline = std::chrono::steady_clock::now() + to_duration(options_.drain_timeout);
   {
     MutexLock lock(&drain_mutex_);
     drained_.wait_until(&drain_mutex_, deadline,
