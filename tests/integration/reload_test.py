@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
 """Seamless reload (issue 18): SIGUSR1 to a proxy under load, twice, and to an object server.
 
-Four clients keep GETs and PUTs going on keep-alive connections through the proxy while it
-reloads; every request gets its answer. Then through HAProxy in front of both proxies, each
-proxy reloaded in turn: no request fails and the clients resend nothing. As for any HTTP/1.1 server closing an idle keep-alive
-connection, a request sent on a reused connection that closes before any byte of an answer is
-sent again on a new connection (RFC 9112 9.3.1; HAProxy, urllib3 and the AWS SDKs do so); a
-request on a new connection that fails, or any 5xx, is a failure. Also: each reload's process
-is a new one, the old one exits once drained, the reloaded proxy reads its config again (a
-changed option takes effect), and a successor that cannot start (a broken config) leaves the
-old process serving.
+Four clients keep GETs and PUTs going on keep-alive connections straight to the proxy while
+it reloads; every request gets its answer. As for any HTTP/1.1 server closing an idle
+keep-alive connection, a request sent on a reused connection that closes before any byte of an
+answer is sent again on a new connection (RFC 9112 9.3.1; HAProxy, urllib3 and the AWS SDKs do
+so); a request on a new connection that fails, or any 5xx, is a failure. Then through HAProxy
+in front of both proxies, each proxy reloaded in turn: no request fails and the clients resend
+nothing. Also: each reload's process is a new one, the old one exits once drained, the
+reloaded proxy reads its config again (a changed option takes effect), a successor that cannot
+start (a broken config) leaves the old process serving, and under systemd (NOTIFY_SOCKET) each
+process says it is ready and the main one.
 
 usage: reload_test.py <build-dir>
 """
@@ -77,6 +78,17 @@ def successors(pid, command):
 
 
 alive = procs.Processes._running
+
+
+def processes_using(root):
+    """Pids whose command line names a path under `root`."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            command = cmdline(int(entry))
+            if command and root.encode() in command:
+                found.append(int(entry))
+    return found
 
 
 class Load:
@@ -173,106 +185,113 @@ def reload(pid, ps, timeout=30):
 
 def main():
     with procs.Processes() as ps, tempfile.TemporaryDirectory() as root:
-        cluster = Cluster(BIN, root, ps)
-        url, token = cluster.connect()
-        swift.put_container(url, token, "c")
-        swift.put_object(url, token, "c", "o", b"hello")
-        port = cluster.proxy_port
-        pid = cluster.procs[("proxy", "proxy-server")].pid
-
-        with Load(port, token) as load:
-            time.sleep(1)
-            first = reload(pid, ps)
-            check(first is not None, "the first reload: a new process took over")
-            time.sleep(1)
-            second = reload(first, ps) if first else None
-            check(second is not None, "the second reload: a new process took over")
-            time.sleep(1)
-        check(not load.errors, "requests failed during reloads: %r" % load.errors[:5])
-        check(load.done > 100, "requests answered during the reloads: %d" % load.done)
-        print("reload under load: %d requests, %d resent after a keep-alive close, %d failed"
-              % (load.done, load.retried, len(load.errors)))
-
-        # Through HAProxy, as an operator runs it (keep-alive to the proxies, health checks,
-        # retries on a closed idle connection), every proxy reloaded under load: the clients
-        # see no failure and resend nothing themselves.
-        if os.path.exists(HAPROXY):
-            front = procs.free_port()
-            cfg = os.path.join(root, "haproxy.cfg")
-            with open(cfg, "w") as f:
-                f.write(HAPROXY_CFG % (front, port, cluster.second_proxy_port))
-            log = os.path.join(root, "haproxy.out")
-            haproxy = ps.start([HAPROXY, "-db", "-f", cfg], log)
-            procs.wait_for_port(front, proc=haproxy, log_path=log)
-            other = cluster.procs[("proxy", "proxy-server-2")].pid
-            with Load(front, token, resend=False) as load:
-                time.sleep(1)
-                second = reload(second, ps) if second else None
-                time.sleep(1)
-                other = reload(other, ps)
-                time.sleep(1)
-            check(second is not None and other is not None, "both proxies reloaded")
-            check(not load.errors, "requests through HAProxy failed during reloads: %r"
-                  % load.errors[:5])
-            print("reload through HAProxy: %d requests, %d failed"
-                  % (load.done, len(load.errors)))
-        else:
-            print("no %s: the HAProxy part is skipped" % HAPROXY)
-
-        # The successor read its config again: a new option takes effect.
-        conf, _ = cluster.proxies["proxy-server"]
-        with open(conf) as f:
-            text = f.read()
-        with open(conf, "w") as f:
-            f.write(text.replace("[app:proxy-server]\n",
-                                 "[app:proxy-server]\nmax_containers_per_account = 1\n", 1))
-        third = reload(second, ps) if second else None
-        if not check(third is not None, "the third reload: a new process took over"):
-            print(tail(os.path.join(root, "proxy-server.out")))
-            print(tail(os.path.join(root, "proxy-server.log")))
-        status, _, _ = procs.request(port, "PUT", "/v1/AUTH_test/c2",
-                                     headers={"X-Auth-Token": token})
-        check(status == 403, "the reloaded proxy reads its changed config: PUT %d" % status)
-
-        # A successor that cannot start (a broken config) leaves this one serving.
-        with open(conf, "w") as f:
-            f.write(text.replace("[app:proxy-server]\n",
-                                 "[app:proxy-server]\nnode_timeout = soon\n", 1))
-        if third:
-            os.kill(third, signal.SIGUSR1)
-            time.sleep(2)
-            check(alive(third), "a failed reload leaves the old process running")
-            status, _, _ = procs.request(port, "GET", "/healthcheck")
-            check(status == 200, "and serving: %d" % status)
-
-        # A storage server reloads the same way; under systemd (NOTIFY_SOCKET) each process
-        # says when it serves and that it is the main one.
-        notify_path = os.path.join(root, "notify.sock")
-        notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        notify.bind(notify_path)
-        notify.settimeout(10)
-        cluster.stop("object", 0)
-        log = os.path.join(root, "object-0.out")
-        proc = ps.start([os.path.join(BIN, "apus-object-server"),
-                         os.path.join(cluster.etc, "object-0.conf")], log,
-                        env=dict(os.environ, NOTIFY_SOCKET=notify_path))
-        procs.wait_for_port(cluster.ports["object"][0], proc=proc, log_path=log)
-        obj = proc.pid
-        ready = notify.recv(4096).decode()
-        check(ready == "READY=1\nMAINPID=%d" % obj, "systemd told the server is ready: %r" % ready)
-        successor = reload(obj, ps)
-        if not check(successor is not None, "the object server reloaded"):
-            print(tail(os.path.join(root, "object-0.out")))
-            print(tail(os.path.join(root, "object-0.log")))
-        status, _, _ = procs.request(cluster.ports["object"][0], "GET", "/healthcheck")
-        check(status == 200, "the reloaded object server answers: %d" % status)
         try:
+            cluster = Cluster(BIN, root, ps)
+            url, token = cluster.connect()
+            swift.put_container(url, token, "c")
+            swift.put_object(url, token, "c", "o", b"hello")
+            port = cluster.proxy_port
+            pid = cluster.procs[("proxy", "proxy-server")].pid
+
+            with Load(port, token) as load:
+                time.sleep(1)
+                first = reload(pid, ps)
+                check(first is not None, "the first reload: a new process took over")
+                time.sleep(1)
+                second = reload(first, ps) if first else None
+                check(second is not None, "the second reload: a new process took over")
+                time.sleep(1)
+            check(not load.errors, "requests failed during reloads: %r" % load.errors[:5])
+            check(load.done > 100, "requests answered during the reloads: %d" % load.done)
+            print("reload under load: %d requests, %d resent after a keep-alive close, %d failed"
+                  % (load.done, load.retried, len(load.errors)))
+
+            # Through HAProxy, as an operator runs it (keep-alive to the proxies, health checks,
+            # retries on a closed idle connection), every proxy reloaded under load: the clients
+            # see no failure and resend nothing themselves.
+            if os.path.exists(HAPROXY):
+                front = procs.free_port()
+                cfg = os.path.join(root, "haproxy.cfg")
+                with open(cfg, "w") as f:
+                    f.write(HAPROXY_CFG % (front, port, cluster.second_proxy_port))
+                log = os.path.join(root, "haproxy.out")
+                haproxy = ps.start([HAPROXY, "-db", "-f", cfg], log)
+                procs.wait_for_port(front, proc=haproxy, log_path=log)
+                other = cluster.procs[("proxy", "proxy-server-2")].pid
+                with Load(front, token, resend=False) as load:
+                    time.sleep(1)
+                    second = reload(second, ps) if second else None
+                    time.sleep(1)
+                    other = reload(other, ps)
+                    time.sleep(1)
+                check(second is not None and other is not None, "both proxies reloaded")
+                check(not load.errors, "requests through HAProxy failed during reloads: %r"
+                      % load.errors[:5])
+                print("reload through HAProxy: %d requests, %d failed"
+                      % (load.done, len(load.errors)))
+            else:
+                print("no %s: the HAProxy part is skipped" % HAPROXY)
+
+            # The successor read its config again: a new option takes effect.
+            conf, _ = cluster.proxies["proxy-server"]
+            with open(conf) as f:
+                text = f.read()
+            with open(conf, "w") as f:
+                f.write(text.replace("[app:proxy-server]\n",
+                                     "[app:proxy-server]\nmax_containers_per_account = 1\n", 1))
+            third = reload(second, ps) if second else None
+            if not check(third is not None, "the third reload: a new process took over"):
+                print(tail(os.path.join(root, "proxy-server.out")))
+                print(tail(os.path.join(root, "proxy-server.log")))
+            status, _, _ = procs.request(port, "PUT", "/v1/AUTH_test/c2",
+                                         headers={"X-Auth-Token": token})
+            check(status == 403, "the reloaded proxy reads its changed config: PUT %d" % status)
+
+            # A successor that cannot start (a broken config) leaves this one serving.
+            with open(conf, "w") as f:
+                f.write(text.replace("[app:proxy-server]\n",
+                                     "[app:proxy-server]\nnode_timeout = soon\n", 1))
+            if third:
+                os.kill(third, signal.SIGUSR1)
+                time.sleep(2)
+                check(alive(third), "a failed reload leaves the old process running")
+                status, _, _ = procs.request(port, "GET", "/healthcheck")
+                check(status == 200, "and serving: %d" % status)
+
+            # A storage server reloads the same way; under systemd (NOTIFY_SOCKET) each process
+            # says when it serves and that it is the main one.
+            notify_path = os.path.join(root, "notify.sock")
+            notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+            notify.bind(notify_path)
+            notify.settimeout(10)
+            cluster.stop("object", 0)
+            log = os.path.join(root, "object-0.out")
+            proc = ps.start([os.path.join(BIN, "apus-object-server"),
+                             os.path.join(cluster.etc, "object-0.conf")], log,
+                            env=dict(os.environ, NOTIFY_SOCKET=notify_path))
+            procs.wait_for_port(cluster.ports["object"][0], proc=proc, log_path=log)
+            obj = proc.pid
             ready = notify.recv(4096).decode()
-        except socket.timeout:
-            ready = ""
-        check(ready == "READY=1\nMAINPID=%s" % successor,
-              "the successor told systemd it is the main process: %r" % ready)
-        notify.close()
+            check(ready == "READY=1\nMAINPID=%d" % obj,
+                  "systemd told the server is ready: %r" % ready)
+            successor = reload(obj, ps)
+            if not check(successor is not None, "the object server reloaded"):
+                print(tail(os.path.join(root, "object-0.out")))
+                print(tail(os.path.join(root, "object-0.log")))
+            status, _, _ = procs.request(cluster.ports["object"][0], "GET", "/healthcheck")
+            check(status == 200, "the reloaded object server answers: %d" % status)
+            try:
+                ready = notify.recv(4096).decode()
+            except socket.timeout:
+                ready = ""
+            check(ready == "READY=1\nMAINPID=%s" % successor,
+                  "the successor told systemd it is the main process: %r" % ready)
+            notify.close()
+        finally:
+            # Whatever a failed check left behind: every process running on this test's
+            # files (a successor the test did not see) is stopped too.
+            for pid in processes_using(root):
+                ps.adopt(pid)
 
     if failures:
         print("%d failed" % len(failures))
