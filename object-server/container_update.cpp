@@ -213,9 +213,11 @@ Status save_async_pending(DiskFileManager& disk, const ContainerUpdate& update) 
   std::string tmp_dir = disk.tmp_dir(update.device, update.policy);
   auto made = disk.fs().mkdirs(tmp_dir);
   if (!made.ok()) return made.status();
-  return disk.fs().write_file_atomic(
+  APUS_RETURN_IF_ERROR(disk.fs().write_file_atomic(
       disk.async_pending_path(update.device, update.policy, *hash, update.pending_timestamp()),
-      encode_async_pending(update.to_async_update()), tmp_dir);
+      encode_async_pending(update.to_async_update()), tmp_dir));
+  disk.count("async_pendings");
+  return Status();
 }
 
 // ---- UpdateSender ----------------------------------------------------------------------------

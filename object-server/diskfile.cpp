@@ -758,6 +758,7 @@ Status DiskFileManager::quarantine(const Location& loc, const std::string& hash,
   }
   APUS_LOG_WARNING("quarantining " + hash_dir(loc, hash) + ": " + std::string(why));
   APUS_RETURN_IF_ERROR(fs_.rename(hash_dir(loc, hash), target));
+  count("quarantines");
   return invalidate_suffix(loc, hash);
 }
 

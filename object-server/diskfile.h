@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -211,6 +212,14 @@ class DiskFileManager {
   const DiskFileOptions& options() const { return options_; }
   common::io::Fs& fs() { return fs_; }
 
+  // Events Swift's diskfile counts in StatsD ("quarantines", "async_pendings"): `counter` is
+  // called with the name from whichever thread the event happens on. Set before first use.
+  using EventCounter = std::function<void(std::string_view name)>;
+  void set_event_counter(EventCounter counter) { count_ = std::move(counter); }
+  void count(std::string_view name) const {
+    if (count_) count_(name);
+  }
+
   // 507-worthy (InsufficientStorage) when the device is not mounted (mount_check) or missing.
   common::Status check_device(const std::string& device);
   // InsufficientStorage when writing `size` more bytes would eat into fallocate_reserve.
@@ -326,6 +335,7 @@ class DiskFileManager {
   common::io::Fs& fs_;
   DiskFileOptions options_;
   common::HashPathConfig hash_config_;
+  EventCounter count_;
 };
 
 }  // namespace apus::object

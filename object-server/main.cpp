@@ -47,6 +47,11 @@ int main(int argc, char** argv) {
   }
   apus::common::Metrics metrics("object");
   apus::object::ObjectServer server(*config, apus::common::io::default_fs(), &metrics);
+  std::shared_ptr<apus::common::StatsdClient> statsd_client(std::move(*statsd));
+  if (statsd_client) {
+    server.disk().set_event_counter(
+        [statsd_client](std::string_view name) { statsd_client->increment(name); });
+  }
   apus::common::http::Server http(
       config->server,
       apus::common::with_recon(std::move(*recon), [&server](apus::common::http::Exchange& ex) {
@@ -54,7 +59,7 @@ int main(int argc, char** argv) {
       }),
       &metrics,
       apus::common::with_request_timing(
-          std::shared_ptr<apus::common::StatsdClient>(std::move(*statsd)), "object",
+          statsd_client, "object",
           config->log_requests ? apus::common::storage_access_logger()
                                : apus::common::http::AccessLogger()));
   if (auto s = http.start(); !s.ok()) {

@@ -6,11 +6,12 @@
   forms, BAD_METHOD for a method outside the valid ones, and S3 requests under the type of the
   Swift path behind them; log_statsd_metric_prefix goes first;
 - the storage servers send <server>.<METHOD>.timing, and .errors.timing for a 5xx (a 507 from
-  a missing device);
+  a missing device); object servers count async_pendings and quarantines as Swift's diskfile;
 - log_statsd_sample_rate_factor = 0 silences a server; a rate below 1 goes with "|@<rate>".
 
 usage: statsd_test.py <build-dir>
 """
+import glob
 import os
 import re
 import socket
@@ -145,6 +146,31 @@ def main():
         check(status == 507 and "object-server.PUT.errors.timing" in got and
               "object-server.PUT.timing" not in got,
               "a 507 PUT is an error timing: %d %r" % (status, names(got, "object-server")))
+
+        # Swift's diskfile counters: an async pending per replica when no container server
+        # answers, and a quarantine when an object's metadata is unreadable.
+        for n in range(4):
+            cluster.stop("container", n)
+        swift.put_object(url, token, "c", "pending", b"p")
+        got = drain()
+        check(len(got.get("object-server.async_pendings", [])) == 3,
+              "object-server.async_pendings from each replica: %r"
+              % names(got, "object-server"))
+        for n in range(4):
+            cluster.start("container", n)
+        part, nodes = cluster.placement("c", "pending")
+        n = nodes[0]
+        data = glob.glob(os.path.join(cluster.root, "node%d" % n, "sd%d" % n, "objects",
+                                      str(part), "*", "*", "*.data"))
+        check(len(data) == 1, "the object's file on node %d: %r" % (n, data))
+        if data:
+            os.setxattr(data[0], "user.swift.metadata", b"not a pickle")
+            status, _, _ = procs.request(cluster.ports["object"][n], "HEAD",
+                                         "/sd%d/%d/AUTH_test/c/pending" % (n, part),
+                                         headers={"X-Backend-Storage-Policy-Index": "0"})
+            got = drain()
+            check(status == 404 and "object-server.quarantines" in got,
+                  "a quarantine is counted: %d %r" % (status, names(got, "object-server")))
 
         # An S3 request is counted under the Swift path it was served by.
         import boto3
