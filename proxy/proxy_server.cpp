@@ -165,8 +165,11 @@ Result<std::unique_ptr<ProxyServer>> ProxyServer::create(const common::Config& c
     objects[policy.index] = std::move(*r);
   }
   std::unique_ptr<ProxyServer> server(new ProxyServer());
+  auto statsd = common::StatsdClient::from_section(config->app_section, "proxy-server");
+  if (!statsd.ok()) return statsd.status();
   server->app_ = std::make_unique<ProxyApp>(std::move(*config), std::move(*account),
                                             std::move(*container), std::move(objects));
+  server->app_->set_statsd(std::move(*statsd));
   auto names = conf.pipeline();
   std::vector<PipelineEntry> entries;
   for (size_t i = 0; i + 1 < names->size(); ++i) {
@@ -311,7 +314,10 @@ net::awaitable<void> ProxyApp::handle(common::http::Exchange& ex, ProxyEnv& env)
     co_return co_await controller.handle(ex, env);
   }
   common::http::OrRefusal<ApiPath> p = parse_api_path(ex.request(), config_.swift.constraints);
-  if (!p) co_return co_await ex.reply(std::move(p).refusal());
+  if (!p) {
+    count("errors");  // a path Swift's proxy cannot route
+    co_return co_await ex.reply(std::move(p).refusal());
+  }
   if (!p->object.empty()) {
     ObjectController controller(*this, std::move(*p));
     co_await controller.handle(ex, env);

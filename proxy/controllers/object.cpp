@@ -1103,7 +1103,9 @@ net::awaitable<void> ObjectController::send_body(
     auto got = co_await ex.read_body(std::span(chunk->bytes.get(), chunk->capacity));
     if (!got.ok()) {
       fanout->abandon();
-      co_return co_await ex.reply(swob_response(got.status().is_timeout() ? 408 : 499));
+      const bool timed_out = got.status().is_timeout();
+      app().count(timed_out ? "object.client_timeouts" : "object.client_disconnects");
+      co_return co_await ex.reply(swob_response(timed_out ? 408 : 499));
     }
     if (*got == 0) break;
     chunk->size = *got;
@@ -1124,6 +1126,7 @@ net::awaitable<void> ObjectController::send_body(
   }
   if (length && received < *length) {
     fanout->abandon();
+    app().count("object.client_disconnects");
     co_return co_await ex.reply(swob_response(499));
   }
   if (!mime_boundary.empty()) {

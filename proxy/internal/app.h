@@ -12,11 +12,13 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include <boost/asio/awaitable.hpp>
 
+#include "common/statsd.h"
 #include "proxy/backend.h"
 #include "proxy/info_cache.h"
 #include "proxy/pipeline.h"
@@ -36,6 +38,12 @@ class ProxyApp final : public InfoLookup {
 
   const ProxyConfig& config() const { return config_; }
   NodeHealth& health() { return health_; }
+  // Swift's proxy app counters in StatsD ("errors", "object.client_timeouts", ...), under
+  // proxy-server.; nothing without log_statsd_host. Set before the first request.
+  void set_statsd(std::unique_ptr<common::StatsdClient> statsd) { statsd_ = std::move(statsd); }
+  void count(std::string_view name) const {
+    if (statsd_) statsd_->increment(name);
+  }
   ring::Ring& account_ring() { return *account_ring_; }
   ring::Ring& container_ring() { return *container_ring_; }
   // The object ring of `policy`, or null when there is none.
@@ -74,6 +82,7 @@ class ProxyApp final : public InfoLookup {
                                            const ProxyEnv& env) override;
 
  private:
+  std::unique_ptr<common::StatsdClient> statsd_;
   // The info of an account (`container` empty) or container: from the cache, else a HEAD to
   // its nodes, then cached.
   boost::asio::awaitable<CachedInfo> cached_head(const std::string& account,

@@ -131,6 +131,19 @@ def main():
               "a method Swift does not know is BAD_METHOD: %r"
               % names(got, "apus.proxy-server"))
 
+        # The proxy app's own counters: a path it cannot route, a client that hangs up.
+        procs.request(port, "GET", "/v1/", headers={"X-Auth-Token": token})
+        sock = socket.create_connection(("127.0.0.1", port))
+        sock.sendall(b"PUT /v1/AUTH_test/c/cut HTTP/1.1\r\nHost: x\r\nX-Auth-Token: " +
+                     token.encode() + b"\r\nContent-Length: 1000\r\n\r\n0123456789")
+        time.sleep(0.5)
+        sock.close()
+        got = drain(1.0)
+        check("apus.proxy-server.errors" in got, "proxy-server.errors for an unroutable path: %r"
+              % names(got, "apus.proxy-server"))
+        check("apus.proxy-server.object.client_disconnects" in got,
+              "proxy-server.object.client_disconnects: %r" % names(got, "apus.proxy-server"))
+
         swift.delete_object(url, token, "c", "o")
         swift.get_account(url, token)
         got = drain()
