@@ -108,6 +108,16 @@ std::optional<int> policy_of_path(const std::string& path) {
   return std::atoi(std::string(dir).c_str());
 }
 
+// Python's metadata.pop(key, ''): removes `key` and gives its value, "" when absent.
+std::string pop_meta(Metadata& metadata, std::string_view key) {
+  auto it = std::find_if(metadata.begin(), metadata.end(),
+                         [&](const auto& kv) { return kv.first == key; });
+  if (it == metadata.end()) return {};
+  std::string value = std::move(it->second);
+  metadata.erase(it);
+  return value;
+}
+
 bool has_longer_prefix(std::string_view key, std::string_view prefix) {
   return key.size() > prefix.size() && apus::common::http::istarts_with(key, prefix);
 }
@@ -126,19 +136,9 @@ void print_section(const char* title, std::vector<std::pair<std::string, std::st
 // taken out.
 int print_obj_metadata(Metadata metadata, const apus::common::HashPathConfig& hash,
                        bool drop_prefixes) {
-  auto take = [&](std::string_view key) {
-    std::string value;
-    auto it = std::find_if(metadata.begin(), metadata.end(),
-                           [&](const auto& kv) { return kv.first == key; });
-    if (it != metadata.end()) {
-      value = it->second;
-      metadata.erase(it);
-    }
-    return value;
-  };
-  const std::string path = take("name");
-  const std::string content_type = take("Content-Type");
-  const std::string timestamp = take("X-Timestamp");
+  const std::string path = pop_meta(metadata, "name");
+  const std::string content_type = pop_meta(metadata, "Content-Type");
+  const std::string timestamp = pop_meta(metadata, "X-Timestamp");
   if (!path.empty()) {
     // path.split('/', 3)[1:]: "/a/c/o" gives a, c, o (the object keeps any further slashes).
     std::vector<std::string> parts;
@@ -246,18 +246,8 @@ int main(int argc, char** argv) {
     std::printf("Invalid metadata\n");
     return 1;
   }
-  auto take = [&](std::string_view key) {
-    std::string value;
-    auto it = std::find_if(metadata->begin(), metadata->end(),
-                           [&](const auto& kv) { return kv.first == key; });
-    if (it != metadata->end()) {
-      value = it->second;
-      metadata->erase(it);
-    }
-    return value;
-  };
-  const std::string etag = take("ETag");
-  const std::string length = take("Content-Length");
+  const std::string etag = pop_meta(*metadata, "ETag");
+  const std::string length = pop_meta(*metadata, "Content-Length");
   std::string path;
   for (const auto& [k, v] : *metadata) {
     if (k == "name") path = v;
