@@ -371,7 +371,13 @@ http::Handler with_recon(std::optional<ReconConfig> recon, http::Handler inner) 
   };
   auto state = std::make_shared<State>(std::move(*recon));
   return [state, inner = std::move(inner)](http::Exchange& ex) -> boost::asio::awaitable<void> {
-    std::string path = http::percent_decode(ex.request().path());
+    // Every object and container request passes here: only a path that can decode to
+    // /recon/... (it starts so, or escapes a byte early on) is decoded and looked at.
+    const std::string_view raw = ex.request().path();
+    if (!raw.starts_with("/recon") && raw.substr(0, 16).find('%') == std::string_view::npos) {
+      co_return co_await inner(ex);
+    }
+    std::string path = http::percent_decode(raw);
     if (!Recon::is_recon_path(path)) co_return co_await inner(ex);
     http::Response r =
         co_await state->pool.call([&state, &path] { return state->recon.answer(path); });

@@ -4,25 +4,14 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <charconv>
 #include <chrono>
 #include <cstring>
 #include <random>
 
 #include "common/log/log.h"
+#include "common/pickle.h"
 
 namespace apus::common {
-
-namespace {
-
-// Python's str() of a float where it matters: the shortest text that reads back the same.
-std::string number_text(double v) {
-  char buf[64];
-  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
-  return ec == std::errc() ? std::string(buf, end) : std::string("0");
-}
-
-}  // namespace
 
 Result<std::unique_ptr<StatsdClient>> StatsdClient::from_section(const Section& s,
                                                                  std::string tail_prefix,
@@ -70,7 +59,8 @@ StatsdClient::~StatsdClient() {
 }
 
 void StatsdClient::timing(std::string_view name, double ms, std::optional<double> sample_rate) {
-  send(name, number_text(ms), "ms", sample_rate);
+  // Swift sends the float as Python's str() writes it ("3.0", "12.5").
+  send(name, common::pickle::python_float_repr(ms), "ms", sample_rate);
 }
 
 void StatsdClient::update_stats(std::string_view name, int64_t value,
@@ -81,14 +71,14 @@ void StatsdClient::update_stats(std::string_view name, int64_t value,
 void StatsdClient::send(std::string_view name, std::string_view value, std::string_view type,
                         std::optional<double> sample_rate) {
   const double rate = sample_rate.value_or(default_sample_rate_) * sample_rate_factor_;
-  std::string datagram;
-  datagram.reserve(prefix_.size() + name.size() + value.size() + 24);
-  datagram.append(prefix_).append(name).append(":").append(value).append("|").append(type);
-  if (rate < 1) {
+  if (rate < 1) {  // decided before anything is built: most sampled-out metrics cost a draw
     thread_local std::mt19937_64 random{std::random_device{}()};
     if (std::uniform_real_distribution<double>(0, 1)(random) >= rate) return;
-    datagram.append("|@").append(number_text(rate));
   }
+  std::string datagram;
+  datagram.reserve(prefix_.size() + name.size() + value.size() + 32);
+  datagram.append(prefix_).append(name).append(":").append(value).append("|").append(type);
+  if (rate < 1) datagram.append("|@").append(common::pickle::python_float_repr(rate));
   if (::sendto(fd_, datagram.data(), datagram.size(), MSG_DONTWAIT,
                reinterpret_cast<const sockaddr*>(&target_), target_len_) < 0) {
     const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(

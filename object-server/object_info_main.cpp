@@ -118,6 +118,22 @@ std::string pop_meta(Metadata& metadata, std::string_view key) {
   return value;
 }
 
+// path.split('/', 3)[1:] of an object's name "/a/c/o": account, container and object (which
+// keeps any further slashes); nullopt when the name has fewer parts.
+std::optional<apus::ring::RingTarget> split_object_name(const std::string& path) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  for (int i = 0; i < 3; ++i) {
+    const size_t slash = path.find('/', start);
+    if (slash == std::string::npos) break;
+    parts.push_back(path.substr(start, slash - start));
+    start = slash + 1;
+  }
+  parts.push_back(path.substr(start));
+  if (parts.size() != 4) return std::nullopt;
+  return apus::ring::RingTarget{parts[1], parts[2], parts[3]};
+}
+
 bool has_longer_prefix(std::string_view key, std::string_view prefix) {
   return key.size() > prefix.size() && apus::common::http::istarts_with(key, prefix);
 }
@@ -140,25 +156,17 @@ int print_obj_metadata(Metadata metadata, const apus::common::HashPathConfig& ha
   const std::string content_type = pop_meta(metadata, "Content-Type");
   const std::string timestamp = pop_meta(metadata, "X-Timestamp");
   if (!path.empty()) {
-    // path.split('/', 3)[1:]: "/a/c/o" gives a, c, o (the object keeps any further slashes).
-    std::vector<std::string> parts;
-    size_t start = 0;
-    for (int i = 0; i < 3; ++i) {
-      const size_t slash = path.find('/', start);
-      if (slash == std::string::npos) break;
-      parts.push_back(path.substr(start, slash - start));
-      start = slash + 1;
-    }
-    parts.push_back(path.substr(start));
-    if (parts.size() != 4) {
+    const auto parts = split_object_name(path);
+    if (!parts) {
       std::fprintf(stderr, "Path is invalid for object '%s'\n", path.c_str());
       return 1;
     }
-    auto object_hash = apus::common::hash_path_hex(hash, parts[1], parts[2], parts[3]);
+    auto object_hash =
+        apus::common::hash_path_hex(hash, parts->account, parts->container, parts->object);
     std::printf("Path: %s\n", path.c_str());
-    std::printf("  Account: %s\n", parts[1].c_str());
-    std::printf("  Container: %s\n", parts[2].c_str());
-    std::printf("  Object: %s\n", parts[3].c_str());
+    std::printf("  Account: %s\n", parts->account.c_str());
+    std::printf("  Container: %s\n", parts->container.c_str());
+    std::printf("  Object: %s\n", parts->object.c_str());
     std::printf("  Object hash: %s\n", object_hash.ok() ? object_hash->c_str() : "None");
   } else {
     std::printf("Path: Not found in metadata\n");
@@ -289,18 +297,9 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long long>(file_len));
   }
 
-  if (ring) {
-    apus::ring::RingTarget target;
-    size_t start = 1;
-    std::string* parts[] = {&target.account, &target.container, &target.object};
-    for (int i = 0; i < 3; ++i) {
-      const size_t slash = i < 2 ? path.find('/', start) : std::string::npos;
-      *parts[i] = path.substr(start, slash == std::string::npos ? std::string::npos
-                                                                 : slash - start);
-      if (slash == std::string::npos) break;
-      start = slash + 1;
-    }
-    auto printed = apus::ring::print_ring_locations(stdout, *ring, hash, datadir, target,
+  // Without a name there is nothing to place (Swift fails here with a traceback).
+  if (const auto target = split_object_name(path); ring && target) {
+    auto printed = apus::ring::print_ring_locations(stdout, *ring, hash, datadir, *target,
                                                     std::nullopt, false, policy_index);
     if (!printed.ok()) {
       std::fprintf(stderr, "%s\n", printed.message().c_str());

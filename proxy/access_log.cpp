@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
-#include <charconv>
 #include <cstdio>
 #include <ctime>
 
 #include "common/crypto/hmac.h"
 #include "common/http/headers.h"
 #include "common/http/url.h"
+#include "common/pickle.h"
 
 namespace apus::proxy {
 
@@ -36,15 +36,6 @@ bool among(std::string_view name, auto const& names) {
 
 Status refuse(std::string_view why) {
   return Status::invalid_argument("Cannot interpolate log_msg_template: " + std::string(why));
-}
-
-// Python's repr() of a float for the fields Swift gives as floats (ttfb).
-std::string float_text(double v) {
-  char buf[64];
-  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
-  std::string s(buf, end);
-  if (s.find_first_of(".en") == std::string::npos) s += ".0";
-  return s;
 }
 
 std::string time_attribute(double t, std::string_view attribute) {
@@ -170,7 +161,7 @@ std::string AccessLogTemplate::value(const Part& p, const AccessLogFields& f) co
   if (p.field == "bytes_recvd") return number(f.bytes_recvd);
   if (p.field == "bytes_sent") return number(f.bytes_sent);
   if (p.field == "pid") return number(f.pid);
-  if (p.field == "ttfb") return f.ttfb > 0 ? float_text(f.ttfb) : std::string();
+  if (p.field == "ttfb") return f.ttfb > 0 ? common::pickle::python_float_repr(f.ttfb) : std::string();
   if (p.field == "request_time") {
     char buf[48];
     std::snprintf(buf, sizeof buf, "%.4f", f.end_time - f.start_time);

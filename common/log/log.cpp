@@ -362,11 +362,13 @@ void write(Level level, std::string_view message) {
   {
     MutexLock lock(&g_queue_mutex);
     if (g_writer_running && !g_stop) {
-      if (g_queued_bytes + entry.message.size() > kMaxQueuedBytes) {
+      // Each line counts its bookkeeping too, so a flood of short lines is bounded as well.
+      const size_t cost = entry.message.size() + sizeof(Entry);
+      if (g_queued_bytes + cost > kMaxQueuedBytes) {
         ++g_dropped;
         return;
       }
-      g_queued_bytes += entry.message.size();
+      g_queued_bytes += cost;
       ++g_queued_total;
       g_queue.push_back(std::move(entry));
       g_queue_ready.signal();

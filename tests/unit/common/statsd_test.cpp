@@ -89,7 +89,7 @@ TEST_CASE("sampling: a rate below 1 is sent with it, a factor of 0 sends nothing
   scaled->timing("t", 1, 1.0);
   got = r.received();
   REQUIRE(got.size() <= 1);
-  if (!got.empty()) CHECK(got[0] == "t:1|ms|@0.999999");
+  if (!got.empty()) CHECK(got[0] == "t:1.0|ms|@0.999999");  // Python str(1.0)
 }
 
 TEST_CASE("proxy_logging's access_log_statsd_* win over log_statsd_*") {
@@ -99,7 +99,8 @@ TEST_CASE("proxy_logging's access_log_statsd_* win over log_statsd_*") {
                       "\naccess_log_statsd_metric_prefix = acc\n",
                   "proxy-server", "access_");
   c->timing("object.GET.200.timing", 3);
-  CHECK(r.received() == std::vector<std::string>{"acc.proxy-server.object.GET.200.timing:3|ms"});
+  CHECK(r.received() ==
+        std::vector<std::string>{"acc.proxy-server.object.GET.200.timing:3.0|ms"});
 }
 
 TEST_CASE("bad values are refused") {
