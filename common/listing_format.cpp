@@ -372,4 +372,50 @@ void append_python_json(std::string& out, const boost::json::value& v) {
   }
 }
 
+namespace {
+
+void append_indented(std::string& out, const boost::json::value& v, int indent, int level) {
+  auto newline = [&](int depth) {
+    out += '\n';
+    out.append(static_cast<size_t>(indent) * static_cast<size_t>(depth), ' ');
+  };
+  if (const auto* array = v.if_array(); array && !array->empty()) {
+    out += '[';
+    for (size_t i = 0; i < array->size(); ++i) {
+      if (i > 0) out += ',';
+      newline(level + 1);
+      append_indented(out, (*array)[i], indent, level + 1);
+    }
+    newline(level);
+    out += ']';
+  } else if (const auto* object = v.if_object(); object && !object->empty()) {
+    std::vector<const boost::json::key_value_pair*> members;
+    for (const auto& member : *object) members.push_back(&member);
+    // UTF-8 byte order is code point order, Python's order of str keys.
+    std::sort(members.begin(), members.end(), [](const auto* a, const auto* b) {
+      return a->key() < b->key();
+    });
+    out += '{';
+    for (size_t i = 0; i < members.size(); ++i) {
+      if (i > 0) out += ',';
+      newline(level + 1);
+      append_json_string(out, std::string_view(members[i]->key().data(), members[i]->key().size()));
+      out += ": ";
+      append_indented(out, members[i]->value(), indent, level + 1);
+    }
+    newline(level);
+    out += '}';
+  } else {
+    append_python_json(out, v);  // scalars, [] and {}
+  }
+}
+
+}  // namespace
+
+std::string python_json_indented(const boost::json::value& v, int indent) {
+  std::string out;
+  append_indented(out, v, indent, 0);
+  return out;
+}
+
 }  // namespace apus::common::listing

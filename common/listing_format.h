@@ -76,4 +76,9 @@ void append_json_string(std::string& out, std::string_view utf8);
 // order, strings as append_json_string(), floats as Python's repr().
 void append_python_json(std::string& out, const boost::json::value& v);
 
+// Python's json.dumps(v, indent=`indent`, sort_keys=True, separators=(',', ': ')): each member
+// and item on a line of its own, members sorted by name (as swift-object-info prints crypto
+// metadata).
+std::string python_json_indented(const boost::json::value& v, int indent);
+
 }  // namespace apus::common::listing

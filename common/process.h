@@ -18,11 +18,10 @@
 
 #include "common/config/config.h"
 #include "common/http/server.h"
+#include "common/statsd.h"
 #include "common/status.h"
 
 namespace apus::common {
-
-class StatsdClient;
 
 // Blocks SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2 and SIGPIPE in the calling thread and
 // threads it creates later.
@@ -77,6 +76,10 @@ Result<Settings> load_daemon(const char* path, std::string_view section, Parse p
   if (!settings.ok()) return settings.status();
   Status logging = configure_logging(conf->section(section), settings->log_name);
   if (!logging.ok()) return logging;
+  if constexpr (requires { settings->statsd; }) {  // a daemon that sends StatsD metrics
+    APUS_ASSIGN_OR_RETURN(settings->statsd,
+                          StatsdHandle::from_section(conf->section(section), settings->log_name));
+  }
   return settings;
 }
 

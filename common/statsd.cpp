@@ -54,6 +54,12 @@ Result<std::unique_ptr<StatsdClient>> StatsdClient::from_section(const Section& 
   return c;
 }
 
+Result<StatsdHandle> StatsdHandle::from_section(const Section& section, std::string tail_prefix) {
+  auto client = StatsdClient::from_section(section, std::move(tail_prefix));
+  if (!client.ok()) return client.status();
+  return StatsdHandle(std::shared_ptr<StatsdClient>(std::move(*client)));
+}
+
 StatsdClient::~StatsdClient() {
   if (fd_ >= 0) ::close(fd_);
 }

@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -64,6 +65,34 @@ class StatsdClient {
   double default_sample_rate_ = 1;
   double sample_rate_factor_ = 1;
   std::atomic<int64_t> last_warning_{0};  // steady-clock seconds of the last send warning
+};
+
+// What a daemon holds to send Swift's daemon metrics (its logger's increment, update_stats and
+// timing_since, under the daemon's log_name): a shared StatsdClient, or none, when every call
+// does nothing. Cheap to copy.
+class StatsdHandle {
+ public:
+  StatsdHandle() = default;
+  explicit StatsdHandle(std::shared_ptr<StatsdClient> client) : client_(std::move(client)) {}
+  // From `section`'s log_statsd_* with the daemon's name as the tail (StatsdClient's rules).
+  static Result<StatsdHandle> from_section(const Section& section, std::string tail_prefix);
+
+  void increment(std::string_view name) const {
+    if (client_) client_->increment(name);
+  }
+  void update_stats(std::string_view name, int64_t value) const {
+    if (client_) client_->update_stats(name, value);
+  }
+  // The milliseconds from `start` to now, as "ms".
+  void timing_since(std::string_view name, std::chrono::steady_clock::time_point start) const {
+    if (client_) {
+      client_->timing(name, std::chrono::duration<double, std::milli>(
+                                std::chrono::steady_clock::now() - start).count());
+    }
+  }
+
+ private:
+  std::shared_ptr<StatsdClient> client_;
 };
 
 }  // namespace apus::common

@@ -74,19 +74,6 @@ net::awaitable<void> run_bounded(size_t count, int width, Work work) {
   if (running > 0) (void)co_await all_done.async_wait(net::as_tuple(net::use_awaitable));
 }
 
-// Adds one answer to Swift's tally: more successes than failures deleted it, no success left
-// it, anything else possibly left it.
-void tally(int successes, int failures, uint64_t& deleted, uint64_t& remaining,
-           uint64_t& possibly_remaining) {
-  if (successes > failures) {
-    ++deleted;
-  } else if (successes == 0) {
-    ++remaining;
-  } else {
-    ++possibly_remaining;
-  }
-}
-
 }  // namespace
 
 size_t reaper_container_shard(std::string_view container, size_t node_count) {
@@ -160,7 +147,30 @@ struct AccountReaper::Impl {
     return {.conn_timeout = config.conn_timeout, .node_timeout = config.node_timeout};
   }
 
-  void count_status(int status) { ++stats.return_codes[status / 100]; }
+  void count_status(int status) {
+    ++stats.return_codes[status / 100];
+    config.statsd.increment("return_codes." + std::to_string(status / 100));
+  }
+  // One more of a pass's stat, also sent to StatsD under Swift's name for it.
+  void count(uint64_t ReaperStats::*stat, std::string_view name) {
+    ++(stats.*stat);
+    config.statsd.increment(name);
+  }
+  // Adds one container's or object's deletion to Swift's tally: more successes than failures
+  // deleted it, no success left it, anything else possibly left it.
+  void tally(int successes, int failures, bool container) {
+    if (successes > failures) {
+      count(container ? &ReaperStats::containers_deleted : &ReaperStats::objects_deleted,
+            container ? "containers_deleted" : "objects_deleted");
+    } else if (successes == 0) {
+      count(container ? &ReaperStats::containers_remaining : &ReaperStats::objects_remaining,
+            container ? "containers_remaining" : "objects_remaining");
+    } else {
+      count(container ? &ReaperStats::containers_possibly_remaining
+                      : &ReaperStats::objects_possibly_remaining,
+            container ? "containers_possibly_remaining" : "objects_possibly_remaining");
+    }
+  }
 
   // This device's index among the partition's primaries, or -1 when it is not one.
   int primary_index(const std::vector<ring::Node>& nodes, const std::string& device) const;
@@ -262,6 +272,7 @@ net::awaitable<void> AccountReaper::Impl::reap_account(ListingStore& store, cons
   const double deleted_seconds = deleted_at.ok() ? deleted_at->seconds() : 0.0;
   const double begin = now_seconds();
   if (begin - deleted_seconds <= config.delay_reaping) co_return;
+  const auto began = std::chrono::steady_clock::now();
   const std::string& account = info.account;
   APUS_LOG_INFO("Beginning pass on account " + account);
   ++stats.accounts_reaped;
@@ -314,6 +325,7 @@ net::awaitable<void> AccountReaper::Impl::reap_account(ListingStore& store, cons
              "xxs";
   }
   if (!codes.empty()) line += ", return codes: " + codes;
+  config.statsd.timing_since("timing", began);
   char elapsed[32];
   std::snprintf(elapsed, sizeof elapsed, ", elapsed: %.02fs", now_seconds() - begin);
   APUS_LOG_INFO(line + elapsed);
@@ -330,7 +342,7 @@ net::awaitable<void> AccountReaper::Impl::reap_container(const std::string& acco
                                                          const std::string& container) {
   auto located = container_ring->get_nodes(account, container);
   if (!located.ok() || located->nodes.empty()) {
-    ++stats.containers_remaining;
+    count(&ReaperStats::containers_remaining, "containers_remaining");
     co_return;
   }
   const std::vector<ring::Node>& nodes = located->nodes;
@@ -390,10 +402,10 @@ net::awaitable<void> AccountReaper::Impl::reap_container(const std::string& acco
       ++successes;
     } else {
       ++failures;
+      config.statsd.increment("containers_failures");
     }
   }
-  tally(successes, failures, stats.containers_deleted, stats.containers_remaining,
-        stats.containers_possibly_remaining);
+  tally(successes, failures, /*container=*/true);
 }
 
 net::awaitable<void> AccountReaper::Impl::reap_object(const std::string& account,
@@ -403,12 +415,12 @@ net::awaitable<void> AccountReaper::Impl::reap_object(const std::string& account
                                                       const std::string& object, int policy) {
   auto ring = object_rings.find(policy);
   if (ring == object_rings.end()) {
-    ++stats.objects_remaining;
+    count(&ReaperStats::objects_remaining, "objects_remaining");
     co_return;
   }
   auto located = ring->second->get_nodes(account, container, object);
   if (!located.ok()) {
-    ++stats.objects_remaining;
+    count(&ReaperStats::objects_remaining, "objects_remaining");
     co_return;
   }
   int successes = 0, failures = 0;
@@ -427,11 +439,11 @@ net::awaitable<void> AccountReaper::Impl::reap_object(const std::string& account
       ++successes;
     } else {
       ++failures;
+      config.statsd.increment("objects_failures");
     }
   }
   // Counted once per object (Swift 2.30 counts once per replica, inside its loop).
-  tally(successes, failures, stats.objects_deleted, stats.objects_remaining,
-        stats.objects_possibly_remaining);
+  tally(successes, failures, /*container=*/false);
 }
 
 AccountReaper::AccountReaper(ReaperConfig config, common::io::Fs& fs,

@@ -45,6 +45,7 @@
 #include "common/config/config.h"
 #include "common/config/swift_conf.h"
 #include "common/io/fs.h"
+#include "common/statsd.h"
 #include "common/status.h"
 #include "ring/ring.h"
 
@@ -63,6 +64,9 @@ struct ReaperConfig {
   double delay_reaping = 0;         // seconds after the account's delete before reaping it
   double reap_warn_after = 2592000; // seconds (plus delay_reaping) before "not reaped" warnings
   std::string log_name = "account-reaper";
+  // Swift's reaper metrics (containers_/objects_ deleted, remaining, possibly_remaining and
+  // failures, return_codes.<class>, timing per account); set by load_daemon from log_statsd_*.
+  common::StatsdHandle statsd;
   common::SwiftConf swift;
 
   // [account-reaper] of an account-server.conf (DEFAULT inherited), and swift.conf from

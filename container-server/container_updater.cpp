@@ -39,6 +39,8 @@ Result<ContainerUpdaterConfig> ContainerUpdaterConfig::from_config(const common:
   APUS_ASSIGN_OR_RETURN(c.containers_per_second, s.get_double("containers_per_second", 50));
   APUS_ASSIGN_OR_RETURN(c.account_suppression_time, s.get_double("account_suppression_time", 60));
   c.recon_cache_path = s.get_string("recon_cache_path", "/var/cache/swift");
+  APUS_ASSIGN_OR_RETURN(c.statsd, common::StatsdHandle::from_section(
+                                      s, s.get_string("log_name", "container-updater")));
   return c;
 }
 
@@ -93,6 +95,7 @@ net::awaitable<void> ContainerUpdater::Impl::report(const std::string& device,
   });
   if (!fresh.ok() || !fresh->has_value() || !needs_report(**fresh)) co_return;
   info = std::move(**fresh);
+  const auto began = std::chrono::steady_clock::now();
   auto nodes = ring->get_nodes(info.account);
   if (!nodes.ok()) co_return;
   std::string path =
@@ -119,8 +122,10 @@ net::awaitable<void> ContainerUpdater::Impl::report(const std::string& device,
     if (status == 404) ++not_found;
   }
   size_t n = nodes->nodes.size();
+  config.statsd.timing_since("timing", began);
   if (successes >= n / 2 + 1) {
     ++stats.successes;
+    config.statsd.increment("successes");
     Status s = co_await disk.call([&] {
       auto store = devices.store(device);
       if (!store.ok()) return store.status();
@@ -141,6 +146,7 @@ net::awaitable<void> ContainerUpdater::Impl::report(const std::string& device,
     // put aside where an operator can find it, as Swift's updater does, instead of being
     // retried every pass for ever.
     ++stats.failures;
+    config.statsd.increment("failures");
     Result<std::string> moved = co_await disk.call([&]() -> Result<std::string> {
       auto store = devices.store(device);
       if (!store.ok()) return store.status();
@@ -153,6 +159,7 @@ net::awaitable<void> ContainerUpdater::Impl::report(const std::string& device,
     }
   } else {
     ++stats.failures;
+    config.statsd.increment("failures");
     suppressed[info.account] =
         Clock::now() + std::chrono::duration_cast<Clock::duration>(
                            std::chrono::duration<double>(config.account_suppression_time));
@@ -176,6 +183,7 @@ net::awaitable<void> ContainerUpdater::Impl::sweep_device(const std::string& dev
         todo.push_back(std::move(entry));
       } else {
         ++stats.no_changes;
+        config.statsd.increment("no_changes");
       }
     }
     // `concurrency` reports in flight; containers_per_second paces the pass.

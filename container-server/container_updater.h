@@ -24,6 +24,7 @@
 
 #include "common/config/config.h"
 #include "common/periodic_thread.h"
+#include "common/statsd.h"
 #include "common/thread_annotations.h"
 #include "container-server/db_server.h"
 #include "ring/ring.h"
@@ -40,6 +41,9 @@ struct ContainerUpdaterConfig {
   double account_suppression_time = 60;
   // Where container.recon gets container_updater_sweep (the last pass's seconds).
   std::string recon_cache_path = "/var/cache/swift";
+  // Swift's container-updater metrics (successes, failures, no_changes, timing), under its
+  // log_name, from [container-updater]'s log_statsd_*.
+  common::StatsdHandle statsd;
 
   // Reads [container-updater] of a container-server.conf (DEFAULT inherited); `enabled` is
   // Apus's own option (default true).

@@ -146,6 +146,7 @@ void DbAuditor::Impl::audit_device(const std::string& device, DbAuditStats& stat
     verified_at[device] = now;
     if (!checked.ok()) {
       ++stats.checksum_failures;
+      config.statsd.increment("errors");  // Swift's name for a pass's own trouble
       APUS_LOG_ERROR("ERROR " + config.kind() + " store of " + device +
                      " fails its checksums: " + checked.to_string());
     }
@@ -164,9 +165,12 @@ void DbAuditor::Impl::audit_device(const std::string& device, DbAuditStats& stat
     for (const auto& [db, info] : *page) {
       if (stopping()) return;
       if (info.is_deleted(config.type)) continue;  // as Swift's: deleted databases are not audited
+      const auto began = std::chrono::steady_clock::now();
       auto audit = store->audit_rows(db);
       if (!audit.ok()) {
         ++stats.failed;
+        config.statsd.increment("failures");
+        config.statsd.timing_since("timing", began);
         APUS_LOG_ERROR("ERROR Could not get " + config.kind() + " info " + device + "/" + db +
                        ": " + audit.status().to_string());
         continue;
@@ -176,9 +180,11 @@ void DbAuditor::Impl::audit_device(const std::string& device, DbAuditStats& stat
       std::string problem = audit_problem(*audit, config.type);
       if (problem.empty()) {
         ++stats.passed;
+        config.statsd.increment("passes");
         APUS_LOG_DEBUG("Audit passed for " + device + "/" + db);
       } else {
         ++stats.failed;
+        config.statsd.increment("failures");
         APUS_LOG_ERROR("Audit Failed for " + device + "/" + db + " (/" +
                        common::http::quote(info.account) +
                        (config.type == DbType::kContainer
@@ -186,6 +192,7 @@ void DbAuditor::Impl::audit_device(const std::string& device, DbAuditStats& stat
                             : "") +
                        "): " + problem);
       }
+      config.statsd.timing_since("timing", began);
       rows.take(static_cast<double>(audit->rows));
       dbs.take(1);
     }

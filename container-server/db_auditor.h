@@ -35,6 +35,7 @@
 
 #include "common/config/config.h"
 #include "common/io/fs.h"
+#include "common/statsd.h"
 #include "common/status.h"
 #include "container-server/listing_db.h"
 
@@ -50,6 +51,9 @@ struct DbAuditorConfig {
   double checksum_interval = 86400; // seconds between full checksum checks of a store (0: never)
   std::string recon_cache_path = "/var/cache/swift";
   std::string log_name;
+  // Swift's DB auditor metrics (passes, failures, errors, timing per database); set by
+  // load_daemon from log_statsd_*.
+  common::StatsdHandle statsd;
 
   // [container-auditor] of a container-server.conf or [account-auditor] of an
   // account-server.conf (DEFAULT inherited). InvalidArgument for bad values.

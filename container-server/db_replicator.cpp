@@ -145,6 +145,11 @@ struct DbReplicator::Impl {
   const std::atomic<bool>* stop = nullptr;
   bool stopping() const { return stop && stop->load(); }
   DbReplicationStats stats;
+  // One more of a pass's stat, also sent to StatsD under Swift's name for it.
+  void count(uint64_t DbReplicationStats::*stat, std::string_view name) {
+    ++(stats.*stat);
+    config.statsd.increment(name);
+  }
 
   // Databases in flight and the pacing of their starts.
   int in_flight = 0;
@@ -216,7 +221,7 @@ net::awaitable<PeerResult> DbReplicator::Impl::send_rows(ListingStore& store,
                                                          const ring::Device& peer, uint32_t part,
                                                          const std::string& db,
                                                          const DbInfo& info, int64_t point) {
-  ++stats.diff;
+  count(&DbReplicationStats::diff, "diffs");
   const std::string part_str = std::to_string(part);
   const size_t per_diff = static_cast<size_t>(config.per_diff);
   auto next_batch = [&](int64_t after) -> Result<std::string> {
@@ -262,7 +267,7 @@ net::awaitable<PeerResult> DbReplicator::Impl::send_rows(ListingStore& store,
     APUS_LOG_DEBUG("Synchronization for " + db + " has fallen more than " +
                    std::to_string(config.max_diffs * config.per_diff) +
                    " rows behind; moving on and will try again next pass.");
-    ++stats.diff_capped;
+    count(&DbReplicationStats::diff_capped, "diff_caps");
     co_return PeerResult::kFailed;
   }
   auto syncs = store.get_syncs(db);
@@ -303,7 +308,7 @@ net::awaitable<PeerResult> DbReplicator::Impl::sync_with(ListingStore& store,
         APUS_LOG_ERROR("ERROR syncing " + db + " with " + where + " after making it there");
         co_return PeerResult::kFailed;
       }
-      ++stats.created;
+      count(&DbReplicationStats::created, "rsyncs");
       co_return co_await send_rows(store, peer, part, db, info, -1);
     }
     auto made = co_await replicate(peer, part_str, db, create_db_request(info, config.type));
@@ -312,7 +317,7 @@ net::awaitable<PeerResult> DbReplicator::Impl::sync_with(ListingStore& store,
                      (made.ok() ? std::to_string(made->head.status) : made.status().to_string()));
       co_return PeerResult::kFailed;
     }
-    ++stats.created;
+    count(&DbReplicationStats::created, "rsyncs");
     co_return co_await send_rows(store, peer, part, db, info, -1);
   }
   if (status < 200 || status >= 300) {
@@ -335,11 +340,11 @@ net::awaitable<PeerResult> DbReplicator::Impl::sync_with(ListingStore& store,
     }
   }
   if (remote->point >= info.max_row) {
-    ++stats.no_change;
+    count(&DbReplicationStats::no_change, "no_changes");
     co_return PeerResult::kInStep;
   }
   if (remote->hash == info.hash) {
-    ++stats.hashmatch;
+    count(&DbReplicationStats::hashmatch, "hashmatches");
     co_return PeerResult::kInStep;
   }
   co_return co_await send_rows(store, peer, part, db, info, remote->point);
@@ -503,6 +508,7 @@ net::awaitable<bool> DbReplicator::Impl::remove_handoff(const ring::Device& self
     co_return false;
   }
   ++stats.remove;
+  config.statsd.increment("removes." + self.device);
   co_return true;
 }
 
@@ -514,7 +520,7 @@ net::awaitable<void> DbReplicator::Impl::replicate_db(ListingStore& store, std::
                               config.type == DbType::kContainer ? info.container : "");
   if (!part.ok()) {
     APUS_LOG_ERROR("ERROR reading db " + db + ": " + part.status().to_string());
-    ++stats.failure;
+    count(&DbReplicationStats::failure, "failures");
     co_return;
   }
   std::vector<ring::Node> primaries;
@@ -552,7 +558,7 @@ net::awaitable<void> DbReplicator::Impl::replicate_db(ListingStore& store, std::
     if (i == self_index) continue;
     peers.push_back(primaries[i].device);
   }
-  ++stats.attempted;
+  count(&DbReplicationStats::attempted, "attempts");
   ring::HandoffIterator more = state->get_more_nodes(*part);
   int successes = 0;
   bool all_ok = true;
@@ -560,11 +566,11 @@ net::awaitable<void> DbReplicator::Impl::replicate_db(ListingStore& store, std::
     PeerResult result = co_await sync_with(store, *peers[i], *part, db, info, self);
     if (result == PeerResult::kInStep) {
       ++successes;
-      ++stats.success;
+      count(&DbReplicationStats::success, "successes");
       continue;
     }
     all_ok = false;
-    ++stats.failure;
+    count(&DbReplicationStats::failure, "failures");
     if (result == PeerResult::kUnmounted) {
       ring::Node next;
       if (more.next(&next)) {
@@ -648,7 +654,9 @@ net::awaitable<void> DbReplicator::Impl::replicate_device(const std::string& dev
           executor,
           [this, store, device, db = db, info = std::move(info)]() mutable
           -> net::awaitable<void> {
+            const auto began = std::chrono::steady_clock::now();
             co_await replicate_db(*store, std::move(device), std::move(db), std::move(info));
+            config.statsd.timing_since("timing", began);
             --in_flight;
             slot_freed->cancel();
           },

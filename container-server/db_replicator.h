@@ -51,6 +51,7 @@
 #include "common/config/config.h"
 #include "common/config/swift_conf.h"
 #include "common/io/fs.h"
+#include "common/statsd.h"
 #include "common/status.h"
 #include "container-server/listing_db.h"
 #include "ring/ring.h"
@@ -76,6 +77,9 @@ struct DbReplicatorConfig {
   double recheck_interval = 3600;  // see the file comment
   std::string recon_cache_path = "/var/cache/swift";
   std::string log_name;
+  // Swift's replicator metrics (attempts, successes, failures, no_changes, hashmatches, diffs,
+  // diff_caps, rsyncs, removes.<device>, timing); set by load_daemon from log_statsd_*.
+  common::StatsdHandle statsd;
   common::SwiftConf swift;
 
   // [container-replicator] of a container-server.conf or [account-replicator] of an

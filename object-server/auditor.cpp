@@ -112,7 +112,18 @@ struct ObjectAuditor::Impl {
   Impl(AuditorConfig c, common::io::Fs& f)
       : config(std::move(c)),
         fs(f),
-        disk(f, disk_options(config), {config.swift.hash_path_prefix, config.swift.hash_path_suffix}) {}
+        disk(f, disk_options(config), {config.swift.hash_path_prefix, config.swift.hash_path_suffix}) {
+    // Quarantines go to StatsD as the auditor's, as Swift's diskfile counts them on the
+    // auditor's logger.
+    disk.set_event_counter([statsd = config.statsd](std::string_view name) {
+      statsd.increment(name);
+    });
+  }
+
+  void count_error(AuditStats& stats) {
+    ++stats.errors;
+    config.statsd.increment("errors");
+  }
 
   static DiskFileOptions disk_options(const AuditorConfig& c) {
     DiskFileOptions o;
@@ -138,7 +149,7 @@ void ObjectAuditor::Impl::audit_object(const Location& part, const std::string& 
   const std::string dir = disk.hash_dir(part, hash);
   auto obj = disk.open_hash(part, hash, std::nullopt);
   if (!obj.ok()) {
-    ++stats.errors;
+    count_error(stats);
     APUS_LOG_ERROR("auditing " + dir + ": " + obj.status().to_string());
     return;
   }
@@ -159,7 +170,7 @@ void ObjectAuditor::Impl::audit_object(const Location& part, const std::string& 
     auto got = disk.read(*obj, offset, std::span<char>(buf.data(), buf.size()));
     if (!got.ok()) {
       // EIO and the like: Swift quarantines an object it cannot read.
-      ++stats.errors;
+      count_error(stats);
       if (disk.quarantine(part, hash, "read failed: " + got.status().to_string()).ok()) {
         ++stats.quarantined;
       }
@@ -181,7 +192,7 @@ void ObjectAuditor::Impl::audit_object(const Location& part, const std::string& 
     if (q.ok()) {
       ++stats.quarantined;
     } else {
-      ++stats.errors;
+      count_error(stats);
     }
     return;
   }
@@ -225,7 +236,9 @@ AuditStats ObjectAuditor::run_once(AuditMode mode, const std::set<std::string>& 
           for (const std::string& hash : m.sorted_dir(objects + "/" + partition + "/" + suffix)) {
             if (m.stopping()) return stats;  // resumes at this partition next time
             if (hash.size() != 32 || !hash.ends_with(suffix)) continue;
+            const auto audit_began = std::chrono::steady_clock::now();
             m.audit_object(part, hash, mode, stats, bytes);
+            m.config.statsd.timing_since("timing", audit_began);
             files.take(1);
           }
         }

@@ -30,6 +30,7 @@
 #include "common/config/config.h"
 #include "common/config/swift_conf.h"
 #include "common/io/fs.h"
+#include "common/statsd.h"
 #include "common/status.h"
 
 namespace apus::object {
@@ -45,6 +46,9 @@ struct AuditorConfig {
   int64_t reclaim_age = 604800;
   std::string recon_cache_path = "/var/cache/swift";
   std::string log_name = "object-auditor";
+  // Swift's auditor metrics (errors, quarantines, timing per object); set by load_daemon from
+  // log_statsd_*.
+  common::StatsdHandle statsd;
   common::SwiftConf swift;
 
   // Reads [object-auditor] of an object-server.conf (DEFAULT inherited) and its swift.conf.

@@ -513,6 +513,7 @@ net::awaitable<void> ObjectExpirer::Impl::run_tasks(std::vector<Task> tasks) {
 }
 
 net::awaitable<void> ObjectExpirer::Impl::process(const Task& task) {
+  const auto began = std::chrono::steady_clock::now();
   const std::string where = task.queue_container + "/" + task.row;
   int status = co_await delete_object(task);
   bool done = (status >= 200 && status < 300) || status == 409 ||
@@ -525,6 +526,8 @@ net::awaitable<void> ObjectExpirer::Impl::process(const Task& task) {
   }
   if (!done) {
     ++stats.errors;
+    config.statsd.increment("errors");
+    config.statsd.timing_since("timing", began);
     APUS_LOG_ERROR("Unexpected response while deleting object " +
                    config.expiring_objects_account + " " + task.queue_container + " " +
                    task.row + ": " + std::to_string(status));
@@ -533,6 +536,8 @@ net::awaitable<void> ObjectExpirer::Impl::process(const Task& task) {
   }
   co_await pop_queue(task);
   ++stats.objects;
+  config.statsd.increment("objects");
+  config.statsd.timing_since("timing", began);
   APUS_LOG_DEBUG("expired " + task.target.target_path() + " (" + where + "): " +
                  std::to_string(status));
   report(false);

@@ -42,6 +42,7 @@
 
 #include "common/config/config.h"
 #include "common/config/swift_conf.h"
+#include "common/statsd.h"
 #include "common/status.h"
 
 namespace apus::object {
@@ -61,6 +62,9 @@ struct ExpirerConfig {
   bool dequeue_from_legacy = true;  // false: this node does nothing (see from_config)
   std::string expiring_objects_account = ".expiring_objects";
   std::string log_name = "object-expirer";
+  // Swift's expirer metrics (objects, errors, timing per task); set from log_statsd_* by the
+  // program.
+  common::StatsdHandle statsd;
   // Where object.recon gets object_expiration_pass and expired_last_pass for swift-recon.
   std::string recon_cache_path = "/var/cache/swift";
   common::SwiftConf swift;

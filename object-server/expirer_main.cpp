@@ -50,6 +50,12 @@ int main(int argc, char** argv) {
   if (ready.ok()) {
     ready = apus::common::configure_logging(conf->section("object-expirer"), config->log_name);
   }
+  if (ready.ok()) {
+    auto statsd = apus::common::StatsdHandle::from_section(conf->section("object-expirer"),
+                                                           config->log_name);
+    ready = statsd.status();
+    if (statsd.ok()) config->statsd = std::move(*statsd);
+  }
   if (!ready.ok()) {
     std::fprintf(stderr, "%s\n", ready.message().c_str());
     return 1;

@@ -5,8 +5,8 @@
 //   apus-object-info [-n|--no-check-etag] [-d|--swift-dir DIR] [-P|--policy-name NAME]
 //                    [--drop-prefixes] OBJECT_FILE
 //
-// The report is swift-object-info's, line for line (interop/object_info compares the two), but
-// for encrypted objects, whose crypto details Swift decodes and Apus does not print.
+// The report is swift-object-info's, line for line (interop/object_info compares the two),
+// encrypted objects' crypto details included.
 // Exit status 1 when the file does not exist or its metadata cannot be read.
 
 #include <fcntl.h>
@@ -23,10 +23,14 @@
 #include <string_view>
 #include <vector>
 
+#include <boost/json.hpp>
+
 #include "common/config/swift_conf.h"
 #include "common/crypto/md5.h"
 #include "common/hash_path.h"
 #include "common/http/headers.h"
+#include "common/http/url.h"
+#include "common/listing_format.h"
 #include "common/io/fs.h"
 #include "common/timestamp.h"
 #include "object-server/diskfile.h"
@@ -138,6 +142,26 @@ bool has_longer_prefix(std::string_view key, std::string_view prefix) {
   return key.size() > prefix.size() && apus::common::http::istarts_with(key, prefix);
 }
 
+const std::string* find_exact(const std::vector<std::pair<std::string, std::string>>& items,
+                              std::string_view key) {
+  for (const auto& [k, v] : items) {
+    if (k == key) return &v;
+  }
+  return nullptr;
+}
+
+// Swift's load_crypto_meta(value, b64decode=False) shown as swift-object-info shows it: the
+// form-decoded value parsed as a JSON object, printed with an indent of 2 and sorted keys.
+// nullopt when it is not a JSON object.
+std::optional<std::string> crypto_details(const std::string& value) {
+  std::string form = value;
+  std::replace(form.begin(), form.end(), '+', ' ');
+  boost::system::error_code ec;
+  boost::json::value parsed = boost::json::parse(apus::common::http::percent_decode(form), ec);
+  if (ec || !parsed.is_object()) return std::nullopt;
+  return apus::common::listing::python_json_indented(parsed, 2);
+}
+
 void print_section(const char* title, std::vector<std::pair<std::string, std::string>> items) {
   std::printf("%s\n", title);
   if (items.empty()) {
@@ -197,10 +221,25 @@ int print_obj_metadata(Metadata metadata, const apus::common::HashPathConfig& ha
     other.emplace_back(key, value);
   next:;
   }
-  print_section("System Metadata:", std::move(sys));
-  print_section("Transient System Metadata:", std::move(transient));
+  // The crypto metadata of an encrypted object, found (as Swift looks) by the full names, so
+  // not with --drop-prefixes.
+  const std::string* body_crypto = find_exact(sys, "X-Object-Sysmeta-Crypto-Body-Meta");
+  const std::string* meta_crypto =
+      find_exact(transient, "X-Object-Transient-Sysmeta-Crypto-Meta");
+  print_section("System Metadata:", sys);
+  print_section("Transient System Metadata:", transient);
   print_section("User Metadata:", std::move(user));
   print_section("Other Metadata:", std::move(other));
+  for (auto [label, value] : {std::pair{"Data crypto details", body_crypto},
+                              std::pair{"Metadata crypto details", meta_crypto}}) {
+    if (value == nullptr) continue;
+    auto details = crypto_details(*value);
+    if (!details) {
+      std::fprintf(stderr, "Bad crypto meta '%s'\n", value->c_str());
+      return 1;
+    }
+    std::printf("%s: %s\n", label, details->c_str());
+  }
   return 0;
 }
 

@@ -599,12 +599,19 @@ ReplicationStats ObjectReplicator::run_once(const PassFilter& filter) {
   if (!impl_->config.rsync_module.empty()) options.rsync = impl_->config.rsync;
   // `concurrency` threads, each with an io_context of its own, take the next partition.
   auto worker = [&] {
+    const common::StatsdHandle& statsd = impl_->config.statsd;
     for (size_t i = next++; i < jobs.size() && !impl_->stopping(); i = next++) {
+      // Swift's names: a primary's partition is an "update", a handoff's a "delete".
+      const std::string kind = jobs[i].primary ? "partition.update." : "partition.delete.";
+      statsd.increment(kind + "count." + jobs[i].part.device);
+      const auto job_began = std::chrono::steady_clock::now();
       net::io_context ioc;
       auto done = net::co_spawn(ioc, replicate_partition(impl_->disk, jobs[i], options),
                                 net::use_future);
       ioc.run();
       PartitionOutcome o = done.get();
+      if (o.suffixes_synced > 0) statsd.update_stats("suffix.syncs", o.suffixes_synced);
+      statsd.timing_since(kind + "timing", job_began);
       std::lock_guard<std::mutex> lock(mu);
       ++stats.attempted;
       stats.success += static_cast<uint64_t>(o.synced);

@@ -44,6 +44,7 @@
 #include "common/config/config.h"
 #include "common/config/swift_conf.h"
 #include "common/http/client.h"
+#include "common/statsd.h"
 #include "ring/ring.h"
 #include "object-server/diskfile.h"
 #include "object-server/ssync.h"
@@ -125,6 +126,9 @@ struct ReplicatorConfig {
   RsyncOptions rsync;
   std::string recon_cache_path = "/var/cache/swift";
   std::string log_name = "object-replicator";
+  // Swift's replicator metrics (partition.update/delete.count.<device> and .timing,
+  // suffix.syncs); set by load_daemon from log_statsd_*.
+  common::StatsdHandle statsd;
   common::SwiftConf swift;
 
   // Reads [object-replicator] of an object-server.conf (DEFAULT inherited) and its swift.conf.

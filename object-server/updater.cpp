@@ -8,6 +8,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/json.hpp>
 #include <chrono>
 #include <thread>
 
@@ -66,6 +67,12 @@ struct ObjectUpdater::Impl {
 
   Impl(UpdaterConfig c, common::io::Fs& f, std::unique_ptr<ring::Ring> r)
       : config(std::move(c)), fs(f), ring(std::move(r)) {}
+
+  // One more of a pass's stat, also sent to StatsD under Swift's name for it.
+  void count(uint64_t UpdaterStats::*stat, std::string_view name) {
+    ++(stats.*stat);
+    config.statsd.increment(name);
+  }
 
   // Lists the newest pending per object on every device, removing superseded ones (pool).
   std::vector<PendingFile> gather();
@@ -128,13 +135,15 @@ std::vector<PendingFile> ObjectUpdater::Impl::gather() {
         for (const auto& name : *files) {
           auto dash = name.find('-');
           if (dash == std::string::npos) {
-            ++stats.errors;
+            count(&UpdaterStats::errors, "errors");
             APUS_LOG_ERROR("async pending file with unexpected name " + suffix_dir + "/" + name);
             continue;
           }
           std::string hash = name.substr(0, dash);
           if (hash == last_hash) {
-            if (fs.unlink(suffix_dir + "/" + name).ok()) ++stats.unlinks;  // superseded
+            if (fs.unlink(suffix_dir + "/" + name).ok()) {  // superseded
+              count(&UpdaterStats::unlinks, "unlinks");
+            }
             continue;
           }
           last_hash = hash;
@@ -220,7 +229,7 @@ net::awaitable<void> ObjectUpdater::Impl::process(const PendingFile& file,
   });
   if (!loaded.ok()) {
     if (loaded.status().is_not_found()) co_return;  // delivered by someone else meanwhile
-    ++stats.errors;
+    count(&UpdaterStats::errors, "errors");
     APUS_LOG_ERROR("cannot read async pending " + file.path + ": " + loaded.status().to_string());
     co_return;
   }
@@ -230,21 +239,21 @@ net::awaitable<void> ObjectUpdater::Impl::process(const PendingFile& file,
   for (int attempt = 0; attempt < 2; ++attempt) {
     Attempt a = co_await send(update, file.policy, pool);
     if (a.error) {
-      ++stats.errors;
+      count(&UpdaterStats::errors, "errors");
       co_return;
     }
     if (a.all_ok) {
-      ++stats.successes;
+      count(&UpdaterStats::successes, "successes");
       bool unlinked = co_await disk.call([&] {
         bool ok = fs.unlink(file.path).ok();
         fs.rmdir(file.path.substr(0, file.path.rfind('/'))).ignore();  // if it was the last one
         return ok;
       });
-      if (unlinked) ++stats.unlinks;  // counted here, on the loop thread, like every stat
+      if (unlinked) count(&UpdaterStats::unlinks, "unlinks");  // on the loop thread, as all
       co_return;
     }
     if (!a.redirect) {
-      ++stats.failures;
+      count(&UpdaterStats::failures, "failures");
       rewrite = rewrite || a.new_successes;
       break;
     }
@@ -259,7 +268,7 @@ net::awaitable<void> ObjectUpdater::Impl::process(const PendingFile& file,
       update.container_path = *a.redirect;
       update.redirect_history.push_back(*a.redirect);
     }
-    ++stats.redirects;
+    count(&UpdaterStats::redirects, "redirects");
     APUS_LOG_DEBUG("Update redirected for " + a.object_path + " " + file.path + " to " +
                    update.container_path.value_or("the root"));
     rewrite = true;
@@ -271,6 +280,36 @@ net::awaitable<void> ObjectUpdater::Impl::process(const PendingFile& file,
     });
     if (!s.ok()) APUS_LOG_ERROR("cannot rewrite " + file.path + ": " + s.to_string());
   }
+}
+
+uint64_t count_async_pendings(common::io::Fs& fs, const std::string& devices) {
+  // The names in a directory; none for a file or anything unreadable.
+  auto names_in = [&](const std::string& path) {
+    auto names = fs.list_dir(path);
+    return names.ok() ? std::move(*names) : std::vector<std::string>();
+  };
+  uint64_t count = 0;
+  for (const std::string& device : names_in(devices)) {
+    const std::string device_dir = devices + "/" + device;
+    for (const std::string& dir : names_in(device_dir)) {
+      if (dir != "async_pending" && !dir.starts_with("async_pending-")) continue;
+      const std::string async_dir = device_dir + "/" + dir;
+      for (const std::string& suffix : names_in(async_dir)) {
+        count += names_in(async_dir + "/" + suffix).size();
+      }
+    }
+  }
+  return count;
+}
+
+Status write_async_pending_recon(common::io::Fs& fs, const std::string& devices,
+                                 const std::string& recon_cache_path) {
+  boost::json::object recon;
+  recon["async_pending"] = count_async_pendings(fs, devices);
+  recon["async_pending_last"] =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return common::dump_recon_cache(recon_cache_path + "/object.recon",
+                                  boost::json::serialize(recon));
 }
 
 ObjectUpdater::ObjectUpdater(UpdaterConfig config, common::io::Fs& fs,
@@ -329,6 +368,7 @@ UpdaterStats ObjectUpdater::run_once() {
       "object updater pass");
   ioc.run();
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  impl.config.statsd.timing_since("timing", start);  // Swift times each device's sweep
   APUS_LOG_INFO("Object update sweep completed: " + std::to_string(seconds) + "s, " +
                 std::to_string(impl.stats.successes) + " successes, " +
                 std::to_string(impl.stats.failures) + " failures, " +
@@ -337,6 +377,10 @@ UpdaterStats ObjectUpdater::run_once() {
                 std::to_string(impl.stats.errors) + " errors");
   common::write_recon_entry(impl.config.recon_cache_path + "/object.recon",
                             "object_updater_sweep", seconds);
+  // What is still pending after the pass (this thread's own time; the pass is over).
+  Status counted =
+      write_async_pending_recon(impl.fs, impl.config.devices, impl.config.recon_cache_path);
+  if (!counted.ok()) APUS_LOG_WARNING("cannot write async_pending to recon: " + counted.to_string());
   return impl.stats;
 }
 

@@ -20,6 +20,7 @@
 #include "common/config/config.h"
 #include "common/config/swift_conf.h"
 #include "common/io/fs.h"
+#include "common/statsd.h"
 #include "common/status.h"
 #include "ring/ring.h"
 
@@ -35,6 +36,9 @@ struct UpdaterConfig {
   double conn_timeout = 0.5;
   double objects_per_second = 50;  // per pass; 0 = unlimited
   std::string log_name = "object-updater";
+  // Swift's updater metrics (successes, failures, unlinks, errors, redirects, timing); set by
+  // load_daemon from log_statsd_*.
+  common::StatsdHandle statsd;
   // Where object.recon gets object_updater_sweep (the last pass's seconds) for swift-recon.
   std::string recon_cache_path = "/var/cache/swift";
   common::SwiftConf swift;
@@ -50,6 +54,16 @@ struct UpdaterStats {
   uint64_t errors = 0;     // unreadable files (quarantined) and other trouble
   uint64_t redirects = 0;  // updates a container server sent to a shard (301), followed
 };
+
+// The async pendings waiting on the devices under `devices`, every policy's directory, counted
+// as swift-recon-cron counts them (the entries of each async_pending*/<suffix>/ directory).
+uint64_t count_async_pendings(common::io::Fs& fs, const std::string& devices);
+
+// swift-recon-cron's work: that count into <recon_cache_path>/object.recon as async_pending,
+// with async_pending_last (the Unix time), where swift-recon reads it. The object updater does
+// it after each pass, so recon needs no cron job with Apus; apus-recon-cron does it alone.
+common::Status write_async_pending_recon(common::io::Fs& fs, const std::string& devices,
+                                         const std::string& recon_cache_path);
 
 class ObjectUpdater {
  public:

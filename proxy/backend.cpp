@@ -219,8 +219,11 @@ void NodeOrder::sort_nodes(std::vector<const ring::Device*>& nodes, NodeHealth& 
 // ---- node iteration --------------------------------------------------------------------------
 
 NodeIter::NodeIter(const ring::Ring& ring, uint32_t partition, size_t limit, NodeHealth& health,
-                   const NodeOrder& order, Purpose purpose)
-    : primaries_(ring.get_part_nodes(partition)), limit_(limit), health_(health) {
+                   const NodeOrder& order, Purpose purpose, HandoffLog* handoff_log)
+    : primaries_(ring.get_part_nodes(partition)),
+      limit_(limit),
+      health_(health),
+      handoff_log_(handoff_log) {
   const size_t replicas = primaries_.nodes.size();
   request_count_ = replicas;
   handoffs_.emplace(ring.get_more_nodes(partition));
@@ -289,19 +292,39 @@ bool NodeIter::next_in_ring(NodeRef* out) {
 }
 
 bool NodeIter::next(NodeRef* out) {
+  const size_t replicas = primaries_.nodes.size();
+  // As Swift's generator does when it resumes: the node given last does not use up a place
+  // when it got error-limited meanwhile (another node takes its place).
+  if (last_given_ != nullptr && health_.is_limited(*last_given_)) --given_;
+  last_given_ = nullptr;
   while (given_ < limit_) {
     NodeRef n;
+    // As in Swift, a "handoff" is any node after the first `replicas` places of the order
+    // (under write affinity those places may hold local handoffs).
+    bool handoff = true;
     if (next_queued_ < queue_.size()) {
+      handoff = next_queued_ >= replicas;
       n = queue_[next_queued_++];
     } else if (!next_in_ring(&n)) {
       return false;
     }
     if (health_.is_limited(*n.device)) continue;
     ++given_;
+    last_given_ = n.device;
+    if (handoff) count_handoff();
     *out = n;
     return true;
   }
   return false;
+}
+
+void NodeIter::count_handoff() {
+  ++handoffs_given_;
+  const size_t replicas = primaries_.nodes.size();
+  // The handoffs a request may use with every primary up: its node count less the replicas.
+  const size_t expected = limit_ > replicas ? limit_ - replicas : 0;
+  if (handoff_log_ == nullptr || handoffs_given_ <= expected) return;
+  handoff_log_->extra_handoff(handoffs_given_, handoffs_given_ - expected == replicas);
 }
 
 // ---- single requests -------------------------------------------------------------------------

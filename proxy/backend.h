@@ -116,9 +116,19 @@ struct NodeRef {
   bool primary = true;
 };
 
+// Told when a request goes to more handoffs than its node count plans for, which means some
+// primary was skipped as error-limited (Swift's NodeIter.log_handoffs). `all_primaries` says
+// every primary was skipped.
+class HandoffLog {
+ public:
+  virtual ~HandoffLog() = default;
+  virtual void extra_handoff(size_t handoffs, bool all_primaries) = 0;
+};
+
 // Swift's node iterator: first as many nodes as the ring has replicas, in the order of the
 // NodeOrder, then the others one by one, at most `limit` nodes in all, error-limited ones
-// skipped. For reads and for writes without write affinity, the first nodes are the
+// skipped; a node error-limited by the time the next one is asked for gives its place to
+// another. For reads and for writes without write affinity, the first nodes are the
 // primaries and the others the handoffs. Under write affinity, a write's first nodes are the
 // first local ones among primaries and handoffs, and a DELETE goes to the primaries and as many
 // local handoffs as there are remote primaries. Holds the ring state its devices point into.
@@ -126,7 +136,8 @@ class NodeIter {
  public:
   enum class Purpose { kRead, kWrite, kDelete };
   NodeIter(const ring::Ring& ring, uint32_t partition, size_t limit, NodeHealth& health,
-           const NodeOrder& order, Purpose purpose = Purpose::kRead);
+           const NodeOrder& order, Purpose purpose = Purpose::kRead,
+           HandoffLog* handoff_log = nullptr);
   // The next node, or false when none is left.
   bool next(NodeRef* out);
   size_t primary_count() const { return primaries_.nodes.size(); }
@@ -141,6 +152,7 @@ class NodeIter {
   // The next node of primaries-then-handoffs not already queued.
   bool next_in_ring(NodeRef* out);
   bool queued(const ring::Device* dev) const;
+  void count_handoff();
 
   ring::NodeList primaries_;
   std::vector<NodeRef> queue_;  // the nodes given first, in order
@@ -150,7 +162,10 @@ class NodeIter {
   size_t request_count_ = 0;
   size_t limit_;
   size_t given_ = 0;
+  const ring::Device* last_given_ = nullptr;
+  size_t handoffs_given_ = 0;  // nodes given after the first `replicas` places
   NodeHealth& health_;
+  HandoffLog* handoff_log_;
 };
 
 // One answer from a storage server, read whole (account and container answers, errors).

@@ -106,6 +106,7 @@ Result<ProxyConfig> ProxyConfig::from_config(const common::Config& conf) {
                         s.get_double("recheck_updating_shard_ranges", 3600));
   APUS_ASSIGN_OR_RETURN(c.expose_info, s.get_bool("expose_info", true));
   c.request_node_count = s.get_string("request_node_count", "2 * replicas");
+  APUS_ASSIGN_OR_RETURN(c.log_handoffs, s.get_bool("log_handoffs", true));
   APUS_ASSIGN_OR_RETURN(c.strict_cors_mode, s.get_bool("strict_cors_mode", true));
   c.cors_allow_origin = s.get_list("cors_allow_origin", "");
   c.cors_expose_headers = s.get_list("cors_expose_headers", "");
@@ -302,6 +303,12 @@ ProxyApp::ProxyApp(ProxyConfig config, std::unique_ptr<ring::Ring> account_ring,
       health_(config_.error_suppression_limit, config_.error_suppression_interval,
               config_.timing_expiry, sorts_by_timing(config_)),
       info_cache_(config_.swift.policies) {}
+
+void ProxyApp::extra_handoff(size_t handoffs, bool all_primaries) {
+  count("handoff_count");
+  APUS_LOG_WARNING("Handoff requested (" + std::to_string(handoffs) + ")");
+  if (all_primaries) count("handoff_all_count");
+}
 
 ring::Ring* ProxyApp::object_ring(int policy) {
   auto it = object_rings_.find(policy);

@@ -53,6 +53,7 @@ struct ProxyConfig {
   std::string log_name = "proxy-server";
   bool expose_info = true;
   std::string request_node_count = "2 * replicas";
+  bool log_handoffs = true;  // a warning and handoff_count when a primary was skipped
   bool strict_cors_mode = true;
   std::vector<std::string> cors_allow_origin;    // origins allowed for every container
   std::vector<std::string> cors_expose_headers;  // added to Access-Control-Expose-Headers

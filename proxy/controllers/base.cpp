@@ -59,7 +59,8 @@ NodeIter iter_nodes(ProxyApp& app, ring::Ring& ring, uint32_t part, NodeIter::Pu
                     std::optional<int> policy) {
   const ProxyConfig& config = app.config();
   return NodeIter(ring, part, config.node_count(ring.replica_count()), app.health(),
-                  config.order_for(policy), purpose);
+                  config.order_for(policy), purpose,
+                  config.log_handoffs ? &app : nullptr);
 }
 
 net::awaitable<Response> get_or_head(ProxyApp& app, ring::Ring& ring, uint32_t part,

@@ -27,7 +27,7 @@
 
 namespace apus::proxy {
 
-class ProxyApp final : public InfoLookup {
+class ProxyApp final : public InfoLookup, public HandoffLog {
  public:
   ProxyApp(ProxyConfig config, std::unique_ptr<ring::Ring> account_ring,
            std::unique_ptr<ring::Ring> container_ring,
@@ -44,6 +44,8 @@ class ProxyApp final : public InfoLookup {
   void count(std::string_view name) const {
     if (statsd_) statsd_->increment(name);
   }
+  // HandoffLog: Swift's warning and its proxy-server.handoff_count / .handoff_all_count.
+  void extra_handoff(size_t handoffs, bool all_primaries) override;
   ring::Ring& account_ring() { return *account_ring_; }
   ring::Ring& container_ring() { return *container_ring_; }
   // The object ring of `policy`, or null when there is none.

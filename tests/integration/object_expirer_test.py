@@ -12,6 +12,7 @@ usage: object_expirer_test.py <build-dir>
 import http.client
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -232,7 +233,12 @@ def main():
         queue = Queue(cluster)
         url, token = cluster.connect()
         swift.put_container(url, token, "c")
-        conf = expirer_conf(cluster)
+        # Swift's expirer metrics go to a loopback UDP socket (StatsD).
+        statsd = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        statsd.bind(("127.0.0.1", 0))
+        statsd.settimeout(0.5)
+        conf = expirer_conf(cluster, options="log_statsd_host = 127.0.0.1\n"
+                                             "log_statsd_port = %d\n" % statsd.getsockname()[1])
 
         # -- POST moves or removes the queue row (the old one through the updater). --
         now = int(time.time())
@@ -268,6 +274,15 @@ def main():
         wait_until(max(gone_at, over_at) + 1.1)
         check(listed(url, token, "gone"), "an expired object stays listed until the expirer runs")
         run_expirer(cluster, conf)
+        metrics = []
+        try:
+            while True:
+                metrics.append(statsd.recv(4096).decode().split("|")[0])
+        except socket.timeout:
+            pass
+        check("object-expirer.objects:1" in metrics and "object-expirer.errors:1" in metrics and
+              sum(m.startswith("object-expirer.timing:") for m in metrics) == 2,
+              "StatsD: one object expired, one error (412), a timing each: %r" % metrics)
         check(not exists(url, token, "gone"), "'gone' is gone")
         check(not listed(url, token, "gone"), "and out of its container's listing")
         check(queue.has_row(gone_at, "gone") == 0, "and its queue row is removed everywhere")

@@ -7,14 +7,20 @@
   Swift path behind them; log_statsd_metric_prefix goes first;
 - the storage servers send <server>.<METHOD>.timing, and .errors.timing for a 5xx (a 507 from
   a missing device); object servers count async_pendings and quarantines as Swift's diskfile;
-- log_statsd_sample_rate_factor = 0 silences a server; a rate below 1 goes with "|@<rate>".
+- log_statsd_sample_rate_factor = 0 silences a server; a rate below 1 goes with "|@<rate>";
+- the proxy counts handoff_count when a request uses more handoffs than planned;
+- the daemons send Swift's metrics under their log_name (object updater, replicator, auditor,
+  container replicator), and apus-recon-cron and the updater count async pendings into
+  object.recon for swift-recon.
 
 usage: statsd_test.py <build-dir>
 """
 import glob
+import json
 import os
 import re
 import socket
+import subprocess
 import sys
 import tempfile
 import time
@@ -64,6 +70,14 @@ def drain(settle=0.5):
         if not check(m, "a datagram in Swift's format: %r" % data):
             continue
         got.setdefault(m.group(1), []).append((float(m.group(2)), m.group(5)))
+
+
+def recon_value(recon_dir, key):
+    try:
+        with open(os.path.join(recon_dir, "object.recon")) as f:
+            return json.load(f).get(key)
+    except (OSError, ValueError):
+        return None
 
 
 def names(got, prefix):
@@ -198,6 +212,95 @@ def main():
         got = drain()
         check("apus.proxy-server.object.PUT.200.timing" in got,
               "S3 PUT object as an object PUT: %r" % names(got, "apus.proxy-server"))
+
+        # Swift's log_handoffs: with request_node_count = replicas a request plans no handoff,
+        # so a write that must use one counts handoff_count; log_handoffs = false counts
+        # nothing. A primary is down: the first PUT's error limits it (error_suppression_limit
+        # 0), the second PUT skips it and takes a handoff. (The first takes one only when the
+        # down node was the last of its three, as with Swift's node iterator.)
+        part, nodes = cluster.placement("c", "handoff")
+        cluster.stop("object", nodes[0])
+        for name, log_handoffs in (("proxy-handoffs", "true"), ("proxy-no-handoffs", "false")):
+            p = cluster.start_proxy(
+                name, defaults=STATSD,
+                app_options="request_node_count = 3\nerror_suppression_limit = 0\n"
+                            "log_handoffs = %s\n" % log_handoffs)
+            purl, ptoken = swift.get_auth("http://127.0.0.1:%d/auth/v1.0" % p, "test:tester",
+                                          "testing")
+            drain()
+            swift.put_object(purl, ptoken, "c", "handoff", b"h")
+            swift.put_object(purl, ptoken, "c", "handoff", b"h")
+            got = drain()
+            counted = got.get("proxy-server.handoff_count", [])
+            if log_handoffs == "true":
+                check(len(counted) in (1, 2) and "proxy-server.handoff_all_count" not in got,
+                      "a handoff beyond request_node_count is counted: %r"
+                      % names(got, "proxy-server"))
+            else:
+                check(not counted, "log_handoffs = false counts no handoff: %r" % counted)
+        cluster.start("object", nodes[0])
+
+        # The daemons, each under its log_name: the object updater delivers the async pending
+        # left above (and writes what is left to object.recon, as swift-recon-cron would), the
+        # replicator, the auditor (which quarantines a changed file) and the container
+        # replicator.
+        part, nodes = cluster.placement("c", "pending")
+        n = nodes[1]
+        recon = os.path.join(cluster.root, "recon-%d" % n)
+        os.makedirs(recon, exist_ok=True)
+        cron_conf = os.path.join(cluster.etc, "recon-cron-%d.conf" % n)
+        with open(cron_conf, "w") as f:
+            f.write("[DEFAULT]\ndevices = %s\nlog_file = %s/recon-cron.log\n\n"
+                    "[filter:recon]\nrecon_cache_path = %s\n"
+                    % (os.path.join(cluster.root, "node%d" % n), cluster.root, recon))
+        subprocess.run([os.path.join(BIN, "apus-recon-cron"), cron_conf], check=True)
+        check(recon_value(recon, "async_pending") == 1,
+              "apus-recon-cron counts node %d's async pending" % n)
+        drain()
+        status, out, _ = cluster.daemon_once("updater", "object-updater", n, STATSD)
+        got = drain()
+        check(status == 0 and "object-updater.successes" in got and
+              "object-updater.unlinks" in got and "object-updater.timing" in got,
+              "object-updater metrics: %d %r %s" % (status, names(got, "object-updater"), out))
+        check(recon_value(recon, "async_pending") == 0 and
+              recon_value(recon, "async_pending_last") > time.time() - 60,
+              "the updater's pass leaves async_pending = 0 in object.recon")
+
+        status, out, _ = cluster.daemon_once(
+            "replicator", "object-replicator", n, "sync_method = ssync\n" + STATSD)
+        got = drain()
+        check(status == 0 and "object-replicator.partition.update.count.sd%d" % n in got and
+              "object-replicator.partition.update.timing" in got,
+              "object-replicator metrics: %d %r %s"
+              % (status, names(got, "object-replicator"), out))
+
+        swift.put_object(url, token, "c", "audited", b"a" * 100)
+        part, nodes = cluster.placement("c", "audited")
+        n = nodes[0]
+        data = glob.glob(os.path.join(cluster.root, "node%d" % n, "sd%d" % n, "objects",
+                                      str(part), "*", "*", "*.data"))
+        if check(len(data) == 1, "the audited object's file: %r" % data):
+            with open(data[0], "r+b") as f:
+                f.write(b"b")  # same size, another MD5
+        drain()
+        status, out, _ = cluster.daemon_once(
+            "auditor", "object-auditor", n,
+            "files_per_second = 0\nbytes_per_second = 0\n" + STATSD)
+        got = drain()
+        check(status == 0 and "object-auditor.quarantines" in got and
+              "object-auditor.timing" in got,
+              "object-auditor metrics: %d %r %s" % (status, names(got, "object-auditor"), out))
+
+        status, out, _ = cluster.daemon_once("replicator", "container-replicator", 0, STATSD,
+                                             kind="container")
+        got = drain()
+        check(status == 0 and "container-replicator.attempts" in got and
+              "container-replicator.timing" in got and
+              any(k in got for k in ("container-replicator.no_changes",
+                                     "container-replicator.hashmatches",
+                                     "container-replicator.diffs")),
+              "container-replicator metrics: %d %r %s"
+              % (status, names(got, "container-replicator"), out))
 
     listener.close()
     if failures:

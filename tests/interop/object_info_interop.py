@@ -2,8 +2,8 @@
 """Swift's operator tools on Apus data (issue 18): Debian's swift-object-info reads the .data
 files Apus object servers write, and apus-object-info prints the same report, byte for byte (metadata in Swift's pickled xattrs, the ETag checked against
 the file, the ring locations), for a plain object, one with user and system metadata, and an
-X-Delete-At object; its `-P` (policy) and `-n` (ETag not checked) forms, and a corrupted copy
-whose ETag no longer matches.
+X-Delete-At object, an encrypted one's crypto details; its `-P` (policy) and `-n` (ETag not
+checked) forms, and a corrupted copy whose ETag no longer matches.
 
 usage: object_info_interop.py <build-dir>
 """
@@ -106,6 +106,31 @@ def main():
               in out, "system metadata printed")
         code, out = object_info(cluster, files[-1], "--drop-prefixes")
         check("  Shade: teal" in out, "--drop-prefixes drops the prefixes")
+
+        # An encrypted object's crypto metadata (as Swift's encrypter writes it, with
+        # dump_crypto_meta): both print it decoded, indented, keys sorted.
+        from swift.common.middleware.crypto.crypto_utils import dump_crypto_meta
+        body_meta = dump_crypto_meta({
+            "iv": b"0123456789abcdef", "cipher": "AES_CTR_256",
+            "body_key": {"key": b"k" * 32, "iv": b"fedcba9876543210"},
+            "key_id": {"v": "2", "path": "/AUTH_test/c/o\u00e9"}})
+        meta_meta = dump_crypto_meta({"iv": b"i" * 16, "cipher": "AES_CTR_256",
+                                      "key_id": {"v": "2", "path": "/AUTH_test/c/o"}})
+        status, _, _ = procs.request(
+            cluster.ports["object"][n], "PUT", "/sd%d/%d/AUTH_test/c/o" % (n, part),
+            headers={"X-Timestamp": "%.5f" % time.time(), "Content-Type": "text/plain",
+                     "X-Object-Sysmeta-Crypto-Body-Meta": body_meta,
+                     "X-Object-Transient-Sysmeta-Crypto-Meta": meta_meta,
+                     "X-Backend-Storage-Policy-Index": "0"}, body=b"encrypted")
+        check(status == 201, "a backend PUT with crypto metadata: %d" % status)
+        files = sorted(glob.glob(os.path.join(root, "node%d" % n, "sd%d" % n, "objects",
+                                              str(part), "*", "*", "*.data")))
+        code, out = object_info(cluster, files[-1])
+        check(code == 0 and "Data crypto details: {\n  \"body_key\": {" in out and
+              "Metadata crypto details: {" in out, "crypto details printed: %s" % out[-600:])
+        code, out = object_info(cluster, files[-1], "--drop-prefixes")
+        check("crypto details" not in out, "not with --drop-prefixes, as Swift")
+
         code, out = object_info(cluster, os.path.join(root, "missing.data"))
         check(code == 1 and "Data file doesn't exist" in out, "a missing file: %d" % code)
 

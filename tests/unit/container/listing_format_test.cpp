@@ -108,3 +108,13 @@ TEST_CASE("append_python_json writes a parsed value as Python's json.dumps() doe
         "[1.5, 0.1, 1e+300, 18446744073709551615]");
   CHECK(dumps(R"(["\u2603 \"q\" \\ \n"])") == R"(["\u2603 \"q\" \\ \n"])");
 }
+
+TEST_CASE("python_json_indented is json.dumps(indent=2, sort_keys=True, separators=(',', ': '))") {
+  // Python 3.11's output for the same input, as swift-object-info prints crypto metadata.
+  auto v = boost::json::parse(R"({"b": [1, 2.5, {}], "a": {"z": "\u00e9", "y": []}, "c": null})");
+  CHECK(apus::common::listing::python_json_indented(v, 2) ==
+        "{\n  \"a\": {\n    \"y\": [],\n    \"z\": \"\\u00e9\"\n  },\n  \"b\": [\n    1,\n"
+        "    2.5,\n    {}\n  ],\n  \"c\": null\n}");
+  CHECK(apus::common::listing::python_json_indented(boost::json::parse("{}"), 2) == "{}");
+  CHECK(apus::common::listing::python_json_indented(boost::json::parse("\"x\""), 2) == "\"x\"");
+}

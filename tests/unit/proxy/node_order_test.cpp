@@ -186,4 +186,68 @@ TEST_CASE("a DELETE under write affinity also goes to a local handoff per remote
   CHECK(counted.request_count() == 3);
 }
 
+namespace {
+const ring::Device& device(const ring::Ring& ring, int id) {
+  return *ring.state()->devs()[static_cast<size_t>(id)];
+}
+
+struct HandoffRecord final : HandoffLog {
+  std::vector<std::pair<size_t, bool>> calls;
+  void extra_handoff(size_t handoffs, bool all_primaries) override {
+    calls.emplace_back(handoffs, all_primaries);
+  }
+};
+}  // namespace
+
+TEST_CASE("handoffs beyond the node count's plan are logged, as Swift's log_handoffs") {
+  auto ring = two_region_ring();
+  NodeOrder order;
+  SUBCASE("all primaries up: 2 * replicas nodes use the 3 planned handoffs, nothing logged") {
+    NodeHealth health(10, 60);
+    HandoffRecord log;
+    CHECK(all_nodes(NodeIter(*ring, 0, 6, health, order, NodeIter::Purpose::kRead, &log))
+              .size() == 6);
+    CHECK(log.calls.empty());
+  }
+  SUBCASE("a limited primary: with 5 nodes, the third handoff is one more than planned") {
+    NodeHealth health(0, 60);  // one error limits a node
+    health.record_error(device(*ring, 0));
+    HandoffRecord log;
+    auto nodes = all_nodes(NodeIter(*ring, 0, 5, health, order, NodeIter::Purpose::kRead, &log));
+    CHECK(nodes.size() == 5);  // 2 primaries and the 3 other devices
+    REQUIRE(log.calls.size() == 1);
+    CHECK(log.calls[0] == std::pair<size_t, bool>(3, false));
+  }
+  SUBCASE("with request_node_count = replicas every handoff is unplanned; all primaries down") {
+    NodeHealth health(0, 60);
+    for (int id : {0, 1, 3}) health.record_error(device(*ring, id));
+    HandoffRecord log;
+    auto nodes = all_nodes(NodeIter(*ring, 0, 3, health, order, NodeIter::Purpose::kRead, &log));
+    REQUIRE(nodes.size() == 3);
+    for (const NodeRef& n : nodes) CHECK_FALSE(n.primary);
+    REQUIRE(log.calls.size() == 3);
+    CHECK(log.calls[0] == std::pair<size_t, bool>(1, false));
+    CHECK(log.calls[1] == std::pair<size_t, bool>(2, false));
+    CHECK(log.calls[2] == std::pair<size_t, bool>(3, true));
+  }
+}
+
+TEST_CASE("a node error-limited while in use gives its place to another, as in Swift") {
+  auto ring = two_region_ring();
+  NodeOrder order;
+  NodeHealth health(0, 60);
+  HandoffRecord log;
+  NodeIter it(*ring, 0, 3, health, order, NodeIter::Purpose::kRead, &log);
+  NodeRef n;
+  std::vector<NodeRef> given;
+  while (it.next(&n)) {
+    given.push_back(n);
+    if (given.size() == 1) health.record_error(*n.device);  // the first one fails
+  }
+  // Three places: the failed primary's went to a fourth node, a handoff.
+  REQUIRE(given.size() == 4);
+  CHECK_FALSE(given[3].primary);
+  CHECK(log.calls.size() == 1);
+}
+
 }  // namespace apus::proxy
