@@ -14,8 +14,11 @@ OUT/results.json, and bench/report.py draws OUT/report.html from it.
 
 usage: bench/ab.py [--build build] [--out DIR] [--rounds 3] [--proxies 2] [--quick]
                    [--only REGEX] [--topologies ha,direct] [--base-port 18090]
+                   [--versus KEY=VALUE[,KEY=VALUE...]]
 
 --quick runs every scenario briefly (a smoke test of the harness, not a result).
+--versus makes side B Apus too, its proxies with these [app:proxy-server] options (say
+local_info_cache_ttl=0): the A/B of one proxy knob, in the same harness and alternation.
 Needs haproxy: scripts/install-deps --bench (Swift comes with scripts/install-deps).
 """
 import argparse
@@ -103,10 +106,14 @@ def session_cpu_seconds(sessions):
 
 
 class Side:
-    """One side's processes (storage servers, proxies), all in sessions we created."""
+    """One side's processes (storage servers, proxies), all in sessions we created. `kind` is
+    "apus" or "swift"; an Apus side may give its proxies extra [app:proxy-server] options
+    (`proxy_options`, a list of "key=value")."""
 
-    def __init__(self, name, cluster, build, proxy_ports):
+    def __init__(self, name, cluster, build, proxy_ports, kind=None, proxy_options=()):
         self.name, self.cluster, self.build, self.proxy_ports = name, cluster, build, proxy_ports
+        self.kind = kind or name
+        self.proxy_options = list(proxy_options)
         self.procs = []
 
     def start(self, argv, log):
@@ -117,8 +124,14 @@ class Side:
 
     def conf(self, name):
         path = os.path.join(self.cluster, "etc", name + ".conf")
-        if self.name == "apus":
-            return path
+        if self.kind == "apus":
+            if not (self.proxy_options and name.startswith("proxy-server")):
+                return path
+            variant = path + "." + self.name
+            shutil.copyfile(path, variant)
+            subprocess.run([os.path.join(TOP, "scripts", "saio"), "conf-set", variant,
+                            "[app:proxy-server]"] + self.proxy_options, check=True)
+            return variant
         swift_conf = path + ".swift"
         with open(path) as f, open(swift_conf, "w") as out:
             out.write(f.read().replace("[DEFAULT]\n", "[DEFAULT]\nuser = root\n", 1))
@@ -129,7 +142,7 @@ class Side:
         for n in NODES:
             for kind in KINDS:
                 name = "%s-server-%d" % (kind, n)
-                if self.name == "apus":
+                if self.kind == "apus":
                     argv = [os.path.join(self.build, "bin", "apus-%s-server" % kind), self.conf(name)]
                 else:
                     argv = [PY, os.path.join(TOP, "tests", "support", "run_swift_server.py"), etc,
@@ -137,7 +150,7 @@ class Side:
                 self.start(argv, "%s.%s.out" % (name, self.name))
         for i, port in enumerate(self.proxy_ports, 1):
             name = "proxy-server-%d" % i
-            if self.name == "apus":
+            if self.kind == "apus":
                 argv = [os.path.join(self.build, "bin", "apus-proxy-server"), self.conf(name)]
             else:
                 argv = [PY, os.path.join(TOP, "tests", "support", "run_swift_server.py"), etc,
@@ -147,7 +160,7 @@ class Side:
         for port in ports + list(self.proxy_ports):
             if not wait_port(port):
                 raise RuntimeError("%s: nothing listens on %d" % (self.name, port))
-        time.sleep(1 if self.name == "apus" else 3)  # Swift's workers fork after binding
+        time.sleep(1 if self.kind == "apus" else 3)  # Swift's workers fork after binding
 
     def sessions(self):
         return {p.pid for p in self.procs if p.poll() is None}
@@ -313,7 +326,13 @@ def main():
     ap.add_argument("--topologies", default="ha,direct")
     ap.add_argument("--base-port", type=int, default=18090)
     ap.add_argument("--idle-seconds", type=float, default=None)
+    ap.add_argument("--versus", default="",
+                    help="side B is Apus with these [app:proxy-server] options, not Swift")
     args = ap.parse_args()
+    versus = [o.strip() for o in args.versus.split(",") if o.strip()]
+    if any("=" not in o for o in versus):
+        sys.exit("ab.py: --versus takes KEY=VALUE[,KEY=VALUE...]")
+    side_b = "apus(%s)" % ",".join(versus) if versus else "swift"
     if not shutil.which("haproxy"):
         sys.exit("ab.py: haproxy is missing (scripts/install-deps --bench)")
     build = os.path.abspath(args.build)
@@ -325,20 +344,20 @@ def main():
     topologies = [t for t in args.topologies.split(",") if t]
     chosen = [(n, a) for n, a in scenarios(args.quick) if re.search(args.only, n)]
     idle_seconds = args.idle_seconds if args.idle_seconds is not None else (3 if args.quick else 30)
-    results = {"sides": ["apus", "swift"], "rounds": args.rounds, "quick": args.quick,
+    results = {"sides": ["apus", side_b], "rounds": args.rounds, "quick": args.quick,
                "machine": {"description": machine(),
                            "references": references(cluster, build, args.base_port + 60)},
                "topologies": {"ha": "HAProxy on 127.0.0.1:%d in front of %d proxies"
                               % (args.base_port, args.proxies),
                               "direct": "apus-bench spreads its connections over the %d proxies"
                               % args.proxies},
-               "scenarios": [], "idle": {"seconds": idle_seconds, "apus": [], "swift": []},
+               "scenarios": [], "idle": {"seconds": idle_seconds, "apus": [], side_b: []},
                "configs": {}}
     table = {}
     for name, bench_args in chosen:
         for topo in topologies:
             entry = {"name": name, "topology": topo, "args": bench_args,
-                     "runs": {"apus": [], "swift": []}}
+                     "runs": {"apus": [], side_b: []}}
             results["scenarios"].append(entry)
             table[(name, topo)] = entry
     helpers = []
@@ -352,8 +371,11 @@ def main():
         helpers.append(ha)
         wait_port(args.base_port)
         for rnd in range(args.rounds):
-            for side_name in ("apus", "swift"):
-                side = Side(side_name, cluster, build, proxy_ports)
+            for side_name in ("apus", side_b):
+                side = Side(side_name, cluster, build, proxy_ports,
+                            kind="apus" if versus else None, proxy_options=versus)
+                if side_name == "apus":
+                    side.proxy_options = []
                 wipe_devices(cluster)
                 flush_memcached(memcached_port)
                 side.up()
@@ -362,7 +384,8 @@ def main():
                         etc = os.path.join(cluster, "etc")
                         confs = {}
                         for f in sorted(os.listdir(etc)):
-                            keep = f.endswith(".conf.swift") if side_name == "swift" else f.endswith(".conf")
+                            keep = (f.endswith(".conf.swift") if side_name == "swift" else
+                                    f.endswith(".conf") or f.endswith(".conf." + side_name))
                             if keep or f in ("haproxy.cfg", "swift.conf"):
                                 confs[f] = open(os.path.join(etc, f)).read()
                         results["configs"][side_name] = confs

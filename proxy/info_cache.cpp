@@ -196,8 +196,13 @@ std::optional<CachedInfo> InfoCache::local_get(const std::string& key) {
   return it->second->second;
 }
 
-void InfoCache::local_set(std::string key, CachedInfo info) {
+void InfoCache::local_set(std::string key, CachedInfo info, double ttl,
+                          std::optional<uint64_t> unless_forgotten_since) {
+  info.expires = std::chrono::steady_clock::now() +
+                 std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                     std::chrono::duration<double>(ttl));
   common::MutexLock lock(&mutex_);
+  if (unless_forgotten_since && *unless_forgotten_since != forgets_) return;
   if (auto it = local_.find(key); it != local_.end()) {
     it->second->second = std::move(info);
     lru_.splice(lru_.begin(), lru_, it->second);
@@ -211,8 +216,14 @@ void InfoCache::local_set(std::string key, CachedInfo info) {
   local_.emplace(std::move(key), lru_.begin());
 }
 
+uint64_t InfoCache::forgets() {
+  common::MutexLock lock(&mutex_);
+  return forgets_;
+}
+
 void InfoCache::local_forget(const std::string& key) {
   common::MutexLock lock(&mutex_);
+  ++forgets_;
   auto it = local_.find(key);
   if (it == local_.end()) return;
   lru_.erase(it->second);
@@ -226,12 +237,13 @@ size_t InfoCache::local_size() {
 
 boost::asio::awaitable<std::optional<CachedInfo>> InfoCache::get(std::string key, InfoKind kind,
                                                                  Memcache* mc) {
-  if (mc) {
-    auto text = co_await mc->get(key);
-    if (!text) co_return std::nullopt;
-    co_return info_from_json(*text, kind, policies_);
-  }
-  co_return local_get(key);
+  if (auto hit = local_get(key); hit || !mc) co_return hit;
+  const uint64_t forgets_before = forgets();
+  auto text = co_await mc->get(key);
+  if (!text) co_return std::nullopt;
+  auto info = info_from_json(*text, kind, policies_);
+  if (info && local_ttl_ > 0) local_set(std::move(key), *info, local_ttl_, forgets_before);
+  co_return info;
 }
 
 boost::asio::awaitable<void> InfoCache::set(std::string key, InfoKind kind, CachedInfo info,
@@ -242,15 +254,13 @@ boost::asio::awaitable<void> InfoCache::set(std::string key, InfoKind kind, Cach
     co_return;  // not an authoritative answer
   }
   if (mc) {
+    if (local_ttl_ > 0) local_set(key, info, std::min(ttl, local_ttl_));
     // Whole seconds, as Swift caches, and at least one (memcached takes 0 as "never expires").
     co_await mc->set(std::move(key), info_to_json(info, kind, policies_),
                      std::max(1.0, static_cast<double>(static_cast<int64_t>(ttl))));
     co_return;
   }
-  info.expires = std::chrono::steady_clock::now() +
-                 std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                     std::chrono::duration<double>(ttl));
-  local_set(std::move(key), std::move(info));
+  local_set(std::move(key), std::move(info), ttl);
 }
 
 std::optional<CachedInfo> RequestInfoMemo::find(std::string_view key) const {

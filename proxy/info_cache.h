@@ -7,10 +7,20 @@
 // otherwise grow the cache without bound), and an expired entry goes when it is next looked
 // up.
 //
+// With memcached, this process also keeps what it read or wrote there for `local_ttl` seconds
+// (a second by default, Apus's local_info_cache_ttl), so a hot container costs no memcached
+// round trip per request. What that adds to Swift's contract: a change made through another
+// proxy process (a container POST there, a DELETE) is seen here up to local_ttl later, where
+// Swift's proxies see it at their next memcached read. Swift already serves infos up to
+// recheck_*_existence (60 s) old for changes that bypass the proxies (object counts, a
+// replica's view), so a one-second window stays well inside what clients can rely on. This
+// process's own writes forget the local entry at once, as they forget the memcached one.
+//
 // Thread-safe. Private to proxy/.
 #pragma once
 
 #include <algorithm>
+#include <cstdint>
 #include <list>
 #include <optional>
 #include <string>
@@ -67,9 +77,16 @@ class InfoCache {
   // to a few tens of MiB while a proxy's working set of accounts and containers fits.
   static constexpr size_t kDefaultMaxEntries = 4096;
 
+  // local_info_cache_ttl's default, in seconds.
+  static constexpr double kDefaultLocalTtl = 1.0;
+
+  // `local_ttl`: how long an entry read from or written to memcached is also kept here (0:
+  // every lookup asks memcached).
   explicit InfoCache(const common::StoragePolicies& policies,
-                     size_t max_entries = kDefaultMaxEntries)
-      : policies_(policies), max_entries_(std::max<size_t>(1, max_entries)) {}
+                     size_t max_entries = kDefaultMaxEntries, double local_ttl = kDefaultLocalTtl)
+      : policies_(policies),
+        max_entries_(std::max<size_t>(1, max_entries)),
+        local_ttl_(std::max(0.0, local_ttl)) {}
 
   // The cached info under `key`, from memcached when `mc` is set, else from this process.
   boost::asio::awaitable<std::optional<CachedInfo>> get(std::string key, InfoKind kind,
@@ -88,14 +105,22 @@ class InfoCache {
   using Lru = std::list<std::pair<std::string, CachedInfo>>;  // most recently used first
 
   std::optional<CachedInfo> local_get(const std::string& key) APUS_EXCLUDES(mutex_);
-  void local_set(std::string key, CachedInfo info) APUS_EXCLUDES(mutex_);
+  // Keeps `info` here for `ttl` seconds; when `unless_forgotten_since` is set, only if no entry
+  // was forgotten since forgets_ had that value (a memcached read that a write overtook must
+  // not bring the old info back for local_ttl).
+  void local_set(std::string key, CachedInfo info, double ttl,
+                 std::optional<uint64_t> unless_forgotten_since = std::nullopt)
+      APUS_EXCLUDES(mutex_);
+  uint64_t forgets() APUS_EXCLUDES(mutex_);
   void local_forget(const std::string& key) APUS_EXCLUDES(mutex_);
 
   const common::StoragePolicies& policies_;
   const size_t max_entries_;
+  const double local_ttl_;
   common::Mutex mutex_;
   Lru lru_ APUS_GUARDED_BY(mutex_);
   std::unordered_map<std::string, Lru::iterator> local_ APUS_GUARDED_BY(mutex_);  // into lru_
+  uint64_t forgets_ APUS_GUARDED_BY(mutex_) = 0;  // local_forget() calls so far
 };
 
 }  // namespace apus::proxy

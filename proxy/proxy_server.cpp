@@ -102,6 +102,10 @@ Result<ProxyConfig> ProxyConfig::from_config(const common::Config& conf) {
   APUS_ASSIGN_OR_RETURN(c.recheck_account_existence, s.get_double("recheck_account_existence", 60));
   APUS_ASSIGN_OR_RETURN(c.recheck_container_existence,
                         s.get_double("recheck_container_existence", 60));
+  APUS_ASSIGN_OR_RETURN(c.local_info_cache_ttl, s.get_double("local_info_cache_ttl", 1.0));
+  if (c.local_info_cache_ttl < 0) {
+    return Status::invalid_argument("local_info_cache_ttl must be 0 or more");
+  }
   APUS_ASSIGN_OR_RETURN(c.recheck_updating_shard_ranges,
                         s.get_double("recheck_updating_shard_ranges", 3600));
   APUS_ASSIGN_OR_RETURN(c.expose_info, s.get_bool("expose_info", true));
@@ -302,7 +306,8 @@ ProxyApp::ProxyApp(ProxyConfig config, std::unique_ptr<ring::Ring> account_ring,
       object_rings_(std::move(object_rings)),
       health_(config_.error_suppression_limit, config_.error_suppression_interval,
               config_.timing_expiry, sorts_by_timing(config_)),
-      info_cache_(config_.swift.policies) {}
+      info_cache_(config_.swift.policies, InfoCache::kDefaultMaxEntries,
+                  config_.local_info_cache_ttl) {}
 
 void ProxyApp::extra_handoff(size_t handoffs, bool all_primaries) {
   count("handoff_count");

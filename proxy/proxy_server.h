@@ -47,6 +47,8 @@ struct ProxyConfig {
   double timing_expiry = 300;
   double recheck_account_existence = 60;
   double recheck_container_existence = 60;
+  // Apus's own: how long this process keeps an info it read from memcached (InfoCache).
+  double local_info_cache_ttl = 1.0;
   // How long the shard ranges of a sharded container that take object updates stay cached
   // (Swift's option and default); 0 asks the container for the one range at every write.
   double recheck_updating_shard_ranges = 3600;

@@ -20,7 +20,9 @@ with apus-ring-builder on free loopback ports), driven with python-swiftclient:
    container_ratelimit, 498 past max_sleep_time_seconds, 497 for a blacklisted account, and
    /info lists the limits.
 10. Account and container info cached in memcached in Swift's format: an ACL set at one proxy
-    counts at the other at once, and an entry Swift's own code wrote is read by Apus.
+    counts at the other within local_info_cache_ttl (1 s; at once with 0), a proxy serving one
+    container reads its infos from memcached about once a second, not twice a request, and an
+    entry Swift's own code wrote is read by Apus.
 
 usage: proxy_faults_test.py <build-dir>
 """
@@ -334,8 +336,38 @@ def shared_info(cluster):
     check(isinstance(info, dict) and info.get("status") == 204 and info.get("read_acl") is None
           and info.get("storage_policy") == "0",
           "the container info in memcached is Swift's dict: %r" % info)
+    # The second proxy keeps the info it read for local_info_cache_ttl (1 s): the ACL counts
+    # there within that; a proxy with local_info_cache_ttl = 0 sees it at its next request.
+    at_once = url.replace(":%d/" % cluster.proxy_port, ":%d/" % cluster.start_proxy(
+        "proxy-no-local-info", app_options="local_info_cache_ttl = 0\n"))
+    check(anonymous_get(at_once) == 401, "no ACL yet at the proxy without a local info cache")
     swift.post_container(url, token, "shared", {"X-Container-Read": ".r:*"})
-    check(anonymous_get(other) == 200, "the ACL set at the first proxy counts at the second")
+    check(anonymous_get(at_once) == 200, "the ACL counts at once without a local info cache")
+    start = time.time()
+    while anonymous_get(other) != 200 and time.time() - start < 5:
+        time.sleep(0.05)
+    waited = time.time() - start
+    check(waited < 1.5, "the ACL set at the first proxy counts at the second within "
+          "local_info_cache_ttl: %.2f s" % waited)
+
+    def memcached_gets():
+        with socket.create_connection(("127.0.0.1", cluster.memcached_port), timeout=5) as c:
+            c.sendall(b"stats\r\n")
+            data = b""
+            while not data.endswith(b"END\r\n"):
+                data += c.recv(65536)
+        for line in data.decode().splitlines():
+            if line.startswith("STAT cmd_get "):
+                return int(line.split()[2])
+        return -1
+    before = memcached_gets()
+    for _ in range(40):
+        anonymous_get(other)
+    reads = memcached_gets() - before
+    print("40 anonymous GETs at one proxy: %d memcached reads; the ACL counted there after "
+          "%.2f s" % (reads, waited))
+    check(0 <= reads < 40, "40 anonymous GETs at one proxy read memcached %d times, not 80 "
+          "(the account and container infos kept for a second)" % reads)
     # An entry written by Swift's own code (a Swift proxy on the same memcached).
     swift.put_container(url, token, "swift-cached")
     swift.put_object(url, token, "swift-cached", "o", b"x")

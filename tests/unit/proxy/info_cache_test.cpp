@@ -9,6 +9,9 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_future.hpp>
 #include <string>
+#include <thread>
+
+#include "proxy/memcache.h"
 
 namespace apus::proxy {
 namespace {
@@ -101,6 +104,54 @@ TEST_CASE("info cache: the default bound is a named constant") {
     put(cache, "account/AUTH_" + std::to_string(i));
   }
   CHECK(cache.local_size() == InfoCache::kDefaultMaxEntries);
+}
+
+// A memcached that refuses every connection: what InfoCache answers then comes from this
+// process alone, so these tests see exactly what the local copy holds.
+Memcache unreachable_memcached() {
+  return Memcache({MemcacheServer{"127.0.0.1:1", "127.0.0.1", 1}});
+}
+
+TEST_CASE("info cache with memcached: a write is kept here for local_ttl, then asked again") {
+  common::StoragePolicies policies;
+  Memcache mc = unreachable_memcached();
+  InfoCache cache(policies, 10, 0.3);
+  run(cache.set("container/a/c", InfoKind::kContainer, found("one"), 60, &mc));
+  auto hit = run(cache.get("container/a/c", InfoKind::kContainer, &mc));
+  REQUIRE(hit);
+  CHECK(hit->headers.get_or("X-Account-Meta-Marker", "") == "one");
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  CHECK_FALSE(run(cache.get("container/a/c", InfoKind::kContainer, &mc)));
+}
+
+TEST_CASE("info cache with memcached: forget drops the local copy at once") {
+  common::StoragePolicies policies;
+  Memcache mc = unreachable_memcached();
+  InfoCache cache(policies, 10, 60);
+  run(cache.set("account/a", InfoKind::kAccount, found("x"), 60, &mc));
+  run(cache.forget("account/a", &mc));
+  CHECK_FALSE(run(cache.get("account/a", InfoKind::kAccount, &mc)));
+}
+
+TEST_CASE("info cache with memcached: a 404 stays here no longer than memcached keeps it") {
+  common::StoragePolicies policies;
+  Memcache mc = unreachable_memcached();
+  InfoCache cache(policies, 10, 60);
+  CachedInfo missing;
+  missing.status = 404;
+  run(cache.set("account/gone", InfoKind::kAccount, missing, 2, &mc));  // 404s: a tenth, 0.2 s
+  CHECK(run(cache.get("account/gone", InfoKind::kAccount, &mc)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  CHECK_FALSE(run(cache.get("account/gone", InfoKind::kAccount, &mc)));
+}
+
+TEST_CASE("info cache with memcached: local_ttl 0 keeps nothing here") {
+  common::StoragePolicies policies;
+  Memcache mc = unreachable_memcached();
+  InfoCache cache(policies, 10, 0);
+  run(cache.set("account/a", InfoKind::kAccount, found("x"), 60, &mc));
+  CHECK_FALSE(run(cache.get("account/a", InfoKind::kAccount, &mc)));
+  CHECK(cache.local_size() == 0);
 }
 
 TEST_CASE("request info memo: keeps authoritative answers, forgets on write, bounded") {
