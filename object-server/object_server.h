@@ -131,8 +131,16 @@ class ObjectServer {
   boost::asio::awaitable<void> handle_get_head(common::http::Exchange& ex, Parsed& p);
   boost::asio::awaitable<void> handle_post(common::http::Exchange& ex, Parsed& p);
   boost::asio::awaitable<void> handle_delete(common::http::Exchange& ex, Parsed& p);
+  // `small_body`: the whole object's data when the job that opened it read it too.
   boost::asio::awaitable<void> send_object(common::http::Exchange& ex, Parsed& p,
-                                           DiskObject& obj);
+                                           DiskObject& obj, const std::string* small_body);
+  // Swift's keep_cache: whether a GET's reads of an object of `size` bytes stay in the page
+  // cache.
+  bool keep_cache(const common::http::Request& req, uint64_t size) const;
+  // The whole data of an opened object no bigger than one disk chunk, read (and dropped from
+  // the page cache unless `keep`) in the job that opened it; nullopt when bigger or the read
+  // fails or ends short (the streaming path then reads it and reports that). Pool thread.
+  std::optional<std::string> read_small_body(const DiskObject& obj, bool keep);
   // Tells the container replicas about a change, per container_update_mode.
   boost::asio::awaitable<void> container_update(const Parsed& p, std::string op,
                                                 common::http::HeaderMap update_headers);

@@ -531,7 +531,9 @@ NodeAddress node_address(const ring::Device& device, const HeaderMap& request) {
 HeaderMap backend_headers(const common::http::Request& client, const std::string& trans_id) {
   HeaderMap h;
   h.set("X-Trans-Id", trans_id);
-  h.set("User-Agent", "proxy-server " + std::to_string(::getpid()));
+  // Swift's backend_user_agent; the pid asked once (a getpid() per request showed in strace).
+  static const std::string user_agent = "proxy-server " + std::to_string(::getpid());
+  h.set("User-Agent", user_agent);
   h.set("Referer", common::http::as_referer(client));
   for (const auto& [name, value] : client.headers) {
     if (common::http::istarts_with(name, "x-backend-")) h.set(name, value);

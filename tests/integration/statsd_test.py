@@ -57,15 +57,22 @@ class StatsdCluster(Cluster):
     }
 
 
-def drain(settle=0.5):
-    """Every datagram received until none came for `settle` seconds: {name: [(value, rate)]}."""
+def drain(settle=0.5, expect=None):
+    """Every datagram received until none came for `settle` seconds: {name: [(value, rate)]}.
+    `expect` ({name: count}): keeps listening past a quiet `settle` (for at most 15 s) until
+    each name came at least that often; a replica may answer after the proxy's quorum did, and
+    a loaded machine may be quiet for longer than `settle` in between."""
     got = {}
     listener.settimeout(settle)
+    deadline = time.monotonic() + 15
     while True:
         try:
             data = listener.recv(65536).decode()
         except socket.timeout:
-            return got
+            missing = [n for n, c in (expect or {}).items() if len(got.get(n, [])) < c]
+            if not missing or time.monotonic() > deadline:
+                return got
+            continue
         m = DATAGRAM.match(data)
         if not check(m, "a datagram in Swift's format: %r" % data):
             continue
@@ -98,7 +105,7 @@ def main():
 
         swift.put_container(url, token, "c")
         swift.put_object(url, token, "c", "o", b"x" * 1000)
-        got = drain()
+        got = drain(expect={"object-server.PUT.timing": 3, "container-server.PUT.timing": 1})
         check("apus.proxy-server.container.PUT.201.timing" in got,
               "container PUT timing: %r" % names(got, "apus.proxy-server.container"))
         check("apus.proxy-server.object.PUT.201.timing" in got and
@@ -160,7 +167,7 @@ def main():
 
         swift.delete_object(url, token, "c", "o")
         swift.get_account(url, token)
-        got = drain()
+        got = drain(expect={"object-server.DELETE.timing": 3})
         check("apus.proxy-server.object.DELETE.204.timing" in got, "object DELETE timing")
         check("apus.proxy-server.account.GET.200.timing" in got, "account GET timing")
         check(len(got.get("object-server.DELETE.timing", [])) == 3, "object-server DELETEs")
@@ -179,7 +186,7 @@ def main():
         for n in range(4):
             cluster.stop("container", n)
         swift.put_object(url, token, "c", "pending", b"p")
-        got = drain()
+        got = drain(expect={"object-server.async_pendings": 3})
         check(len(got.get("object-server.async_pendings", [])) == 3,
               "object-server.async_pendings from each replica: %r"
               % names(got, "object-server"))

@@ -620,30 +620,37 @@ def verified_read(root, swift_port, apus_port):
     check(seen["swift"] == (200, None, True, 206, None), "swift ignores it: %r" % (seen,))
     check(seen["apus"] == (200, "yes", True, 206, None),
           "apus promises whole reads only: %r" % (seen,))
-    path = "/sda1/11/AUTH_test/c/verified-apus"
-    objects = os.path.join(root, "apus", "sda1", "objects", "11")
-    from swift.obj.diskfile import read_metadata
-    datas = [os.path.join(d, f) for d, _, fs in os.walk(objects) for f in fs
-             if f.endswith(".data")]
-    datas = [d for d in datas if read_metadata(d)["name"] == "/AUTH_test/c/verified-apus"]
-    check(len(datas) == 1, "the .data of the verified object: %r" % datas)
-    with open(datas[0], "r+b") as f:
-        f.seek(1000)
-        f.write(b"V")
-    conn = http.client.HTTPConnection("127.0.0.1", apus_port, timeout=10)
-    try:
-        conn.request("GET", path, headers={hdr: "yes"})
-        resp = conn.getresponse()
+    # A small object too: its body is read with the open, in one chunk, and held back whole.
+    small = b"s" * 4096
+    status = procs.request(apus_port, "PUT", "/sda1/11/AUTH_test/c/verified-small",
+                           {"X-Timestamp": "1700000040.00000", "Content-Type": "text/plain"},
+                           small)[0]
+    check(status == 201, "PUT of the small verified object: %d" % status)
+    for name, length in (("verified-apus", len(body)), ("verified-small", len(small))):
+        path = "/sda1/11/AUTH_test/c/" + name
+        objects = os.path.join(root, "apus", "sda1", "objects", "11")
+        from swift.obj.diskfile import read_metadata
+        datas = [os.path.join(d, f) for d, _, fs in os.walk(objects) for f in fs
+                 if f.endswith(".data")]
+        datas = [d for d in datas if read_metadata(d)["name"] == "/AUTH_test/c/" + name]
+        check(len(datas) == 1, "the .data of %s: %r" % (name, datas))
+        with open(datas[0], "r+b") as f:
+            f.seek(1000)
+            f.write(b"V")
+        conn = http.client.HTTPConnection("127.0.0.1", apus_port, timeout=10)
         try:
-            got = resp.read()
-        except http.client.IncompleteRead as e:
-            got = e.partial
-    finally:
-        conn.close()
-    check(resp.status == 200 and len(got) < len(body),
-          "a rotten file's verified read ends short: %d, %d of %d" %
-          (resp.status, len(got), len(body)))
-    check(procs.request(apus_port, "HEAD", path)[0] == 404, "and it is quarantined")
+            conn.request("GET", path, headers={hdr: "yes"})
+            resp = conn.getresponse()
+            try:
+                got = resp.read()
+            except http.client.IncompleteRead as e:
+                got = e.partial
+        finally:
+            conn.close()
+        check(resp.status == 200 and len(got) < length,
+              "%s: a rotten file's verified read ends short: %d, %d of %d" %
+              (name, resp.status, len(got), length))
+        check(procs.request(apus_port, "HEAD", path)[0] == 404, "%s is quarantined" % name)
 
 
 def head_names(port, path):

@@ -327,6 +327,10 @@ class Session : public Exchange, public std::enable_shared_from_this<Session> {
   // Swift's per-line and count limits on a parsed head: the refusal to send, if any.
   std::optional<std::pair<int, std::string_view>> check_limits() const;
   void fill_request();
+  // Frees what the last request held before the connection waits for its next one, so an
+  // idle keep-alive connection costs its socket, its coroutine and this object, not a request's
+  // headers and buffers (thousands of pooled client connections sit idle at once).
+  void release_request();
   net::awaitable<void> serve_one();
   net::awaitable<void> discard_until_closed();
   net::awaitable<Status> write_buffers(std::span<const net::const_buffer> buffers);
@@ -345,6 +349,9 @@ class Session : public Exchange, public std::enable_shared_from_this<Session> {
   std::vector<std::string> masked_names_;  // field names the parser saw masked (read_head())
   std::optional<bhttp::request_parser<bhttp::buffer_body>> parser_;
   Request request_;
+  std::string remote_addr_;  // the client's address and port, asked once (fill_request())
+  uint16_t remote_port_ = 0;
+  bool remote_known_ = false;
   bool idle_ = false;
   bool finished_ = false;  // close_and_finish() ran
 
@@ -375,6 +382,7 @@ net::awaitable<void> Session::run() {
     if (head != HeadResult::kOk) break;
     co_await serve_one();
     if (must_close_ || !request_.keep_alive || worker_.draining) break;
+    release_request();
   }
   if (unread_body_ && !worker_.draining) co_await discard_until_closed();
   close_and_finish();
@@ -486,6 +494,16 @@ std::optional<std::pair<int, std::string_view>> Session::check_limits() const {
   return std::nullopt;
 }
 
+void Session::release_request() {
+  request_ = Request();
+  continue_headers_ = HeaderMap();
+  masked_names_ = std::vector<std::string>();
+  parser_.reset();
+  // Bytes of a pipelined request stay; an empty buffer goes, and the next read allocates one
+  // of the size it needs.
+  if (buffer_.size() == 0) buffer_.shrink_to_fit();
+}
+
 void Session::fill_request() {
   const auto& msg = parser_->get();
   request_ = Request();
@@ -512,12 +530,17 @@ void Session::fill_request() {
   auto expect = request_.headers.get("Expect");
   request_.expect_continue = expect && iequals(*expect, "100-continue");
   request_.keep_alive = msg.keep_alive();
-  beast::error_code ec;
-  auto remote = stream_.socket().remote_endpoint(ec);
-  if (!ec) {
-    request_.remote_addr = remote.address().to_string();
-    request_.remote_port = remote.port();
+  if (!remote_known_) {  // once per connection: a getpeername() per request showed in strace
+    beast::error_code ec;
+    auto remote = stream_.socket().remote_endpoint(ec);
+    if (!ec) {
+      remote_addr_ = remote.address().to_string();
+      remote_port_ = remote.port();
+    }
+    remote_known_ = true;
   }
+  request_.remote_addr = remote_addr_;
+  request_.remote_port = remote_port_;
   status_ = 0;
   continue_sent_ = false;
   body_after_head_ = false;
