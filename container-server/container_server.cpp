@@ -817,7 +817,8 @@ net::awaitable<std::optional<Response>> ContainerServer::send_account_update(Acc
     out.headers.set("X-Bytes-Used", std::to_string(info.container_bytes()));
     out.headers.set("X-Trans-Id", u.trans_id);
     out.headers.set("X-Backend-Storage-Policy-Index", std::to_string(info.storage_policy_index));
-    out.headers.set("User-Agent", "container-server " + std::to_string(::getpid()));
+    static const std::string user_agent = "container-server " + std::to_string(::getpid());
+    out.headers.set("User-Agent", user_agent);
     out.headers.set("Referer", u.referer);
     if (u.override_deleted) out.headers.set("X-Account-Override-Deleted", "yes");
     out.content_length = 0;

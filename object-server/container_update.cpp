@@ -38,7 +38,8 @@ ContainerUpdate update_from(const Request& req, const Location& loc, std::string
   u.headers = std::move(headers);
   u.headers.set("X-Trans-Id", req.headers.get_or("X-Trans-Id", "-"));
   u.headers.set("Referer", common::http::as_referer(req));
-  u.headers.set("User-Agent", "object-server " + std::to_string(::getpid()));
+  static const std::string user_agent = "object-server " + std::to_string(::getpid());  // once
+  u.headers.set("User-Agent", user_agent);
   return u;
 }
 
