@@ -42,6 +42,8 @@ import threading
 import time
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ab import wait_port  # noqa: E402
 
 
 def rss_mib(pid):
@@ -52,20 +54,11 @@ def rss_mib(pid):
     return 0.0
 
 
-def wait_port(port, timeout=30):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            return True
-        except OSError:
-            time.sleep(0.1)
-    return False
+HEALTHCHECK = b"GET /healthcheck HTTP/1.1\r\nHost: bench\r\n\r\n"
 
 
-def healthcheck(sock):
-    """Sends GET /healthcheck and reads the whole answer (Swift's: 200, body "OK")."""
-    sock.sendall(b"GET /healthcheck HTTP/1.1\r\nHost: bench\r\n\r\n")
+def read_healthcheck_answer(sock):
+    """Reads the whole answer to HEALTHCHECK (Swift's: 200, body "OK")."""
     data = b""
     while b"\r\n\r\nOK" not in data:
         chunk = sock.recv(4096)
@@ -83,17 +76,12 @@ def open_idle(port, count, source_ip):
         s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         s.bind((source_ip, 0))
         s.connect(("127.0.0.1", port))
-        s.sendall(b"GET /healthcheck HTTP/1.1\r\nHost: bench\r\n\r\n")
+        s.sendall(HEALTHCHECK)
         socks.append(s)
     # Answers read after all are sent: the proxy works on them while we send the rest.
     for s in socks:
         s.settimeout(30)
-        data = b""
-        while b"\r\n\r\nOK" not in data:
-            chunk = s.recv(4096)
-            if not chunk:
-                raise OSError("an idle connection closed before its answer")
-            data += chunk
+        read_healthcheck_answer(s)
     return socks
 
 
@@ -159,7 +147,8 @@ class Prober(threading.Thread):
             start = time.perf_counter()
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=5) as s:
-                    healthcheck(s)
+                    s.sendall(HEALTHCHECK)
+                    read_healthcheck_answer(s)
                 self.times.append(time.perf_counter() - start)
             except OSError:
                 self.errors += 1

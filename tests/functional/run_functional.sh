@@ -25,7 +25,9 @@ suite=$("$here/fetch_suite.sh") || { echo "cannot fetch Swift's functional tests
 export APUS_SAIO_DIR=$(mktemp -d /tmp/apus-functional.XXXXXX)
 export APUS_SAIO_PORT=${APUS_SAIO_PORT:-8080}
 export APUS_BUILD_DIR="$build_dir"
-export APUS_SAIO_MEMCACHED_PORT=${APUS_SAIO_MEMCACHED_PORT:-$((20000 + RANDOM % 20000))}
+# Below the ephemeral ports (32768 and up), so no outgoing connection can hold it; a random
+# one so two runs side by side do not share a memcached.
+export APUS_SAIO_MEMCACHED_PORT=${APUS_SAIO_MEMCACHED_PORT:-$((20000 + RANDOM % 12000))}
 # Swift's testFileSizeLimit holds four PUTs of max_file_size open at once and every replica is
 # fallocated: 512 MiB needs about 6.5 GB free instead of the 63 GB of Swift's 5 GiB default.
 # The suite reads the limit from /info. (The all-in-one's tempauth has the SERVICE prefix and

@@ -9,7 +9,8 @@ set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 export APUS_SAIO_DIR=$(mktemp -d /tmp/apus-saio-test.XXXXXX)
 export APUS_BUILD_DIR="$1"
-export APUS_SAIO_MEMCACHED_PORT=$((20000 + RANDOM % 20000))
+# Below the ephemeral ports (32768 and up), so no outgoing connection can hold it.
+export APUS_SAIO_MEMCACHED_PORT=$((20000 + RANDOM % 12000))
 export APUS_SAIO_MAX_FILE_SIZE=536870912
 fail=0
 cleanup() { "$top/scripts/saio" down >/dev/null 2>&1; rm -rf "$APUS_SAIO_DIR"; }

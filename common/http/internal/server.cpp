@@ -349,7 +349,9 @@ class Session : public Exchange, public std::enable_shared_from_this<Session> {
   std::vector<std::string> masked_names_;  // field names the parser saw masked (read_head())
   std::optional<bhttp::request_parser<bhttp::buffer_body>> parser_;
   Request request_;
-  std::string remote_addr_;  // the client's address and port, asked once (fill_request())
+  // The client's address (and remote_port_, set with it), asked of the socket once.
+  const std::string& remote_addr();
+  std::string remote_addr_;
   uint16_t remote_port_ = 0;
   bool remote_known_ = false;
   bool idle_ = false;
@@ -467,7 +469,7 @@ net::awaitable<Session::HeadResult> Session::read_request_head() {
     co_return HeadResult::kRejected;
   }
   if (ec == bhttp::error::partial_message) co_return HeadResult::kClosed;
-  APUS_LOG_DEBUG("bad request head from " + request_.remote_addr + ": " + ec.message());
+  APUS_LOG_DEBUG("bad request head from " + remote_addr() + ": " + ec.message());
   co_await reject(400, "Bad Request");
   co_return HeadResult::kRejected;
 }
@@ -492,6 +494,19 @@ std::optional<std::pair<int, std::string_view>> Session::check_limits() const {
     return std::pair(431, "Request Header Fields Too Large");
   }
   return std::nullopt;
+}
+
+const std::string& Session::remote_addr() {
+  if (!remote_known_) {  // once per connection: a getpeername() per request showed in strace
+    beast::error_code ec;
+    auto remote = stream_.socket().remote_endpoint(ec);
+    if (!ec) {
+      remote_addr_ = remote.address().to_string();
+      remote_port_ = remote.port();
+    }
+    remote_known_ = true;
+  }
+  return remote_addr_;
 }
 
 void Session::release_request() {
@@ -530,16 +545,7 @@ void Session::fill_request() {
   auto expect = request_.headers.get("Expect");
   request_.expect_continue = expect && iequals(*expect, "100-continue");
   request_.keep_alive = msg.keep_alive();
-  if (!remote_known_) {  // once per connection: a getpeername() per request showed in strace
-    beast::error_code ec;
-    auto remote = stream_.socket().remote_endpoint(ec);
-    if (!ec) {
-      remote_addr_ = remote.address().to_string();
-      remote_port_ = remote.port();
-    }
-    remote_known_ = true;
-  }
-  request_.remote_addr = remote_addr_;
+  request_.remote_addr = remote_addr();
   request_.remote_port = remote_port_;
   status_ = 0;
   continue_sent_ = false;
