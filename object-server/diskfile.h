@@ -42,6 +42,12 @@ const std::string* find_meta(const Metadata& md, std::string_view key);
 // Sets `key` to `value`, replacing an existing entry.
 void set_meta(Metadata& md, std::string_view key, std::string_view value);
 
+// The CRC32C of a .data file's body (8 hex digits), which Apus's object server computes of
+// every body it stores and a whole-object GET checks instead of the MD5. Not metadata in
+// Swift's sense: Swift's object servers neither send it nor store it from a request, and
+// Apus's stores only the value it computed itself.
+inline constexpr std::string_view kCrc32cMetaKey = "X-Apus-Crc32c";
+
 // Which object, on which device and partition, under which policy.
 struct Location {
   std::string device;

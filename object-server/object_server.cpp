@@ -13,6 +13,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
 
+#include "common/crypto/crc32c.h"
 #include "common/crypto/md5.h"
 #include "common/http/client.h"
 #include "common/http/date.h"
@@ -655,7 +656,10 @@ struct ObjectServer::PutState {
   // The body's last batch, written in the commit's job (a small object's only batch: one
   // trip to the disk pool fewer per PUT).
   std::string last_batch;
-  std::string etag;  // MD5 of the bytes received
+  // The proxy's MD5 of the body comes in the footer, checked by CRC32C (kBodyChecksumHeader).
+  bool md5_in_footer = false;
+  common::crypto::Crc32c crc;  // of the bytes received
+  std::string etag;            // MD5 of the bytes received
   Metadata md;       // what is stored
 };
 
@@ -747,6 +751,12 @@ net::awaitable<std::optional<Response>> ObjectServer::start_put_body(PutState& p
   put.footer = common::config_true_value(h.get_or("X-Backend-Obj-Metadata-Footer", ""));
   const bool multiphase =
       common::config_true_value(h.get_or("X-Backend-Obj-Multiphase-Commit", ""));
+  if (auto checksum = h.get(common::http::kBodyChecksumHeader)) {
+    if (!iequals(*checksum, "crc32c") || !put.footer) {
+      co_return swob_response_with_body(400, "unsupported body checksum");
+    }
+    put.md5_in_footer = true;
+  }
   if (!put.footer && !multiphase) co_return std::nullopt;
   std::string boundary(h.get_or("X-Backend-Obj-Multipart-Mime-Boundary", ""));
   if (boundary.empty()) co_return swob_response_with_body(400, "no MIME boundary");
@@ -762,9 +772,10 @@ net::awaitable<std::optional<Response>> ObjectServer::start_put_body(PutState& p
 }
 
 net::awaitable<std::optional<Response>> ObjectServer::receive_put_body(PutState& put) {
-  // The body: read in network_chunk_size pieces and hashed on this worker, written on the
-  // disk pool a batch of up to kWriteBatch bytes at a time (a trip to the pool per 64 KiB
-  // cost more in thread switches than the writes themselves).
+  // The body: read in network_chunk_size pieces and checksummed on this worker (CRC32C always,
+  // MD5 unless the footer brings it), written on the disk pool a batch of up to kWriteBatch
+  // bytes at a time (a trip to the pool per 64 KiB cost more in thread switches than the
+  // writes themselves).
   constexpr size_t kWriteBatch = 1 << 20;
   const uint64_t max_size = static_cast<uint64_t>(config_.swift.constraints.max_file_size);
   common::crypto::Md5 md5;
@@ -784,7 +795,9 @@ net::awaitable<std::optional<Response>> ObjectServer::receive_put_body(PutState&
     if (!n.ok()) co_return body_failure(put.body, n.status());
     done = *n == 0;
     if (!done && now_seconds() > deadline) co_return swob_response(408);
-    md5.update(std::string_view(batch.data() + batched, *n));
+    std::string_view piece(batch.data() + batched, *n);
+    put.crc.update(piece);
+    if (!put.md5_in_footer) md5.update(piece);
     batched += *n;
     put.received += *n;
     // A chunked body (or a MIME document) has no length to refuse up front: stop at the limit.
@@ -807,14 +820,47 @@ net::awaitable<std::optional<Response>> ObjectServer::receive_put_body(PutState&
   phase_body_.observe(body_seconds);
   phase_write_.observe(write_seconds);
   if (put.fsize && *put.fsize != put.received) co_return swob_response(499);
-  put.etag = md5.hex_digest();
+  if (!put.md5_in_footer) put.etag = md5.hex_digest();
   co_return std::nullopt;
+}
+
+namespace {
+
+bool is_md5_hex(std::string_view s) {
+  return s.size() == 32 && std::all_of(s.begin(), s.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+}  // namespace
+
+std::optional<Response> ObjectServer::take_footer_md5(PutState& put) const {
+  auto md5 = put.footers.get(common::http::kBodyMd5Footer);
+  auto crc = put.footers.get(common::http::kBodyCrc32cFooter);
+  std::optional<uint32_t> want_crc =
+      crc ? common::crypto::parse_crc32c_hex(*crc) : std::nullopt;
+  if (!md5 || !is_md5_hex(*md5) || !want_crc) {
+    return swob_response_with_body(400, "no body checksum in footer");
+  }
+  if (*want_crc != put.crc.value()) {
+    // The bytes changed between the proxy and here: refused as Swift refuses an MD5 mismatch.
+    APUS_LOG_WARNING("PUT " + put.p.loc.name() + ": body CRC32C " + put.crc.hex() +
+                     " does not match the proxy's " + std::string(*crc));
+    return swob_response(422);
+  }
+  put.etag = std::string(*md5);
+  return std::nullopt;
 }
 
 net::awaitable<std::optional<Response>> ObjectServer::finish_put_body(PutState& put) {
   if (put.footer) {
     if (auto refusal = co_await read_footers(put.body, put.footers)) co_return refusal;
   }
+  if (put.md5_in_footer) {
+    if (auto refusal = take_footer_md5(put)) co_return refusal;
+  }
+  put.footers.erase(common::http::kBodyMd5Footer);
+  put.footers.erase(common::http::kBodyCrc32cFooter);
   // The footer's ETag (encryption's, of the bytes as stored) wins over the request's.
   std::string client_etag(put.req.headers.get_or("Etag", ""));
   if (auto f = put.footers.get("Etag"); f && !f->empty()) {
@@ -845,6 +891,8 @@ Metadata ObjectServer::put_metadata(const PutState& put) const {
     set_meta(md, "X-Delete-At", *put.delete_at.value);  // what X-Delete-After became
   }
   set_meta(md, "name", put.p.loc.name());
+  // Last, so that no header (a replication sender's included) replaces the computed value.
+  set_meta(md, kCrc32cMetaKey, put.crc.hex());
   return md;
 }
 
@@ -937,6 +985,41 @@ net::awaitable<void> ObjectServer::handle_get_head(Exchange& ex, Parsed& p) {
   }
   co_await send_object(ex, p, obj, small_body ? &*small_body : nullptr);
 }
+
+namespace {
+
+// What a whole read checks the bytes against: the CRC32C stored with the body when there is one
+// (a pass at memory speed), else the MD5 in the ETag, as Swift's reader checks.
+class WholeBodyCheck {
+ public:
+  WholeBodyCheck(const Metadata& data_metadata, std::string etag) : etag_(std::move(etag)) {
+    if (const std::string* crc = find_meta(data_metadata, kCrc32cMetaKey)) {
+      want_crc_ = common::crypto::parse_crc32c_hex(*crc);
+    }
+    if (!want_crc_) md5_.emplace();
+  }
+  void update(std::string_view data) {
+    if (md5_) {
+      md5_->update(data);
+    } else {
+      crc_.update(data);
+    }
+  }
+  bool matches() const { return md5_ ? md5_->hex_digest() == etag_ : crc_.value() == *want_crc_; }
+  // The quarantine's reason.
+  const char* mismatch() const {
+    return md5_ ? "ETag and file's md5 do not match"
+                : "stored CRC32C and file's contents do not match";
+  }
+
+ private:
+  std::string etag_;
+  std::optional<uint32_t> want_crc_;
+  common::crypto::Crc32c crc_;
+  std::optional<common::crypto::Md5> md5_;
+};
+
+}  // namespace
 
 bool ObjectServer::keep_cache(const Request& req, uint64_t size) const {
   // Swift's keep_cache: what a GET reads stays in the page cache only for small objects
@@ -1045,16 +1128,16 @@ net::awaitable<void> ObjectServer::send_object(Exchange& ex, Parsed& p, DiskObje
   const size_t buf_size =
       small_body ? 0 : static_cast<size_t>(std::min<uint64_t>(config_.disk_chunk_size, obj.size));
   std::array<std::string, 2> bufs = {std::string(buf_size, '\0'), std::string(buf_size, '\0')};
-  // A read of the whole file whose MD5 does not match its ETag: the file is bad and goes to
-  // quarantine (the next reader gets another replica), as Swift's reader does for any read
+  // A read of the whole file whose bytes do not match their checksum: the file is bad and goes
+  // to quarantine (the next reader gets another replica), as Swift's reader does for any read
   // from byte 0 to the end. Done before the last chunk goes out, so a client that has read the
   // whole body finds the object gone. False on a mismatch.
-  auto check_whole = [&](const common::crypto::Md5& md5) -> net::awaitable<bool> {
-    if (md5.hex_digest() == etag) co_return true;
+  auto check_whole = [&](const WholeBodyCheck& check) -> net::awaitable<bool> {
+    if (check.matches()) co_return true;
     Location loc = p.loc;
     co_await pool.call([&] {
       if (auto hash = disk_.object_hash(loc); hash.ok()) {
-        disk_.quarantine(loc, *hash, "ETag and file's md5 do not match").ignore();
+        disk_.quarantine(loc, *hash, check.mismatch()).ignore();
       }
     });
     co_return false;
@@ -1093,9 +1176,10 @@ net::awaitable<void> ObjectServer::send_object(Exchange& ex, Parsed& p, DiskObje
         return n;
       });
     };
-    common::crypto::Md5 md5;
+    std::optional<WholeBodyCheck> check;
+    if (whole) check.emplace(obj.data_metadata, etag);
     auto send = [&](std::string_view data) -> net::awaitable<void> {
-      if (whole) md5.update(data);
+      if (check) check->update(data);
       sent = co_await ex.write_body(data);
     };
     uint64_t off = start;
@@ -1106,12 +1190,12 @@ net::awaitable<void> ObjectServer::send_object(Exchange& ex, Parsed& p, DiskObje
       std::string_view data(small_body ? small_body->data() + off : bufs[cur].data(), *got);
       uint64_t next = off + *got;
       if (next >= end) {
-        if (whole) {
-          md5.update(data);
-          if (!co_await check_whole(md5) && verified_read) {
+        if (check) {
+          check->update(data);
+          if (!co_await check_whole(*check) && verified_read) {
             // The quarantine's own line names the file.
-            APUS_LOG_WARNING("verified read: ETag and file's md5 do not match; last chunk "
-                             "held back");
+            APUS_LOG_WARNING(std::string("verified read: ") + check->mismatch() +
+                             "; last chunk held back");
             co_return false;
           }
           sent = co_await ex.write_body(data);

@@ -105,6 +105,9 @@ class ObjectServer {
   boost::asio::awaitable<std::optional<common::http::Response>> receive_put_body(PutState& put);
   // The footer document and the ETag check.
   boost::asio::awaitable<std::optional<common::http::Response>> finish_put_body(PutState& put);
+  // The proxy's MD5 from the footer once the body's CRC32C matches the footer's
+  // (kBodyChecksumHeader): the refusal when it is missing or does not match.
+  std::optional<common::http::Response> take_footer_md5(PutState& put) const;
   // The metadata to store.
   Metadata put_metadata(const PutState& put) const;
   // The .data file into place (pool), then the rest of a MIME body.

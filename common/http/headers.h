@@ -94,6 +94,18 @@ void add_wsgi_field(HeaderMap& map, std::string_view name, std::string_view valu
 // the gatekeeper keeps it (an X-Backend- header) off the client's side.
 inline constexpr std::string_view kVerifiedReadHeader = "X-Backend-Apus-Verified-Read";
 
+// Between Apus's proxy and Apus's object servers: an object PUT carrying
+// `kBodyChecksumHeader: crc32c` is a MIME body with a metadata footer, and that footer holds
+// the MD5 the proxy computed of the body (kBodyMd5Footer) and its CRC32C (kBodyCrc32cFooter).
+// An Apus object server then checks the cheap CRC32C of what it received against the footer
+// and takes the proxy's MD5 as the body's, instead of hashing the body again: one MD5 pass per
+// PUT instead of one per replica more. Swift's object servers ignore the header and both
+// footers (they are not metadata) and hash as ever; the footer's Etag, when there is one,
+// is compared with the MD5 either way, as Swift compares it.
+inline constexpr std::string_view kBodyChecksumHeader = "X-Backend-Apus-Body-Checksum";
+inline constexpr std::string_view kBodyMd5Footer = "X-Backend-Apus-Body-Md5";
+inline constexpr std::string_view kBodyCrc32cFooter = "X-Backend-Apus-Body-Crc32c";
+
 // Field names outside RFC 9110's tokens that Swift's WSGI server (eventlet) takes and Beast's
 // parser refuses: any visible ASCII but ':' ('=' in s3api's "X-Object-Meta-Foo=5Fbar", '(' in
 // S3 user metadata). `head` is a request head (request line to the empty line); when a name

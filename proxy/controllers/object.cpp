@@ -17,6 +17,7 @@
 #include "common/async.h"
 #include "common/config/config.h"
 #include "common/constraints.h"
+#include "common/crypto/crc32c.h"
 #include "common/crypto/md5.h"
 #include "common/crypto/random.h"
 #include "common/listing_format.h"
@@ -994,25 +995,22 @@ net::awaitable<void> ObjectController::put(Exchange& ex, ProxyEnv& env,
   common::http::ClientRequest put;
   put.method = "PUT";
   put.headers = object_write_headers(req, client, env.trans_id, *now, placement->policy);
-  // An empty body still goes chunked, as Swift sends it (Expect needs a body).
-  if (req.content_length && *req.content_length > 0) {
-    put.content_length = req.content_length;
-  } else {
-    put.chunked = true;
+  // The body goes as a MIME document with a metadata footer (Swift's MIMEPutter, which Swift
+  // uses when a middleware such as encryption has footers), the framing's bytes making it
+  // chunked with its own length in a header of its own. The footer has the body's ETag, which
+  // every object server, Swift's too, checks against the MD5 of what it received, so a body
+  // damaged on the way to one replica is refused there (Swift's proxy sends a plain body and
+  // no ETag unless the client gave one: such a replica is stored with its damage and an ETag
+  // to match). It also has the body's MD5 and CRC32C (kBodyChecksumHeader): Apus's object
+  // servers check the CRC32C, at memory speed, instead of hashing the body once more.
+  const std::string mime_boundary = common::crypto::random_hex(32);
+  put.headers.set(common::http::kBodyChecksumHeader, "crc32c");
+  put.headers.set("X-Backend-Obj-Metadata-Footer", "yes");
+  put.headers.set("X-Backend-Obj-Multipart-Mime-Boundary", mime_boundary);
+  if (req.content_length) {
+    put.headers.set("X-Backend-Obj-Content-Length", std::to_string(*req.content_length));
   }
-  // Metadata that depends on the body follows it in a MIME footer (Swift's MIMEPutter): the
-  // framing adds bytes, so the body goes chunked and its own length in a header of its own.
-  std::string mime_boundary;
-  if (env.update_footers) {
-    mime_boundary = common::crypto::random_hex(32);
-    put.headers.set("X-Backend-Obj-Metadata-Footer", "yes");
-    put.headers.set("X-Backend-Obj-Multipart-Mime-Boundary", mime_boundary);
-    if (put.content_length) {
-      put.headers.set("X-Backend-Obj-Content-Length", std::to_string(*put.content_length));
-    }
-    put.content_length.reset();
-    put.chunked = true;
-  }
+  put.chunked = true;
   put.expect_continue = true;
   const std::string target = "/" + std::to_string(placement->partition) + quoted_path();
   std::optional<QueuePlacement> queue = place_in_queue(client);
@@ -1093,13 +1091,12 @@ net::awaitable<void> ObjectController::send_body(
   const size_t quorum = quorum_size(n);
   // Stream the body to every connection while hashing it.
   common::crypto::Md5 md5;
+  common::crypto::Crc32c crc;
   uint64_t received = 0;
   auto fanout = std::make_shared<PutFanout>(co_await net::this_coro::executor, std::move(conns),
                                             conf.put_queue_depth);
   PutFanout::start(fanout);
-  if (!mime_boundary.empty()) {
-    co_await fanout->push(chunk_of("--" + mime_boundary + "\r\nX-Document: object body\r\n\r\n"));
-  }
+  co_await fanout->push(chunk_of("--" + mime_boundary + "\r\nX-Document: object body\r\n\r\n"));
   for (;;) {
     auto chunk = std::make_shared<PutFanout::Chunk>(conf.client_chunk_size);
     auto got = co_await ex.read_body(std::span(chunk->bytes.get(), chunk->capacity));
@@ -1120,6 +1117,7 @@ net::awaitable<void> ObjectController::send_body(
       co_return co_await ex.reply(swob_response(413));
     }
     md5.update(chunk->view());
+    crc.update(chunk->view());
     co_await fanout->push(std::move(chunk));
     if (fanout->alive() < quorum) {
       fanout->abandon();
@@ -1131,15 +1129,29 @@ net::awaitable<void> ObjectController::send_body(
     app().count("object.client_disconnects");
     co_return co_await ex.reply(swob_response(499));
   }
-  if (!mime_boundary.empty()) {
-    HeaderMap footers;
+  // The closing boundary goes out only with the footer: without it, no object server commits.
+  HeaderMap footers;
+  if (env.update_footers) {
     if (auto refusal = env.update_footers(footers)) {
-      // The closing boundary never goes out, so no object server commits the body.
       fanout->abandon();
       co_return co_await ex.reply(std::move(*refusal));
     }
-    co_await fanout->push(chunk_of(mime_footer(footers, mime_boundary)));
   }
+  const std::string body_md5 = md5.hex_digest();
+  if (!footers.contains("Etag")) {
+    // The footer's ETag wins over the request's at the object servers, so the client's is
+    // checked here, as they would have checked it.
+    std::string client_etag(
+        common::http::normalize_etag(ex.request().headers.get_or("Etag", "")));
+    if (!client_etag.empty() && common::http::to_lower(client_etag) != body_md5) {
+      fanout->abandon();
+      co_return co_await ex.reply(swob_response(422));
+    }
+    footers.set("Etag", body_md5);
+  }
+  footers.set(common::http::kBodyMd5Footer, body_md5);
+  footers.set(common::http::kBodyCrc32cFooter, crc.hex());
+  co_await fanout->push(chunk_of(mime_footer(footers, mime_boundary)));
   co_await fanout->drain();
   std::vector<PutLane> lanes;
   for (size_t i = 0; i < fanout->size(); ++i) {
@@ -1149,7 +1161,7 @@ net::awaitable<void> ObjectController::send_body(
   // Every final answer, or a quorum of them and post_quorum_timeout for the others.
   std::vector<BackendResponse> answers = co_await read_put_answers(
       std::move(lanes), quorum, conf.backend.post_quorum_timeout, health());
-  co_return co_await ex.reply(put_response(std::move(answers), n, md5.hex_digest(), now));
+  co_return co_await ex.reply(put_response(std::move(answers), n, body_md5, now));
 }
 
 // ---- POST and DELETE -------------------------------------------------------------------------

@@ -58,9 +58,9 @@ class ObjectController final : public Controller {
   boost::asio::awaitable<void> put(common::http::Exchange& ex, ProxyEnv& env,
                                    const CachedInfo& container);
   // Streams the client's body to `conns` (the replicas that answered 100 Continue, on
-  // `devices`, of `n`) while hashing it, then reads their answers and replies. With a
-  // `mime_boundary` the body goes as Swift's MIME document, its footer from `env`'s
-  // update_footers.
+  // `devices`, of `n`) as Swift's MIME document (`mime_boundary`) while hashing it, then the
+  // footer (`env`'s update_footers, the ETag and the body's checksums), reads their answers
+  // and replies.
   boost::asio::awaitable<void> send_body(
       common::http::Exchange& ex, ProxyEnv& env,
       std::vector<std::unique_ptr<common::http::ClientConnection>> conns,

@@ -726,7 +726,13 @@ TEST_CASE("issue 12: out of descriptors, the acceptor backs off instead of spinn
   auto r = third.read_response();
   REQUIRE(r);
   CHECK(r->body == "GET /third");
+  // The child's log lines are written by its log writer thread, after the fact: wait for the
+  // episode's last line (a bounded wait; CI machines run other tests beside this one).
   std::string log = child_log();
+  for (int i = 0; i < 100 && log.find("accepting again after") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    log = child_log();
+  }
   size_t failures = 0;
   for (size_t at = log.find("accept failed"); at != std::string::npos;
        at = log.find("accept failed", at + 1)) {
