@@ -191,6 +191,24 @@ class PutBody {
         co_return n;
       }
       if (!in_document_) co_return size_t{0};
+      // The common case: the body's bytes are read straight into `buf` and scanned there for
+      // the delimiter (one copy, the kernel's, instead of three).
+      std::optional<std::string_view> tail;
+      if (buf.size() >= 2 * splitter_->delimiter_size()) tail = splitter_->take_body_tail();
+      if (tail) {
+        const size_t held = tail->size();
+        std::memcpy(buf.data(), tail->data(), held);
+        auto n = co_await ex_.read_body(buf.subspan(held));
+        if (!n.ok()) co_return n.status();
+        std::string_view region(buf.data(), held + *n);
+        if (*n == 0) {  // the input ended: the splitter decides what the tail was
+          splitter_->feed(region);
+          splitter_->finish();
+          continue;
+        }
+        if (size_t body = splitter_->body_in_place(region); body > 0) co_return body;
+        continue;
+      }
       auto e = co_await next_event();
       if (!e.ok()) co_return e.status();
       if (*e == MimeSplitter::Event::kData) {

@@ -46,6 +46,26 @@ void MimeSplitter::feed(std::string_view bytes) {
 
 void MimeSplitter::finish() { finished_ = true; }
 
+std::optional<std::string_view> MimeSplitter::take_body_tail() {
+  if (state_ != State::kBody || finished_ || !error_.empty() || buffered() >= delimiter_.size()) {
+    return std::nullopt;
+  }
+  std::string_view tail = unread();
+  pos_ = buffer_.size();
+  return tail;
+}
+
+size_t MimeSplitter::body_in_place(std::string_view region) {
+  // As read_body() decides: body up to a delimiter, or all but a tail that could start one.
+  size_t delim = region.find(delimiter_);
+  size_t keep = delimiter_.size() - 1;
+  size_t body = delim != std::string_view::npos ? delim
+                : region.size() > keep          ? region.size() - keep
+                                                : 0;
+  feed(region.substr(body));
+  return body;
+}
+
 MimeSplitter::Event MimeSplitter::fail(std::string why) {
   error_ = std::move(why);
   state_ = State::kDone;

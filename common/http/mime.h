@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -55,6 +56,18 @@ class MimeSplitter {
   // Bytes buffered and not yet handed out (bounds memory: a document's body never waits here
   // longer than it takes to rule out a boundary).
   size_t buffered() const { return buffer_.size() - pos_; }
+
+  // The in-place path for a large document body, which saves copying every byte into this
+  // splitter and out again. take_body_tail(): in a document's body with fewer than
+  // delimiter_size() bytes buffered (what might start a delimiter) and input not finished,
+  // hands those bytes out and forgets them (valid until the next feed()); nullopt otherwise.
+  // The reader puts them in front of new input in its own buffer and calls
+  // body_in_place(region) on the whole: it returns how many leading bytes of `region` are the
+  // document's body, and feeds the rest (a possible delimiter's start, or the delimiter and
+  // what follows) here, where next() goes on as if all of it had been fed.
+  std::optional<std::string_view> take_body_tail();
+  size_t body_in_place(std::string_view region);
+  size_t delimiter_size() const { return delimiter_.size(); }
 
   // A header block longer than this is an error (it would otherwise buffer without end).
   static constexpr size_t kMaxHeaderBytes = 64 * 1024;
