@@ -1006,6 +1006,11 @@ net::awaitable<void> ObjectServer::handle_get_head(Exchange& ex, Parsed& p) {
 
 namespace {
 
+// A large GET's read size and the most all of them may hold at once (32 GETs' two buffers).
+constexpr size_t kLargeReadBytes = 1 << 20;
+constexpr int64_t kLargeReadHeld = 2 * int64_t{kLargeReadBytes};  // a GET's two buffers
+constexpr int64_t kMaxLargeReadBytes = 64 << 20;
+
 // What a whole read checks the bytes against: the CRC32C stored with the body when there is one
 // (a pass at memory speed), else the MD5 in the ETag, as Swift's reader checks.
 class WholeBodyCheck {
@@ -1142,9 +1147,27 @@ net::awaitable<void> ObjectServer::send_object(Exchange& ex, Parsed& p, DiskObje
   constexpr uint64_t kDropCacheWindow = 1 << 20;
   // Two buffers: the disk pool reads the next chunk while this worker hashes and sends the
   // current one, so a large GET waits on the disk and the network at once, not in turn. None
-  // when the body was read with the open; no bigger than the object.
+  // when the body was read with the open; no bigger than the object. A large object is read
+  // kLargeReadBytes at a time while the server's budget for such buffers lasts: a trip to the
+  // disk pool per 64 KiB cost a 16 MiB GET 256 hand-offs (perf: 14% of its CPU in them).
+  size_t chunk = config_.disk_chunk_size;
+  struct LargeReadBuffers {
+    std::atomic<int64_t>* held = nullptr;
+    ~LargeReadBuffers() {
+      if (held) held->fetch_sub(kLargeReadHeld, std::memory_order_relaxed);
+    }
+  } large_buffers;
+  if (!small_body && obj.size >= 4 * kLargeReadBytes && kLargeReadBytes > chunk) {
+    if (large_read_bytes_.fetch_add(kLargeReadHeld, std::memory_order_relaxed) +
+            kLargeReadHeld <= kMaxLargeReadBytes) {
+      large_buffers.held = &large_read_bytes_;
+      chunk = kLargeReadBytes;
+    } else {
+      large_read_bytes_.fetch_sub(kLargeReadHeld, std::memory_order_relaxed);
+    }
+  }
   const size_t buf_size =
-      small_body ? 0 : static_cast<size_t>(std::min<uint64_t>(config_.disk_chunk_size, obj.size));
+      small_body ? 0 : static_cast<size_t>(std::min<uint64_t>(chunk, obj.size));
   std::array<std::string, 2> bufs = {std::string(buf_size, '\0'), std::string(buf_size, '\0')};
   // A read of the whole file whose bytes do not match their checksum: the file is bad and goes
   // to quarantine (the next reader gets another replica), as Swift's reader does for any read

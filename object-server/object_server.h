@@ -161,6 +161,9 @@ class ObjectServer {
   common::io::DevicePools pools_;  // the disk pools, made only for devices that exist
   UpdateSender updates_;  // after the pools: its deliveries use them
   std::atomic<int> ssync_running_{0};  // SSYNC requests being served
+  // Bytes of read buffers held by large GETs (kLargeReadBytes each, two a GET), at most
+  // kMaxLargeReadBytes: a GET beyond it reads disk_chunk_size at a time.
+  std::atomic<int64_t> large_read_bytes_{0};
   common::HistogramHandle phase_body_, phase_write_, phase_commit_, phase_update_;
 };
 
