@@ -1,4 +1,5 @@
 #include "common/http/mime.h"
+#include "tests/support/mime_split.h"
 
 #include <string>
 #include <vector>
@@ -157,70 +158,6 @@ TEST_CASE("MimeSplitter edge cases") {
   }
 }
 
-namespace {
-
-// As PutBody reads the object's bytes: in the first document's body, each read goes into the
-// reader's own buffer (`chunk` bytes at most) behind the tail take_body_tail() hands back, and
-// body_in_place() says how much of it is body; elsewhere the bytes are fed. Returns the first
-// document's body and the second document's, as next() hands them out.
-std::pair<std::string, std::string> split_in_place(const std::string& input,
-                                                   const std::string& boundary, size_t chunk) {
-  MimeSplitter s(boundary);
-  size_t fed = 0;
-  auto more = [&](size_t n) {
-    n = std::min(n, input.size() - fed);
-    std::string_view got = std::string_view(input).substr(fed, n);
-    fed += n;
-    return got;
-  };
-  std::string docs[2];
-  int doc = -1;
-  bool in_body = false;
-  for (int guard = 0; guard < 1000000; ++guard) {
-    if (doc == 0 && in_body) {
-      if (auto tail = s.take_body_tail()) {
-        std::string buf(*tail);
-        std::string_view fresh = more(chunk);
-        if (fresh.empty()) {
-          s.feed(buf);
-          s.finish();
-        } else {
-          buf += fresh;
-          size_t body = s.body_in_place(buf);
-          docs[0] += buf.substr(0, body);
-        }
-        continue;
-      }
-    }
-    switch (s.next()) {
-      case MimeSplitter::Event::kNeedMore:
-        if (fed >= input.size()) {
-          s.finish();
-        } else {
-          s.feed(more(chunk));
-        }
-        break;
-      case MimeSplitter::Event::kHeaders:
-        ++doc;
-        in_body = true;
-        break;
-      case MimeSplitter::Event::kData:
-        if (doc < 2) docs[doc] += s.data();
-        break;
-      case MimeSplitter::Event::kEndOfDocument:
-        in_body = false;
-        break;
-      case MimeSplitter::Event::kEnd:
-      case MimeSplitter::Event::kError:
-        return {docs[0], docs[1]};
-    }
-  }
-  FAIL("the splitter never ended");
-  return {};
-}
-
-}  // namespace
-
 TEST_CASE("MimeSplitter: the in-place body path splits as feeding does, whatever the reads") {
   const std::string b = std::string(32, 'a') + "0123";
   std::string body = "start\r\n--" + b.substr(0, 30) + "\r\n--" + b.substr(0, 35) + "x\r\n" +
@@ -231,9 +168,13 @@ TEST_CASE("MimeSplitter: the in-place body path splits as feeding does, whatever
     for (size_t chunk : {1, 2, 3, 39, 40, 41, 42, 80, 81, 100, 4096, 65536}) {
       CAPTURE(chunk);
       CAPTURE(payload.size());
-      auto [first, second] = split_in_place(input, b, chunk);
-      CHECK(first == payload);
-      CHECK(second == "{\"Etag\": \"abc\"}");
+      apus::test::MimeOutcome got = apus::test::split_mime(input, b, chunk, true);
+      CHECK(got.broken.empty());
+      CHECK_FALSE(got.error);
+      REQUIRE(got.bodies.size() == 2);
+      CHECK(got.bodies[0] == payload);
+      CHECK(got.bodies[1] == "{\"Etag\": \"abc\"}");
+      CHECK(got == apus::test::split_mime(input, b, chunk, false));
     }
   }
 }
