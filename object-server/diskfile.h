@@ -42,11 +42,13 @@ const std::string* find_meta(const Metadata& md, std::string_view key);
 // Sets `key` to `value`, replacing an existing entry.
 void set_meta(Metadata& md, std::string_view key, std::string_view value);
 
-// The CRC32C of a .data file's body (8 hex digits), which Apus's object server computes of
-// every body it stores and a whole-object GET checks instead of the MD5. Not metadata in
-// Swift's sense: Swift's object servers neither send it nor store it from a request, and
-// Apus's stores only the value it computed itself.
-inline constexpr std::string_view kCrc32cMetaKey = "X-Apus-Crc32c";
+// The CRC32C of a .data file's body (8 hex digits), a space, and the ETag stored with it:
+// Apus's object server computes it of every body it stores, and a whole-object GET checks the
+// CRC32C instead of the MD5 while the ETag is still the one it was stored with (a changed ETag
+// is checked by MD5, as Swift checks it). Not metadata in Swift's sense: Swift's object servers
+// never return it, and Apus's stores only the value it computed itself. The name is one that
+// Python's str.title() (Swift's and our title_case of replicated header names) leaves alone.
+inline constexpr std::string_view kCrc32cMetaKey = "X-Apus-Crc32C";
 
 // Which object, on which device and partition, under which policy.
 struct Location {

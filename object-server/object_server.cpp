@@ -910,7 +910,7 @@ Metadata ObjectServer::put_metadata(const PutState& put) const {
   }
   set_meta(md, "name", put.p.loc.name());
   // Last, so that no header (a replication sender's included) replaces the computed value.
-  set_meta(md, kCrc32cMetaKey, put.crc.hex());
+  set_meta(md, kCrc32cMetaKey, put.crc.hex() + " " + put.etag);
   return md;
 }
 
@@ -1012,12 +1012,16 @@ constexpr int64_t kLargeReadHeld = 2 * int64_t{kLargeReadBytes};  // a GET's two
 constexpr int64_t kMaxLargeReadBytes = 64 << 20;
 
 // What a whole read checks the bytes against: the CRC32C stored with the body when there is one
-// (a pass at memory speed), else the MD5 in the ETag, as Swift's reader checks.
+// and the ETag is the one it was stored with (a pass at memory speed), else the MD5 against the
+// ETag, as Swift's reader checks.
 class WholeBodyCheck {
  public:
   WholeBodyCheck(const Metadata& data_metadata, std::string etag) : etag_(std::move(etag)) {
-    if (const std::string* crc = find_meta(data_metadata, kCrc32cMetaKey)) {
-      want_crc_ = common::crypto::parse_crc32c_hex(*crc);
+    if (const std::string* stored = find_meta(data_metadata, kCrc32cMetaKey)) {
+      std::string_view v(*stored);
+      if (v.size() > 9 && v[8] == ' ' && v.substr(9) == etag_) {
+        want_crc_ = common::crypto::parse_crc32c_hex(v.substr(0, 8));
+      }
     }
     if (!want_crc_) md5_.emplace();
   }

@@ -13,7 +13,7 @@ ring port flips one bit of the body on its way in:
 2. Swift's path (Swift's object server behind the relay): the same, refused by Swift's MD5
    check. Swift's own proxy sends a plain body without an ETag, so that replica would keep
    the damaged bytes under an ETag to match: the footer is what makes this one safe.
-3. on disk: one bit flipped in a stored .data file. A whole-object GET of an Apus-written
+3. on disk: one bit flipped in a stored .data file (and, apart, an ETag changed on disk). A whole-object GET of an Apus-written
    object (checked by its stored CRC32C) and of a Swift-written one (no CRC32C: checked by
    MD5) quarantines the file, the proxy still serves the object from another replica, and a
    verified read ends short instead of sending the last chunk; the object auditor, which
@@ -243,9 +243,10 @@ def flip_in_transit(cluster, swift_server):
                     md = stored_metadata(files[0])
                     check(md.get("ETag") == hashlib.md5(body).hexdigest(),
                           "node %d stored the body's ETag" % good)
-                    check(md.get("X-Apus-Crc32c") == want_crc,
-                          "node %d stored the body's CRC32C: %r, want %s"
-                          % (good, md.get("X-Apus-Crc32c"), want_crc))
+                    want = want_crc + " " + hashlib.md5(body).hexdigest()
+                    check(md.get("X-Apus-Crc32C") == want,
+                          "node %d stored the body's CRC32C and ETag: %r, want %s"
+                          % (good, md.get("X-Apus-Crc32C"), want))
         finally:
             unrelay(cluster, n, relay)
 
@@ -277,7 +278,7 @@ def flip_on_disk(cluster):
                 cluster.start("object", n)
         files = data_files(cluster, n, "rot", name)
         check(len(files) == 1, "%s: one .data on node %d" % (name, n))
-        has_crc = "X-Apus-Crc32c" in stored_metadata(files[0])
+        has_crc = "X-Apus-Crc32C" in stored_metadata(files[0])
         check(has_crc != swift_written, "%s: CRC32C stored: %s" % (name, has_crc))
         cases.append((name, body, n, files[0]))
     for name, body, n, path in cases:
@@ -314,6 +315,20 @@ def flip_on_disk(cluster):
     flip_bit_in_file(path)
     cluster.audit(n)
     check(not os.path.exists(path), "the auditor quarantined a damaged CRC32C-bearing file")
+    # The stored CRC32C vouches only for the ETag it was stored with: a file whose ETag changed
+    # on disk (Swift's probe test_object_failures does this) is checked by MD5 and quarantined.
+    from swift.obj.diskfile import write_metadata
+    swift.put_object(url, token, "rot", "etag-changed", b"VERIFY")
+    n = cluster.primaries("rot", "etag-changed")[0]
+    path = data_files(cluster, n, "rot", "etag-changed")[0]
+    md = stored_metadata(path)
+    md["ETag"] = "badetag"
+    with open(path, "r+b") as f:
+        write_metadata(f, md)
+    status, got = direct_get(cluster, n, "rot", "etag-changed")
+    check(status == 200 and got == b"VERIFY", "a file with a changed ETag is read (%d)" % status)
+    check(not os.path.exists(path), "and quarantined, its MD5 checked against the new ETag")
+    check(logged(cluster, n, "ETag and file's md5"), "the quarantine names the MD5 check")
 
 
 def main():

@@ -213,10 +213,10 @@ def tree(devices, device="sda1"):
                 path = os.path.join(sdir, h, name)
                 with open(path, "rb") as f:
                     md, data = read_metadata(f), f.read()
-                crc = md.pop("X-Apus-Crc32c", None)
+                crc = md.pop("X-Apus-Crc32C", None)
                 if crc is not None:
-                    check(crc == crc32c_hex(data),
-                          "%s: stored CRC32C %s is the body's" % (path, crc))
+                    want = crc32c_hex(data) + " " + md.get("ETag", "")
+                    check(crc == want, "%s: stored CRC32C %r, want %r" % (path, crc, want))
                 files.append((name, md, hashlib.md5(data).hexdigest()))
             out[h] = files
     return out

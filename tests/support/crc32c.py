@@ -1,5 +1,5 @@
 """CRC32C (Castagnoli) in plain Python, from its definition: the reference the tests hold the
-X-Apus-Crc32c that Apus's object servers store (and the footer they check) against."""
+X-Apus-Crc32C that Apus's object servers store (and the footer they check) against."""
 
 
 def _table():
