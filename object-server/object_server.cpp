@@ -796,7 +796,8 @@ net::awaitable<std::optional<Response>> ObjectServer::receive_put_body(PutState&
   // writes themselves).
   constexpr size_t kWriteBatch = 1 << 20;
   const uint64_t max_size = static_cast<uint64_t>(config_.swift.constraints.max_file_size);
-  common::crypto::Md5 md5;
+  std::optional<common::crypto::Md5> md5;  // none when the footer brings the proxy's
+  if (!put.md5_in_footer) md5.emplace();
   std::string batch(
       static_cast<size_t>(std::min<uint64_t>(put.fsize.value_or(kWriteBatch), kWriteBatch)) +
           config_.network_chunk_size,
@@ -815,7 +816,7 @@ net::awaitable<std::optional<Response>> ObjectServer::receive_put_body(PutState&
     if (!done && now_seconds() > deadline) co_return swob_response(408);
     std::string_view piece(batch.data() + batched, *n);
     put.crc.update(piece);
-    if (!put.md5_in_footer) md5.update(piece);
+    if (md5) md5->update(piece);
     batched += *n;
     put.received += *n;
     // A chunked body (or a MIME document) has no length to refuse up front: stop at the limit.
@@ -838,7 +839,7 @@ net::awaitable<std::optional<Response>> ObjectServer::receive_put_body(PutState&
   phase_body_.observe(body_seconds);
   phase_write_.observe(write_seconds);
   if (put.fsize && *put.fsize != put.received) co_return swob_response(499);
-  if (!put.md5_in_footer) put.etag = md5.hex_digest();
+  if (md5) put.etag = md5->hex_digest();
   co_return std::nullopt;
 }
 

@@ -100,8 +100,8 @@ inline constexpr std::string_view kVerifiedReadHeader = "X-Backend-Apus-Verified
 // An Apus object server then checks the cheap CRC32C of what it received against the footer
 // and takes the proxy's MD5 as the body's, instead of hashing the body again: one MD5 pass per
 // PUT instead of one per replica more. Swift's object servers ignore the header and both
-// footers (they are not metadata) and hash as ever; the footer's Etag, when there is one,
-// is compared with the MD5 either way, as Swift compares it.
+// footers (they are not metadata) and hash as ever; the footer's Etag (always sent) is
+// compared with the MD5 either way, as Swift compares it.
 inline constexpr std::string_view kBodyChecksumHeader = "X-Backend-Apus-Body-Checksum";
 inline constexpr std::string_view kBodyMd5Footer = "X-Backend-Apus-Body-Md5";
 inline constexpr std::string_view kBodyCrc32cFooter = "X-Backend-Apus-Body-Crc32c";
