@@ -84,7 +84,7 @@ def restart_container_servers(cluster):
 
 
 def main():
-    with procs.Processes() as ps, tempfile.TemporaryDirectory() as root:
+    with tempfile.TemporaryDirectory() as root, procs.Processes() as ps:
         cluster = AsyncCluster(BIN, root, ps)
         url, token = cluster.connect()
         swift.put_container(url, token, "first")

@@ -85,7 +85,7 @@ def stat_sum(log, name):
 
 
 def main():
-    with procs.Processes() as ps, tempfile.TemporaryDirectory() as root:
+    with tempfile.TemporaryDirectory() as root, procs.Processes() as ps:
         cluster = Cluster(BIN, root, ps)
         url, token = cluster.connect()
 

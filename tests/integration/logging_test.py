@@ -53,7 +53,7 @@ def drain(sock, settle=0.5):
 
 
 def main():
-    with procs.Processes() as ps, tempfile.TemporaryDirectory() as root:
+    with tempfile.TemporaryDirectory() as root, procs.Processes() as ps:
         object_log = os.path.join(root, "object-log.sock")
         unix = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         unix.bind(object_log)

@@ -194,7 +194,7 @@ def apus_reconciler_batch(cluster, url, token, part, nodes):
         check(phrase in text, "the reconciler's log says %s" % phrase)
 
 def main():
-    with procs.Processes() as ps, tempfile.TemporaryDirectory() as root:
+    with tempfile.TemporaryDirectory() as root, procs.Processes() as ps:
         cluster = Cluster(BIN, root, ps)
         # A second policy, known to the container servers (restarted to read it).
         with open(os.path.join(cluster.etc, "swift.conf"), "a") as f:

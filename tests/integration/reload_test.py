@@ -184,7 +184,7 @@ def reload(pid, ps, timeout=30):
 
 
 def main():
-    with procs.Processes() as ps, tempfile.TemporaryDirectory() as root:
+    with tempfile.TemporaryDirectory() as root, procs.Processes() as ps:
         try:
             cluster = Cluster(BIN, root, ps)
             url, token = cluster.connect()

@@ -258,7 +258,7 @@ def delete(port, auth):
 
 
 def main():
-    with procs.Processes() as ps, tempfile.TemporaryDirectory() as root:
+    with tempfile.TemporaryDirectory() as root, procs.Processes() as ps:
         cluster = Cluster(BIN, root, ps)
         port = cluster.start_proxy("slo-proxy", pipeline=PIPELINE, filters=FILTERS)
         _, tok = cluster.connect()

@@ -92,7 +92,7 @@ def names(got, prefix):
 
 
 def main():
-    with procs.Processes() as ps, tempfile.TemporaryDirectory() as root:
+    with tempfile.TemporaryDirectory() as root, procs.Processes() as ps:
         cluster = StatsdCluster(BIN, root, ps)
         port = cluster.start_proxy(
             "proxy-statsd", defaults=STATSD + "log_statsd_metric_prefix = apus\n",

@@ -137,7 +137,7 @@ def main():
     first = ("PUT", None, {"X-Timestamp": "%.5f" % base,
                            "X-Backend-Storage-Policy-Index": "0"}, None)
     ops.insert(0, first)
-    with procs.Processes() as ps, tempfile.TemporaryDirectory() as root:
+    with tempfile.TemporaryDirectory() as root, procs.Processes() as ps:
         for side in ("apus", "swift"):
             os.makedirs(os.path.join(root, side))
         apus = Cluster(BIN, os.path.join(root, "apus"), ps)

@@ -166,7 +166,7 @@ def verify(ps, root, want, attempt):
 
 
 def main():
-    with procs.Processes() as ps, tempfile.TemporaryDirectory() as root:
+    with tempfile.TemporaryDirectory() as root, procs.Processes() as ps:
         with open(os.path.join(root, "swift.conf"), "w") as f:
             f.write("[swift-hash]\nswift_hash_path_prefix = imp\nswift_hash_path_suffix = ort\n\n"
                     "[storage-policy:0]\nname = gold\ndefault = yes\n\n"

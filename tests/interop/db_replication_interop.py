@@ -68,7 +68,7 @@ def apus_replicate(cluster, kind, n):
 
 
 def main():
-    with procs.Processes() as ps, tempfile.TemporaryDirectory() as root:
+    with tempfile.TemporaryDirectory() as root, procs.Processes() as ps:
         cluster = Cluster(BIN, root, ps)
         cluster.start_rsyncd()
         url, token = cluster.connect()

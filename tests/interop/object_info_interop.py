@@ -45,7 +45,7 @@ def object_info(cluster, path, *args):
 
 
 def main():
-    with procs.Processes() as ps, tempfile.TemporaryDirectory() as root:
+    with tempfile.TemporaryDirectory() as root, procs.Processes() as ps:
         cluster = Cluster(BIN, root, ps)
         url, token = cluster.connect()
         swift.put_container(url, token, "c")

@@ -663,7 +663,7 @@ def put_into_sub_shard(cluster, proxies, names, sub, suffix, elsewhere):
 
 def main():
     started = time.monotonic()
-    with procs.Processes() as ps, tempfile.TemporaryDirectory() as root:
+    with tempfile.TemporaryDirectory() as root, procs.Processes() as ps:
         # Step 1: Swift's container servers everywhere (sharding is theirs), Apus's account
         # and object servers, the Apus proxy (made by Cluster) and the stock one.
         cluster = Cluster(BIN, root, ps)
