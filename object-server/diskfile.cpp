@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <random>
 
+#include "common/crypto/crc32c.h"
 #include "common/http/headers.h"
 #include "common/http/url.h"
 #include "common/log/log.h"
@@ -90,6 +91,22 @@ const std::string* find_meta(const Metadata& md, std::string_view key) {
     if (k == key) return &v;
   }
   return nullptr;
+}
+
+std::string stored_crc32c(std::string_view crc_hex, std::string_view etag) {
+  std::string value;
+  value.reserve(crc_hex.size() + 1 + etag.size());
+  value.append(crc_hex).append(" ").append(etag);
+  return value;
+}
+
+std::optional<uint32_t> stored_crc32c_for(const Metadata& md, std::string_view etag) {
+  const std::string* stored = find_meta(md, kCrc32cMetaKey);
+  if (!stored) return std::nullopt;
+  std::string_view v(*stored);
+  constexpr size_t kHex = 8;
+  if (v.size() <= kHex + 1 || v[kHex] != ' ' || v.substr(kHex + 1) != etag) return std::nullopt;
+  return common::crypto::parse_crc32c_hex(v.substr(0, kHex));
 }
 
 void set_meta(Metadata& md, std::string_view key, std::string_view value) {

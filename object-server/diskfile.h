@@ -49,6 +49,10 @@ void set_meta(Metadata& md, std::string_view key, std::string_view value);
 // never return it, and Apus's stores only the value it computed itself. The name is one that
 // Python's str.title() (Swift's and our title_case of replicated header names) leaves alone.
 inline constexpr std::string_view kCrc32cMetaKey = "X-Apus-Crc32C";
+// kCrc32cMetaKey's value for a body of CRC32C `crc_hex` (8 hex digits) stored with `etag`.
+std::string stored_crc32c(std::string_view crc_hex, std::string_view etag);
+// The CRC32C in `md`'s kCrc32cMetaKey when there is one and it was stored with `etag`.
+std::optional<uint32_t> stored_crc32c_for(const Metadata& md, std::string_view etag);
 
 // Which object, on which device and partition, under which policy.
 struct Location {

@@ -346,3 +346,20 @@ TEST_CASE("diskfile: get_hashes makes a missing partition only when its name is 
     CHECK_FALSE(fs::exists(dev.root / "sda1" / "objects" / name));
   }
 }
+
+TEST_CASE("diskfile: the stored CRC32C counts only with the ETag it was stored with") {
+  const std::string etag = "5eb63bbbe01eeed093cb22bb8f5acdc3";
+  Metadata md = {{"ETag", etag}};
+  CHECK_FALSE(apus::object::stored_crc32c_for(md, etag));  // a body Swift wrote: none
+  apus::object::set_meta(md, apus::object::kCrc32cMetaKey,
+                         apus::object::stored_crc32c("c99465aa", etag));
+  CHECK(*find_meta(md, "X-Apus-Crc32C") == "c99465aa " + etag);
+  CHECK(apus::object::stored_crc32c_for(md, etag) == 0xc99465aau);
+  // The ETag changed on disk since: the MD5 decides, as Swift's reader.
+  CHECK_FALSE(apus::object::stored_crc32c_for(md, "d41d8cd98f00b204e9800998ecf8427e"));
+  for (const char* bad : {"", "c99465aa", "c99465aa-", "c99465a  5eb63bbbe01eeed093cb22bb8f5acdc3",
+                          "c99465ag 5eb63bbbe01eeed093cb22bb8f5acdc3"}) {
+    apus::object::set_meta(md, apus::object::kCrc32cMetaKey, bad);
+    CHECK_FALSE(apus::object::stored_crc32c_for(md, etag));
+  }
+}
