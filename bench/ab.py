@@ -397,13 +397,18 @@ def main():
                         for topo in topologies:
                             run = run_scenario(build, out, side, name, bench_args, topo,
                                                args.base_port, proxy_ports,
-                                               "%s-r%d-%d-%s" % (side_name, rnd, i, topo))
+                                               "%s-r%d-%d-%s" % (side_name, rnd, i, topo),
+                                               ha.pid)
                             table[(name, topo)]["runs"][side_name].append(run)
                             t = run["bench"]["totals"] if run.get("bench") else {}
-                            print("round %d %-6s %-32s %-6s %9s ops/s  p99 %8s ms  errors %s"
+                            ha_cpu = ""
+                            if topo == "ha" and t.get("ops"):
+                                ha_cpu = "  haproxy %.3f ms/op" % (
+                                    1000 * run["haproxy_cpu_s"] / t["ops"])
+                            print("round %d %-6s %-32s %-6s %9s ops/s  p99 %8s ms  errors %s%s"
                                   % (rnd + 1, side_name, name, topo, t.get("ops_per_s", "-"),
-                                     t.get("latency_ms", {}).get("p99", "-"), t.get("errors", "-")),
-                                  flush=True)
+                                     t.get("latency_ms", {}).get("p99", "-"), t.get("errors", "-"),
+                                     ha_cpu), flush=True)
                 finally:
                     side.down()
     finally:
@@ -418,7 +423,8 @@ def main():
         print("results: %s/results.json, report: %s/report.html" % (out, out))
 
 
-def run_scenario(build, out, side, name, bench_args, topo, base_port, proxy_ports, tag):
+def run_scenario(build, out, side, name, bench_args, topo, base_port, proxy_ports, tag,
+                 haproxy_session):
     json_path = os.path.join(out, "runs", tag + ".json")
     os.makedirs(os.path.dirname(json_path), exist_ok=True)
     argv = [os.path.join(build, "bin", "apus-bench"),
@@ -427,7 +433,7 @@ def run_scenario(build, out, side, name, bench_args, topo, base_port, proxy_port
             "--label", "%s %s %s" % (side.name, name, topo)] + bench_args
     if topo == "direct":
         argv += ["--endpoints", ",".join("127.0.0.1:%d" % p for p in proxy_ports)]
-    returncode, output, samples = run_sampling_cpu(argv, side.sessions())
+    returncode, output, samples = run_sampling_cpu(argv, side.sessions(), {haproxy_session})
     run = {"exit": returncode, "output": output[-2000:]}
     try:
         with open(json_path) as f:
@@ -437,31 +443,39 @@ def run_scenario(build, out, side, name, bench_args, topo, base_port, proxy_port
         return run
     wall = run["bench"]["wall_clock_s"]
     begin = wall["auth"] + wall["setup"] + wall["warmup"]
-    run["server_cpu_s"] = round(cpu_at(samples, begin + wall["window"]) - cpu_at(samples, begin), 3)
+    end = begin + wall["window"]
+    run["server_cpu_s"] = round(cpu_at(samples, end, 1) - cpu_at(samples, begin, 1), 3)
+    # HAProxy's own, apart: it works in "ha" runs only, for both sides alike.
+    run["haproxy_cpu_s"] = round(cpu_at(samples, end, 2) - cpu_at(samples, begin, 2), 3)
     return run
 
 
-def run_sampling_cpu(argv, sessions):
-    """Runs apus-bench `argv` while sampling the CPU seconds of the servers in `sessions` every
-    0.2 s: (exit status, output, [(seconds since start, CPU seconds)]). The measured window is
-    cut out of the samples afterwards from apus-bench's own account of its wall-clock (setup and
-    warm-up are not counted)."""
+def run_sampling_cpu(argv, sessions, haproxy_sessions=()):
+    """Runs apus-bench `argv` while sampling the CPU seconds of the servers in `sessions` and of
+    HAProxy's sessions every 0.2 s: (exit status, output, [(seconds since start, servers' CPU
+    seconds, HAProxy's CPU seconds)]). The measured window is cut out of the samples afterwards
+    from apus-bench's own account of its wall-clock (setup and warm-up are not counted)."""
     samples = []
     start = time.monotonic()
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    def sample():
+        samples.append((time.monotonic() - start, session_cpu_seconds(sessions),
+                        session_cpu_seconds(haproxy_sessions)))
     while proc.poll() is None:
-        samples.append((time.monotonic() - start, session_cpu_seconds(sessions)))
+        sample()
         time.sleep(0.2)
-    samples.append((time.monotonic() - start, session_cpu_seconds(sessions)))
+    sample()
     return proc.returncode, proc.stdout.read(), samples
 
 
-def cpu_at(samples, t):
-    """CPU seconds at time t, interpolated between the samples around it."""
-    for (t0, c0), (t1, c1) in zip(samples, samples[1:]):
-        if t0 <= t <= t1:
-            return c0 + (c1 - c0) * ((t - t0) / (t1 - t0) if t1 > t0 else 0)
-    return samples[-1][1] if t > samples[-1][0] else samples[0][1]
+def cpu_at(samples, t, column=1):
+    """CPU seconds of the samples' `column` at time t, interpolated between the samples around
+    it."""
+    for a, b in zip(samples, samples[1:]):
+        if a[0] <= t <= b[0]:
+            return a[column] + (b[column] - a[column]) * (
+                (t - a[0]) / (b[0] - a[0]) if b[0] > a[0] else 0)
+    return samples[-1][column] if t > samples[-1][0] else samples[0][column]
 
 
 if __name__ == "__main__":

@@ -39,8 +39,18 @@ def side_medians(runs):
         "p99": pick(lambda r: r["bench"]["totals"]["latency_ms"]["p99"]),
         "errors": sum(r["bench"]["totals"]["errors"] for r in runs if r.get("bench")),
         "cpu_ms_per_op": pick(lambda r: r["server_cpu_s"] / r["bench"]["totals"]["ops"] * 1e3),
+        # HAProxy's, apart from the servers' (runs through it only; older results have none).
+        "haproxy_ms_per_op": pick(
+            lambda r: r["haproxy_cpu_s"] / r["bench"]["totals"]["ops"] * 1e3),
         "rounds": len(runs),
     }
+
+
+def haproxy_cpu(scenario, med):
+    """HAProxy's CPU per operation of both sides, where the runs went through it."""
+    if scenario.get("topology") != "ha":
+        return ""
+    return " / ".join(fmt(m["haproxy_ms_per_op"], 3) for m in med.values())
 
 
 def fmt(v, digits=1):
@@ -113,7 +123,7 @@ def render(results):
     headers = ["scenario", "topology", "%s ops/s" % a, "%s ops/s" % b, "ratio",
                "%s MiB/s" % a, "%s MiB/s" % b, "%s p50 ms" % a, "%s p50 ms" % b,
                "%s p99 ms" % a, "%s p99 ms" % b, "%s CPU ms/op" % a, "%s CPU ms/op" % b,
-               "errors"]
+               "HAProxy CPU ms/op (%s / %s)" % (a, b), "errors"]
     parts.append("<table><tr>" + "".join("<th>%s</th>" % html.escape(h) for h in headers) +
                  "</tr>")
     for sc, med in rows:
@@ -123,13 +133,14 @@ def render(results):
         parts.append(
             "<tr><td class='l'>%s</td><td class='l'>%s</td><td>%s</td><td>%s</td>"
             "<td class='%s'>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td>"
-            "<td>%s</td><td>%s</td><td>%s</td><td class='%s'>%d</td></tr>"
+            "<td>%s</td><td>%s</td><td>%s</td><td>%s</td><td class='%s'>%d</td></tr>"
             % (html.escape(sc["name"]), html.escape(sc.get("topology", "")),
                fmt(med[a]["ops_per_s"]), fmt(med[b]["ops_per_s"]), cls,
                "-" if r is None else "%.2fx" % r, fmt(med[a]["mib_per_s"]),
                fmt(med[b]["mib_per_s"]), fmt(med[a]["p50"], 2), fmt(med[b]["p50"], 2),
                fmt(med[a]["p99"], 2), fmt(med[b]["p99"], 2), fmt(med[a]["cpu_ms_per_op"], 2),
-               fmt(med[b]["cpu_ms_per_op"], 2), "bad" if errors else "", errors))
+               fmt(med[b]["cpu_ms_per_op"], 2), haproxy_cpu(sc, med), "bad" if errors else "",
+               errors))
     parts.append("</table>")
     label = lambda sc: "%s (%s)" % (sc["name"], sc.get("topology", ""))
     parts.append(bar_chart("Throughput by scenario", "operations per second",
