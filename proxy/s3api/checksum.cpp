@@ -100,8 +100,7 @@ Checksum::Checksum(ChecksumAlgorithm algorithm) : algorithm_(algorithm) {
     case ChecksumAlgorithm::kCrc32:
       crc_ = 0;
       break;
-    case ChecksumAlgorithm::kCrc32c:
-      crc_ = 0xFFFFFFFFu;
+    case ChecksumAlgorithm::kCrc32c:  // crc32c_ starts where CRC32C starts
       break;
     case ChecksumAlgorithm::kCrc64Nvme:
       crc_ = ~uint64_t{0};
@@ -123,14 +122,12 @@ Checksum::~Checksum() = default;
 
 void Checksum::update(std::string_view data) {
   auto* p = reinterpret_cast<const unsigned char*>(data.data());
-  // ISA-L takes lengths as uint64_t; feed huge inputs in pieces anyway to stay general.
   switch (algorithm_) {
     case ChecksumAlgorithm::kCrc32:
       crc_ = crc32_gzip_refl(static_cast<uint32_t>(crc_), p, data.size());
       break;
     case ChecksumAlgorithm::kCrc32c:
-      crc_ = crc32_iscsi(const_cast<unsigned char*>(p), static_cast<int>(data.size()),
-                         static_cast<unsigned int>(crc_));
+      crc32c_.update(data);
       break;
     case ChecksumAlgorithm::kCrc64Nvme:
       crc_ = crc64_nvme_update(crc_, p, data.size());
@@ -145,7 +142,7 @@ std::string Checksum::digest() const {
     case ChecksumAlgorithm::kCrc32:
       return big_endian(crc_, 4);
     case ChecksumAlgorithm::kCrc32c:
-      return big_endian(crc_ ^ 0xFFFFFFFFu, 4);
+      return big_endian(crc32c_.value(), 4);
     case ChecksumAlgorithm::kCrc64Nvme:
       return big_endian(~crc_, 8);
     default: {

@@ -13,6 +13,8 @@
 #include <string>
 #include <string_view>
 
+#include "common/crypto/crc32c.h"
+
 namespace apus::proxy::s3api {
 
 enum class ChecksumAlgorithm { kCrc32, kCrc32c, kCrc64Nvme, kSha1, kSha256 };
@@ -46,7 +48,8 @@ class Checksum {
 
  private:
   ChecksumAlgorithm algorithm_;
-  uint64_t crc_ = 0;
+  uint64_t crc_ = 0;                 // CRC32 / CRC64-NVME
+  common::crypto::Crc32c crc32c_;  // the one Apus checks its own bodies with
   struct Hash;
   std::unique_ptr<Hash> hash_;  // SHA-1 / SHA-256
 };
