@@ -11,7 +11,10 @@
 // Limits follow Swift's eventlet front end: a request line of 8192 bytes or more gets 414, a
 // header line of 8192 bytes or more gets 400 "Header Line Too Long", more than 64 KiB of
 // headers 400 "Headers Too Large", too many headers 431, a bad Content-Length 400; each closes
-// the connection. `client_timeout` bounds every read and write on a client socket.
+// the connection. `client_timeout` bounds every read and write on a client socket: the wait
+// for a keep-alive connection's next request (checked by a per-worker sweep, every quarter of
+// client_timeout at most, so a waiting connection holds no timer), the head's arrival from its
+// first byte, each body read and each write.
 //
 // Connections: at most `workers * max_clients` client connections are open at once (Swift's
 // max_clients counts per worker process; an Apus worker thread stands for one, so a config

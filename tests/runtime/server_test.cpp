@@ -361,6 +361,34 @@ TEST_CASE("stop() lets an in-flight request finish and closes idle connections")
   CHECK(idle.closed_by_peer());
 }
 
+TEST_CASE("a connection waiting for its request is closed after client_timeout, one that sends is served") {
+  ServerOptions options;
+  options.client_timeout = 0.3;
+  options.workers = 1;
+  TestServer server(echo_handler, options);
+  RawClient silent(server.port());    // never sends a byte
+  RawClient answered(server.port());  // idles after one request
+  REQUIRE(answered.send("GET /a HTTP/1.1\r\n\r\n"));
+  REQUIRE(answered.read_response());
+  RawClient late(server.port());  // sends its request within client_timeout
+  const auto start = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  REQUIRE(late.send("GET /b HTTP/1.1\r\n\r\n"));
+  auto r = late.read_response();
+  REQUIRE(r);
+  CHECK(r->status == 200);
+  // The worker's idle sweep runs every client_timeout / 4: each is closed between 0.3 and
+  // ~0.4 s after it began to wait.
+  CHECK(silent.closed_by_peer());
+  CHECK(answered.closed_by_peer());
+  const auto took = std::chrono::steady_clock::now() - start;
+  CHECK(took >= std::chrono::milliseconds(250));
+  CHECK(took < std::chrono::seconds(2));
+  auto again = raw_request(server.port(), "GET /c HTTP/1.1\r\n\r\n");
+  REQUIRE(again);
+  CHECK(again->status == 200);
+}
+
 TEST_CASE("reuse_port lets a second server bind beside the first, and both serve") {
   ServerOptions options;
   options.reuse_port = true;
