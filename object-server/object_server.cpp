@@ -1018,7 +1018,7 @@ constexpr int64_t kMaxLargeReadBytes = 64 << 20;
 class WholeBodyCheck {
  public:
   WholeBodyCheck(const Metadata& data_metadata, std::string etag)
-      : etag_(std::move(etag)), want_crc_(stored_crc32c_for(data_metadata, etag_)) {
+      : want_crc_(stored_crc32c_for(data_metadata, etag)), etag_(std::move(etag)) {
     if (!want_crc_) md5_.emplace();
   }
   void update(std::string_view data) {
@@ -1036,8 +1036,8 @@ class WholeBodyCheck {
   }
 
  private:
-  std::string etag_;
   std::optional<uint32_t> want_crc_;
+  std::string etag_;
   common::crypto::Crc32c crc_;
   std::optional<common::crypto::Md5> md5_;
 };
