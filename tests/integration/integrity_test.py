@@ -69,9 +69,16 @@ class FlippingRelay:
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", port))
         self.sock.listen(64)
-        threading.Thread(target=self._accept, daemon=True).start()
+        self.acceptor = threading.Thread(target=self._accept, daemon=True)
+        self.acceptor.start()
 
     def close(self):
+        """Stops listening before it returns. A bare close() does not: the accept() blocked in
+        the other thread keeps the socket listening until a client comes, so a test's wait for
+        the server that takes the port back was answered by the relay, and the next request
+        found the port closed."""
+        self.sock.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept() with an error
+        self.acceptor.join(timeout=10)
         self.sock.close()
 
     def _accept(self):
@@ -167,6 +174,18 @@ def data_files(cluster, n, container, obj):
     return [os.path.join(d, f) for f in sorted(os.listdir(d)) if f.endswith(".data")]
 
 
+def settled_data_files(cluster, n, container, obj, timeout=15):
+    """The .data files of an object on node n once one is there (or `timeout` has passed): the
+    proxy answers a PUT once a quorum has stored it and waits only post_quorum_timeout for the
+    last replica, which a slow (sanitized, shared) machine may not commit in that time."""
+    deadline = time.monotonic() + timeout
+    while True:
+        files = data_files(cluster, n, container, obj)
+        if files or time.monotonic() > deadline:
+            return files
+        time.sleep(0.05)
+
+
 def stored_metadata(path):
     from swift.obj.diskfile import read_metadata
     with open(path, "rb") as f:
@@ -237,7 +256,7 @@ def flip_in_transit(cluster, swift_server):
                 check(logged(cluster, n, "does not match the proxy's"),
                       "the object server logged the CRC32C mismatch")
             for good in cluster.primaries(container, name)[1:]:
-                files = data_files(cluster, good, container, name)
+                files = settled_data_files(cluster, good, container, name)
                 check(len(files) == 1, "node %d holds the object" % good)
                 if files:
                     md = stored_metadata(files[0])
@@ -272,12 +291,14 @@ def flip_on_disk(cluster):
             start_swift_object(cluster, n)
         try:
             swift.put_object(url, token, "rot", name, body)
+            files = settled_data_files(cluster, n, "rot", name)  # before Swift's server stops
         finally:
             if swift_written:
                 cluster.stop("object", n)
                 cluster.start("object", n)
-        files = data_files(cluster, n, "rot", name)
         check(len(files) == 1, "%s: one .data on node %d" % (name, n))
+        if not files:
+            return  # the rest needs both objects
         has_crc = "X-Apus-Crc32C" in stored_metadata(files[0])
         check(has_crc != swift_written, "%s: CRC32C stored: %s" % (name, has_crc))
         cases.append((name, body, n, files[0]))
@@ -303,7 +324,7 @@ def flip_on_disk(cluster):
     # file goes): here by the stored CRC32C of the second replica.
     name, body, _, _ = cases[0]
     n = cluster.primaries("rot", name)[1]
-    path = data_files(cluster, n, "rot", name)[0]
+    path = settled_data_files(cluster, n, "rot", name)[0]
     flip_bit_in_file(path)
     status, got = direct_get(cluster, n, "rot", name)
     check(status == 200 and len(got) == len(body) and got != body,
@@ -311,7 +332,7 @@ def flip_on_disk(cluster):
     check(not os.path.exists(path), "and the file went to quarantine")
     # The auditor checks the MD5 at rest: the third replica, damaged, goes by its hand.
     n = cluster.primaries("rot", name)[2]
-    path = data_files(cluster, n, "rot", name)[0]
+    path = settled_data_files(cluster, n, "rot", name)[0]
     flip_bit_in_file(path)
     cluster.audit(n)
     check(not os.path.exists(path), "the auditor quarantined a damaged CRC32C-bearing file")
@@ -320,7 +341,7 @@ def flip_on_disk(cluster):
     from swift.obj.diskfile import write_metadata
     swift.put_object(url, token, "rot", "etag-changed", b"VERIFY")
     n = cluster.primaries("rot", "etag-changed")[0]
-    path = data_files(cluster, n, "rot", "etag-changed")[0]
+    path = settled_data_files(cluster, n, "rot", "etag-changed")[0]
     md = stored_metadata(path)
     md["ETag"] = "badetag"
     with open(path, "r+b") as f:

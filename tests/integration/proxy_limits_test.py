@@ -377,6 +377,9 @@ class SilentAfterBody:
             pass
 
     def close(self):
+        # shutdown() first: a bare close() leaves the socket listening while serve()'s accept()
+        # blocks on it, so the port would still take connections.
+        self.sock.shutdown(socket.SHUT_RDWR)
         self.sock.close()
         for c in self.conns:
             c.close()
