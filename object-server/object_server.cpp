@@ -167,14 +167,25 @@ class PutBody {
     co_return std::optional<Document>(std::move(doc));
   }
 
-  // Reads the rest of the body, whatever it holds (Swift drains it before answering).
+  // Reads the rest of the body, whatever it holds (Swift drains it before answering), and
+  // then the request's own end: the closing delimiter comes before the last chunk of a
+  // chunked body (as the proxy sends it), and a body not read to its end makes the runtime
+  // close the connection, so every PUT would cost the proxy a new one. An epilogue longer
+  // than kMaxEpilogueBytes is not read: the connection closes instead.
   net::awaitable<Status> drain() {
     pending_ = {};
     for (;;) {
       auto e = co_await next_event();
       if (!e.ok()) co_return e.status();
-      if (*e == MimeSplitter::Event::kEnd) co_return Status();
+      if (*e == MimeSplitter::Event::kEnd) break;
     }
+    for (size_t epilogue = 0; epilogue <= kMaxEpilogueBytes;) {
+      auto n = co_await ex_.read_body(std::span(input_.data(), input_.size()));
+      if (!n.ok()) co_return n.status();
+      if (*n == 0) break;
+      epilogue += *n;
+    }
+    co_return Status();
   }
 
   // Set when the MIME framing was wrong (rather than the client slow or gone).
@@ -237,6 +248,8 @@ class PutBody {
       }
     }
   }
+
+  static constexpr size_t kMaxEpilogueBytes = 64 << 10;
 
   Exchange& ex_;
   std::optional<MimeSplitter> splitter_;

@@ -259,31 +259,46 @@ def read_head(f):
         headers[k.strip().lower()] = v.strip()
 
 
-def mime_put(port, path, headers, parts):
+def mime_put(port, path, headers, parts, then_head=False):
     """A PUT the way Swift's MIMEPutter sends it: chunked, Expect: 100-continue, the body only
-    after the 100 Continue. (status, headers, body, headers of the 100 Continue)."""
+    after the 100 Continue. (status, headers, body, headers of the 100 Continue); with
+    `then_head`, the status of a HEAD of `path` sent next on the same connection is added (None
+    when the server closed it)."""
     sock = socket.create_connection(("127.0.0.1", port), timeout=10)
     try:
-        lines = ["PUT %s HTTP/1.1" % path, "Host: 127.0.0.1", "Transfer-Encoding: chunked",
-                 "Expect: 100-continue"] + ["%s: %s" % kv for kv in headers.items()]
-        sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
-        f = sock.makefile("rb")
-        status, got = read_head(f)
-        continue_headers = {}
-        if status == 100:
-            continue_headers = got
+        if then_head:
+            answer = mime_put_on(sock, path, headers, parts)
             try:
-                for part in parts:
-                    sock.sendall(b"%x\r\n%s\r\n" % (len(part), part))
-                sock.sendall(b"0\r\n\r\n")
-            except (BrokenPipeError, ConnectionResetError):
-                # A server refusing the body early (a bad MIME start) answers and closes while
-                # the rest is still on its way; its answer is already here to read.
-                pass
-            status, got = read_head(f)
-        return status, got, f.read(int(got.get("content-length", 0))), continue_headers
+                sock.sendall(("HEAD %s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" % path).encode())
+                head_status, _ = read_head(sock.makefile("rb"))
+            except (OSError, IndexError):
+                head_status = None
+            return answer + (head_status,)
+        return mime_put_on(sock, path, headers, parts)
     finally:
         sock.close()
+
+
+def mime_put_on(sock, path, headers, parts):
+    """mime_put() on a connection of the caller's."""
+    lines = ["PUT %s HTTP/1.1" % path, "Host: 127.0.0.1", "Transfer-Encoding: chunked",
+             "Expect: 100-continue"] + ["%s: %s" % kv for kv in headers.items()]
+    sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+    f = sock.makefile("rb")
+    status, got = read_head(f)
+    continue_headers = {}
+    if status == 100:
+        continue_headers = got
+        try:
+            for part in parts:
+                sock.sendall(b"%x\r\n%s\r\n" % (len(part), part))
+            sock.sendall(b"0\r\n\r\n")
+        except (BrokenPipeError, ConnectionResetError):
+            # A server refusing the body early (a bad MIME start) answers and closes while
+            # the rest is still on its way; its answer is already here to read.
+            pass
+        status, got = read_head(f)
+    return status, got, f.read(int(got.get("content-length", 0))), continue_headers
 
 
 def mime_parts(boundary, data, footer=None, footer_md5=None, raw_footer=None):
@@ -364,6 +379,21 @@ def mime_puts(swift_port, apus_port, container_port):
             check(got[0][1].get(hname) == got[1][1].get(hname),
                   "%s: stored %s swift %r, apus %r" % (what, hname, got[0][1].get(hname),
                                                        got[1][1].get(hname)))
+    # A MIME PUT read to its end leaves the connection open for the next request (the proxy
+    # reuses its connections to object servers; the closing delimiter comes before the chunked
+    # body's last chunk, and a server that stopped there had to close). A short epilogue after
+    # the delimiter is read too; one past 64 KiB is not, and the connection closes. (No
+    # container server named: the updates of both servers are compared later.)
+    keep_cases = (("plain", b"", True), ("an epilogue", b"epilogue\r\n" * 10, True),
+                  ("a long epilogue", b"e" * (80 << 10), False))
+    for i, (what, extra, keeps) in enumerate(keep_cases):
+        status, got, _, _, head_status = mime_put(
+            apus_port, obj + "-keep", headers("17000000%d.00000" % (51 + i), {}),
+            mime_parts(boundary, data, good) + ([extra] if extra else []), then_head=True)
+        check(status == 201 and (got.get("connection") != "close") == keeps
+              and (head_status == 200) == keeps,
+              "MIME PUT with %s: %d, Connection %r, then HEAD on the same connection %r"
+              % (what, status, got.get("connection"), head_status))
     # Apus does not offer multiphase commit (EC only; Apus stores replicated policies), so
     # Swift's proxy gives such a node up instead of expecting EC's durable commit. (Apus-only
     # steps name no container server: the updates of both servers are compared later.)
