@@ -14,11 +14,13 @@ OUT/results.json, and bench/report.py draws OUT/report.html from it.
 
 usage: bench/ab.py [--build build] [--out DIR] [--rounds 3] [--proxies 2] [--quick]
                    [--only REGEX] [--topologies ha,direct] [--base-port 18090]
-                   [--versus KEY=VALUE[,KEY=VALUE...]]
+                   [--versus KEY=VALUE[,KEY=VALUE...]] [--versus-build DIR]
 
 --quick runs every scenario briefly (a smoke test of the harness, not a result).
 --versus makes side B Apus too, its proxies with these [app:proxy-server] options (say
 local_info_cache_ttl=0): the A/B of one proxy knob, in the same harness and alternation.
+--versus-build makes side B Apus built in DIR (another commit's binaries, same configs): the
+A/B of a code change.
 Needs haproxy: scripts/install-deps --bench (Swift comes with scripts/install-deps).
 """
 import argparse
@@ -328,11 +330,17 @@ def main():
     ap.add_argument("--idle-seconds", type=float, default=None)
     ap.add_argument("--versus", default="",
                     help="side B is Apus with these [app:proxy-server] options, not Swift")
+    ap.add_argument("--versus-build", default="",
+                    help="side B is Apus built in this directory, not Swift")
     args = ap.parse_args()
     versus = [o.strip() for o in args.versus.split(",") if o.strip()]
     if any("=" not in o for o in versus):
         sys.exit("ab.py: --versus takes KEY=VALUE[,KEY=VALUE...]")
-    side_b = "apus(%s)" % ",".join(versus) if versus else "swift"
+    versus_build = os.path.abspath(args.versus_build) if args.versus_build else ""
+    if versus_build and not os.path.isfile(os.path.join(versus_build, "bin", "apus-proxy-server")):
+        sys.exit("ab.py: no Apus build in %s" % versus_build)
+    side_b = ("apus(%s)" % ",".join(versus) if versus else
+              "apus@%s" % os.path.basename(versus_build) if versus_build else "swift")
     if not shutil.which("haproxy"):
         sys.exit("ab.py: haproxy is missing (scripts/install-deps --bench)")
     build = os.path.abspath(args.build)
@@ -372,8 +380,10 @@ def main():
         wait_port(args.base_port)
         for rnd in range(args.rounds):
             for side_name in ("apus", side_b):
-                side = Side(side_name, cluster, build, proxy_ports,
-                            kind="apus" if versus else None, proxy_options=versus)
+                b_apus = bool(versus or versus_build)
+                side = Side(side_name, cluster,
+                            versus_build if side_name != "apus" and versus_build else build,
+                            proxy_ports, kind="apus" if b_apus else None, proxy_options=versus)
                 if side_name == "apus":
                     side.proxy_options = []
                 wipe_devices(cluster)

@@ -219,6 +219,8 @@ Result<std::unique_ptr<ProxyServer>> ProxyServer::create(const common::Config& c
       std::none_of(info.begin(), info.end(), [](const auto& s) { return s.first == "symlink"; })) {
     return Status::invalid_argument("object versioning requires symlinks");  // as Swift's check
   }
+  server->trans_id_from_pipeline_ =
+      !pipeline.empty() && pipeline.front().entry_point == "catch_errors";
   ProxyApp* app = server->app_.get();
   server->pipeline_ = std::make_unique<Pipeline>(
       std::move(filters), [app](common::http::Exchange& ex, ProxyEnv& env) {
@@ -236,7 +238,9 @@ net::awaitable<void> ProxyServer::handle(common::http::Exchange& ex) {
   ProxyEnv env;
   env.start_time =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-  env.trans_id = generate_trans_id("");  // catch_errors makes its own, with the suffix
+  // A pipeline that starts with catch_errors gets its transaction id there (with the suffix),
+  // before anything reads it; making one here too would cost a getrandom(2) per request.
+  if (!trans_id_from_pipeline_) env.trans_id = generate_trans_id("");
   env.info_memo = std::make_shared<RequestInfoMemo>();
   // Whatever the pipeline holds, what a client may not say is gone before any middleware sees
   // the request (the copy is made only for the rare request that says it).

@@ -106,6 +106,7 @@ class ProxyServer {
   ProxyServer() = default;
   std::unique_ptr<ProxyApp> app_;
   std::unique_ptr<Pipeline> pipeline_;
+  bool trans_id_from_pipeline_ = false;  // its first filter is catch_errors
 };
 
 }  // namespace apus::proxy

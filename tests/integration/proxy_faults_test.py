@@ -164,10 +164,17 @@ def shared_tokens(cluster):
     check(ring.get("AUTH_/user/test:tester") == token, "the user entry names the token")
 
 
-def backend_requests(cluster, kind, n, method, path):
-    """How many `method` requests for `path` node n's `kind` server logged."""
-    with open(os.path.join(cluster.root, "%s-%d.log" % (kind, n)), errors="replace") as f:
-        return sum(1 for line in f if '"%s /sd%d/' % (method, n) in line and path in line)
+def backend_requests(cluster, kind, n, method, path, want=1, timeout=5):
+    """How many `method` requests for `path` node n's `kind` server logged, once there are
+    `want` of them or `timeout` seconds have passed (a server writes its log lines from a
+    thread of its own, after the answer)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with open(os.path.join(cluster.root, "%s-%d.log" % (kind, n)), errors="replace") as f:
+            count = sum(1 for line in f if '"%s /sd%d/' % (method, n) in line and path in line)
+        if count >= want or time.monotonic() > deadline:
+            return count
+        time.sleep(0.05)
 
 
 def affinity(cluster):
@@ -186,19 +193,14 @@ def affinity(cluster):
         _, body = swift.get_object(other, token, "near", name)
         check(body == b"close by", "read-affinity GET body")
     path = "/AUTH_test/near/" + name
-    check(backend_requests(cluster, "object", 0, "GET", path) == 10,
+    check(backend_requests(cluster, "object", 0, "GET", path, want=10) == 10,
           "every GET went to the zone read_affinity prefers")
     # Node 1 (zone 2) is local but not a primary: with write affinity it gets the write.
     swift.put_object(other, token, "near", name + "-local", b"written nearby")
     for n in (0, 1):
         # The proxy answers a quorum and post_quorum_timeout later: a slower node may log
         # its PUT after the client has its 201.
-        deadline = time.monotonic() + 5
-        while True:
-            count = backend_requests(cluster, "object", n, "PUT", path + "-local")
-            if count or time.monotonic() > deadline:
-                break
-            time.sleep(0.1)
+        count = backend_requests(cluster, "object", n, "PUT", path + "-local")
         check(count == 1, "the write-affinity PUT went to local node %d: %d PUTs" % (n, count))
     _, body = swift.get_object(url, token, "near", name + "-local")
     check(body == b"written nearby", "an object written with write affinity reads back")
