@@ -89,6 +89,14 @@ def wait_port(port, timeout=30):
     return False
 
 
+def port_in_use(port):
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+        return True
+    except OSError:
+        return False
+
+
 def session_cpu_seconds(sessions):
     """utime + stime of every live process in the given sessions (Swift forks workers)."""
     ticks = os.sysconf("SC_CLK_TCK")
@@ -141,6 +149,13 @@ class Side:
 
     def up(self):
         etc = os.path.join(self.cluster, "etc")
+        # A server left over from another run on one of these ports would take part of the
+        # load (our servers bind with SO_REUSEPORT) with its CPU uncounted: refuse.
+        ports = [int("6%d%s" % (n, k)) for n in NODES for k in ("16", "17", "18")]
+        taken = [p for p in ports + list(self.proxy_ports) if port_in_use(p)]
+        if taken:
+            raise RuntimeError("%s: ports %s are in use before our servers start (a run left "
+                               "its servers behind?)" % (self.name, taken))
         for n in NODES:
             for kind in KINDS:
                 name = "%s-server-%d" % (kind, n)
@@ -158,7 +173,6 @@ class Side:
                 argv = [PY, os.path.join(TOP, "tests", "support", "run_swift_server.py"), etc,
                         "proxy", self.conf(name)]
             self.start(argv, "%s.%s.out" % (name, self.name))
-        ports = [int("6%d%s" % (n, k)) for n in NODES for k in ("16", "17", "18")]
         for port in ports + list(self.proxy_ports):
             if not wait_port(port):
                 raise RuntimeError("%s: nothing listens on %d" % (self.name, port))
@@ -388,8 +402,8 @@ def main():
                     side.proxy_options = []
                 wipe_devices(cluster)
                 flush_memcached(memcached_port)
-                side.up()
                 try:
+                    side.up()  # inside: servers started before a failure are stopped too
                     if rnd == 0:
                         etc = os.path.join(cluster, "etc")
                         confs = {}
