@@ -78,23 +78,21 @@ def scenarios(quick):
     return out
 
 
-def wait_port(port, timeout=30):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            return True
-        except OSError:
-            time.sleep(0.1)
-    return False
-
-
 def port_in_use(port):
     try:
         socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
         return True
     except OSError:
         return False
+
+
+def wait_port(port, timeout=30):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if port_in_use(port):
+            return True
+        time.sleep(0.1)
+    return False
 
 
 def session_cpu_seconds(sessions):
@@ -358,6 +356,7 @@ def main():
     if not shutil.which("haproxy"):
         sys.exit("ab.py: haproxy is missing (scripts/install-deps --bench)")
     build = os.path.abspath(args.build)
+    side_b_build = versus_build or build  # Swift's side runs no binary of ours but apus-bench
     out = os.path.abspath(args.out)
     cluster = os.path.join(out, "cluster")
     os.makedirs(out, exist_ok=True)
@@ -394,10 +393,9 @@ def main():
         wait_port(args.base_port)
         for rnd in range(args.rounds):
             for side_name in ("apus", side_b):
-                b_apus = bool(versus or versus_build)
-                side = Side(side_name, cluster,
-                            versus_build if side_name != "apus" and versus_build else build,
-                            proxy_ports, kind="apus" if b_apus else None, proxy_options=versus)
+                side = Side(side_name, cluster, side_b_build if side_name != "apus" else build,
+                            proxy_ports, kind="apus" if (versus or versus_build) else None,
+                            proxy_options=versus)
                 if side_name == "apus":
                     side.proxy_options = []
                 wipe_devices(cluster)
