@@ -9,6 +9,8 @@
 //
 // Once configure() has run, lines are written by a writer thread of their own: a caller only
 // formats its line and queues it, so a slow log disk or syslog daemon never stalls a worker.
+// Under load the writer takes the queue at most every 10 ms, so many lines cost one write(2)
+// and one wake-up; a line waits at most that long, and one that comes alone is written at once.
 // The queue holds at most kMaxQueuedBytes; beyond that lines are dropped and the writer logs
 // how many at its next write. flush() waits until what was queued is written; exit() flushes.
 //

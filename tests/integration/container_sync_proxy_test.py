@@ -379,9 +379,8 @@ def main():
         sync_to(pair, full_urls_off)
         info(pair, realms_path, cluster.proxy_port)
         # The middleware's verdicts reach the access log's log_info field, as Swift's do.
-        with open(os.path.join(root, "proxy-cs.log"), errors="replace") as f:
-            log = f.read()
         for verdict in ("cs:valid", "cs:invalid-sig", "cs:not-3-args"):
+            log = procs.wait_for_text(os.path.join(root, "proxy-cs.log"), verdict)
             check(verdict in log, "the access log notes %s" % verdict)
     if failures:
         print("%d failure(s)" % len(failures))

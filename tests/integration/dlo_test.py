@@ -171,11 +171,9 @@ def vanished_segment(cluster, auth, whole):
     check(s == 200 and h.get("content-length") == "50", "GET still announces 50 bytes: %d %r"
           % (s, h))
     check(b == whole[:20], "the body ends before the missing segment: %r" % b)
-    time.sleep(0.5)
-    with open(os.path.join(cluster.root, "proxy-server.log"), "rb") as f:
-        log = f.read()
-    check(b"While processing manifest /v1/AUTH_test/d/man, got 404" in log,
-          "the log says which segment was missing: %r" % log[-1500:])
+    want = "While processing manifest /v1/AUTH_test/d/man, got 404"
+    log = procs.wait_for_text(os.path.join(cluster.root, "proxy-server.log"), want)
+    check(want in log, "the log says which segment was missing: %r" % log[-1500:])
     # A missing first segment, before any byte went out: 409.
     s, _, _ = request(cluster.proxy_port, "PUT", "/v1/AUTH_test/d/man2",
                       dict(auth, **{"X-Object-Manifest": "d/seg/02"}))

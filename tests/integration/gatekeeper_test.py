@@ -75,16 +75,12 @@ def no_gatekeeper(cluster):
     port = cluster.start_proxy(
         "proxy-no-gatekeeper",
         pipeline="catch_errors proxy-logging cache tempauth proxy-server")
-    logs = b""
-    for suffix in (".log", ".out"):
-        path = os.path.join(cluster.root, "proxy-no-gatekeeper" + suffix)
-        if os.path.exists(path):
-            with open(path, "rb") as f:
-                logs += f.read()
-    check(b"Adding required filter dlo to pipeline" in logs,
-          "the proxy adds dlo as Swift does: %r" % logs[-2000:])
-    check(b"Adding required filter versioned_writes to pipeline" in logs,
-          "the proxy adds versioned_writes as Swift does: %r" % logs[-2000:])
+    paths = [os.path.join(cluster.root, "proxy-no-gatekeeper" + suffix)
+             for suffix in (".log", ".out")]
+    for middleware in ("dlo", "versioned_writes"):
+        want = "Adding required filter %s to pipeline" % middleware
+        logs = procs.wait_for_text(paths, want)
+        check(want in logs, "the proxy adds %s as Swift does: %r" % (middleware, logs[-2000:]))
     tok = token(cluster, port)
     auth = {"X-Auth-Token": tok}
     base = "/v1/AUTH_test"

@@ -213,17 +213,9 @@ def direct_get(cluster, n, container, obj, port=None, headers=None):
     return resp.status, body
 
 
-def logged(cluster, n, text, timeout=5):
-    """Whether node n's object server logs `text` within `timeout` seconds (its log lines are
-    written by a thread of their own, after the fact)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        with open(os.path.join(cluster.root, "object-%d.log" % n), errors="replace") as f:
-            if text in f.read():
-                return True
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
+def logged(cluster, n, text):
+    """Whether node n's object server logs `text` within a few seconds."""
+    return text in procs.wait_for_text(os.path.join(cluster.root, "object-%d.log" % n), text)
 
 
 def flip_in_transit(cluster, swift_server):

@@ -264,8 +264,8 @@ def resume_after_stall(cluster):
     check(len(got) == len(body) and hashlib.md5(got).digest() == hashlib.md5(body).digest(),
           "the stalled GET resumed from another replica: %d of %d bytes" % (len(got), len(body)))
     conn.close()
-    with open(os.path.join(cluster.root, "proxy-resume.log"), errors="replace") as f:
-        check(any("resumed at byte" in line for line in f), "the proxy logged the resume")
+    log = procs.wait_for_text(os.path.join(cluster.root, "proxy-resume.log"), "resumed at byte")
+    check("resumed at byte" in log, "the proxy logged the resume")
 
 
 def ratelimit(cluster):

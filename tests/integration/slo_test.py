@@ -186,10 +186,9 @@ def changed_segment(cluster_root, port, auth):
     s, _, _ = request(port, "PUT", base + "/s/seg0", auth, b"z" * 10)
     s, _, _ = request(port, "GET", base + "/s/man", auth)
     check(s == 409, "a changed first segment: %d" % s)
-    time.sleep(0.5)
-    with open(os.path.join(cluster_root, "slo-proxy.log"), "rb") as f:
-        log = f.read()
-    check(b"Object segment no longer valid" in log, "the log says why: %r" % log[-1500:])
+    want = "Object segment no longer valid"
+    log = procs.wait_for_text(os.path.join(cluster_root, "slo-proxy.log"), want)
+    check(want in log, "the log says why: %r" % log[-1500:])
 
 
 def segment_data_file(cluster, n, part, name):
@@ -235,15 +234,13 @@ def rotten_segment(cluster, port, auth):
     check(sum(1 for path in rotten if not os.path.exists(path)) == 1,
           "the replica read is quarantined (and only it): %r" %
           [os.path.exists(path) for path in rotten])
-    time.sleep(0.5)
-    logs = b""
-    for n in nodes:
-        with open(os.path.join(cluster.root, "object-%d.log" % n), "rb") as f:
-            logs += f.read()
-    check(b"last chunk held back" in logs, "an object server says why: %r" % logs[-1500:])
-    with open(os.path.join(cluster.root, "slo-proxy.log"), "rb") as f:
-        log = f.read()
-    check(b"a verified read: not resumed" in log, "the proxy says why: %r" % log[-1500:])
+    want = "last chunk held back"
+    logs = procs.wait_for_text([os.path.join(cluster.root, "object-%d.log" % n) for n in nodes],
+                               want)
+    check(want in logs, "an object server says why: %r" % logs[-1500:])
+    want = "a verified read: not resumed"
+    log = procs.wait_for_text(os.path.join(cluster.root, "slo-proxy.log"), want)
+    check(want in log, "the proxy says why: %r" % log[-1500:])
 
 
 def delete(port, auth):

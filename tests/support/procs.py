@@ -107,6 +107,25 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def wait_for_text(paths, text, timeout=5.0):
+    """The text of the files at `paths` (a path or a list of them; missing ones read as empty),
+    once it holds `text` or `timeout` seconds have passed. Servers write their log lines from a
+    thread of their own, in batches under load: a line may reach its file some milliseconds
+    after the answer it tells of. The caller checks `text in` the result."""
+    if isinstance(paths, str):
+        paths = [paths]
+    deadline = time.monotonic() + timeout
+    while True:
+        got = ""
+        for path in paths:
+            if os.path.exists(path):
+                with open(path, errors="replace") as f:
+                    got += f.read()
+        if text in got or time.monotonic() > deadline:
+            return got
+        time.sleep(0.05)
+
+
 def wait_for_port(port, timeout=15.0, proc=None, log_path=None, host="127.0.0.1"):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
