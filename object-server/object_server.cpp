@@ -170,8 +170,8 @@ class PutBody {
   // Reads the rest of the body, whatever it holds (Swift drains it before answering), and
   // then the request's own end: the closing delimiter comes before the last chunk of a
   // chunked body (as the proxy sends it), and a body not read to its end makes the runtime
-  // close the connection, so every PUT would cost the proxy a new one. An epilogue longer
-  // than kMaxEpilogueBytes is not read: the connection closes instead.
+  // close the connection, so every PUT would cost the proxy a new one. At most
+  // kMaxEpilogueBytes more of an epilogue are read: past that, the connection closes instead.
   net::awaitable<Status> drain() {
     pending_ = {};
     for (;;) {
@@ -179,8 +179,12 @@ class PutBody {
       if (!e.ok()) co_return e.status();
       if (*e == MimeSplitter::Event::kEnd) break;
     }
+    // Reads stop one byte past the bound, which is how a longer epilogue shows. (The read that
+    // found the closing delimiter may have brought up to a chunk of epilogue along, which the
+    // splitter dropped.)
     for (size_t epilogue = 0; epilogue <= kMaxEpilogueBytes;) {
-      auto n = co_await ex_.read_body(std::span(input_.data(), input_.size()));
+      const size_t room = std::min(input_.size(), kMaxEpilogueBytes + 1 - epilogue);
+      auto n = co_await ex_.read_body(std::span(input_.data(), room));
       if (!n.ok()) co_return n.status();
       if (*n == 0) break;
       epilogue += *n;

@@ -52,7 +52,7 @@ class ClientConnectionImpl {
       : stream_(std::move(stream)), peer_(std::move(peer)), options_(options) {}
 
   net::awaitable<Result<int>> send_head(const ClientRequest& request);
-  net::awaitable<Status> write_body(std::string_view chunk);
+  net::awaitable<Status> write_body(std::span<const std::string_view> pieces, bool last);
   net::awaitable<Status> finish_body();
   net::awaitable<Result<ClientResponse>> read_response_head();
   net::awaitable<Result<size_t>> read_body(std::span<char> buf);
@@ -95,6 +95,7 @@ class ClientConnectionImpl {
   std::vector<std::string> masked_names_;  // field names the parser saw masked (read_head())
   HeaderMap continue_headers_;             // the last 100 Continue's
   bool chunked_request_ = false;
+  bool body_ended_ = false;  // the last chunk went out
   bool head_only_ = false;
   bool head_read_ = false;
   bool response_done_ = false;
@@ -120,6 +121,7 @@ net::awaitable<Result<int>> ClientConnectionImpl::send_head(const ClientRequest&
   response_done_ = false;
   reusable_ = true;
   chunked_request_ = request.chunked && !request.content_length;
+  body_ended_ = false;
 
   std::string head;
   head.reserve(512);
@@ -180,24 +182,36 @@ net::awaitable<Status> ClientConnectionImpl::read_head_into_parser() {
   co_return Status();
 }
 
-net::awaitable<Status> ClientConnectionImpl::write_body(std::string_view chunk) {
-  if (chunk.empty()) co_return Status();
-  if (chunked_request_) {
-    char size_line[24];
-    int n = std::snprintf(size_line, sizeof size_line, "%zx\r\n", chunk.size());
-    std::array<net::const_buffer, 3> buffers{net::buffer(size_line, n), net::buffer(chunk),
-                                             net::buffer("\r\n", 2)};
-    co_return co_await write(buffers);
+constexpr std::string_view kLastChunk = "0\r\n\r\n";
+
+net::awaitable<Status> ClientConnectionImpl::write_body(std::span<const std::string_view> pieces,
+                                                       bool last) {
+  last = last && chunked_request_ && !body_ended_;
+  std::vector<net::const_buffer> buffers;
+  std::vector<std::array<char, 20>> size_lines;  // each piece's chunk-size line
+  buffers.reserve(pieces.size() * 3 + 1);
+  size_lines.reserve(pieces.size());
+  for (std::string_view piece : pieces) {
+    if (piece.empty()) continue;  // an empty chunk would end the body
+    if (!chunked_request_) {
+      buffers.push_back(net::buffer(piece));
+      continue;
+    }
+    auto& line = size_lines.emplace_back();
+    int n = std::snprintf(line.data(), line.size(), "%zx\r\n", piece.size());
+    buffers.push_back(net::buffer(line.data(), static_cast<size_t>(n)));
+    buffers.push_back(net::buffer(piece));
+    buffers.push_back(net::buffer("\r\n", 2));
   }
-  std::array<net::const_buffer, 1> buffers{net::buffer(chunk)};
-  co_return co_await write(buffers);
+  if (last) buffers.push_back(net::buffer(kLastChunk.data(), kLastChunk.size()));
+  if (buffers.empty()) co_return Status();
+  Status s = co_await write(buffers);
+  if (s.ok() && last) body_ended_ = true;
+  co_return s;
 }
 
 net::awaitable<Status> ClientConnectionImpl::finish_body() {
-  if (!chunked_request_) co_return Status();
-  static constexpr std::string_view kLast = "0\r\n\r\n";
-  std::array<net::const_buffer, 1> buffers{net::buffer(kLast.data(), kLast.size())};
-  co_return co_await write(buffers);
+  return write_body({}, true);
 }
 
 ClientResponse ClientConnectionImpl::make_response() const {
@@ -242,10 +256,11 @@ net::awaitable<Result<size_t>> ClientConnectionImpl::read_body(std::span<char> b
     body.size = buf.size();
     stream_.expires_after(to_duration(options_.node_timeout));
     auto [ec, n] = co_await bhttp::async_read_some(stream_, buffer_, *parser_, kAsTuple);
+    if (ec == bhttp::error::need_buffer) ec = {};
+    if (!ec) ec = internal::parse_buffered_body(*parser_, buffer_);
     size_t got = buf.size() - body.size;
     body.data = nullptr;
     body.size = 0;
-    if (ec == bhttp::error::need_buffer) ec = {};
     if (ec == bhttp::error::end_of_stream && parser_->is_done()) ec = {};
     if (ec) {
       reusable_ = false;
@@ -266,7 +281,12 @@ net::awaitable<Result<int>> ClientConnection::send_head(const ClientRequest& req
   return impl_->send_head(request);
 }
 net::awaitable<Status> ClientConnection::write_body(std::string_view chunk) {
-  return impl_->write_body(chunk);
+  // A coroutine, so that `chunk`, which the span points at, lives as long as the write.
+  co_return co_await impl_->write_body(std::span(&chunk, 1), false);
+}
+net::awaitable<Status> ClientConnection::write_body(std::span<const std::string_view> pieces,
+                                                    bool last) {
+  return impl_->write_body(pieces, last);
 }
 net::awaitable<Status> ClientConnection::finish_body() { return impl_->finish_body(); }
 net::awaitable<Result<ClientResponse>> ClientConnection::read_response_head() {

@@ -71,7 +71,12 @@ class ClientConnection {
   const HeaderMap& continue_headers() const;
   // Sends body bytes (chunk-framed when the request is chunked).
   boost::asio::awaitable<Status> write_body(std::string_view chunk);
-  // Ends the body (the last chunk for chunked requests); a no-op for a fixed length.
+  // Sends several pieces of body in one write (each its own chunk when the request is chunked)
+  // and, with `last`, the end of the body too. One system call and one segment instead of one
+  // per piece: a small PUT's pieces reach the peer together.
+  boost::asio::awaitable<Status> write_body(std::span<const std::string_view> pieces, bool last);
+  // Ends the body (the last chunk for chunked requests); a no-op for a fixed length, or once
+  // a write_body(..., last) has ended it.
   boost::asio::awaitable<Status> finish_body();
   // Reads the response head (returns the one already read by send_head, if any).
   boost::asio::awaitable<Result<ClientResponse>> read_response_head();

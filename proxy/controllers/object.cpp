@@ -211,17 +211,32 @@ class PutFanout {
     net::steady_timer wake;  // the writer waits on it for work; set only by the writer
   };
 
+  // What a lane writes at once: all it has queued, up to this many chunks. A small PUT's
+  // preamble, body and footer, with the body's end, go in one write (one segment to the
+  // object server, which then reads its whole body with one read).
+  static constexpr size_t kMaxGather = 16;
+
   static net::awaitable<void> write_lane(std::shared_ptr<PutFanout> self, size_t i) {
     Lane& l = *self->lanes_[i];
+    std::array<std::shared_ptr<const Chunk>, kMaxGather> held;  // alive while being written
+    std::array<std::string_view, kMaxGather> pieces;
     while (l.alive) {
       if (l.queue.empty()) {
         if (self->closing_) break;
         co_await wait(l.wake);
         continue;
       }
-      std::shared_ptr<const Chunk> chunk = l.queue.front();
-      Status s = co_await l.conn->write_body(chunk->view());
-      if (!l.queue.empty()) l.queue.pop_front();
+      const size_t n = std::min(l.queue.size(), kMaxGather);
+      for (size_t k = 0; k < n; ++k) {
+        held[k] = l.queue[k];
+        pieces[k] = held[k]->view();
+      }
+      // drain() has begun: nothing more comes, so the end of the body goes with the rest.
+      const bool last = self->closing_ && n == l.queue.size();
+      Status s = co_await l.conn->write_body(std::span(pieces.data(), n), last);
+      for (size_t k = 0; k < n; ++k) held[k].reset();
+      l.queue.erase(l.queue.begin(), l.queue.begin() + static_cast<std::ptrdiff_t>(
+                                                           std::min(n, l.queue.size())));
       if (!s.ok()) {
         l.alive = false;
         l.queue.clear();
@@ -1101,7 +1116,8 @@ net::awaitable<void> ObjectController::send_body(
   auto fanout = std::make_shared<PutFanout>(co_await net::this_coro::executor, std::move(conns),
                                             conf.put_queue_depth);
   PutFanout::start(fanout);
-  co_await fanout->push(chunk_of("--" + mime_boundary + "\r\nX-Document: object body\r\n\r\n"));
+  // Queued with the first piece of the body (or the footer), to go in the same write.
+  auto preamble = chunk_of("--" + mime_boundary + "\r\nX-Document: object body\r\n\r\n");
   for (;;) {
     auto chunk = std::make_shared<PutFanout::Chunk>(conf.client_chunk_size);
     auto got = co_await ex.read_body(std::span(chunk->bytes.get(), chunk->capacity));
@@ -1123,6 +1139,7 @@ net::awaitable<void> ObjectController::send_body(
     }
     md5.update(chunk->view());
     crc.update(chunk->view());
+    if (preamble) co_await fanout->push(std::exchange(preamble, nullptr));
     co_await fanout->push(std::move(chunk));
     if (fanout->alive() < quorum) {
       fanout->abandon();
@@ -1156,6 +1173,7 @@ net::awaitable<void> ObjectController::send_body(
   }
   footers.set(common::http::kBodyMd5Footer, body_md5);
   footers.set(common::http::kBodyCrc32cFooter, crc.hex());
+  if (preamble) co_await fanout->push(std::move(preamble));  // an empty body
   co_await fanout->push(chunk_of(mime_footer(footers, mime_boundary)));
   co_await fanout->drain();
   std::vector<PutLane> lanes;

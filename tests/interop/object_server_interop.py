@@ -382,10 +382,11 @@ def mime_puts(swift_port, apus_port, container_port):
     # A MIME PUT read to its end leaves the connection open for the next request (the proxy
     # reuses its connections to object servers; the closing delimiter comes before the chunked
     # body's last chunk, and a server that stopped there had to close). A short epilogue after
-    # the delimiter is read too; one past 64 KiB is not, and the connection closes. (No
+    # the delimiter is read too; past 64 KiB more than the read that found the delimiter
+    # brought along (at most network_chunk_size), it is not, and the connection closes. (No
     # container server named: the updates of both servers are compared later.)
     keep_cases = (("plain", b"", True), ("an epilogue", b"epilogue\r\n" * 10, True),
-                  ("a long epilogue", b"e" * (80 << 10), False))
+                  ("a long epilogue", b"e" * (256 << 10), False))
     for i, (what, extra, keeps) in enumerate(keep_cases):
         status, got, _, _, head_status = mime_put(
             apus_port, obj + "-keep", headers("17000000%d.00000" % (51 + i), {}),

@@ -1,8 +1,9 @@
-// Reading one HTTP message head for Beast's parser, in both directions (server requests,
-// client responses), so that field names Swift's eventlet takes and Beast refuses ('=' in
-// s3api's "X-Object-Meta-Foo=5Fbar", '(' in S3 user metadata) pass: the head is read whole,
+// Reading one HTTP message for Beast's parser, in both directions (server requests, client
+// responses). The head: so that field names Swift's eventlet takes and Beast refuses ('=' in
+// s3api's "X-Object-Meta-Foo=5Fbar", '(' in S3 user metadata) pass, the head is read whole,
 // such names are masked for the parser (mask_field_names), and the caller puts them back from
-// `masked` with unmask_field_name(). Internal: for .cpp files that already include Beast.
+// `masked` with unmask_field_name(). The body: parse_buffered_body(). Internal: for .cpp files
+// that already include Beast.
 #pragma once
 
 #include <boost/asio/awaitable.hpp>
@@ -62,6 +63,28 @@ boost::asio::awaitable<boost::beast::error_code> read_head(boost::beast::tcp_str
   if (!ec && (used != head.size() || !parser.is_header_done())) ec = bhttp::error::bad_value;
   if (!ec) buffer.consume(head_size);
   co_return ec;
+}
+
+// After a body read: parses more of the body from what `buffer` already holds (the next chunks
+// of a chunked body) into the parser's buffer_body, with no further read from the socket. A
+// read of Beast's stops after each chunk's size line and each chunk's data, and each stop is a
+// trip through the event loop: a small chunked MIME PUT from the proxy is four chunks. (Beast's
+// eager option would parse on too, but then waits for the socket when the buffer ends inside
+// a chunk's size line, holding back the body bytes it has: a request and its answer streamed
+// against each other, as SSYNC's, would deadlock.) Stops where the buffer ends or the body's
+// room is full; returns the parser's error, if any.
+template <class Parser>
+boost::beast::error_code parse_buffered_body(Parser& parser, boost::beast::flat_buffer& buffer) {
+  namespace bhttp = boost::beast::http;
+  while (buffer.size() > 0 && !parser.is_done() && parser.get().body().size > 0) {
+    boost::beast::error_code ec;
+    const size_t used = parser.put(buffer.data(), ec);
+    buffer.consume(used);
+    if (ec == bhttp::error::need_more || ec == bhttp::error::need_buffer) break;
+    if (ec) return ec;
+    if (used == 0) break;
+  }
+  return {};
 }
 
 }  // namespace apus::common::http::internal

@@ -745,10 +745,11 @@ net::awaitable<Result<size_t>> Session::read_body(std::span<char> buf) {
     body.more = true;
     stream_.expires_after(to_duration(server_.options_.client_timeout));
     auto [ec, n] = co_await bhttp::async_read_some(stream_, buffer_, *parser_, kAsTuple);
+    if (ec == bhttp::error::need_buffer) ec = {};
+    if (!ec) ec = internal::parse_buffered_body(*parser_, buffer_);
     size_t got = buf.size() - body.size;
     body.data = nullptr;
     body.size = 0;
-    if (ec == bhttp::error::need_buffer) ec = {};
     if (ec) {
       must_close_ = true;
       co_return map_read_error(ec);
