@@ -187,27 +187,33 @@ constexpr std::string_view kLastChunk = "0\r\n\r\n";
 net::awaitable<Status> ClientConnectionImpl::write_body(std::span<const std::string_view> pieces,
                                                        bool last) {
   last = last && chunked_request_ && !body_ended_;
-  std::vector<net::const_buffer> buffers;
-  std::vector<std::array<char, 20>> size_lines;  // each piece's chunk-size line
-  buffers.reserve(pieces.size() * 3 + 1);
-  size_lines.reserve(pieces.size());
-  for (std::string_view piece : pieces) {
-    if (piece.empty()) continue;  // an empty chunk would end the body
-    if (!chunked_request_) {
-      buffers.push_back(net::buffer(piece));
-      continue;
+  // Framed in place, up to kMaxPieces pieces per write: no allocation per write (this is every
+  // PUT body's path).
+  constexpr size_t kMaxPieces = 16;
+  std::array<net::const_buffer, kMaxPieces * 3 + 1> buffers;
+  std::array<std::array<char, 20>, kMaxPieces> size_lines;  // each piece's chunk-size line
+  do {
+    size_t used = 0;
+    size_t taken = 0;
+    for (; taken < pieces.size() && taken < kMaxPieces; ++taken) {
+      std::string_view piece = pieces[taken];
+      if (piece.empty()) continue;  // an empty chunk would end the body
+      if (!chunked_request_) {
+        buffers[used++] = net::buffer(piece);
+        continue;
+      }
+      auto& line = size_lines[taken];
+      int n = std::snprintf(line.data(), line.size(), "%zx\r\n", piece.size());
+      buffers[used++] = net::buffer(line.data(), static_cast<size_t>(n));
+      buffers[used++] = net::buffer(piece);
+      buffers[used++] = net::buffer("\r\n", 2);
     }
-    auto& line = size_lines.emplace_back();
-    int n = std::snprintf(line.data(), line.size(), "%zx\r\n", piece.size());
-    buffers.push_back(net::buffer(line.data(), static_cast<size_t>(n)));
-    buffers.push_back(net::buffer(piece));
-    buffers.push_back(net::buffer("\r\n", 2));
-  }
-  if (last) buffers.push_back(net::buffer(kLastChunk.data(), kLastChunk.size()));
-  if (buffers.empty()) co_return Status();
-  Status s = co_await write(buffers);
-  if (s.ok() && last) body_ended_ = true;
-  co_return s;
+    pieces = pieces.subspan(taken);
+    if (last && pieces.empty()) buffers[used++] = net::buffer(kLastChunk.data(), kLastChunk.size());
+    if (used > 0) APUS_CO_RETURN_IF_ERROR(co_await write(std::span(buffers.data(), used)));
+  } while (!pieces.empty());
+  if (last) body_ended_ = true;
+  co_return Status();
 }
 
 net::awaitable<Status> ClientConnectionImpl::finish_body() {

@@ -71,9 +71,10 @@ class ClientConnection {
   const HeaderMap& continue_headers() const;
   // Sends body bytes (chunk-framed when the request is chunked).
   boost::asio::awaitable<Status> write_body(std::string_view chunk);
-  // Sends several pieces of body in one write (each its own chunk when the request is chunked)
-  // and, with `last`, the end of the body too. One system call and one segment instead of one
-  // per piece: a small PUT's pieces reach the peer together.
+  // Sends several pieces of body together (each its own chunk when the request is chunked)
+  // and, with `last`, the end of the body too: one write per 16 pieces instead of one per
+  // piece, so a small PUT's pieces reach the peer in one segment. `pieces` must stay valid
+  // until the write completes.
   boost::asio::awaitable<Status> write_body(std::span<const std::string_view> pieces, bool last);
   // Ends the body (the last chunk for chunked requests); a no-op for a fixed length, or once
   // a write_body(..., last) has ended it.

@@ -300,3 +300,27 @@ TEST_CASE("write_body sends pieces as chunks and ends the body once; the connect
   CHECK(bodies == std::vector<std::string>{"1 --preamble\r\nbody--footer--",
                                            "1 --preamble\r\nbody--footer--", "reusable"});
 }
+
+TEST_CASE("write_body with more pieces than one write takes sends them all, in order") {
+  TestServer server(counting_handler);
+  net::io_context ioc;
+  ConnectionPool pool(ClientOptions{});
+  auto bytes = run<std::string>(ioc, [&]() -> net::awaitable<std::string> {
+    auto c = co_await pool.connect("127.0.0.1", server.port());
+    if (!c.ok()) co_return "no connection";
+    ClientRequest req;
+    req.method = "PUT";
+    req.target = "/sda/1/a/c/o";
+    req.chunked = true;
+    if (!(co_await (*c)->send_head(req)).ok()) co_return "no head";
+    std::vector<std::string> owned;
+    for (int i = 0; i < 40; ++i) owned.push_back(std::string(static_cast<size_t>(i + 1), 'x'));
+    std::vector<std::string_view> pieces(owned.begin(), owned.end());
+    if (!(co_await (*c)->write_body(pieces, true)).ok()) co_return "write failed";
+    auto head = co_await (*c)->read_response_head();
+    if (!head.ok()) co_return "no answer";
+    (void)co_await (*c)->read_body_all(64);
+    co_return std::string(head->headers.get_or("X-Bytes", ""));
+  });
+  CHECK(bytes == std::to_string(40 * 41 / 2));
+}
