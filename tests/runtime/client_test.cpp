@@ -253,7 +253,7 @@ TEST_CASE("start_request reads the head of a bodyless request, and stops at 100 
   CHECK(statuses == std::vector<int>{201, 201, 100, 5});
 }
 
-TEST_CASE("write_body sends pieces as chunks and ends the body once; the connection goes on") {
+TEST_CASE("write_body sends pieces as chunks and ends the body once, and the connection goes on") {
   // Echoes the body it read, and how many reads gave bytes.
   TestServer server([](Exchange& ex) -> net::awaitable<void> {
     std::array<char, 16384> buf;
