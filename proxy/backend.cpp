@@ -345,6 +345,17 @@ size_t max_listing_body(const common::Constraints& c) {
   return static_cast<size_t>(std::max<int64_t>(most, int64_t{16} << 20));
 }
 
+namespace {
+
+// "Account", "Container" or "Object" for a backend path "/part/account[/container[/object]]".
+std::string_view server_type_of(std::string_view path) {
+  size_t slashes = std::count(path.begin(), path.end(), '/');
+  if (slashes <= 2) return "Account";
+  return slashes == 3 ? "Container" : "Object";
+}
+
+}  // namespace
+
 net::awaitable<BackendResponse> request_node(const BackendOptions& options, NodeHealth& health,
                                              const ring::Device& device, const std::string& method,
                                              const std::string& path, const HeaderMap& headers,
@@ -373,9 +384,12 @@ net::awaitable<BackendResponse> request_node(const BackendOptions& options, Node
   }
   if (!resp.ok()) {
     health.record_error(device);
-    APUS_LOG_DEBUG("ERROR with server " + device.ip + ":" + std::to_string(device.port) + "/" +
-                   device.device + " trying to " + method + " " + path + ": " +
-                   resp.status().to_string());
+    // An error, as Swift logs it: the request goes to another node, and an operator needs to
+    // see which node failed and how (a node that keeps failing is error-limited and skipped,
+    // so a dead node costs error_suppression_limit lines per error_suppression_interval).
+    APUS_LOG_ERROR("ERROR with " + std::string(server_type_of(path)) + " server " + device.ip +
+                   ":" + std::to_string(device.port) + "/" + device.device + " re: Trying to " +
+                   method + " " + path + ": " + resp.status().to_string());
     co_return out;
   }
   health.record_timing(device, std::chrono::duration<double>(Clock::now() - start).count());

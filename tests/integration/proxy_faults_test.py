@@ -14,12 +14,14 @@ with apus-ring-builder on free loopback ports), driven with python-swiftclient:
    write_affinity writes to the local zones even when they hold no primary.
 7. X-Newest: with one replica newer than the others, GET and HEAD with X-Newest always give
    it.
-8. An object server that stalls in the middle of a GET: the proxy resumes from another replica
+8. A container server down: the proxy logs an ERROR naming the node and the request, as Swift
+   does, and answers from the other replicas.
+9. An object server that stalls in the middle of a GET: the proxy resumes from another replica
    after recoverable_node_timeout and the client gets the whole object, byte for byte.
-9. ratelimit (counters in memcached): object writes in a container slowed to its
-   container_ratelimit, 498 past max_sleep_time_seconds, 497 for a blacklisted account, and
-   /info lists the limits.
-10. Account and container info cached in memcached in Swift's format: an ACL set at one proxy
+10. ratelimit (counters in memcached): object writes in a container slowed to its
+    container_ratelimit, 498 past max_sleep_time_seconds, 497 for a blacklisted account, and
+    /info lists the limits.
+11. Account and container info cached in memcached in Swift's format: an ACL set at one proxy
     counts at the other within local_info_cache_ttl (1 s; at once with 0), a proxy serving one
     container reads its infos from memcached about once a second, not twice a request, and an
     entry Swift's own code wrote is read by Apus.
@@ -237,6 +239,26 @@ def newest(cluster):
               "HEAD with X-Newest describes the newest replica: %r" % headers)
 
 
+def listing_node_down_logged(cluster):
+    """A container server that does not answer is an ERROR in the proxy's log, in Swift's words,
+    naming the node and the request; the request is still answered by the others."""
+    url, token, _ = fresh_proxy_url(cluster, "proxy-listing-down")
+    swift.put_container(url, token, "watched")
+    _, primaries = cluster.ring_nodes("container", "AUTH_test", "watched")
+    n = primaries[0]
+    cluster.stop("container", n)
+    try:
+        # X-Newest asks every primary, the stopped one too.
+        headers = swift.head_container(url, token, "watched", headers={"X-Newest": "true"})
+        check("x-container-object-count" in headers, "HEAD answered by the other replicas")
+        want = "ERROR with Container server 127.0.0.1:%d/sd%d re: Trying to HEAD /" % (
+            cluster.ports["container"][n], n)
+        log = procs.wait_for_text(os.path.join(cluster.root, "proxy-listing-down.log"), want)
+        check(want in log, "the proxy logs the failed node as an error: %r" % want)
+    finally:
+        cluster.start("container", n)
+
+
 def resume_after_stall(cluster):
     import hashlib
     import http.client
@@ -388,7 +410,8 @@ def main():
     with procs.TempDir("apus-proxy-faults-") as root, procs.Processes() as ps:
         cluster = Cluster(BIN, root, ps)
         for step in (tree_round_trip, put_storm_with_node_down, two_primaries_down, hanging_node,
-                     shared_tokens, shared_info, affinity, newest, resume_after_stall,
+                     shared_tokens, shared_info, affinity, newest, listing_node_down_logged,
+                     resume_after_stall,
                      ratelimit):
             print("---", step.__name__)
             try:
