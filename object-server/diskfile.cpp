@@ -368,23 +368,39 @@ Status DiskFileManager::write_metadata(const Location& loc, File& file, const Me
 }
 
 Result<Metadata> DiskFileManager::read_metadata(const File& file) {
-  std::string pickled;
-  for (int n = 0;; ++n) {
-    std::string key = kMetadataKey;
-    if (n > 0) key += std::to_string(n);
-    auto piece = fs_.get_xattr(file, key);
-    if (!piece.ok()) {
-      if (piece.status().is_not_found() && n > 0) break;
-      if (piece.status().is_not_found()) return read_sidecar(file);
-      return piece.status();
+  // Swift splits the pickle over user.swift.metadata, user.swift.metadata1, ... and a reader
+  // joins them until a key is missing. A first piece that decodes whole is the whole pickle
+  // (a strict prefix of a pickle never holds its STOP), so the probe for a second key, a
+  // system call on every open, is skipped then; a checksum that does not match it reads on.
+  auto first = fs_.get_xattr(file, kMetadataKey);
+  if (!first.ok()) {
+    if (first.status().is_not_found()) return read_sidecar(file);
+    return first.status();
+  }
+  std::string pickled = std::move(*first);
+  bool all_read = false;
+  auto read_rest = [&]() -> Status {
+    all_read = true;
+    for (int n = 1;; ++n) {
+      auto piece = fs_.get_xattr(file, kMetadataKey + std::to_string(n));
+      if (!piece.ok()) return piece.status().is_not_found() ? Status() : piece.status();
+      pickled += *piece;
     }
-    pickled += *piece;
+  };
+  auto decoded = common::pickle::decode_object_metadata(pickled);
+  if (!decoded.ok()) {
+    APUS_RETURN_IF_ERROR(read_rest());
+    decoded = common::pickle::decode_object_metadata(pickled);
   }
   auto checksum = fs_.get_xattr(file, kChecksumKey);
+  if (checksum.ok() && *checksum != common::crypto::md5_hex(pickled) && !all_read) {
+    // Whole on its own, yet more pieces follow: read as Swift reads it, every piece.
+    APUS_RETURN_IF_ERROR(read_rest());
+    decoded = common::pickle::decode_object_metadata(pickled);
+  }
   if (checksum.ok() && *checksum != common::crypto::md5_hex(pickled)) {
     return Status::corruption("metadata checksum mismatch");
   }
-  auto decoded = common::pickle::decode_object_metadata(pickled);
   if (!decoded.ok()) return Status::corruption("unreadable metadata: " + decoded.status().message());
   return std::move(*decoded);
 }

@@ -1272,6 +1272,8 @@ net::awaitable<void> ObjectServer::send_object(Exchange& ex, Parsed& p, DiskObje
     }
   };
 
+  // A body read with the open goes out with the head, in one write.
+  if (small_body) ex.hold_head_for_body();
   if (range.outcome == common::http::RangeOutcome::kWhole) {
     if (!(co_await ex.start_response(200, std::move(h), obj.size)).ok()) co_return;
     bool ok = co_await stream_range(0, obj.size, /*whole=*/true);

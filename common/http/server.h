@@ -173,6 +173,13 @@ class Exchange {
     return respond_and_drop_status(std::move(response));
   }
 
+  // The next start_response() may hold its head back and send it with the first body chunk
+  // (or with finish_response()): one write and one TCP segment for a small body instead of
+  // two, and one wake-up for the reader. Only for a body at hand: the client sees the head no
+  // sooner than that chunk. A HEAD answer's head, and one whose handler reads the request body
+  // after it (read_body_after_head()), still go at once.
+  virtual void hold_head_for_body() {}
+
   // Streams a response: the head (with Content-Length when known, else chunked), then any
   // number of body chunks, then finish.
   boost::asio::awaitable<Status> start_response(int status, HeaderMap headers,
@@ -231,6 +238,7 @@ class ExchangeWrapper : public Exchange {
   }
   void read_body_after_head() override { inner_.read_body_after_head(); }
   void close_without_reading_body() override { inner_.close_without_reading_body(); }
+  void hold_head_for_body() override { inner_.hold_head_for_body(); }
   boost::asio::awaitable<Status> write_body(std::string_view chunk) override {
     return inner_.write_body(chunk);
   }

@@ -17,6 +17,9 @@ namespace apus::common::io {
 
 namespace {
 
+// get_xattr's first read: Swift's metadata of an object (a few hundred bytes) and its checksum.
+constexpr std::size_t kSmallXattrBytes = 2048;
+
 // Retries a system call that a signal interrupted before it did anything.
 template <class F>
 auto retry_eintr(F f) {
@@ -218,6 +221,12 @@ class PosixFs final : public Fs {
   }
 
   Result<std::string> get_xattr(const File& f, const std::string& name) override {
+    // Most values (an object's metadata, its checksum) fit a small buffer: one call reads them,
+    // instead of one for the size and one for the value.
+    char small[kSmallXattrBytes];
+    const ssize_t got = ::fgetxattr(f.fd(), name.c_str(), small, sizeof small);
+    if (got >= 0) return std::string(small, static_cast<std::size_t>(got));
+    if (errno != ERANGE) return xattr_error("getxattr", name, f.path());
     std::string value;
     // The value can change between asking its size and reading it (ERANGE); ask again.
     for (;;) {

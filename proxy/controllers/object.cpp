@@ -840,6 +840,9 @@ net::awaitable<void> ObjectController::stream_body(Exchange& ex, NodeIter& it,
   // A verified read (kVerifiedReadHeader) that ends short may have been held back for bad
   // bytes already sent; its reader trusts the whole body, so no other replica's tail is added.
   const bool verified = head.headers.contains(common::http::kVerifiedReadHeader);
+  // The first bytes of the body are on their way (often in the same segment as the answer's
+  // head): the client's head goes with them, in one write.
+  ex.hold_head_for_body();
   Status s = co_await ex.start_response(head.status, std::move(headers), length);
   // No bigger than the body: a 64 KiB buffer per 4 KiB GET cost a large malloc and free each.
   std::vector<char> buf(std::max<size_t>(

@@ -23,6 +23,9 @@
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 
 #include "common/async.h"
 #include "common/config/config.h"
@@ -289,6 +292,67 @@ TEST_CASE("streams a response: chunked without a length, fixed with one") {
   REQUIRE(r);
   CHECK(r->headers.get_or("Content-Length", "") == "50000");
   CHECK(r->body.size() == 50000);
+}
+
+namespace {
+
+// What the server sends first, in one recv: what one write put on the wire comes whole on
+// loopback.
+std::string first_arrival(RawClient& c) {
+  pollfd p{c.fd(), POLLIN, 0};
+  if (::poll(&p, 1, 5000) != 1) return "";
+  char buf[4096];
+  ssize_t n = ::recv(c.fd(), buf, sizeof buf, 0);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
+}
+
+}  // namespace
+
+TEST_CASE("a held head goes out with the first body chunk in one write, and cut short it goes alone") {
+  TestServer server([](Exchange& ex) -> net::awaitable<void> {
+    std::string_view path = ex.request().path();
+    ex.hold_head_for_body();
+    const bool sized = path != "/chunked";
+    (void)co_await ex.start_response(200, {}, sized ? std::optional<uint64_t>(5) : std::nullopt);
+    // Long enough that a head sent at once would arrive alone (longer than the HEAD client's
+    // patience below).
+    const auto wait = std::chrono::milliseconds(ex.request().method == "HEAD" ? 1000 : 100);
+    net::steady_timer pause(co_await net::this_coro::executor, wait);
+    co_await pause.async_wait(net::use_awaitable);
+    if (path == "/short") co_return;  // no body at all: the client gets the head and a close
+    (void)co_await ex.write_body("hello");
+    (void)co_await ex.finish_response();
+  });
+  RawClient fixed(server.port());
+  REQUIRE(fixed.send("GET /fixed HTTP/1.1\r\n\r\n"));
+  std::string got = first_arrival(fixed);
+  CHECK(got.starts_with("HTTP/1.1 200 "));
+  CHECK(got.ends_with("Content-Length: 5\r\n\r\nhello"));
+  // The connection goes on as usual.
+  REQUIRE(fixed.send("GET /fixed HTTP/1.1\r\n\r\n"));
+  auto again = fixed.read_response();
+  REQUIRE(again);
+  CHECK(again->body == "hello");
+
+  RawClient chunked(server.port());
+  REQUIRE(chunked.send("GET /chunked HTTP/1.1\r\n\r\n"));
+  got = first_arrival(chunked);
+  CHECK(got.find("Transfer-Encoding: chunked\r\n") != std::string::npos);
+  CHECK(got.find("\r\n\r\n5\r\nhello\r\n") != std::string::npos);
+
+  // A HEAD answer has no body to wait for: its head goes at once, before the handler ends.
+  RawClient head(server.port(), std::chrono::milliseconds(500));
+  REQUIRE(head.send("HEAD /fixed HTTP/1.1\r\n\r\n"));
+  auto h = head.read_response(/*head_request=*/true);
+  REQUIRE(h);
+  CHECK(h->status == 200);
+
+  RawClient cut(server.port());
+  REQUIRE(cut.send("GET /short HTTP/1.1\r\n\r\n"));
+  got = first_arrival(cut);
+  CHECK(got.starts_with("HTTP/1.1 200 "));
+  CHECK(got.ends_with("Content-Length: 5\r\n\r\n"));
+  CHECK(cut.closed_by_peer());
 }
 
 TEST_CASE("HEAD responses carry the declared length and no body") {

@@ -326,6 +326,7 @@ class Session : public Exchange, public std::enable_shared_from_this<Session> {
   void set_continue_headers(HeaderMap headers) override { continue_headers_ = std::move(headers); }
   void read_body_after_head() override { body_after_head_ = true; }
   void close_without_reading_body() override { skip_unread_body_ = true; }
+  void hold_head_for_body() override { hold_head_ = true; }
   net::awaitable<Status> write_body(std::string_view chunk) override;
   net::awaitable<Status> finish_response() override;
   bool response_started() const override { return status_ != 0; }
@@ -406,6 +407,10 @@ class Session : public Exchange, public std::enable_shared_from_this<Session> {
   bool body_after_head_ = false;  // read_body_after_head(): no "Connection: close" for it
   bool skip_unread_body_ = false;  // close_without_reading_body()
   bool unread_body_ = false;  // answered with the request body unread: linger before closing
+  bool hold_head_ = false;    // hold_head_for_body(), until the next start_response()
+  std::string held_head_;     // a started response's head, to go with the first body bytes
+  // Frees it too: an idle keep-alive connection holds no response head.
+  void drop_held_head() { std::string().swap(held_head_); }
   uint64_t bytes_in_ = 0;
   uint64_t bytes_out_ = 0;
   std::optional<uint64_t> response_length_;  // declared Content-Length, for the access log
@@ -616,6 +621,8 @@ void Session::fill_request() {
   continue_sent_ = false;
   body_after_head_ = false;
   skip_unread_body_ = false;
+  hold_head_ = false;
+  drop_held_head();
   continue_headers_.clear();
   body_done_ = parser_->is_done();
   chunked_response_ = false;
@@ -672,6 +679,12 @@ net::awaitable<void> Session::serve_one() {
     (void)co_await respond(std::move(r));
   } else if (!response_done_) {
     must_close_ = true;  // a streamed response cut short: the client sees a short body
+    if (!held_head_.empty()) {
+      // Cut short before its first byte: the head still goes, as it would have at once.
+      std::array<net::const_buffer, 1> buffers{net::buffer(held_head_)};
+      (void)co_await write_buffers(buffers);
+      drop_held_head();
+    }
   }
   // A body the handler did not read would be taken for the next request; close instead (the
   // answer said so: format_head()), reading what the client still sends so that it gets the
@@ -869,6 +882,12 @@ net::awaitable<Status> Session::do_start_response(int status, HeaderMap headers,
   chunked_response_ = !length && !head_only && request_.version == 11;
   if (!length && !chunked_response_) must_close_ = true;
   std::string head = format_head(status, headers, length, chunked_response_);
+  const bool has_body = !head_only && (chunked_response_ || !length || *length > 0);
+  const bool hold = std::exchange(hold_head_, false);
+  if (hold && has_body && !body_after_head_) {
+    held_head_ = std::move(head);  // goes with the first chunk, or finish_response()
+    co_return Status();
+  }
   std::array<net::const_buffer, 1> buffers{net::buffer(head)};
   Status s = co_await write_buffers(buffers);
   if (s.ok() && head_only) response_done_ = true;
@@ -879,17 +898,19 @@ net::awaitable<Status> Session::write_body(std::string_view chunk) {
   APUS_ASSERT(worker_.on_loop());
   if (status_ == 0 || response_done_) co_return Status::invalid_argument("no open response");
   if (chunk.empty()) co_return Status();
-  Status s;
+  // A held head goes first, in the same write.
+  std::array<net::const_buffer, 4> buffers;
+  size_t count = 0;
+  if (!held_head_.empty()) buffers[count++] = net::buffer(held_head_);
+  char size_line[24];
   if (chunked_response_) {
-    char size_line[24];
     int n = std::snprintf(size_line, sizeof size_line, "%zx\r\n", chunk.size());
-    std::array<net::const_buffer, 3> buffers{net::buffer(size_line, n), net::buffer(chunk),
-                                             net::buffer("\r\n", 2)};
-    s = co_await write_buffers(buffers);
-  } else {
-    std::array<net::const_buffer, 1> buffers{net::buffer(chunk)};
-    s = co_await write_buffers(buffers);
+    buffers[count++] = net::buffer(size_line, n);
   }
+  buffers[count++] = net::buffer(chunk);
+  if (chunked_response_) buffers[count++] = net::buffer("\r\n", 2);
+  Status s = co_await write_buffers(std::span(buffers.data(), count));
+  drop_held_head();
   if (s.ok()) bytes_out_ += chunk.size();
   co_return s;
 }
@@ -898,10 +919,16 @@ net::awaitable<Status> Session::finish_response() {
   APUS_ASSERT(worker_.on_loop());
   if (status_ == 0) co_return Status::invalid_argument("no response started");
   if (response_done_) co_return Status();
+  std::array<net::const_buffer, 2> buffers;
+  size_t count = 0;
+  if (!held_head_.empty()) buffers[count++] = net::buffer(held_head_);
   if (chunked_response_) {
     static constexpr std::string_view kLastChunk = "0\r\n\r\n";
-    std::array<net::const_buffer, 1> buffers{net::buffer(kLastChunk.data(), kLastChunk.size())};
-    Status s = co_await write_buffers(buffers);
+    buffers[count++] = net::buffer(kLastChunk.data(), kLastChunk.size());
+  }
+  if (count > 0) {
+    Status s = co_await write_buffers(std::span(buffers.data(), count));
+    drop_held_head();
     if (!s.ok()) co_return s;
   }
   response_done_ = true;

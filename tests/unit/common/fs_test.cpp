@@ -380,6 +380,14 @@ TEST_CASE_FIXTURE(TempDir, "Fs: xattrs set, get, list and remove") {
   v = fs_.get_xattr(f, "user.swift.metadata1");
   REQUIRE(v.ok());
   CHECK(v->empty());
+  // Longer than the first read's buffer: asked for its size, then read.
+  std::string long_value(3000, 'm');
+  long_value[1234] = '\0';
+  APUS_REQUIRE_OK(fs_.set_xattr(f, "user.swift.metadata2", long_value));
+  v = fs_.get_xattr(f, "user.swift.metadata2");
+  REQUIRE(v.ok());
+  CHECK(*v == long_value);
+  APUS_REQUIRE_OK(fs_.remove_xattr(f, "user.swift.metadata2"));
 
   // Seen through another descriptor of the same file.
   Result<File> reader = fs_.open_read(f.path());

@@ -1,11 +1,14 @@
 #include "object-server/diskfile.h"
 
 #include <doctest/doctest.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+
+#include "common/crypto/md5.h"
 
 namespace fs = std::filesystem;
 using apus::common::Timestamp;
@@ -311,6 +314,70 @@ TEST_CASE("diskfile: metadata too large for xattrs goes to a sidecar and reads b
   std::vector<std::string> left;
   for (auto& e : fs::directory_iterator(dir)) left.push_back(e.path().filename());
   CHECK(left == std::vector<std::string>{t2.internal() + ".ts"});
+}
+
+namespace {
+
+std::string get_xattr(const std::string& path, const char* name) {
+  std::string v(65536, '\0');
+  ssize_t n = ::getxattr(path.c_str(), name, v.data(), v.size());
+  REQUIRE(n >= 0);
+  v.resize(static_cast<size_t>(n));
+  return v;
+}
+
+void set_xattr(const std::string& path, const std::string& name, std::string_view value) {
+  REQUIRE(::setxattr(path.c_str(), name.c_str(), value.data(), value.size(), 0) == 0);
+}
+
+}  // namespace
+
+TEST_CASE("diskfile: metadata split over several xattrs reads as Swift reads it") {
+  TempDevices dev;
+  DiskFileManager mgr(apus::common::io::default_fs(), dev.options(), {"prefix", "suffix"});
+  auto store = [&](const std::string& name, Timestamp t) {
+    auto writer = mgr.create_writer(loc(name), 2);
+    REQUIRE(writer.ok());
+    REQUIRE((*writer)->write("hi").ok());
+    REQUIRE((*writer)
+                ->commit({{"X-Timestamp", t.internal()}, {"Content-Length", "2"},
+                          {"ETag", "49f68a5c8493ec2c0bf489821c21fc3b"}, {"Content-Type", "a/b"},
+                          {"X-Object-Meta-Color", "blue"}, {"name", loc(name).name()}},
+                         t)
+                .ok());
+    return mgr.hash_dir(loc(name), *mgr.object_hash(loc(name))) + "/" + t.internal() + ".data";
+  };
+  auto color = [&](const std::string& name) -> std::string {
+    auto obj = mgr.open(loc(name));
+    REQUIRE(obj.ok());
+    if (obj->state != DiskObject::State::kExists) return "(gone)";
+    const std::string* v = find_meta(obj->metadata, "X-Object-Meta-Color");
+    return v ? *v : "(none)";
+  };
+  const Timestamp t = recent(10);
+
+  // As an old Swift wrote it (xattr_size 254, here 40): pieces joined in key order.
+  std::string split = store("split", t);
+  const std::string pickle = get_xattr(split, "user.swift.metadata");
+  REQUIRE(pickle.size() > 80);
+  set_xattr(split, "user.swift.metadata", pickle.substr(0, 40));
+  set_xattr(split, "user.swift.metadata1", pickle.substr(40, 40));
+  set_xattr(split, "user.swift.metadata2", pickle.substr(80));
+  CHECK(color("split") == "blue");
+
+  // A whole pickle followed by a piece its checksum covers: every piece is read, as Swift
+  // does (whose loads() stops at the pickle's end).
+  std::string trailed = store("trailed", t);
+  set_xattr(trailed, "user.swift.metadata1", "trailing bytes");
+  set_xattr(trailed, "user.swift.metadata_checksum",
+            apus::common::crypto::md5_hex(get_xattr(trailed, "user.swift.metadata") + "trailing bytes"));
+  CHECK(color("trailed") == "blue");
+
+  // A checksum that matches neither the first piece nor all of them: quarantined.
+  std::string bad = store("bad", t);
+  set_xattr(bad, "user.swift.metadata_checksum", std::string(32, '0'));
+  CHECK(color("bad") == "(gone)");
+  CHECK(fs::exists(dev.root / "sda1" / "quarantined" / "objects" / *mgr.object_hash(loc("bad"))));
 }
 
 TEST_CASE("diskfile: an orphan sidecar is kept while young and removed when old") {
