@@ -347,19 +347,24 @@ class PosixFs final : public Fs {
   }
 
   Result<std::vector<std::string>> list_dir(const std::string& path) override {
-    std::unique_ptr<DIR, int (*)(DIR*)> dir(::opendir(path.c_str()), &::closedir);
-    if (!dir) return sys_error("opendir", path);
+    // open(2) and getdents64(2) rather than opendir(3), which also fstat()s the directory to
+    // size a 32 KiB heap buffer: this runs on every object's open.
+    const int fd =
+        retry_eintr([&] { return ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); });
+    if (fd < 0) return sys_error("opendir", path);
+    File dir(fd, path);
     std::vector<std::string> names;
+    alignas(struct dirent64) char buf[8192];
     for (;;) {
-      errno = 0;  // readdir's only way to tell the end from an error
-      const struct dirent* entry = ::readdir(dir.get());
-      if (entry == nullptr) {
-        if (errno != 0) return sys_error("readdir", path);
-        break;
+      const ssize_t n = retry_eintr([&] { return ::getdents64(dir.fd(), buf, sizeof buf); });
+      if (n < 0) return sys_error("readdir", path);
+      if (n == 0) break;
+      for (ssize_t at = 0; at < n;) {
+        const auto* entry = reinterpret_cast<const struct dirent64*>(buf + at);
+        const std::string_view name(entry->d_name);
+        if (name != "." && name != "..") names.emplace_back(name);
+        at += entry->d_reclen;
       }
-      const std::string_view name(entry->d_name);
-      if (name == "." || name == "..") continue;
-      names.emplace_back(name);
     }
     return names;
   }

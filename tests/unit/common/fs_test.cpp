@@ -287,6 +287,17 @@ TEST_CASE_FIXTURE(TempDir, "Fs: list_dir names entries without . and ..") {
 
   CHECK(fs_.list_dir(path("missing")).status().code() == Code::kNotFound);
   CHECK(fs_.list_dir(path("d/one")).status().code() == Code::kIOError);  // ENOTDIR
+
+  // More names than one read of the directory holds (a partition's suffix directory).
+  REQUIRE(fs_.mkdirs(path("many")).ok());
+  std::vector<std::string> want;
+  for (int i = 0; i < 1500; ++i) {
+    want.push_back("a-rather-long-file-name-to-fill-the-buffer-" + std::to_string(i) + ".data");
+    spit(path("many/" + want.back()), "");
+  }
+  names = fs_.list_dir(path("many"));
+  REQUIRE(names.ok());
+  CHECK(sorted(*names) == sorted(want));
 }
 
 TEST_CASE_FIXTURE(TempDir, "Fs: stat and statvfs") {
