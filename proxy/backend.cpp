@@ -347,14 +347,22 @@ size_t max_listing_body(const common::Constraints& c) {
 
 namespace {
 
-// "Account", "Container" or "Object" for a backend path "/part/account[/container[/object]]".
+// "Account", "Container" or "Object" for a backend path "/part/account[/container[/object]]"
+// (a listing's query, which may hold '/' in its prefix, does not count).
 std::string_view server_type_of(std::string_view path) {
+  path = path.substr(0, path.find('?'));
   size_t slashes = std::count(path.begin(), path.end(), '/');
   if (slashes <= 2) return "Account";
   return slashes == 3 ? "Container" : "Object";
 }
 
 }  // namespace
+
+void log_node_error(std::string_view server_type, const ring::Device& device,
+                    const std::string& what) {
+  APUS_LOG_ERROR("ERROR with " + std::string(server_type) + " server " + device.ip + ":" +
+                 std::to_string(device.port) + "/" + device.device + " re: " + what);
+}
 
 net::awaitable<BackendResponse> request_node(const BackendOptions& options, NodeHealth& health,
                                              const ring::Device& device, const std::string& method,
@@ -387,9 +395,8 @@ net::awaitable<BackendResponse> request_node(const BackendOptions& options, Node
     // An error, as Swift logs it: the request goes to another node, and an operator needs to
     // see which node failed and how (a node that keeps failing is error-limited and skipped,
     // so a dead node costs error_suppression_limit lines per error_suppression_interval).
-    APUS_LOG_ERROR("ERROR with " + std::string(server_type_of(path)) + " server " + device.ip +
-                   ":" + std::to_string(device.port) + "/" + device.device + " re: Trying to " +
-                   method + " " + path + ": " + resp.status().to_string());
+    log_node_error(server_type_of(path), device,
+                   "Trying to " + method + " " + path + ": " + resp.status().to_string());
     co_return out;
   }
   health.record_timing(device, std::chrono::duration<double>(Clock::now() - start).count());

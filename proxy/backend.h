@@ -192,6 +192,11 @@ struct BackendOptions {
   size_t max_body = max_listing_body(common::Constraints{});
 };
 
+// Logs a failed request to a storage node as Swift's proxy words it, at ERROR:
+// "ERROR with <server_type> server <ip>:<port>/<device> re: <what>".
+void log_node_error(std::string_view server_type, const ring::Device& device,
+                    const std::string& what);
+
 // Sends one request to one node and reads the whole answer. Connection trouble, timeouts and
 // 5xx count against the node in `health` (507 limits it at once); the time to the answer is
 // its timing. An answer longer than options.max_body is not the node's fault: it gives no

@@ -447,9 +447,9 @@ net::awaitable<void> connect_put_slot(std::shared_ptr<PutConnects> state, size_t
       health.record_error(dev);
       // Swift logs this as an error too: the replica goes to a handoff, which an operator
       // needs to see (and a node that keeps failing is error-limited).
-      APUS_LOG_ERROR("ERROR with Object server " + dev.ip + ":" + std::to_string(dev.port) +
-                     "/" + dev.device + " re: Expect: 100-continue on " + request.method + " " +
-                     path + ": " + begun.status().to_string());
+      log_node_error("Object", dev,
+                     "Expect: 100-continue on " + request.method + " " + path + ": " +
+                         begun.status().to_string());
       continue;
     }
     health.record_timing(dev, seconds_since(started));

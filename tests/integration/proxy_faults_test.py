@@ -255,6 +255,12 @@ def listing_node_down_logged(cluster):
             cluster.ports["container"][n], n)
         log = procs.wait_for_text(os.path.join(cluster.root, "proxy-listing-down.log"), want)
         check(want in log, "the proxy logs the failed node as an error: %r" % want)
+        # A listing whose query holds '/' is still a container server's request.
+        swift.get_container(url, token, "watched", prefix="a/b/c", headers={"X-Newest": "true"})
+        want = "ERROR with Container server 127.0.0.1:%d/sd%d re: Trying to GET /" % (
+            cluster.ports["container"][n], n)
+        log = procs.wait_for_text(os.path.join(cluster.root, "proxy-listing-down.log"), want)
+        check(want in log, "a listing's failure names the container server: %r" % want)
     finally:
         cluster.start("container", n)
 
