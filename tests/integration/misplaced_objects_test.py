@@ -50,6 +50,30 @@ def direct(cluster, n, part, path, method="GET", headers=None, query=""):
                          "/sd%d/%d%s%s" % (n, part, quote(path), query), headers=headers or {})
 
 
+class MisplacedCluster(Cluster):
+    # A reconciler finds every queue container but the current hour's in the account listing
+    # of .misplaced_objects, which the container servers' updaters keep: every second here.
+    container_updater = "interval = 1\n"
+
+
+def wait_for_queue_listing(cluster, queues, timeout=30):
+    """Waits until every replica of the .misplaced_objects account lists each of `queues`."""
+    apart, anodes = cluster.ring_nodes("account", ".misplaced_objects")
+    deadline = time.time() + timeout
+    while True:
+        missing = []
+        for n in anodes:
+            status, _, body = procs.request(
+                cluster.ports["account"][n], "GET",
+                "/sd%d/%d/.misplaced_objects?format=json" % (n, apart), headers={})
+            listed = {e["name"] for e in json.loads(body)} if status == 200 else set()
+            missing += ["%s on node %d" % (q, n) for q in queues if q not in listed]
+        if not missing or time.time() > deadline:
+            return check(not missing, "the queue account lists its containers: %r missing"
+                         % missing)
+        time.sleep(0.2)
+
+
 def replicate_all(cluster):
     logs = []
     for n in range(4):
@@ -106,8 +130,10 @@ def queue_rows(cluster, queue):
 
 
 def apus_reconciler_batch(cluster, url, token, part, nodes):
+    # Rows 1. to 4. are an hour old: their queue container is not the current hour's, so the
+    # reconciler has to find it in the queue account's listing.
     now = time.time()
-    ts = ["%.5f" % (now - 10 + i) for i in range(6)]
+    ts = ["%.5f" % (now - 3600 - 10 + i) for i in range(5)] + ["%.5f" % (now - 5)]
     big = os.urandom(3 * 1024 * 1024 + 17)  # many 64 KiB chunks through the GET and the PUT
     meta = {"X-Object-Meta-Color": "blue", "X-Object-Sysmeta-Apus-Test": "kept",
             "Content-Encoding": "gzip"}
@@ -143,6 +169,9 @@ def apus_reconciler_batch(cluster, url, token, part, nodes):
                                   "PUT", {"X-Timestamp": ts[5], "X-Size": "0", "X-Etag": ts[5],
                                           "X-Content-Type": ctype})
             check(status == 201, "hand-made queue row %r on node %d: %d" % (name, n, status))
+
+    old_queue = str(int(float(ts[0])) // 3600 * 3600)
+    wait_for_queue_listing(cluster, {old_queue, queue})
 
     conf = cluster.internal_client_conf("apus-container-reconciler.conf")
     log = os.path.join(cluster.root, "apus-container-reconciler.log")
@@ -186,7 +215,7 @@ def apus_reconciler_batch(cluster, url, token, part, nodes):
     check(all(st == 404 for st, _ in object_heads(cluster, 1, "newer-here")),
           "policy 1's older copy is gone")
     # The queue: only the missing source and the non-entry are left.
-    left = queue_rows(cluster, queue)
+    left = queue_rows(cluster, queue) | queue_rows(cluster, old_queue)
     check(left == {"1:/%s/c/nowhere" % ACCOUNT, "not an entry"},
           "rows left in the queue: %r (%s)" % (sorted(left), tail))
     for phrase in ("copy_success", "delete_success", "found_object", "noop_object",
@@ -195,7 +224,7 @@ def apus_reconciler_batch(cluster, url, token, part, nodes):
 
 def main():
     with tempfile.TemporaryDirectory() as root, procs.Processes() as ps:
-        cluster = Cluster(BIN, root, ps)
+        cluster = MisplacedCluster(BIN, root, ps)
         # A second policy, known to the container servers (restarted to read it).
         with open(os.path.join(cluster.etc, "swift.conf"), "a") as f:
             f.write("\n[storage-policy:1]\nname = silver\n")
@@ -286,6 +315,8 @@ def main():
             check([log.count("Queued misplaced") for log in logs] == queued,
                   "pass %d queued the rows again: %r" % (again, [log[-400:] for log in logs]))
         # Swift's reconciler (an in-process Swift proxy on this cluster) works the queue.
+        wait_for_queue_listing(cluster, {str(int(float(ts)) // 3600 * 3600)
+                                         for ts in (put_ts, delete_ts)})
         ic_conf = cluster.internal_client_conf("container-reconciler.conf")
         script = ("import sys\n"
                   "from swift.common import utils, storage_policy\n"
