@@ -701,10 +701,9 @@ struct ObjectServer::PutState {
 net::awaitable<void> ObjectServer::handle_put(Exchange& ex, Parsed& p) {
   PutState put(ex, p);
   std::optional<Response> refusal = check_put(put);
+  if (!refusal && reads_body_first(put)) co_return co_await put_body_first(put);
   if (!refusal) refusal = co_await open_for_put(put);
-  if (!refusal) refusal = co_await start_put_body(put);
-  if (!refusal) refusal = co_await receive_put_body(put);
-  if (!refusal) refusal = co_await finish_put_body(put);
+  if (!refusal) refusal = co_await read_put_body(put);
   if (refusal) {
     // Every answer but 201 leaves nothing behind: the writer's temp file goes first.
     if (put.writer) co_await put.pool->call([&] { put.writer.reset(); });
@@ -712,10 +711,50 @@ net::awaitable<void> ObjectServer::handle_put(Exchange& ex, Parsed& p) {
   }
   put.md = put_metadata(put);
   if (auto failed = co_await commit_put(put)) co_return co_await ex.reply(std::move(*failed));
+  co_await answer_put(put);
+}
+
+bool ObjectServer::reads_body_first(const PutState& put) const {
+  return !put.req.headers.contains("Expect") && put.fsize && *put.fsize <= kPutWriteBatch;
+}
+
+net::awaitable<void> ObjectServer::put_body_first(PutState& put) {
+  put.pool = co_await pools_.checked(put.p.loc.device);
+  if (!put.pool) co_return co_await put.ex.reply(device_unavailable(put.req, put.p.loc.device));
+  // What the body's checks find is answered after the existing object's, as when the body
+  // comes after them.
+  std::optional<Response> body_refusal = co_await read_put_body(put);
+  if (!body_refusal) put.md = put_metadata(put);
+  std::optional<Response> refusal;
+  auto t_commit = std::chrono::steady_clock::now();
+  Status committed = co_await put.pool->call([&] {
+    refusal = check_existing(put);
+    if (!refusal) refusal = std::move(body_refusal);
+    if (!refusal) refusal = create_put_writer(put);
+    return refusal ? Status() : write_and_commit(put);
+  });
+  phase_commit_.observe(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t_commit).count());
+  if (refusal) co_return co_await put.ex.reply(std::move(*refusal));
+  if (!committed.ok()) co_return co_await put.ex.reply(disk_error(committed, put.p.loc.device));
+  if (auto failed = co_await drain_put_body(put)) {
+    co_return co_await put.ex.reply(std::move(*failed));
+  }
+  co_await answer_put(put);
+}
+
+net::awaitable<std::optional<Response>> ObjectServer::read_put_body(PutState& put) {
+  std::optional<Response> refusal = co_await start_put_body(put);
+  if (!refusal) refusal = co_await receive_put_body(put);
+  if (!refusal) refusal = co_await finish_put_body(put);
+  co_return refusal;
+}
+
+net::awaitable<void> ObjectServer::answer_put(PutState& put) {
   co_await after_put(put);
   Response r = swob_response(201);
   r.headers.set("Etag", "\"" + put.etag + "\"");
-  co_return co_await ex.reply(std::move(r));
+  co_return co_await put.ex.reply(std::move(r));
 }
 
 std::optional<Response> ObjectServer::check_put(PutState& put) const {
@@ -752,29 +791,38 @@ net::awaitable<std::optional<Response>> ObjectServer::open_for_put(PutState& put
   if (!put.pool) co_return device_unavailable(put.req, put.p.loc.device);
   // Before the body (and before "100 Continue"): device, existing state, preconditions.
   co_return co_await put.pool->call([&]() -> std::optional<Response> {
-    const Location& loc = put.p.loc;
-    OrRefusal<DiskObject> obj = open_checked(loc);
-    if (!obj) return std::move(obj).refusal();
-    Timestamp orig = obj->state == DiskObject::State::kMissing ? Timestamp() : obj->data_timestamp;
-    if (obj->state == DiskObject::State::kExists) {
-      put.orig_metadata = obj->metadata;
-      if (auto inm = put.req.headers.get("If-None-Match")) {
-        const std::string* etag = find_meta(obj->metadata, "ETag");
-        for (const auto& tag : common::list_from_csv(*inm)) {
-          if (tag == "*" || (etag && common::http::normalize_etag(tag) == *etag)) {
-            return swob_response(412);
-          }
+    std::optional<Response> refusal = check_existing(put);
+    return refusal ? refusal : create_put_writer(put);
+  });
+}
+
+std::optional<Response> ObjectServer::check_existing(PutState& put) {
+  const Location& loc = put.p.loc;
+  OrRefusal<DiskObject> obj = open_checked(loc);
+  if (!obj) return std::move(obj).refusal();
+  Timestamp orig = obj->state == DiskObject::State::kMissing ? Timestamp() : obj->data_timestamp;
+  if (obj->state == DiskObject::State::kExists) {
+    put.orig_metadata = obj->metadata;
+    if (auto inm = put.req.headers.get("If-None-Match")) {
+      const std::string* etag = find_meta(obj->metadata, "ETag");
+      for (const auto& tag : common::list_from_csv(*inm)) {
+        if (tag == "*" || (etag && common::http::normalize_etag(tag) == *etag)) {
+          return swob_response(412);
         }
       }
     }
-    if (orig >= put.p.timestamp && obj->state != DiskObject::State::kMissing) {
-      return with_header(swob_response(409), "X-Backend-Timestamp", orig.internal());
-    }
-    auto writer = disk_.create_writer(loc, put.fsize);
-    if (!writer.ok()) return disk_error(writer.status(), loc.device);
-    put.writer = std::move(*writer);
-    return std::nullopt;
-  });
+  }
+  if (orig >= put.p.timestamp && obj->state != DiskObject::State::kMissing) {
+    return with_header(swob_response(409), "X-Backend-Timestamp", orig.internal());
+  }
+  return std::nullopt;
+}
+
+std::optional<Response> ObjectServer::create_put_writer(PutState& put) {
+  auto writer = disk_.create_writer(put.p.loc, put.fsize);
+  if (!writer.ok()) return disk_error(writer.status(), put.p.loc.device);
+  put.writer = std::move(*writer);
+  return std::nullopt;
 }
 
 net::awaitable<std::optional<Response>> ObjectServer::start_put_body(PutState& put) {
@@ -811,7 +859,7 @@ net::awaitable<std::optional<Response>> ObjectServer::receive_put_body(PutState&
   // MD5 unless the footer brings it), written on the disk pool a batch of up to kWriteBatch
   // bytes at a time (a trip to the pool per 64 KiB cost more in thread switches than the
   // writes themselves).
-  constexpr size_t kWriteBatch = 1 << 20;
+  constexpr size_t kWriteBatch = kPutWriteBatch;
   const uint64_t max_size = static_cast<uint64_t>(config_.swift.constraints.max_file_size);
   std::optional<common::crypto::Md5> md5;  // none when the footer brings the proxy's
   if (!put.md5_in_footer) md5.emplace();
@@ -847,6 +895,9 @@ net::awaitable<std::optional<Response>> ObjectServer::receive_put_body(PutState&
       put.last_batch = std::move(batch);
       break;
     }
+    // Read before the open (reads_body_first), a body longer than it said it was has no
+    // writer for a batch before its last: refused as the length check below refuses it.
+    if (!put.writer) co_return swob_response(499);
     std::string_view chunk(batch.data(), batched);
     Status w = co_await put.pool->call([&] { return put.writer->write(chunk); });
     batched = 0;
@@ -934,15 +985,21 @@ Metadata ObjectServer::put_metadata(const PutState& put) const {
 
 net::awaitable<std::optional<Response>> ObjectServer::commit_put(PutState& put) {
   auto t_commit = std::chrono::steady_clock::now();
-  Status committed = co_await put.pool->call([&] {
-    Status s = put.last_batch.empty() ? Status() : put.writer->write(put.last_batch);
-    if (s.ok()) s = put.writer->commit(put.md, put.p.timestamp);
-    put.writer.reset();
-    return s;
-  });
+  Status committed = co_await put.pool->call([&] { return write_and_commit(put); });
   phase_commit_.observe(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t_commit).count());
   if (!committed.ok()) co_return disk_error(committed, put.p.loc.device);
+  co_return co_await drain_put_body(put);
+}
+
+Status ObjectServer::write_and_commit(PutState& put) {
+  Status s = put.last_batch.empty() ? Status() : put.writer->write(put.last_batch);
+  if (s.ok()) s = put.writer->commit(put.md, put.p.timestamp);
+  put.writer.reset();
+  return s;
+}
+
+net::awaitable<std::optional<Response>> ObjectServer::drain_put_body(PutState& put) {
   if (put.body.is_mime()) {
     // Anything after the footer is read and dropped, as Swift does, before the answer.
     if (Status drained = co_await put.body.drain(); !drained.ok()) {

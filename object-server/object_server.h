@@ -97,8 +97,22 @@ class ObjectServer {
   struct PutState;
   // Constraints, delete-at headers and the announced size.
   std::optional<common::http::Response> check_put(PutState& put) const;
+  // A body is read in batches of this many bytes, each written in a trip to the disk pool.
+  static constexpr size_t kPutWriteBatch = 1 << 20;
+  // Whether the body comes before the open (put_body_first): sent without Expect:
+  // 100-continue (as Apus's proxy sends a small body) and short enough for one batch.
+  bool reads_body_first(const PutState& put) const;
+  // A PUT whose body is read first: the open, its checks and the commit then take one trip
+  // to the disk pool instead of two; Swift's answers, in Swift's order.
+  boost::asio::awaitable<void> put_body_first(PutState& put);
   // The device, the object it replaces (If-None-Match, 409) and a writer (pool).
   boost::asio::awaitable<std::optional<common::http::Response>> open_for_put(PutState& put);
+  // The object it replaces: If-None-Match (412) and a newer one (409). Disk pool.
+  std::optional<common::http::Response> check_existing(PutState& put);
+  // The writer of the new object's temp file. Disk pool.
+  std::optional<common::http::Response> create_put_writer(PutState& put);
+  // The body, from the start of its MIME document to its footer and ETag checks.
+  boost::asio::awaitable<std::optional<common::http::Response>> read_put_body(PutState& put);
   // A MIME body (metadata footers) up to the object's bytes.
   boost::asio::awaitable<std::optional<common::http::Response>> start_put_body(PutState& put);
   // The object's bytes: hashed, written in batches, max_file_size enforced as they come.
@@ -112,6 +126,12 @@ class ObjectServer {
   Metadata put_metadata(const PutState& put) const;
   // The .data file into place (pool), then the rest of a MIME body.
   boost::asio::awaitable<std::optional<common::http::Response>> commit_put(PutState& put);
+  // The last batch and the commit (disk pool).
+  common::Status write_and_commit(PutState& put);
+  // What follows a MIME body's footer, read and dropped.
+  boost::asio::awaitable<std::optional<common::http::Response>> drain_put_body(PutState& put);
+  // The container update and the 201.
+  boost::asio::awaitable<void> answer_put(PutState& put);
   // The expiring-objects queue and the container listing.
   boost::asio::awaitable<void> after_put(PutState& put);
   boost::asio::awaitable<void> handle_replicate(common::http::Exchange& ex,

@@ -94,6 +94,9 @@ class ClientConnectionImpl {
   std::optional<bhttp::response_parser<bhttp::buffer_body>> parser_;
   std::vector<std::string> masked_names_;  // field names the parser saw masked (read_head())
   HeaderMap continue_headers_;             // the last 100 Continue's
+  // A request head that goes out with the first body bytes (a body sent without waiting for
+  // 100 Continue): one write and one segment instead of two, and one wake-up of the peer.
+  std::string held_head_;
   bool chunked_request_ = false;
   bool body_ended_ = false;  // the last chunk went out
   bool head_only_ = false;
@@ -144,6 +147,12 @@ net::awaitable<Result<int>> ClientConnectionImpl::send_head(const ClientRequest&
   }
   if (request.expect_continue) head.append("Expect: 100-continue\r\n");
   head.append("\r\n");
+  held_head_.clear();
+  const bool has_body = chunked_request_ || request.content_length.value_or(0) > 0;
+  if (has_body && !request.expect_continue) {
+    held_head_ = std::move(head);
+    co_return 0;
+  }
   std::array<net::const_buffer, 1> buffers{net::buffer(head)};
   APUS_CO_RETURN_IF_ERROR(co_await write(buffers));
   if (!request.expect_continue) co_return 0;
@@ -190,11 +199,12 @@ net::awaitable<Status> ClientConnectionImpl::write_body(std::span<const std::str
   // Framed in place, up to kMaxPieces pieces per write: no allocation per write (this is every
   // PUT body's path).
   constexpr size_t kMaxPieces = 16;
-  std::array<net::const_buffer, kMaxPieces * 3 + 1> buffers;
+  std::array<net::const_buffer, kMaxPieces * 3 + 2> buffers;  // + held head, + last chunk
   std::array<std::array<char, 20>, kMaxPieces> size_lines;  // each piece's chunk-size line
   do {
     size_t used = 0;
     size_t taken = 0;
+    if (!held_head_.empty()) buffers[used++] = net::buffer(held_head_);
     for (; taken < pieces.size() && taken < kMaxPieces; ++taken) {
       std::string_view piece = pieces[taken];
       if (piece.empty()) continue;  // an empty chunk would end the body
@@ -211,6 +221,7 @@ net::awaitable<Status> ClientConnectionImpl::write_body(std::span<const std::str
     pieces = pieces.subspan(taken);
     if (last && pieces.empty()) buffers[used++] = net::buffer(kLastChunk.data(), kLastChunk.size());
     if (used > 0) APUS_CO_RETURN_IF_ERROR(co_await write(std::span(buffers.data(), used)));
+    held_head_.clear();
   } while (!pieces.empty());
   if (last) body_ended_ = true;
   co_return Status();
@@ -234,6 +245,13 @@ ClientResponse ClientConnectionImpl::make_response() const {
 
 net::awaitable<Result<ClientResponse>> ClientConnectionImpl::read_response_head() {
   if (!parser_) co_return Status::invalid_argument("no request sent");
+  if (!held_head_.empty()) {
+    // Nothing of the body was written: the head goes alone (the caller owes the peer the body).
+    std::array<net::const_buffer, 1> buffers{net::buffer(held_head_)};
+    Status sent = co_await write(buffers);
+    held_head_.clear();
+    if (!sent.ok()) co_return sent;
+  }
   if (!head_read_) {
     for (;;) {
       Status s = co_await read_head_into_parser();

@@ -526,6 +526,22 @@ struct PutAnswers {
   net::steady_timer done;  // cancelled by each reader that ends
 };
 
+// Waits until every answer of `state` is in, or a quorum of one class and
+// post_quorum_timeout more.
+net::awaitable<void> wait_for_put_answers(std::shared_ptr<PutAnswers> state, size_t quorum,
+                                          double post_quorum_timeout) {
+  using Clock = std::chrono::steady_clock;
+  auto deadline = Clock::time_point::max();
+  while (state->running > 0) {
+    if (deadline == Clock::time_point::max() && have_quorum(state->statuses, quorum)) {
+      deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                    std::chrono::duration<double>(post_quorum_timeout));
+    }
+    if (Clock::now() >= deadline) break;
+    co_await wait_until(state->done, deadline);
+  }
+}
+
 net::awaitable<void> read_put_answer(std::shared_ptr<PutAnswers> state, PutLane lane,
                                      NodeHealth& health) {
   constexpr size_t kMaxAnswerBody = 64 << 10;  // an error text; 2xx bodies are empty
@@ -556,7 +572,6 @@ net::awaitable<std::vector<BackendResponse>> read_put_answers(std::vector<PutLan
                                                               size_t quorum,
                                                               double post_quorum_timeout,
                                                               NodeHealth& health) {
-  using Clock = std::chrono::steady_clock;
   auto ex = co_await net::this_coro::executor;
   auto state = std::make_shared<PutAnswers>(ex);
   for (PutLane& lane : lanes) {
@@ -567,16 +582,61 @@ net::awaitable<std::vector<BackendResponse>> read_put_answers(std::vector<PutLan
                            state->done.cancel();
                          });
   }
-  auto deadline = Clock::time_point::max();
-  while (state->running > 0) {
-    if (deadline == Clock::time_point::max() && have_quorum(state->statuses, quorum)) {
-      deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                    std::chrono::duration<double>(post_quorum_timeout));
-    }
-    if (Clock::now() >= deadline) break;
-    co_await wait_until(state->done, deadline);
-  }
+  co_await wait_for_put_answers(state, quorum, post_quorum_timeout);
   co_return state->answers;
+}
+
+// A PUT whose body was read whole from the client: each replica gets the head and the whole
+// MIME document in one write, without Expect: 100-continue, and answers once it stored the
+// object. One node at a time per replica, from the shared iterator as connect_put_slot takes
+// them: a node that fails or answers 5xx (507 error-limits it) gives its place to the next,
+// which gets the body again (Swift's proxy moves on the same way from a node that fails
+// before its 100 Continue; this is where most such failures come from).
+struct WholePut : PutAnswers {
+  WholePut(net::any_io_executor ex, NodeIter it) : PutAnswers(ex), nodes(std::move(it)) {}
+  NodeIter nodes;
+};
+
+net::awaitable<void> put_whole_slot(std::shared_ptr<WholePut> state,
+                                    common::http::ClientOptions options, NodeHealth& health,
+                                    common::http::ClientRequest request, std::string path,
+                                    std::shared_ptr<const std::string> document) {
+  constexpr size_t kMaxAnswerBody = 64 << 10;  // an error text; 2xx bodies are empty
+  auto& pool = common::http::ConnectionPool::for_this_thread();
+  NodeRef node;
+  while (state->nodes.next(&node)) {
+    const ring::Device& dev = *node.device;
+    common::http::ClientRequest out = request;
+    out.target = "/" + common::http::quote(dev.device) + path;
+    const NodeAddress to = node_address(dev, request.headers);
+    // No node timing: the exchange includes the object's fsync, not comparable with the
+    // connect-and-first-answer times the other requests record.
+    auto answer = co_await common::http::simple_request(pool, options, to.ip, to.port,
+                                                        std::move(out), *document,
+                                                        kMaxAnswerBody);
+    if (!answer.ok()) {
+      health.record_error(dev);
+      log_node_error("Object", dev,
+                     "Trying to " + request.method + " " + path + ": " +
+                         answer.status().to_string());
+      continue;
+    }
+    const int status = answer->head.status;
+    if (status == 507) health.limit_now(dev);
+    if (status >= 500) {
+      health.record_error(dev);
+      continue;
+    }
+    BackendResponse a;
+    a.status = status;
+    a.headers = std::move(answer->head.headers);
+    a.body = std::move(answer->body);
+    state->statuses.push_back(status);
+    state->answers.push_back(std::move(a));
+    break;
+  }
+  --state->running;
+  state->done.cancel();
 }
 
 // ---- checks of the client's request and the answer to a PUT ----------------------------------
@@ -635,6 +695,15 @@ Response put_response(std::vector<BackendResponse> answers, size_t n, const std:
     r.headers.set("Last-Modified", common::http::format_http_date(now.ceil()));
   }
   return r;
+}
+
+// Whether a PUT's body is read whole before any replica is asked (put_whole): a known length
+// that fits in one of the chunks the proxy reads from clients anyway. Not with If-None-Match:
+// Swift's object servers answer it before the body, and the proxy then sends the body to no
+// replica; answered after the body, the replicas without the object would have stored it.
+bool sends_whole_body(const Request& req, const ProxyConfig& conf) {
+  return req.content_length && *req.content_length <= conf.client_chunk_size &&
+         !req.headers.contains("If-None-Match");
 }
 
 }  // namespace
@@ -1040,12 +1109,17 @@ net::awaitable<void> ObjectController::put(Exchange& ex, ProxyEnv& env,
   const UpdatePlan plan =
       plan_updates(n, container_nodes.nodes.size(), queue ? queue->nodes.nodes.size() : 0,
                    quorum_size(n), quorum_size(container_nodes.nodes.size()));
+  const PutHeadersFor headers_for = [&container_nodes, &placement, &plan, &queue](size_t i,
+                                                                                HeaderMap& h) {
+    add_updates(h, plan, i, container_nodes, placement->container_path,
+                queue ? &queue->nodes : nullptr, queue ? queue->container : std::string());
+  };
+  if (sends_whole_body(req, config())) {
+    co_return co_await put_whole(ex, env, std::move(it), n, options, std::move(put), target,
+                                 headers_for, *now, std::move(mime_boundary));
+  }
   std::vector<PutSlot> slots = co_await connect_put_nodes(
-      std::move(it), n, options, health(), std::move(put), target,
-      [&container_nodes, &placement, &plan, &queue](size_t i, HeaderMap& h) {
-        add_updates(h, plan, i, container_nodes, placement->container_path,
-                    queue ? &queue->nodes : nullptr, queue ? queue->container : std::string());
-      });
+      std::move(it), n, options, health(), std::move(put), target, headers_for);
   std::vector<std::unique_ptr<ClientConnection>> conns;
   std::vector<const ring::Device*> conn_devices;
   std::vector<int> early_statuses;
@@ -1103,6 +1177,31 @@ std::string mime_footer(const HeaderMap& footers, std::string_view boundary) {
   return out;
 }
 
+// The footer of a PUT body: `env`'s (encryption's), the ETag and the body's checksums. The
+// footer's ETag wins over the request's at the object servers, so the client's is checked here
+// against the MD5 of what came, as they would have checked it (422). A refusal when that or
+// encryption refuses.
+std::optional<Response> put_footers(const Request& req, ProxyEnv& env, const std::string& body_md5,
+                                    const std::string& body_crc32c, HeaderMap& footers) {
+  if (env.update_footers) {
+    if (auto refusal = env.update_footers(footers)) return refusal;
+  }
+  if (!footers.contains("Etag")) {
+    std::string client_etag(common::http::normalize_etag(req.headers.get_or("Etag", "")));
+    if (!client_etag.empty() && common::http::to_lower(client_etag) != body_md5) {
+      return swob_response(422);
+    }
+    footers.set("Etag", body_md5);
+  }
+  footers.set(common::http::kBodyMd5Footer, body_md5);
+  footers.set(common::http::kBodyCrc32cFooter, body_crc32c);
+  return std::nullopt;
+}
+
+std::string mime_preamble(std::string_view boundary) {
+  return "--" + std::string(boundary) + "\r\nX-Document: object body\r\n\r\n";
+}
+
 }  // namespace
 
 net::awaitable<void> ObjectController::send_body(
@@ -1120,7 +1219,7 @@ net::awaitable<void> ObjectController::send_body(
                                             conf.put_queue_depth);
   PutFanout::start(fanout);
   // Queued with the first piece of the body (or the footer), to go in the same write.
-  auto preamble = chunk_of("--" + mime_boundary + "\r\nX-Document: object body\r\n\r\n");
+  auto preamble = chunk_of(mime_preamble(mime_boundary));
   for (;;) {
     auto chunk = std::make_shared<PutFanout::Chunk>(conf.client_chunk_size);
     auto got = co_await ex.read_body(std::span(chunk->bytes.get(), chunk->capacity));
@@ -1155,27 +1254,12 @@ net::awaitable<void> ObjectController::send_body(
     co_return co_await ex.reply(swob_response(499));
   }
   // The closing boundary goes out only with the footer: without it, no object server commits.
-  HeaderMap footers;
-  if (env.update_footers) {
-    if (auto refusal = env.update_footers(footers)) {
-      fanout->abandon();
-      co_return co_await ex.reply(std::move(*refusal));
-    }
-  }
   const std::string body_md5 = md5.hex_digest();
-  if (!footers.contains("Etag")) {
-    // The footer's ETag wins over the request's at the object servers, so the client's is
-    // checked here, as they would have checked it.
-    std::string client_etag(
-        common::http::normalize_etag(ex.request().headers.get_or("Etag", "")));
-    if (!client_etag.empty() && common::http::to_lower(client_etag) != body_md5) {
-      fanout->abandon();
-      co_return co_await ex.reply(swob_response(422));
-    }
-    footers.set("Etag", body_md5);
+  HeaderMap footers;
+  if (auto refusal = put_footers(ex.request(), env, body_md5, crc.hex(), footers)) {
+    fanout->abandon();
+    co_return co_await ex.reply(std::move(*refusal));
   }
-  footers.set(common::http::kBodyMd5Footer, body_md5);
-  footers.set(common::http::kBodyCrc32cFooter, crc.hex());
   if (preamble) co_await fanout->push(std::move(preamble));  // an empty body
   co_await fanout->push(chunk_of(mime_footer(footers, mime_boundary)));
   co_await fanout->drain();
@@ -1187,6 +1271,77 @@ net::awaitable<void> ObjectController::send_body(
   // Every final answer, or a quorum of them and post_quorum_timeout for the others.
   std::vector<BackendResponse> answers = co_await read_put_answers(
       std::move(lanes), quorum, conf.backend.post_quorum_timeout, health());
+  co_return co_await ex.reply(put_response(std::move(answers), n, body_md5, now));
+}
+
+net::awaitable<void> ObjectController::put_whole(
+    Exchange& ex, ProxyEnv& env, NodeIter it, size_t n, common::http::ClientOptions options,
+    common::http::ClientRequest put, std::string target,
+    const std::function<void(size_t, HeaderMap&)>& headers_for, Timestamp now,
+    std::string mime_boundary) {
+  const Request& req = ex.request();
+  const uint64_t length = *req.content_length;
+  // The body, with a byte of room more to see one longer than its length (a middleware's
+  // reader could give one; the HTTP framing cannot).
+  std::string body(length + 1, '\0');
+  size_t got = 0;
+  for (;;) {
+    if (got == body.size()) {
+      co_return co_await ex.reply(
+          common::http::swob_response_with_body(400, "Request body longer than its Content-Length"));
+    }
+    auto read = co_await ex.read_body(std::span(body.data() + got, body.size() - got));
+    if (!read.ok()) {
+      const bool timed_out = read.status().is_timeout();
+      app().count(timed_out ? "object.client_timeouts" : "object.client_disconnects");
+      co_return co_await ex.reply(swob_response(timed_out ? 408 : 499));
+    }
+    if (*read == 0) break;
+    got += *read;
+  }
+  if (got < length) {
+    app().count("object.client_disconnects");
+    co_return co_await ex.reply(swob_response(499));
+  }
+  body.resize(got);
+  const std::string body_md5 = common::crypto::md5_hex(body);
+  common::crypto::Crc32c crc;
+  crc.update(body);
+  HeaderMap footers;
+  if (auto refusal = put_footers(req, env, body_md5, crc.hex(), footers)) {
+    co_return co_await ex.reply(std::move(*refusal));
+  }
+  auto document = std::make_shared<std::string>(mime_preamble(mime_boundary));
+  document->append(body).append(mime_footer(footers, mime_boundary));
+  body = std::string();
+
+  put.expect_continue = false;
+  auto executor = co_await net::this_coro::executor;
+  auto state = std::make_shared<WholePut>(executor, std::move(it));
+  for (size_t i = 0; i < n; ++i) {
+    common::http::ClientRequest mine = put;
+    headers_for(i, mine.headers);
+    ++state->running;
+    common::spawn_logged(executor,
+                         put_whole_slot(state, options, health(), std::move(mine), target,
+                                        document),
+                         "PUT " + target, [state] {
+                           --state->running;
+                           state->done.cancel();
+                         });
+  }
+  const size_t quorum = quorum_size(n);
+  co_await wait_for_put_answers(state, quorum, config().backend.post_quorum_timeout);
+  std::vector<BackendResponse> answers = state->answers;
+  // A replica holding the object at this time or newer: Swift answers 202 when one says so
+  // before the body, and so does this when one says so after it.
+  for (const BackendResponse& a : answers) {
+    if (a.status == 409) co_return co_await ex.reply(swob_response(202));
+  }
+  if (answers.size() < quorum) {
+    APUS_LOG_ERROR("Object PUT returning 503, " + std::to_string(answers.size()) + "/" +
+                   std::to_string(quorum) + " required connections");
+  }
   co_return co_await ex.reply(put_response(std::move(answers), n, body_md5, now));
 }
 

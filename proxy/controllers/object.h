@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -66,6 +67,16 @@ class ObjectController final : public Controller {
       std::vector<std::unique_ptr<common::http::ClientConnection>> conns,
       std::vector<const ring::Device*> devices, size_t n, common::Timestamp now,
       std::string mime_boundary);
+  // A PUT whose body fits in memory (sends_whole_body): reads it whole from the client, then
+  // sends each of the `n` replicas (nodes from `it`) the request `put` (its target `target`
+  // after the device, `headers_for` adding each one's container update) with the whole MIME
+  // document in one write, without waiting for 100 Continue, and replies from their answers.
+  // Saves a round trip per replica, and at the object servers a trip to the disk pool.
+  boost::asio::awaitable<void> put_whole(
+      common::http::Exchange& ex, ProxyEnv& env, NodeIter it, size_t n,
+      common::http::ClientOptions options, common::http::ClientRequest put, std::string target,
+      const std::function<void(size_t, common::http::HeaderMap&)>& headers_for,
+      common::Timestamp now, std::string mime_boundary);
   boost::asio::awaitable<void> post_or_delete(common::http::Exchange& ex, ProxyEnv& env,
                                               const CachedInfo& container);
 

@@ -25,6 +25,10 @@ with apus-ring-builder on free loopback ports), driven with python-swiftclient:
     counts at the other within local_info_cache_ttl (1 s; at once with 0), a proxy serving one
     container reads its infos from memcached about once a second, not twice a request, and an
     entry Swift's own code wrote is read by Apus.
+12. A small PUT (its body sent whole, without Expect: 100-continue): If-None-Match: * on an
+    existing object is 412 and changes no replica, a PUT older than every replica or than one
+    of them is 202, a wrong ETag is 422 and stores nothing, and a primary that never answers
+    is passed for a handoff after node_timeout.
 
 usage: proxy_faults_test.py <build-dir>
 """
@@ -239,6 +243,95 @@ def newest(cluster):
               "HEAD with X-Newest describes the newest replica: %r" % headers)
 
 
+def small_puts(cluster):
+    """A PUT whose body fits in one client chunk goes to each replica whole, without Expect:
+    100-continue. What a replica would have answered before the body counts as it did."""
+    import hashlib
+    md5 = lambda b: hashlib.md5(b).hexdigest()  # noqa: E731
+    url, token, _ = fresh_proxy_url(cluster, "proxy-small-puts")
+    swift.put_container(url, token, "whole")
+    part, primaries = cluster.placement("whole", "o")
+
+    def replica_etags(name="o"):
+        out = []
+        for n in primaries:
+            s, h, _ = procs.request(cluster.ports["object"][n], "HEAD",
+                                    "/sd%d/%d/AUTH_test/whole/%s" % (n, part, name))
+            out.append(h.get("etag", "").strip('"') if s == 200 else s)
+        return out
+
+    def put(name, body, headers):
+        rd = {}
+        try:
+            swift.put_object(url, token, "whole", name, body, headers=headers, response_dict=rd)
+        except swift.ClientException as e:
+            return e.http_status
+        return rd.get("status")
+
+    def backend_put(n, body, ts, name="o"):
+        status, _, _ = procs.request(cluster.ports["object"][n], "PUT",
+                                     "/sd%d/%d/AUTH_test/whole/%s" % (n, part, name),
+                                     {"X-Timestamp": "%.5f" % ts, "Content-Type": "text/x"},
+                                     body)
+        check(status == 201, "backend PUT on node %d: %d" % (n, status))
+
+    status = put("o", b"first", {})
+    check(status == 201 and replica_etags() == [md5(b"first")] * 3,
+          "a small PUT reaches every primary: %s %r" % (status, replica_etags()))
+    # If-None-Match: * asks before the body, and then no replica stores anything.
+    status = put("o", b"second", {"If-None-Match": "*"})
+    check(status == 412, "If-None-Match: * on an existing object: %s" % status)
+    check(replica_etags() == [md5(b"first")] * 3, "412: every replica keeps the object: %r"
+          % replica_etags())
+    # One replica alone holds it: If-None-Match: * is 412, and the others store nothing either.
+    part, primaries = cluster.placement("whole", "inm")
+    backend_put(primaries[0], b"alone", time.time(), "inm")
+    status = put("inm", b"more", {"If-None-Match": "*"})
+    check(status == 412, "If-None-Match: * with one replica holding the object: %s" % status)
+    check(replica_etags("inm") == [md5(b"alone"), 404, 404],
+          "412: the replicas without the object stay without: %r" % replica_etags("inm"))
+    part, primaries = cluster.placement("whole", "o")
+    # One replica holds a newer object: 202 (Swift's answer to a 409 before the body).
+    backend_put(primaries[0], b"newer", time.time() + 100)
+    status = put("o", b"third", {})
+    check(status == 202, "a PUT older than one replica: %s" % status)
+    # Every replica holds a newer one: 202, and none changes.
+    for n in primaries:
+        backend_put(n, b"newest", time.time() + 200)
+    status = put("o", b"fourth", {})
+    check(status == 202, "a PUT older than every replica: %s" % status)
+    check(replica_etags() == [md5(b"newest")] * 3, "202: every replica keeps the object: %r"
+          % replica_etags())
+    # A body that does not match its ETag: 422, and no replica has it.
+    status = put("bad", b"some bytes", {"Etag": "0" * 32})
+    check(status == 422, "a PUT with a wrong ETag: %s" % status)
+    check(replica_etags("bad") == [404] * 3, "422: no replica stored it: %r"
+          % replica_etags("bad"))
+    # A primary that accepts and never answers: the PUT goes on to a handoff after
+    # node_timeout, with the body sent again.
+    part, primaries = cluster.placement("whole", "slow")
+    n = primaries[1]
+    cluster.stop("object", n)
+    hang = socket.socket()
+    hang.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    hang.bind(("127.0.0.1", cluster.ports["object"][n]))
+    hang.listen(64)
+    try:
+        started = time.monotonic()
+        status = put("slow", b"to a handoff", {})
+        took = time.monotonic() - started
+        check(status == 201 and took < 5, "a PUT past a hanging primary: %s in %.1f s"
+              % (status, took))
+    finally:
+        hang.close()
+    cluster.start("object", n)
+    handoff = [m for m in range(4) if m not in primaries][0]
+    s, h, _ = procs.request(cluster.ports["object"][handoff], "HEAD",
+                            "/sd%d/%d/AUTH_test/whole/slow" % (handoff, part))
+    check(s == 200 and h.get("etag", "").strip('"') == md5(b"to a handoff"),
+          "the handoff holds the object: %d %r" % (s, h))
+
+
 def listing_node_down_logged(cluster):
     """A container server that does not answer is an ERROR in the proxy's log, in Swift's words,
     naming the node and the request; the request is still answered by the others."""
@@ -416,7 +509,8 @@ def main():
     with procs.TempDir("apus-proxy-faults-") as root, procs.Processes() as ps:
         cluster = Cluster(BIN, root, ps)
         for step in (tree_round_trip, put_storm_with_node_down, two_primaries_down, hanging_node,
-                     shared_tokens, shared_info, affinity, newest, listing_node_down_logged,
+                     shared_tokens, shared_info, affinity, newest, small_puts,
+                     listing_node_down_logged,
                      resume_after_stall,
                      ratelimit):
             print("---", step.__name__)

@@ -324,3 +324,65 @@ TEST_CASE("write_body with more pieces than one write takes sends them all, in o
   });
   CHECK(bytes == std::to_string(40 * 41 / 2));
 }
+
+TEST_CASE("a body sent without Expect goes out with its head in one write") {
+  // A peer that takes one read, then the rest of the request, and answers: its first read
+  // must hold the head and the body (sent in two writes, the first read would be the head
+  // alone, since this peer waits in recv() before the client writes).
+  int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  REQUIRE(::listen(listener, 4) == 0);
+  socklen_t len = sizeof addr;
+  ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
+  const uint16_t port = ntohs(addr.sin_port);
+  std::vector<std::string> first_reads;
+  std::thread peer([&] {
+    for (std::string_view end : {std::string_view("hello world"), std::string_view("0\r\n\r\n")}) {
+      int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+      if (fd < 0) return;
+      std::array<char, 4096> buf;
+      ssize_t n = ::recv(fd, buf.data(), buf.size(), 0);
+      std::string got(buf.data(), n > 0 ? static_cast<size_t>(n) : 0);
+      first_reads.push_back(got);
+      while (n > 0 && got.find(end) == std::string::npos) {
+        n = ::recv(fd, buf.data(), buf.size(), 0);
+        if (n > 0) got.append(buf.data(), static_cast<size_t>(n));
+      }
+      constexpr std::string_view kAnswer = "HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n";
+      (void)::send(fd, kAnswer.data(), kAnswer.size(), MSG_NOSIGNAL);
+      ::close(fd);
+    }
+  });
+  net::io_context ioc;
+  ConnectionPool pool(ClientOptions{});
+  auto statuses = run<std::vector<int>>(ioc, [&]() -> net::awaitable<std::vector<int>> {
+    std::vector<int> out;
+    ClientRequest req;
+    req.method = "PUT";
+    req.target = "/sda/1/a/c/o";
+    auto fixed = co_await apus::common::http::simple_request(pool, "127.0.0.1", port, req,
+                                                             "hello world");
+    out.push_back(fixed.ok() ? fixed->head.status : 0);
+    req.chunked = true;
+    auto started = co_await apus::common::http::start_request(pool, ClientOptions{}, "127.0.0.1",
+                                                              port, req);
+    if (!started.ok()) co_return out;
+    std::array<std::string_view, 2> pieces{"--preamble\r\n", "body"};
+    if (!(co_await started->conn->write_body(pieces, true)).ok()) co_return out;
+    auto head = co_await started->conn->read_response_head();
+    out.push_back(head.ok() ? head->status : 0);
+    co_return out;
+  });
+  peer.join();
+  ::close(listener);
+  CHECK(statuses == std::vector<int>{201, 201});
+  REQUIRE(first_reads.size() == 2);
+  CHECK(first_reads[0].find("Content-Length: 11\r\n") != std::string::npos);
+  CHECK(first_reads[0].ends_with("\r\n\r\nhello world"));
+  CHECK(first_reads[0].find("Expect") == std::string::npos);
+  CHECK(first_reads[1].find("Transfer-Encoding: chunked\r\n") != std::string::npos);
+  CHECK(first_reads[1].ends_with("\r\n\r\nc\r\n--preamble\r\n\r\n4\r\nbody\r\n0\r\n\r\n"));
+}
