@@ -715,7 +715,8 @@ net::awaitable<void> ObjectServer::handle_put(Exchange& ex, Parsed& p) {
 }
 
 bool ObjectServer::reads_body_first(const PutState& put) const {
-  return !put.req.headers.contains("Expect") && put.fsize && *put.fsize <= kPutWriteBatch;
+  // Below a whole batch: the batch of that size is written before its end is seen.
+  return !put.req.headers.contains("Expect") && put.fsize && *put.fsize < kPutWriteBatch;
 }
 
 net::awaitable<void> ObjectServer::put_body_first(PutState& put) {

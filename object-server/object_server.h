@@ -100,7 +100,7 @@ class ObjectServer {
   // A body is read in batches of this many bytes, each written in a trip to the disk pool.
   static constexpr size_t kPutWriteBatch = 1 << 20;
   // Whether the body comes before the open (put_body_first): sent without Expect:
-  // 100-continue (as Apus's proxy sends a small body) and short enough for one batch.
+  // 100-continue (as Apus's proxy sends a small body) and shorter than one batch.
   bool reads_body_first(const PutState& put) const;
   // A PUT whose body is read first: the open, its checks and the commit then take one trip
   // to the disk pool instead of two; Swift's answers, in Swift's order.

@@ -1225,9 +1225,7 @@ net::awaitable<void> ObjectController::send_body(
     auto got = co_await ex.read_body(std::span(chunk->bytes.get(), chunk->capacity));
     if (!got.ok()) {
       fanout->abandon();
-      const bool timed_out = got.status().is_timeout();
-      app().count(timed_out ? "object.client_timeouts" : "object.client_disconnects");
-      co_return co_await ex.reply(swob_response(timed_out ? 408 : 499));
+      co_return co_await ex.reply(client_read_failure(got.status()));
     }
     if (*got == 0) break;
     chunk->size = *got;
@@ -1274,6 +1272,12 @@ net::awaitable<void> ObjectController::send_body(
   co_return co_await ex.reply(put_response(std::move(answers), n, body_md5, now));
 }
 
+Response ObjectController::client_read_failure(const Status& failure) {
+  const bool timed_out = failure.is_timeout();
+  app().count(timed_out ? "object.client_timeouts" : "object.client_disconnects");
+  return swob_response(timed_out ? 408 : 499);
+}
+
 net::awaitable<void> ObjectController::put_whole(
     Exchange& ex, ProxyEnv& env, NodeIter it, size_t n, common::http::ClientOptions options,
     common::http::ClientRequest put, std::string target,
@@ -1287,15 +1291,11 @@ net::awaitable<void> ObjectController::put_whole(
   size_t got = 0;
   for (;;) {
     if (got == body.size()) {
-      co_return co_await ex.reply(
-          common::http::swob_response_with_body(400, "Request body longer than its Content-Length"));
+      co_return co_await ex.reply(common::http::swob_response_with_body(
+          400, "Request body longer than its Content-Length"));
     }
     auto read = co_await ex.read_body(std::span(body.data() + got, body.size() - got));
-    if (!read.ok()) {
-      const bool timed_out = read.status().is_timeout();
-      app().count(timed_out ? "object.client_timeouts" : "object.client_disconnects");
-      co_return co_await ex.reply(swob_response(timed_out ? 408 : 499));
-    }
+    if (!read.ok()) co_return co_await ex.reply(client_read_failure(read.status()));
     if (*read == 0) break;
     got += *read;
   }

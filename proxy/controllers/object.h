@@ -77,6 +77,9 @@ class ObjectController final : public Controller {
       common::http::ClientOptions options, common::http::ClientRequest put, std::string target,
       const std::function<void(size_t, common::http::HeaderMap&)>& headers_for,
       common::Timestamp now, std::string mime_boundary);
+  // The answer to a PUT whose body could not be read from the client (408 when it was too
+  // slow, 499 when it went away), counted.
+  common::http::Response client_read_failure(const common::Status& failure);
   boost::asio::awaitable<void> post_or_delete(common::http::Exchange& ex, ProxyEnv& env,
                                               const CachedInfo& container);
 

@@ -227,6 +227,13 @@ def differential(swift_port, apus_port, container_port):
                                            "Content-Type": "a/b",
                                            "X-Delete-At": "99999999999999999999"}, b"d"),
         ("HEAD", "/sda1/3/AUTH_test/c/del", {}, None),
+        # Bodies sent without Expect around the size Apus reads before the open (below its
+        # 1 MiB write batch) and at it.
+        ("PUT", "/sda1/3/AUTH_test/c/mib", {"X-Timestamp": "1700000001.00000",
+                                           "Content-Type": "a/b"}, b"m" * ((1 << 20) - 1)),
+        ("PUT", "/sda1/3/AUTH_test/c/mib", {"X-Timestamp": "1700000002.00000",
+                                           "Content-Type": "a/b"}, b"n" * (1 << 20)),
+        ("GET", "/sda1/3/AUTH_test/c/mib", {}, None),
         ("OPTIONS", "/sda1/3/AUTH_test/c/o", {}, None),
         ("COPY", "/sda1/3/AUTH_test/c/o", {}, None),
     ]
