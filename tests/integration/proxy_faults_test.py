@@ -130,6 +130,17 @@ def two_primaries_down(cluster):
         check(e.http_status == 404, "no half-written object readable: %s" % e.http_status)
 
 
+def hang_object_server(cluster, n):
+    """Stops object server `n` and listens on its port with a socket that accepts connections
+    and never answers; close it before starting the server again."""
+    cluster.stop("object", n)
+    hang = socket.socket()
+    hang.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    hang.bind(("127.0.0.1", cluster.ports["object"][n]))
+    hang.listen(64)
+    return hang
+
+
 def hanging_node(cluster):
     url, token = cluster.connect()
     swift.put_container(url, token, "slow")
@@ -137,11 +148,7 @@ def hanging_node(cluster):
     primaries = cluster.primaries("slow", "obj")
     # Replace one primary by a socket that accepts and never answers.
     n = primaries[0]
-    cluster.stop("object", n)
-    hang = socket.socket()
-    hang.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    hang.bind(("127.0.0.1", cluster.ports["object"][n]))
-    hang.listen(64)
+    hang = hang_object_server(cluster, n)
     try:
         started = time.monotonic()
         for _ in range(6):
@@ -312,11 +319,7 @@ def small_puts(cluster):
     # from the two other primaries and post_quorum_timeout).
     part, primaries = cluster.placement("whole", "slow")
     n = primaries[1]
-    cluster.stop("object", n)
-    hang = socket.socket()
-    hang.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    hang.bind(("127.0.0.1", cluster.ports["object"][n]))
-    hang.listen(64)
+    hang = hang_object_server(cluster, n)
     try:
         started = time.monotonic()
         status = put("slow", b"to a handoff", {})

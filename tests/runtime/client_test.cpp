@@ -60,6 +60,19 @@ net::awaitable<void> counting_handler(Exchange& ex) {
   (void)co_await ex.respond(std::move(r));
 }
 
+// A socket listening on a free loopback port with `backlog`, and the port.
+std::pair<int, uint16_t> loopback_listener(int backlog) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  REQUIRE(::listen(fd, backlog) == 0);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  return {fd, ntohs(addr.sin_port)};
+}
+
 }  // namespace
 
 TEST_CASE("simple_request sends a body and reuses the pooled connection") {
@@ -168,15 +181,9 @@ TEST_CASE("a refused connection is Unavailable") {
 TEST_CASE("a peer that never completes the handshake is Timeout after conn_timeout") {
   // A listener with a full accept queue that never accepts: Linux drops further SYNs, so a new
   // connection hangs in the handshake, as with a dead host.
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  REQUIRE(::listen(fd, 0) == 0);
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  uint16_t port = ntohs(addr.sin_port);
+  const std::pair<int, uint16_t> listening = loopback_listener(0);
+  const int fd = listening.first;
+  const uint16_t port = listening.second;
   net::io_context ioc;
   ClientOptions options;
   options.conn_timeout = 0.2;
@@ -329,15 +336,9 @@ TEST_CASE("a body sent without Expect goes out with its head in one write") {
   // A peer that takes one read, then the rest of the request, and answers: its first read
   // must hold the head and the body (sent in two writes, the first read would be the head
   // alone, since this peer waits in recv() before the client writes).
-  int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  REQUIRE(::listen(listener, 4) == 0);
-  socklen_t len = sizeof addr;
-  ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
-  const uint16_t port = ntohs(addr.sin_port);
+  const std::pair<int, uint16_t> listening = loopback_listener(4);
+  const int listener = listening.first;
+  const uint16_t port = listening.second;
   std::vector<std::string> first_reads;
   std::thread peer([&] {
     for (std::string_view end : {std::string_view("hello world"), std::string_view("0\r\n\r\n")}) {
