@@ -54,6 +54,13 @@ def rss_mib(pid):
     return 0.0
 
 
+def cpu_seconds(pid):
+    """The user and system CPU time of process `pid` (all its threads) so far."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 HEALTHCHECK = b"GET /healthcheck HTTP/1.1\r\nHost: bench\r\n\r\n"
 
 
@@ -226,12 +233,17 @@ def main():
                 quiet.join()
                 prober = Prober(args.port)
                 prober.start()
+                cpu_before = cpu_seconds(proxy.pid)
                 totals = bench_run(build, args.port, args.seconds, "%d-%s" % (rnd, phase))
+                cpu_ms = 1e3 * (cpu_seconds(proxy.pid) - cpu_before) / max(1, totals["ops"])
                 prober.stop.set()
                 prober.join()
                 still_open = holders.close() if holders else 0
                 run = {"ops_per_s": totals["ops_per_s"], "errors": totals["errors"],
                        "p99_ms": totals["latency_ms"]["p99"],
+                       # The proxy's CPU per GET (the health checks' included, the same in
+                       # both phases): steadier than ops/s on a shared machine.
+                       "proxy_cpu_ms_per_op": round(cpu_ms, 4),
                        "rss_before_mib": round(rss_before, 1), "rss_mib": round(rss_with, 1),
                        "idle_open_after": still_open if phase == "idle" else None,
                        "idle_open_seconds": round(opened_s, 2) if opened_s else None,
@@ -241,9 +253,10 @@ def main():
                        "health_p99_ms": round(percentile(prober.times, 99) * 1e3, 2),
                        "health_checks": len(prober.times), "health_errors": prober.errors}
                 phases[phase].append(run)
-                print("round %d %-4s %8.0f ops/s  rss %6.1f MiB  health p99 %6.2f ms under "
-                      "load, %5.2f ms quiet%s"
-                      % (rnd + 1, phase, run["ops_per_s"], run["rss_mib"], run["health_p99_ms"],
+                print("round %d %-4s %8.0f ops/s  proxy CPU %.3f ms/op  rss %6.1f MiB  health "
+                      "p99 %6.2f ms under load, %5.2f ms quiet%s"
+                      % (rnd + 1, phase, run["ops_per_s"], run["proxy_cpu_ms_per_op"],
+                         run["rss_mib"], run["health_p99_ms"],
                          run["quiet_health_p99_ms"],
                          "  (%d idle open after the run; opened in %.1f s)"
                          % (still_open, opened_s) if phase == "idle" else ""), flush=True)
@@ -258,6 +271,7 @@ def main():
     summary = {
         "idle_connections": args.idle, "rounds": args.rounds, "seconds": args.seconds,
         "ops_per_s": {p: med(p, "ops_per_s") for p in phases},
+        "proxy_cpu_ms_per_op": {p: med(p, "proxy_cpu_ms_per_op") for p in phases},
         "throughput_ratio_idle_over_none": round(med("idle", "ops_per_s") /
                                                  med("none", "ops_per_s"), 3),
         # The first idle round's: later rounds reuse what the allocator kept from it.
@@ -268,10 +282,12 @@ def main():
         "runs": phases}
     with open(args.out, "w") as f:
         json.dump(summary, f, indent=1)
-    print("medians: %(ops)s ops/s; idle/none %(ratio).3f; extra RSS %(rss).1f MiB; health p99 "
+    print("medians: %(ops)s ops/s; proxy CPU per GET %(cpu)s ms; idle/none %(ratio).3f; "
+          "extra RSS %(rss).1f MiB; health p99 "
           "under load none %(hn).2f ms, idle %(hi).2f ms; quiet none %(qn).2f ms, idle %(qi).2f "
           "ms  (%(out)s)"
-          % {"ops": summary["ops_per_s"], "ratio": summary["throughput_ratio_idle_over_none"],
+          % {"ops": summary["ops_per_s"], "cpu": summary["proxy_cpu_ms_per_op"],
+             "ratio": summary["throughput_ratio_idle_over_none"],
              "rss": summary["rss_extra_mib"], "hn": summary["health_p99_ms"]["none"],
              "hi": summary["health_p99_ms"]["idle"],
              "qn": summary["quiet_health_p99_ms"]["none"],
