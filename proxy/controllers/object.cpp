@@ -1285,16 +1285,20 @@ net::awaitable<void> ObjectController::put_whole(
     std::string mime_boundary) {
   const Request& req = ex.request();
   const uint64_t length = *req.content_length;
-  // The body, with a byte of room more to see one longer than its length (a middleware's
-  // reader could give one; the HTTP framing cannot).
-  std::string body(length + 1, '\0');
+  // The body is read straight into the MIME document, after its preamble, with a byte of room
+  // more to see one longer than its length (a middleware's reader could give one; the HTTP
+  // framing cannot).
+  auto document = std::make_shared<std::string>(mime_preamble(mime_boundary));
+  const size_t start = document->size();
+  document->resize(start + length + 1);
   size_t got = 0;
   for (;;) {
-    if (got == body.size()) {
+    if (got == length + 1) {
       co_return co_await ex.reply(common::http::swob_response_with_body(
           400, "Request body longer than its Content-Length"));
     }
-    auto read = co_await ex.read_body(std::span(body.data() + got, body.size() - got));
+    auto read = co_await ex.read_body(
+        std::span(document->data() + start + got, length + 1 - got));
     if (!read.ok()) co_return co_await ex.reply(client_read_failure(read.status()));
     if (*read == 0) break;
     got += *read;
@@ -1303,7 +1307,8 @@ net::awaitable<void> ObjectController::put_whole(
     app().count("object.client_disconnects");
     co_return co_await ex.reply(swob_response(499));
   }
-  body.resize(got);
+  document->resize(start + got);
+  const std::string_view body = std::string_view(*document).substr(start);
   const std::string body_md5 = common::crypto::md5_hex(body);
   common::crypto::Crc32c crc;
   crc.update(body);
@@ -1311,9 +1316,7 @@ net::awaitable<void> ObjectController::put_whole(
   if (auto refusal = put_footers(req, env, body_md5, crc.hex(), footers)) {
     co_return co_await ex.reply(std::move(*refusal));
   }
-  auto document = std::make_shared<std::string>(mime_preamble(mime_boundary));
-  document->append(body).append(mime_footer(footers, mime_boundary));
-  body = std::string();
+  document->append(mime_footer(footers, mime_boundary));
 
   put.expect_continue = false;
   auto executor = co_await net::this_coro::executor;
@@ -1332,7 +1335,8 @@ net::awaitable<void> ObjectController::put_whole(
   }
   const size_t quorum = quorum_size(n);
   co_await wait_for_put_answers(state, quorum, config().backend.post_quorum_timeout);
-  std::vector<BackendResponse> answers = state->answers;
+  // Stragglers still running after post_quorum_timeout add to what is left behind, unread.
+  std::vector<BackendResponse> answers = std::move(state->answers);
   // A replica holding the object at this time or newer: Swift answers 202 when one says so
   // before the body, and so does this when one says so after it.
   for (const BackendResponse& a : answers) {
