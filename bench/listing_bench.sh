@@ -11,8 +11,9 @@
 #     each a seek).
 # Both sides: same swift.conf, their own device directory on the same filesystem, 2 workers.
 # Swift's row PUTs go to its .pending file (flushed later), Apus's to RocksDB's WAL; Apus runs
-# with db_sync_writes = false here so both keep rows in the page cache before answering, and a
-# separate row shows db_sync_writes = true (fsync per write batch).
+# with db_sync_writes = false here so both keep rows in the page cache before answering (the
+# default for object rows since db_sync_object_rows), and a separate row shows
+# db_sync_writes = db_sync_object_rows = true (fsync per write batch).
 #
 #   bench/listing_bench.sh                # 3 rounds, 5 s windows
 #   ROUNDS=5 WINDOW=10 BIG=1 bench/listing_bench.sh
@@ -66,6 +67,7 @@ pipeline = container-server
 [app:container-server]
 use = egg:swift#container
 db_sync_writes = $sync
+db_sync_object_rows = $sync
 
 [container-updater]
 enabled = false

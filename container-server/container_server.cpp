@@ -425,7 +425,10 @@ Response ContainerServer::put_row(const Request& req, const Target& t, const Tim
   bool deleting = rec.deleted;
   std::vector<ObjectRecord> records;
   records.push_back(std::move(rec));
-  Status s = (*store)->merge_objects(t.db, std::move(records));
+  // As Swift's .pending file: the row is not fsynced unless the operator asks (db_server.h).
+  Status s = (*store)->merge_objects(t.db, std::move(records), nullptr,
+                                     config_.sync_object_rows ? WalSync::kStore
+                                                              : WalSync::kUnsynced);
   if (!s.ok()) return store_failure(s);
   return swob_response(deleting ? 204 : 201);
 }

@@ -70,6 +70,7 @@ Result<DbServerConfig> DbServerConfig::from_config(const common::Config& conf, D
     c.account_update_async = mode == "async";
   }
   APUS_ASSIGN_OR_RETURN(c.sync_writes, s.get_bool("db_sync_writes", true));
+  APUS_ASSIGN_OR_RETURN(c.sync_object_rows, s.get_bool("db_sync_object_rows", false));
   int64_t threads = 2;
   APUS_ASSIGN_OR_RETURN(threads, s.get_int("threads_per_disk", 2));
   c.threads_per_disk = static_cast<int>(std::max<int64_t>(1, threads));
@@ -153,6 +154,8 @@ class TimedStore final : public ListingStore {
     info_read_ = phase("info_read");
     info_write_ = phase("info_write");
     row_merge_ = phase("row_merge");
+    // Object rows merged without waiting for the WAL's fsync (db_sync_object_rows = false).
+    row_merge_unsynced_ = phase("row_merge_unsynced");
     listing_ = phase("listing");
   }
   Result<std::optional<DbInfo>> get_info(std::string_view db) override {
@@ -171,9 +174,11 @@ class TimedStore final : public ListingStore {
     return inner_->reclaim(db, age);
   }
   Status merge_objects(std::string_view db, std::vector<ObjectRecord> records,
-                       const SyncPoint* source) override {
-    common::ScopedTimer t(row_merge_);
-    return inner_->merge_objects(db, std::move(records), source);
+                       const SyncPoint* source, WalSync sync) override {
+    common::ScopedTimer t(sync == WalSync::kUnsynced && options_.sync_writes
+                              ? row_merge_unsynced_
+                              : row_merge_);
+    return inner_->merge_objects(db, std::move(records), source, sync);
   }
   Status merge_containers(std::string_view db, std::vector<ContainerRecord> records,
                           const SyncPoint* source) override {
@@ -217,7 +222,7 @@ class TimedStore final : public ListingStore {
 
  private:
   std::unique_ptr<ListingStore> inner_;
-  common::HistogramHandle info_read_, info_write_, row_merge_, listing_;
+  common::HistogramHandle info_read_, info_write_, row_merge_, row_merge_unsynced_, listing_;
 };
 
 }  // namespace

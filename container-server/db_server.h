@@ -43,7 +43,10 @@ struct DbServerConfig {
   double conn_timeout = 0.5;
   bool allow_versions = false;  // containers: X-Versions-Location is stored too
   std::vector<std::string> allowed_sync_hosts = {"127.0.0.1"};
-  bool sync_writes = true;      // db_sync_writes: fsync RocksDB's WAL on every write
+  bool sync_writes = true;      // db_sync_writes: fsync RocksDB's WAL on every write...
+  // ...but the object rows of object servers and updaters, unless db_sync_object_rows: Swift
+  // appends those to a .pending file without fsync (listing_db.h, WalSync).
+  bool sync_object_rows = false;
   // account_update_mode = async (containers): a PUT or DELETE is answered once its database
   // is written, and the account update goes meanwhile (see ContainerServer).
   bool account_update_async = false;

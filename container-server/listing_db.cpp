@@ -363,7 +363,7 @@ class RocksListingStore final : public ListingStore {
   }
 
   Status merge_objects(std::string_view db, std::vector<ObjectRecord> records,
-                       const SyncPoint* source) override {
+                       const SyncPoint* source, WalSync sync) override {
     common::MutexLock lock(&lock_for(db));
     auto loaded = read_info(db, nullptr);
     if (!loaded.ok()) return loaded.status();
@@ -395,7 +395,7 @@ class RocksListingStore final : public ListingStore {
       batch.Put(seq_key(db, rec.rowid), key.substr(1));
       written[key] = rec;
     }
-    return finish_merge(db, info, !written.empty(), source, batch);
+    return finish_merge(db, info, !written.empty(), source, batch, sync);
   }
 
   Status merge_containers(std::string_view db, std::vector<ContainerRecord> records,
@@ -729,7 +729,8 @@ class RocksListingStore final : public ListingStore {
   // The end of a row merge: the info (when rows changed) and the source's incoming sync point
   // (Swift moves it even when no row was newer) go out with the rows in one write.
   Status finish_merge(std::string_view db, const DbInfo& info, bool rows_changed,
-                      const SyncPoint* source, rocksdb::WriteBatch& batch) {
+                      const SyncPoint* source, rocksdb::WriteBatch& batch,
+                      WalSync sync = WalSync::kStore) {
     if (source) {
       std::string key = sync_key(db, source->remote_id);
       std::string value;
@@ -745,7 +746,7 @@ class RocksListingStore final : public ListingStore {
     }
     if (rows_changed) batch.Put(info_key(db), encode_info(info));
     if (batch.Count() == 0) return Status();
-    return write_batch(batch);
+    return write_batch(batch, sync);
   }
 
   // Adds the removal of every row, sequence entry and sync point of `db` to `batch`.
@@ -1020,8 +1021,10 @@ class RocksListingStore final : public ListingStore {
     return Status();
   }
 
-  Status write_batch(rocksdb::WriteBatch& batch) {
-    rocksdb::Status s = db_->Write(write_options_, &batch);
+  Status write_batch(rocksdb::WriteBatch& batch, WalSync sync = WalSync::kStore) {
+    rocksdb::WriteOptions options = write_options_;
+    if (sync == WalSync::kUnsynced) options.sync = false;
+    rocksdb::Status s = db_->Write(options, &batch);
     // A failed WAL write leaves RocksDB read-only (its background error); ReopeningStore
     // reopens it.
     if (s.IsIOError()) write_failed_.store(true, std::memory_order_release);
@@ -1237,9 +1240,9 @@ class ReopeningStore final : public ListingStore {
     return write([&](RocksListingStore& inner) { return inner.update_info(db, fn); });
   }
   Status merge_objects(std::string_view db, std::vector<ObjectRecord> records,
-                       const SyncPoint* source) override {
+                       const SyncPoint* source, WalSync sync) override {
     return write([&](RocksListingStore& inner) {
-      return inner.merge_objects(db, std::move(records), source);
+      return inner.merge_objects(db, std::move(records), source, sync);
     });
   }
   Status merge_containers(std::string_view db, std::vector<ContainerRecord> records,

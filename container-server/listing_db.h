@@ -164,6 +164,13 @@ struct RowAudit {
   std::string hash = std::string(32, '0');  // Swift's chexor over the rows
 };
 
+// How a write reaches the disk. kStore: as the store's sync_writes says. kUnsynced: in RocksDB's
+// WAL in the page cache when the call returns, so a crash of the process keeps it and one of the
+// machine may lose it (the next synced write makes it durable with everything before it). That
+// is what Swift's container server gives the object rows object servers send: it appends them
+// to the database's .pending file without fsync.
+enum class WalSync { kStore, kUnsynced };
+
 struct StoreOptions {
   DbType type = DbType::kContainer;
   bool sync_writes = true;  // fsync the WAL on every write (db_sync_writes)
@@ -216,7 +223,8 @@ class ListingStore {
   // in its ROWID order), the incoming sync point of that replica moves up to
   // source->sync_point in the same write. NotFound when `db` does not exist.
   virtual common::Status merge_objects(std::string_view db, std::vector<ObjectRecord> records,
-                                       const SyncPoint* source = nullptr) = 0;
+                                       const SyncPoint* source = nullptr,
+                                       WalSync sync = WalSync::kStore) = 0;
   // The same for account databases (container rows).
   virtual common::Status merge_containers(std::string_view db,
                                           std::vector<ContainerRecord> records,
