@@ -15,6 +15,8 @@ then per group its share of the samples by library, by system call (kernel sampl
 under the system call on their stack; the rest are interrupts, softirqs and the kernel's own
 threads) and its hottest functions.
 
+Needs perf and haproxy: scripts/install-deps --bench.
+
 usage: bench/profile.py --only REGEX [--topology direct|ha] [--build build] [--swift]
                         [--out FILE] [--keep DIR]
 """
@@ -213,6 +215,8 @@ def main():
     ap.add_argument("--out", default="")
     ap.add_argument("--keep", default="", help="keep the cluster, perf data and logs here")
     args = ap.parse_args()
+    if not shutil.which("perf"):
+        sys.exit("profile.py: perf is missing (scripts/install-deps --bench)")
     chosen = [(n, a) for n, a in ab.scenarios(False) if re.search(args.only, n)]
     if len(chosen) != 1:
         sys.exit("profile.py: --only must name one scenario; it names %s"
