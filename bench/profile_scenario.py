@@ -17,7 +17,7 @@ threads) and its hottest functions.
 
 Needs perf and haproxy: scripts/install-deps --bench.
 
-usage: bench/profile.py --only REGEX [--topology direct|ha] [--build build] [--swift]
+usage: bench/profile_scenario.py --only REGEX [--topology direct|ha] [--build build] [--swift]
                         [--out FILE] [--keep DIR]
 """
 import argparse
@@ -216,10 +216,10 @@ def main():
     ap.add_argument("--keep", default="", help="keep the cluster, perf data and logs here")
     args = ap.parse_args()
     if not shutil.which("perf"):
-        sys.exit("profile.py: perf is missing (scripts/install-deps --bench)")
+        sys.exit("profile_scenario.py: perf is missing (scripts/install-deps --bench)")
     chosen = [(n, a) for n, a in ab.scenarios(False) if re.search(args.only, n)]
     if len(chosen) != 1:
-        sys.exit("profile.py: --only must name one scenario; it names %s"
+        sys.exit("profile_scenario.py: --only must name one scenario; it names %s"
                  % [n for n, _ in chosen])
     name, bench_args = chosen[0]
     build = os.path.abspath(args.build)
@@ -259,7 +259,7 @@ def main():
         perf.wait(timeout=60)
         perf = None
         if code != 0:
-            sys.exit("profile.py: apus-bench failed:\n" + output[-2000:])
+            sys.exit("profile_scenario.py: apus-bench failed:\n" + output[-2000:])
         import json
         with open(json_path) as f:
             bench = json.load(f)
