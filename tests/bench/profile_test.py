@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""bench/profile_scenario.py's accounting, on made-up inputs (no perf, no cluster): `perf script` output
-is parsed into samples each put under the system call on its stack, processes are grouped by
-name, the CPU between two samples of /proc is split by group (a kernel worker that renamed
-itself counted from its own start), and the report gives each group's time per operation.
+"""bench/profile_scenario.py's accounting, on made-up inputs (no perf, no cluster): `perf
+script` output is parsed into samples, each kernel one put under the system call on its stack;
+processes are grouped by name; the CPU between two samples of /proc is split by group (a kernel
+worker that renamed itself is still itself); and the report gives each group's time per
+operation.
 
 usage: profile_test.py <source-dir>
 """
