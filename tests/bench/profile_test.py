@@ -64,8 +64,9 @@ check(samples == [(101, 102, "pvm_irq_enable", "[kernel.kallsyms]", "fsync"),
       "samples parsed, kernel ones under their system call: %r" % samples)
 
 check(profile.group_of("apus-object-ser", "") == "object servers", "Apus object server grouped")
-check(profile.group_of("python3", "/usr/bin/python3 run_swift_server.py etc container etc/container-server-1.conf.swift")
-      == "container servers", "Swift's container server grouped by its command line")
+swift_container = "/usr/bin/python3 run_swift_server.py etc container container-server-1.conf"
+check(profile.group_of("python3", swift_container) == "container servers",
+      "Swift's container server grouped by its command line")
 check(profile.group_of("kworker/u4:2-events", "") == "kernel: workers and softirqs",
       "kernel workers grouped")
 
