@@ -43,7 +43,9 @@ import time
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(TOP, "tests", "support"))
 from ab import wait_port  # noqa: E402
+from procs import cpu_seconds  # noqa: E402
 
 
 def rss_mib(pid):
@@ -52,13 +54,6 @@ def rss_mib(pid):
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
     return 0.0
-
-
-def cpu_seconds(pid):
-    """The user and system CPU time of process `pid` (all its threads) so far."""
-    with open("/proc/%d/stat" % pid) as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 HEALTHCHECK = b"GET /healthcheck HTTP/1.1\r\nHost: bench\r\n\r\n"

@@ -22,6 +22,7 @@ usage: bench/profile_scenario.py --only REGEX [--topology direct|ha] [--build bu
 """
 import argparse
 import collections
+import json
 import os
 import re
 import shutil
@@ -32,7 +33,10 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "tests", "support"))
 import ab  # noqa: E402  (the layout, the sides and the scenarios are ab.py's)
+from procs import proc_stat  # noqa: E402
 
 HZ = os.sysconf("SC_CLK_TCK")
 NCPU = os.cpu_count()
@@ -66,15 +70,12 @@ def processes():
         if not pid.isdigit():
             continue
         try:
-            with open("/proc/%s/stat" % pid) as f:
-                stat = f.read()
+            name, cpu = proc_stat(pid)
             with open("/proc/%s/cmdline" % pid, "rb") as f:
                 cmdline = f.read().replace(b"\0", b" ").decode(errors="replace")[:300]
         except OSError:
             continue
-        name = stat[stat.index("(") + 1:stat.rindex(")")]
-        fields = stat.rsplit(")", 1)[1].split()
-        out[int(pid)] = (name, cmdline, (int(fields[11]) + int(fields[12])) / HZ)
+        out[int(pid)] = (name, cmdline, cpu)
     return out
 
 
@@ -260,7 +261,6 @@ def main():
         perf = None
         if code != 0:
             sys.exit("profile_scenario.py: apus-bench failed:\n" + output[-2000:])
-        import json
         with open(json_path) as f:
             bench = json.load(f)
         wall = bench["wall_clock_s"]

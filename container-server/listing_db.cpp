@@ -300,6 +300,7 @@ class RocksListingStore final : public ListingStore {
                     bool follower = false)
       : ListingStore(options), db_(std::move(db)), follower_(follower) {
     write_options_.sync = options.sync_writes;
+    unsynced_write_options_.sync = false;
   }
 
   // A consistent view for a read of several keys: a snapshot; for a follower, which RocksDB
@@ -1022,9 +1023,8 @@ class RocksListingStore final : public ListingStore {
   }
 
   Status write_batch(rocksdb::WriteBatch& batch, WalSync sync = WalSync::kStore) {
-    rocksdb::WriteOptions options = write_options_;
-    if (sync == WalSync::kUnsynced) options.sync = false;
-    rocksdb::Status s = db_->Write(options, &batch);
+    rocksdb::Status s = db_->Write(
+        sync == WalSync::kUnsynced ? unsynced_write_options_ : write_options_, &batch);
     // A failed WAL write leaves RocksDB read-only (its background error); ReopeningStore
     // reopens it.
     if (s.IsIOError()) write_failed_.store(true, std::memory_order_release);
@@ -1034,6 +1034,7 @@ class RocksListingStore final : public ListingStore {
   std::unique_ptr<rocksdb::DB> db_;
   const bool follower_;  // a secondary instance (open_follower)
   rocksdb::WriteOptions write_options_;
+  rocksdb::WriteOptions unsynced_write_options_;  // WalSync::kUnsynced
   // Striped by database name: one database's read-modify-write of its info and rows at a time.
   std::array<common::Mutex, 128> locks_;
   std::atomic<bool> write_failed_{false};  // a write failed with an I/O error: reopen

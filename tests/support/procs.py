@@ -100,11 +100,19 @@ class TempDir:
         shutil.rmtree(self.path, ignore_errors=True)
 
 
+def proc_stat(pid):
+    """(name, user + system CPU seconds of all its threads) of a process, from /proc/<pid>/stat.
+    OSError when it is gone."""
+    with open("/proc/%d/stat" % int(pid)) as f:
+        stat = f.read()
+    fields = stat.rsplit(")", 1)[1].split()
+    return (stat[stat.index("(") + 1:stat.rindex(")")],
+            (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"))
+
+
 def cpu_seconds(pid):
     """User + system CPU seconds of a process (all its threads), from /proc/<pid>/stat."""
-    with open("/proc/%d/stat" % pid) as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return proc_stat(pid)[1]
 
 
 def wait_for_text(paths, text, timeout=5.0):
