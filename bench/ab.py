@@ -208,7 +208,15 @@ def layout(cluster, build, proxies, base_port, memcached_port):
         shutil.copyfile(os.path.join(etc, "proxy-server.conf"), conf)
         edits += ["--", conf, "[DEFAULT]", "bind_port=%d" % port,
                   "log_file=%s" % os.path.join(cluster, "log", "proxy-server-%d.log" % i),
-                  "[app:proxy-server]", "metrics_bind_port=%d" % (port + 1000)]
+                  "[app:proxy-server]", "metrics_bind_port=%d" % (port + 1000),
+                  # Memcached tuned for 128 clients, as an operator would, the same for both
+                  # sides: with Swift's defaults (2 connections per worker, 2 s I/O timeout)
+                  # Swift's proxies time out waiting for a connection or for an answer their
+                  # busy event loop reads late, error-limit memcached after 10 such timeouts
+                  # and then lose every tempauth token for 60 s (401s, 503s at auth:
+                  # bench/results/2026-12-07-ab-c128.md). Apus keeps one connection per
+                  # worker thread and reads only the timeout.
+                  "[filter:cache]", "memcache_max_connections=32", "io_timeout=5"]
     subprocess.run([os.path.join(TOP, "scripts", "saio"), "conf-set"] + edits[1:], env=env,
                    check=True)
     os.remove(os.path.join(etc, "proxy-server.conf"))

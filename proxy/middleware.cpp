@@ -517,8 +517,12 @@ class ProxyLogging final : public Middleware {
 // (tempauth tokens shared by every proxy), else nothing (each proxy keeps its own).
 class Cache final : public Middleware {
  public:
-  Cache(std::vector<MemcacheServer> servers, MemcacheErrorLimit error_limit) {
-    if (!servers.empty()) memcache_ = std::make_unique<Memcache>(std::move(servers), error_limit);
+  Cache(std::vector<MemcacheServer> servers, MemcacheErrorLimit error_limit,
+        double connect_timeout, double io_timeout) {
+    if (!servers.empty()) {
+      memcache_ = std::make_unique<Memcache>(std::move(servers), error_limit, connect_timeout,
+                                             io_timeout);
+    }
   }
   net::awaitable<void> call(Exchange& ex, ProxyEnv& env, const Next& next) override {
     env.memcache = memcache_.get();
@@ -969,7 +973,9 @@ Result<std::unique_ptr<Middleware>> make_proxy_logging(const common::Section& se
 Result<std::unique_ptr<Middleware>> make_memcache(const common::Section& section,
                                                   const MiddlewareContext& context) {
   // memcache_servers from the filter, else from memcache.conf in swift_dir, as Swift reads it.
-  // So are the error limits: the filter's own, else memcache.conf's, else Swift's defaults.
+  // So are the error limits and the timeouts: the filter's own, else memcache.conf's, else
+  // Swift's defaults. (Swift's pool_timeout, tries and memcache_max_connections size its
+  // per-worker connection pool; Apus keeps one connection per server per worker thread.)
   std::string servers = section.get_string("memcache_servers", "");
   auto mc_conf = common::Config::load(context.swift_dir + "/memcache.conf");
   common::Section from_file = mc_conf.ok() ? mc_conf->section("memcache") : common::Section();
@@ -988,7 +994,17 @@ Result<std::unique_ptr<Middleware>> make_memcache(const common::Section& section
   if (!interval.ok()) return interval.status();
   limit.count = static_cast<size_t>(std::min(*count, 1e6));  // a double past size_t is UB
   limit.interval = *interval;
-  return std::unique_ptr<Middleware>(std::make_unique<Cache>(std::move(*parsed), limit));
+  auto timeout_option = [&](const char* key, double def) -> Result<double> {
+    auto v = (section.has(key) ? section : from_file).get_double(key, def);
+    if (v.ok() && !(*v > 0 && *v <= 3600)) return section.invalid(key, "must be in (0, 3600]");
+    return v;
+  };
+  auto connect_timeout = timeout_option("connect_timeout", 0.3);  // Swift's CONN_TIMEOUT
+  if (!connect_timeout.ok()) return connect_timeout.status();
+  auto io_timeout = timeout_option("io_timeout", 2.0);  // Swift's IO_TIMEOUT
+  if (!io_timeout.ok()) return io_timeout.status();
+  return std::unique_ptr<Middleware>(
+      std::make_unique<Cache>(std::move(*parsed), limit, *connect_timeout, *io_timeout));
 }
 
 Result<std::unique_ptr<Middleware>> make_listing_formats(const common::Section&,

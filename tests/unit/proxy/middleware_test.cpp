@@ -190,6 +190,30 @@ TEST_CASE("middleware table: every entry point of Swift 2.35 is known, and only 
   }
 }
 
+// make_middleware("memcache") from [filter:x] holding `options`; the error, "" on success.
+std::string memcache_error(const std::string& options) {
+  common::SwiftConf swift;
+  std::string swift_dir = "/nonexistent";
+  NoInfo info;
+  auto conf = common::Config::parse("[filter:x]\nuse = egg:swift#memcache\n"
+                                    "memcache_servers = 127.0.0.1:11211\n" + options);
+  REQUIRE(conf.ok());
+  auto mw = make_middleware("memcache", conf->section("filter:x"),
+                            MiddlewareContext{swift, swift_dir, info});
+  return mw.ok() ? "" : mw.status().to_string();
+}
+
+TEST_CASE("memcache filter: Swift's connect_timeout and io_timeout are read and checked") {
+  CHECK(memcache_error("connect_timeout = 0.5\nio_timeout = 5\n").empty());
+  for (const char* bad : {"io_timeout = 0", "io_timeout = -1", "io_timeout = soon",
+                          "io_timeout = nan", "connect_timeout = 0", "connect_timeout = 1e9"}) {
+    std::string error = memcache_error(std::string(bad) + "\n");
+    CHECK_MESSAGE(error.find(std::string(bad).substr(0, std::string(bad).find(' '))) !=
+                      std::string::npos,
+                  bad, ": ", error);
+  }
+}
+
 TEST_CASE("middleware table: one of Swift's that Apus lacks is not implemented, not unknown") {
   std::string s3 = make_error("s3token");
   CHECK(s3.find("egg:swift#s3token") != std::string::npos);
