@@ -57,6 +57,9 @@
 #define APUS_REQUIRES_SHARED(...) APUS_THREAD_ANNOTATION(requires_shared_capability(__VA_ARGS__))
 // On a function returning bool: it takes the capability when it returns `result`.
 #define APUS_TRY_ACQUIRE(...) APUS_THREAD_ANNOTATION(try_acquire_capability(__VA_ARGS__))
+// The same for a shared (reader) hold.
+#define APUS_TRY_ACQUIRE_SHARED(...) \
+  APUS_THREAD_ANNOTATION(try_acquire_shared_capability(__VA_ARGS__))
 // On a function: asserts (at run time) that the capability is held; the analysis believes it.
 #define APUS_ASSERT_CAPABILITY(x) APUS_THREAD_ANNOTATION(assert_capability(x))
 // On a function returning a reference to a mutex: it returns `x`.
@@ -147,6 +150,7 @@ class APUS_CAPABILITY("shared_mutex") SharedMutex {
   void unlock() APUS_RELEASE() { mu_.unlock(); }
   void lock_shared() APUS_ACQUIRE_SHARED() { mu_.lock_shared(); }
   void unlock_shared() APUS_RELEASE_SHARED() { mu_.unlock_shared(); }
+  bool try_lock_shared() APUS_TRY_ACQUIRE_SHARED(true) { return mu_.try_lock_shared(); }
 
  private:
   std::shared_mutex mu_;

@@ -300,7 +300,7 @@ net::awaitable<void> ContainerServer::handle_put(Exchange& ex, const Target& t) 
   OrRefusal<common::io::BlockingPool*> found = co_await device_pool(req, t);
   if (!found) co_return co_await ex.reply(std::move(found).refusal());
   common::io::BlockingPool* pool = *found;
-  if (t.object) {  // an object row from an object server or updater: one trip to the pool
+  if (t.object) {  // an object row from an object server or updater
     std::optional<ObjectRecord> rec;
     auto size = parse_int(req.headers.get_or("X-Size", ""));
     auto ctype = req.headers.get("X-Content-Type");
@@ -316,16 +316,22 @@ net::awaitable<void> ContainerServer::handle_put(Exchange& ex, const Target& t) 
       rec->ctype_timestamp.assign(req.headers.get_or("X-Content-Type-Timestamp", ""));
       rec->meta_timestamp.assign(req.headers.get_or("X-Meta-Timestamp", ""));
     }
-    Response r = co_await pool->call([&]() -> Response {
-      // Swift's order: the device, then the policy, then the row's own headers.
-      if (!devices_.check_device(t.device).ok() || !devices_.check_free_space(t.device).ok()) {
-        return insufficient_storage(t.device);
-      }
+    // Swift's order: the device, then the policy, then the row's own headers.
+    auto merge = [&](Waiting waiting) -> std::optional<Response> {
       if (!policy) return std::move(policy).refusal();
       if (!rec) {
         return plain_error(400, "Missing or invalid X-Size, X-Content-Type or X-Etag header");
       }
-      return put_row(req, t, *ts, std::move(*rec));
+      return put_row(req, t, *ts, *rec, waiting);
+    };
+    if (devices_.checked_recently(t.device, /*space=*/true)) {
+      if (auto done = merge(Waiting::kNever)) co_return co_await ex.reply(std::move(*done));
+    }
+    Response r = co_await pool->call([&]() -> Response {
+      if (!devices_.check_device(t.device).ok() || !devices_.check_free_space(t.device).ok()) {
+        return insufficient_storage(t.device);
+      }
+      return *merge(Waiting::kMay);
     });
     co_return co_await ex.reply(std::move(r));
   }
@@ -409,11 +415,24 @@ net::awaitable<void> ContainerServer::handle_put(Exchange& ex, const Target& t) 
 
 // ---- object rows -----------------------------------------------------------------------------
 
-Response ContainerServer::put_row(const Request& req, const Target& t, const Timestamp& ts,
-                                  ObjectRecord rec) {
+std::optional<Response> ContainerServer::put_row(const Request& req, const Target& t,
+                                                 const Timestamp& ts, const ObjectRecord& rec,
+                                                 Waiting waiting) {
+  const bool autocreate = should_autocreate(req, t.account, config_.auto_create_account_prefix);
+  // Swift appends the row to a .pending file and answers; a store that writes the row without
+  // fsync (listing_db.h, WalSync) can do it on the event loop's thread as well, saving a trip
+  // to the disk pool and back, when nothing makes it wait. Creating a database is synced.
+  if (waiting == Waiting::kNever) {
+    ListingStore* store = devices_.open_store(t.device);
+    if (!store || autocreate || config_.sync_object_rows) return std::nullopt;
+    Status s = store->merge_objects(t.db, {rec}, nullptr, WalSync::kUnsynced, Waiting::kNever);
+    if (s.code() == common::Status::Code::kUnavailable) return std::nullopt;
+    if (!s.ok()) return store_failure(s);
+    return swob_response(rec.deleted ? 204 : 201);
+  }
   auto store = devices_.store(t.device);
   if (!store.ok()) return swob_response(500);
-  if (should_autocreate(req, t.account, config_.auto_create_account_prefix)) {
+  if (autocreate) {
     Status s = (*store)->update_info(t.db, [&](std::optional<DbInfo>& info) -> Result<bool> {
       if (info) return false;
       info = new_container_info(t.account, t.container, t.partition, t.device, ts.internal(),
@@ -422,15 +441,11 @@ Response ContainerServer::put_row(const Request& req, const Target& t, const Tim
     });
     if (!s.ok()) return store_failure(s);
   }
-  bool deleting = rec.deleted;
-  std::vector<ObjectRecord> records;
-  records.push_back(std::move(rec));
   // As Swift's .pending file: the row is not fsynced unless the operator asks (db_server.h).
-  Status s = (*store)->merge_objects(t.db, std::move(records), nullptr,
-                                     config_.sync_object_rows ? WalSync::kStore
-                                                              : WalSync::kUnsynced);
+  Status s = (*store)->merge_objects(
+      t.db, {rec}, nullptr, config_.sync_object_rows ? WalSync::kStore : WalSync::kUnsynced);
   if (!s.ok()) return store_failure(s);
-  return swob_response(deleting ? 204 : 201);
+  return swob_response(rec.deleted ? 204 : 201);
 }
 
 // ---- DELETE ----------------------------------------------------------------------------------
@@ -443,7 +458,7 @@ net::awaitable<void> ContainerServer::handle_delete(Exchange& ex, const Target& 
   if (!found) co_return co_await ex.reply(std::move(found).refusal());
   common::io::BlockingPool* pool = *found;
   PolicyIndex policy = request_policy_index(req, config_.swift.policies);
-  if (t.object) {  // one trip to the pool: device check, then the row
+  if (t.object) {  // device check, then the row
     ObjectRecord rec;
     rec.name = *t.object;
     rec.created_at.assign(req.headers.get_or("X-Timestamp", ""));
@@ -451,10 +466,16 @@ net::awaitable<void> ContainerServer::handle_delete(Exchange& ex, const Target& 
     rec.etag = "noetag";
     rec.deleted = true;
     rec.storage_policy_index = policy ? policy->value_or(0) : 0;
+    auto merge = [&](Waiting waiting) -> std::optional<Response> {
+      if (!policy) return std::move(policy).refusal();
+      return put_row(req, t, *ts, rec, waiting);
+    };
+    if (devices_.checked_recently(t.device, /*space=*/false)) {
+      if (auto done = merge(Waiting::kNever)) co_return co_await ex.reply(std::move(*done));
+    }
     Response r = co_await pool->call([&]() -> Response {
       if (!devices_.check_device(t.device).ok()) return insufficient_storage(t.device);
-      if (!policy) return std::move(policy).refusal();
-      return put_row(req, t, *ts, std::move(rec));
+      return *merge(Waiting::kMay);
     });
     co_return co_await ex.reply(std::move(r));
   }

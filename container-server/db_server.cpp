@@ -121,12 +121,41 @@ common::io::BlockingPool& DbDevices::pool(const std::string& device) { return po
 
 size_t DbDevices::pool_count_for_test() { return pools_->size(); }
 
+namespace {
+
+int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+// Only a check that passed makes a slot: names that are not devices make none.
 Status DbDevices::check_device(const std::string& device) {
-  return common::io::check_device(fs_, config_.devices, device, config_.mount_check);
+  Status s = common::io::check_device(fs_, config_.devices, device, config_.mount_check);
+  if (s.ok()) slot(device).device_ok_ns.store(steady_ns(), std::memory_order_relaxed);
+  return s;
 }
 
 Status DbDevices::check_free_space(const std::string& device) {
-  return common::io::check_free_space(fs_, config_.devices, device, config_.fallocate_reserve);
+  Status s =
+      common::io::check_free_space(fs_, config_.devices, device, config_.fallocate_reserve);
+  if (s.ok()) slot(device).space_ok_ns.store(steady_ns(), std::memory_order_relaxed);
+  return s;
+}
+
+bool DbDevices::checked_recently(const std::string& device, bool space) {
+  StoreSlot* s = find_slot(device);
+  if (s == nullptr) return false;
+  const int64_t since = steady_ns() - std::chrono::nanoseconds(kCheckedFor).count();
+  return s->device_ok_ns.load(std::memory_order_relaxed) > since &&
+         (!space || s->space_ok_ns.load(std::memory_order_relaxed) > since);
+}
+
+ListingStore* DbDevices::open_store(const std::string& device) {
+  StoreSlot* s = find_slot(device);
+  return s ? s->ready.load(std::memory_order_acquire) : nullptr;
 }
 
 std::string DbDevices::store_dir(const std::string& device) const {
@@ -154,8 +183,12 @@ class TimedStore final : public ListingStore {
     info_read_ = phase("info_read");
     info_write_ = phase("info_write");
     row_merge_ = phase("row_merge");
-    // Object rows merged without waiting for the WAL's fsync (db_sync_object_rows = false).
+    // Object rows merged without waiting for the WAL's fsync (db_sync_object_rows = false):
+    // on a disk pool thread, on the event loop's thread (Waiting::kNever), or tried there and
+    // given up (Unavailable: then merged on the pool, timed again there).
     row_merge_unsynced_ = phase("row_merge_unsynced");
+    row_merge_in_loop_ = phase("row_merge_in_loop");
+    row_merge_deferred_ = phase("row_merge_deferred");
     listing_ = phase("listing");
   }
   Result<std::optional<DbInfo>> get_info(std::string_view db) override {
@@ -174,11 +207,19 @@ class TimedStore final : public ListingStore {
     return inner_->reclaim(db, age);
   }
   Status merge_objects(std::string_view db, std::vector<ObjectRecord> records,
-                       const SyncPoint* source, WalSync sync) override {
+                       const SyncPoint* source, WalSync sync, Waiting waiting) override {
+    if (waiting == Waiting::kNever) {
+      auto start = std::chrono::steady_clock::now();
+      Status s = inner_->merge_objects(db, std::move(records), source, sync, waiting);
+      (s.code() == Status::Code::kUnavailable ? row_merge_deferred_ : row_merge_in_loop_)
+          .observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+                       .count());
+      return s;
+    }
     common::ScopedTimer t(sync == WalSync::kUnsynced && options_.sync_writes
                               ? row_merge_unsynced_
                               : row_merge_);
-    return inner_->merge_objects(db, std::move(records), source, sync);
+    return inner_->merge_objects(db, std::move(records), source, sync, waiting);
   }
   Status merge_containers(std::string_view db, std::vector<ContainerRecord> records,
                           const SyncPoint* source) override {
@@ -222,7 +263,8 @@ class TimedStore final : public ListingStore {
 
  private:
   std::unique_ptr<ListingStore> inner_;
-  common::HistogramHandle info_read_, info_write_, row_merge_, row_merge_unsynced_, listing_;
+  common::HistogramHandle info_read_, info_write_, row_merge_, row_merge_unsynced_,
+      row_merge_in_loop_, row_merge_deferred_, listing_;
 };
 
 }  // namespace
@@ -241,6 +283,12 @@ DbDevices::StoreSlot& DbDevices::slot(const std::string& device) {
   auto& slot = stores_[device];
   if (!slot) slot = std::make_unique<StoreSlot>();
   return *slot;  // slots live as long as this object
+}
+
+DbDevices::StoreSlot* DbDevices::find_slot(const std::string& device) {
+  common::MutexLock lock(&mutex_);
+  auto it = stores_.find(device);
+  return it == stores_.end() ? nullptr : it->second.get();
 }
 
 Result<ListingStore*> DbDevices::store(const std::string& device) {

@@ -7,7 +7,9 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -84,6 +86,16 @@ class DbDevices {
   common::Status check_device(const std::string& device);
   // InsufficientStorage when free space is below fallocate_reserve. Pool thread.
   common::Status check_free_space(const std::string& device);
+  // Whether check_device() passed for `device` within the last kCheckedFor (and, with
+  // `space`, check_free_space() too). Both touch the disk, which may hang, so a request served
+  // on its event loop's thread takes that verdict instead: it learns of a device unmounted or
+  // filled up to its reserve at most that late (an unmount also fails while the store holds
+  // the device's files open). Any thread; no I/O.
+  static constexpr std::chrono::seconds kCheckedFor{1};
+  bool checked_recently(const std::string& device, bool space);
+  // The listing store of `device` when it is open already, else nullptr (store() opens it).
+  // Any thread; no I/O.
+  ListingStore* open_store(const std::string& device);
   // The listing store of `device`, opened on first use (IOError when RocksDB cannot open it).
   // REQUIRES: check_device(device) passed. Pool thread.
   common::Result<ListingStore*> store(const std::string& device);
@@ -108,11 +120,16 @@ class DbDevices {
     common::Mutex open_mutex;  // held across the open of this device's store
     std::unique_ptr<ListingStore> store APUS_GUARDED_BY(open_mutex);  // set once, never reset
     std::atomic<ListingStore*> ready{nullptr};  // store.get() once open: the lock-free path
+    // When check_device() and check_free_space() last passed (steady clock, ns).
+    std::atomic<int64_t> device_ok_ns{std::numeric_limits<int64_t>::min()};
+    std::atomic<int64_t> space_ok_ns{std::numeric_limits<int64_t>::min()};
   };
   std::string store_dir(const std::string& device) const;
   // fallocate_reserve in bytes on `device` (0 when unknown).
   uint64_t reserve_bytes(const std::string& device);
   StoreSlot& slot(const std::string& device);
+  // The slot of `device`, or nullptr when it has none yet (creates none).
+  StoreSlot* find_slot(const std::string& device);
 
   const DbServerConfig& config_;
   common::io::Fs& fs_;

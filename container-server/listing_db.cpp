@@ -274,6 +274,8 @@ bool decode_row(std::string_view data, ContainerRecord& c) {
 Status from_rocksdb(const rocksdb::Status& s) {
   if (s.ok()) return Status();
   if (s.IsNotFound()) return Status::not_found(s.ToString());
+  // A read limited to memory that needed the disk (Waiting::kNever): do it again on a pool.
+  if (s.IsIncomplete()) return Status::unavailable(s.ToString());
   if (s.IsCorruption()) return Status::corruption(s.ToString());
   if (s.IsNoSpace()) return Status::insufficient_storage(s.ToString());
   return Status::io_error(s.ToString());
@@ -301,6 +303,8 @@ class RocksListingStore final : public ListingStore {
       : ListingStore(options), db_(std::move(db)), follower_(follower) {
     write_options_.sync = options.sync_writes;
     unsynced_write_options_.sync = false;
+    nonblocking_write_options_.sync = false;
+    nonblocking_write_options_.no_slowdown = true;
   }
 
   // A consistent view for a read of several keys: a snapshot; for a follower, which RocksDB
@@ -364,9 +368,27 @@ class RocksListingStore final : public ListingStore {
   }
 
   Status merge_objects(std::string_view db, std::vector<ObjectRecord> records,
-                       const SyncPoint* source, WalSync sync) override {
-    common::MutexLock lock(&lock_for(db));
-    auto loaded = read_info(db, nullptr);
+                       const SyncPoint* source, WalSync sync, Waiting waiting) override {
+    common::Mutex& mu = lock_for(db);
+    if (waiting == Waiting::kMay) {
+      common::MutexLock lock(&mu);
+      return merge_objects_locked(db, std::move(records), source, sync, waiting);
+    }
+    if (sync == WalSync::kStore && options_.sync_writes) return would_block();  // an fsync
+    if (!mu.try_lock()) return would_block();
+    Status s = merge_objects_locked(db, std::move(records), source, sync, waiting);
+    mu.unlock();
+    return s;
+  }
+
+  // merge_objects() under the database's stripe lock.
+  Status merge_objects_locked(std::string_view db, std::vector<ObjectRecord> records,
+                              const SyncPoint* source, WalSync sync, Waiting waiting) {
+    // kNever reads only what is in memory (memtables, cached blocks, open tables): Incomplete
+    // otherwise, answered as Unavailable.
+    rocksdb::ReadOptions reads;
+    if (waiting == Waiting::kNever) reads.read_tier = rocksdb::kBlockCacheTier;
+    auto loaded = read_info(db, nullptr, reads);
     if (!loaded.ok()) return loaded.status();
     if (!loaded->has_value()) return Status::not_found("no such container");
     DbInfo& info = **loaded;
@@ -379,7 +401,7 @@ class RocksListingStore final : public ListingStore {
         existing = it->second;
       } else {
         std::string value;
-        rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), key, &value);
+        rocksdb::Status s = db_->Get(reads, key, &value);
         if (!s.ok() && !s.IsNotFound()) return from_rocksdb(s);
         if (s.ok()) {
           existing.emplace();
@@ -396,8 +418,10 @@ class RocksListingStore final : public ListingStore {
       batch.Put(seq_key(db, rec.rowid), key.substr(1));
       written[key] = rec;
     }
-    return finish_merge(db, info, !written.empty(), source, batch, sync);
+    return finish_merge(db, info, !written.empty(), source, batch, sync, waiting);
   }
+
+  static Status would_block() { return Status::unavailable("the write would wait"); }
 
   Status merge_containers(std::string_view db, std::vector<ContainerRecord> records,
                           const SyncPoint* source) override {
@@ -731,11 +755,13 @@ class RocksListingStore final : public ListingStore {
   // (Swift moves it even when no row was newer) go out with the rows in one write.
   Status finish_merge(std::string_view db, const DbInfo& info, bool rows_changed,
                       const SyncPoint* source, rocksdb::WriteBatch& batch,
-                      WalSync sync = WalSync::kStore) {
+                      WalSync sync = WalSync::kStore, Waiting waiting = Waiting::kMay) {
     if (source) {
       std::string key = sync_key(db, source->remote_id);
       std::string value;
-      rocksdb::Status got = db_->Get(rocksdb::ReadOptions(), key, &value);
+      rocksdb::ReadOptions reads;
+      if (waiting == Waiting::kNever) reads.read_tier = rocksdb::kBlockCacheTier;
+      rocksdb::Status got = db_->Get(reads, key, &value);
       if (!got.ok() && !got.IsNotFound()) return from_rocksdb(got);
       int64_t old_point = INT64_MIN;
       if (got.ok()) {
@@ -747,6 +773,13 @@ class RocksListingStore final : public ListingStore {
     }
     if (rows_changed) batch.Put(info_key(db), encode_info(info));
     if (batch.Count() == 0) return Status();
+    if (waiting == Waiting::kNever) {
+      // Unsynced (merge_objects() checked), and failing where RocksDB would stall the write.
+      rocksdb::Status s = db_->Write(nonblocking_write_options_, &batch);
+      if (s.IsIncomplete()) return would_block();
+      if (s.IsIOError()) write_failed_.store(true, std::memory_order_release);
+      return from_rocksdb(s);
+    }
     return write_batch(batch, sync);
   }
 
@@ -762,8 +795,8 @@ class RocksListingStore final : public ListingStore {
     return locks_[std::hash<std::string_view>()(db) % locks_.size()];
   }
 
-  Result<std::optional<DbInfo>> read_info(std::string_view db, const rocksdb::Snapshot* snap) {
-    rocksdb::ReadOptions ro;
+  Result<std::optional<DbInfo>> read_info(std::string_view db, const rocksdb::Snapshot* snap,
+                                          rocksdb::ReadOptions ro = {}) {
     ro.snapshot = snap;
     std::string value;
     rocksdb::Status s = db_->Get(ro, info_key(db), &value);
@@ -1034,7 +1067,8 @@ class RocksListingStore final : public ListingStore {
   std::unique_ptr<rocksdb::DB> db_;
   const bool follower_;  // a secondary instance (open_follower)
   rocksdb::WriteOptions write_options_;
-  rocksdb::WriteOptions unsynced_write_options_;  // WalSync::kUnsynced
+  rocksdb::WriteOptions unsynced_write_options_;     // WalSync::kUnsynced
+  rocksdb::WriteOptions nonblocking_write_options_;  // Waiting::kNever
   // Striped by database name: one database's read-modify-write of its info and rows at a time.
   std::array<common::Mutex, 128> locks_;
   std::atomic<bool> write_failed_{false};  // a write failed with an I/O error: reopen
@@ -1241,10 +1275,11 @@ class ReopeningStore final : public ListingStore {
     return write([&](RocksListingStore& inner) { return inner.update_info(db, fn); });
   }
   Status merge_objects(std::string_view db, std::vector<ObjectRecord> records,
-                       const SyncPoint* source, WalSync sync) override {
-    return write([&](RocksListingStore& inner) {
-      return inner.merge_objects(db, std::move(records), source, sync);
-    });
+                       const SyncPoint* source, WalSync sync, Waiting waiting) override {
+    auto merge = [&](RocksListingStore& inner) {
+      return inner.merge_objects(db, std::move(records), source, sync, waiting);
+    };
+    return waiting == Waiting::kMay ? write(merge) : write_now(merge);
   }
   Status merge_containers(std::string_view db, std::vector<ContainerRecord> records,
                           const SyncPoint* source) override {
@@ -1333,6 +1368,18 @@ class ReopeningStore final : public ListingStore {
     if (!inner_) return closed();
     Status s = fn(*inner_);
     if (inner_->write_failed()) failed_.store(true, std::memory_order_release);
+    return s;
+  }
+
+  // write() for Waiting::kNever: Unavailable, without waiting, when a reopen is due or under
+  // way.
+  template <class F>
+  Status write_now(F&& fn) APUS_EXCLUDES(mutex_) {
+    if (failed_.load(std::memory_order_acquire)) return RocksListingStore::would_block();
+    if (!mutex_.try_lock_shared()) return RocksListingStore::would_block();
+    Status s = inner_ ? fn(*inner_) : closed();
+    if (inner_ && inner_->write_failed()) failed_.store(true, std::memory_order_release);
+    mutex_.unlock_shared();
     return s;
   }
 

@@ -171,6 +171,15 @@ struct RowAudit {
 // to the database's .pending file without fsync.
 enum class WalSync { kStore, kUnsynced };
 
+// Whether a write may wait. kMay: for disk pool threads. kNever: for a caller on an event
+// loop's thread, which must not sleep: where the write would wait for a lock another thread
+// holds, a read from disk, a reopen of the store, a RocksDB write stall or a WAL fsync, it
+// writes nothing and answers Unavailable, and the caller does it again where waiting is
+// allowed. What it cannot avoid: queueing behind a RocksDB write another thread has started
+// (at most that write, and its fsync), and the kernel pausing its WAL write() when the
+// machine's dirty pages are over their limit, as Swift's append to a .pending file would be.
+enum class Waiting { kMay, kNever };
+
 struct StoreOptions {
   DbType type = DbType::kContainer;
   bool sync_writes = true;  // fsync the WAL on every write (db_sync_writes)
@@ -224,7 +233,8 @@ class ListingStore {
   // source->sync_point in the same write. NotFound when `db` does not exist.
   virtual common::Status merge_objects(std::string_view db, std::vector<ObjectRecord> records,
                                        const SyncPoint* source = nullptr,
-                                       WalSync sync = WalSync::kStore) = 0;
+                                       WalSync sync = WalSync::kStore,
+                                       Waiting waiting = Waiting::kMay) = 0;
   // The same for account databases (container rows).
   virtual common::Status merge_containers(std::string_view db,
                                           std::vector<ContainerRecord> records,

@@ -58,6 +58,26 @@ TEST_CASE_FIXTURE(DevicesFixture, "requests for devices that do not exist make n
   CHECK(devices.pool_count_for_test() == 1);
 }
 
+TEST_CASE_FIXTURE(DevicesFixture,
+                  "checked_recently: a device check that passed stands for a second") {
+  CHECK(!devices.checked_recently("sda", false));
+  CHECK(devices.open_store("sda") == nullptr);
+  CHECK(!devices.check_device("nodev").ok());
+  CHECK(!devices.checked_recently("nodev", false));
+  REQUIRE(devices.check_device("sda").ok());
+  CHECK(devices.checked_recently("sda", false));
+  CHECK(!devices.checked_recently("sda", true));  // free space not checked yet
+  REQUIRE(devices.check_free_space("sda").ok());
+  CHECK(devices.checked_recently("sda", true));
+  CHECK(!devices.checked_recently("fast", false));  // per device
+  CHECK(devices.open_store("sda") == nullptr);      // checked is not opened
+  auto store = devices.store("sda");
+  REQUIRE(store.ok());
+  CHECK(devices.open_store("sda") == *store);
+  std::this_thread::sleep_for(DbDevices::kCheckedFor + 100ms);
+  CHECK(!devices.checked_recently("sda", false));
+}
+
 TEST_CASE_FIXTURE(DevicesFixture, "a slow store open on one device does not hold up another") {
   std::promise<void> release;
   std::shared_future<void> released = release.get_future().share();

@@ -2,8 +2,10 @@
 
 #include <doctest/doctest.h>
 
+#include <future>
 #include <map>
 #include <random>
+#include <thread>
 
 #include "common/timestamp.h"
 #include "tests/support/temp_dir.h"
@@ -16,6 +18,9 @@ using apus::container::ListingQuery;
 using apus::container::ListingStore;
 using apus::container::ObjectRecord;
 using apus::container::StoreOptions;
+using apus::container::Waiting;
+using apus::container::WalSync;
+using apus::common::Status;
 
 namespace {
 
@@ -433,4 +438,93 @@ TEST_CASE("reconciler_sync_point: kept in the info record, -1 until set") {
                             })
               .ok());
   CHECK(s.info("c").reconciler_sync_point == 42);
+}
+
+namespace {
+
+ObjectRecord row(const std::string& name, const std::string& ts) {
+  ObjectRecord r;
+  r.name = name;
+  r.created_at = ts;
+  r.size = 1;
+  r.content_type = "text/plain";
+  r.etag = "e";
+  return r;
+}
+
+bool would_wait(const Status& s) { return s.code() == Status::Code::kUnavailable; }
+
+}  // namespace
+
+TEST_CASE_FIXTURE(Store, "Waiting::kNever merges a row that needs no wait, as kMay does") {
+  create("c");
+  REQUIRE(store->merge_objects("c", {row("o", "1700000001.00000")}, nullptr,
+                               WalSync::kUnsynced, Waiting::kNever)
+              .ok());
+  CHECK(info("c").container_objects() == 1);
+  CHECK(names("c", ListingQuery{}) == Names{"o"});
+  // Swift's rules hold as for any merge: an older row changes nothing, a missing database is
+  // NotFound (not a reason to wait).
+  REQUIRE(store->merge_objects("c", {row("o", "1700000000.50000")}, nullptr,
+                               WalSync::kUnsynced, Waiting::kNever)
+              .ok());
+  CHECK(info("c").max_row == 1);
+  Status missing = store->merge_objects("nodb", {row("o", "1700000001.00000")}, nullptr,
+                                        WalSync::kUnsynced, Waiting::kNever);
+  CHECK(missing.code() == Status::Code::kNotFound);
+}
+
+TEST_CASE("Waiting::kNever gives up, writing nothing, where the row would wait") {
+  apus::test::TempDir dir("apus_listing_nowait");
+  StoreOptions o;
+  o.sync_writes = true;
+  auto opened = ListingStore::open(dir.path("db"), o);
+  REQUIRE(opened.ok());
+  std::unique_ptr<ListingStore> store = std::move(*opened);
+  REQUIRE(store
+              ->update_info("c",
+                            [](std::optional<DbInfo>& info) -> Result<bool> {
+                              info.emplace();
+                              info->put_timestamp = "1700000000.00000";
+                              info->policy_stats[0];
+                              return true;
+                            })
+              .ok());
+  auto objects = [&] { return (*store->get_info("c"))->container_objects(); };
+
+  SUBCASE("a synced write (fsync) is never done") {
+    CHECK(would_wait(store->merge_objects("c", {row("o", "1700000001.00000")}, nullptr,
+                                          WalSync::kStore, Waiting::kNever)));
+    CHECK(objects() == 0);
+  }
+  SUBCASE("the database's lock, held by another thread") {
+    std::promise<void> holding, release;
+    std::thread holder([&] {
+      (void)store->update_info("c", [&](std::optional<DbInfo>&) -> Result<bool> {
+        holding.set_value();
+        release.get_future().wait();
+        return false;
+      });
+    });
+    holding.get_future().wait();
+    Status s = store->merge_objects("c", {row("o", "1700000001.00000")}, nullptr,
+                                    WalSync::kUnsynced, Waiting::kNever);
+    release.set_value();
+    holder.join();
+    CHECK(would_wait(s));
+    CHECK(objects() == 0);
+  }
+  SUBCASE("a read from disk: after a reopen the database is in a table file, not in memory") {
+    store.reset();
+    opened = ListingStore::open(dir.path("db"), o);  // the WAL's rows are flushed to a table
+    REQUIRE(opened.ok());
+    store = std::move(*opened);
+    CHECK(would_wait(store->merge_objects("c", {row("o", "1700000001.00000")}, nullptr,
+                                          WalSync::kUnsynced, Waiting::kNever)));
+    CHECK(objects() == 0);  // this read (kMay) brings the blocks into RocksDB's cache...
+    CHECK(store->merge_objects("c", {row("o", "1700000001.00000")}, nullptr,
+                               WalSync::kUnsynced, Waiting::kNever)
+              .ok());  // ...so the row needs no disk read now
+    CHECK(objects() == 1);
+  }
 }
