@@ -121,34 +121,29 @@ common::io::BlockingPool& DbDevices::pool(const std::string& device) { return po
 
 size_t DbDevices::pool_count_for_test() { return pools_->size(); }
 
-namespace {
-
-int64_t steady_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-}  // namespace
-
 // Only a check that passed makes a slot: names that are not devices make none.
 Status DbDevices::check_device(const std::string& device) {
   Status s = common::io::check_device(fs_, config_.devices, device, config_.mount_check);
-  if (s.ok()) slot(device).device_ok_ns.store(steady_ns(), std::memory_order_relaxed);
+  if (s.ok()) {
+    slot(device).device_ok_ns.store(common::steady_now_ns(), std::memory_order_relaxed);
+  }
   return s;
 }
 
 Status DbDevices::check_free_space(const std::string& device) {
   Status s =
       common::io::check_free_space(fs_, config_.devices, device, config_.fallocate_reserve);
-  if (s.ok()) slot(device).space_ok_ns.store(steady_ns(), std::memory_order_relaxed);
+  if (s.ok()) {
+    slot(device).space_ok_ns.store(common::steady_now_ns(), std::memory_order_relaxed);
+  }
   return s;
 }
 
 bool DbDevices::checked_recently(const std::string& device, bool space) {
   StoreSlot* s = find_slot(device);
   if (s == nullptr) return false;
-  const int64_t since = steady_ns() - std::chrono::nanoseconds(kCheckedFor).count();
+  const int64_t since =
+      common::steady_now_ns() - std::chrono::nanoseconds(kCheckedFor).count();
   return s->device_ok_ns.load(std::memory_order_relaxed) > since &&
          (!space || s->space_ok_ns.load(std::memory_order_relaxed) > since);
 }

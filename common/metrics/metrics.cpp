@@ -43,16 +43,16 @@ void HistogramHandle::observe(double v) const {
   if (h_) h_->Observe(v);
 }
 
-namespace {
-int64_t steady_ns() {
+int64_t steady_now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
-}  // namespace
 
-ScopedTimer::ScopedTimer(HistogramHandle h) : h_(h), start_ns_(steady_ns()) {}
-ScopedTimer::~ScopedTimer() { h_.observe(static_cast<double>(steady_ns() - start_ns_) / 1e9); }
+ScopedTimer::ScopedTimer(HistogramHandle h) : h_(h), start_ns_(steady_now_ns()) {}
+ScopedTimer::~ScopedTimer() {
+  h_.observe(static_cast<double>(steady_now_ns() - start_ns_) / 1e9);
+}
 
 const std::vector<double>& Metrics::latency_buckets() {
   static const std::vector<double> kBuckets = {0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025,

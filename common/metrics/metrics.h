@@ -61,6 +61,9 @@ class HistogramHandle {
   prometheus::Histogram* h_ = nullptr;
 };
 
+// The steady clock in nanoseconds, as ScopedTimer reads it: an instant an atomic can hold.
+int64_t steady_now_ns();
+
 // Observes the seconds from its construction to its destruction into a histogram.
 class ScopedTimer {
  public:
