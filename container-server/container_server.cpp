@@ -317,21 +317,21 @@ net::awaitable<void> ContainerServer::handle_put(Exchange& ex, const Target& t) 
       rec->meta_timestamp.assign(req.headers.get_or("X-Meta-Timestamp", ""));
     }
     // Swift's order: the device, then the policy, then the row's own headers.
-    auto merge = [&](Waiting waiting) -> std::optional<Response> {
+    auto merge = [&](Waiting waiting, ListingStore* now_store) -> std::optional<Response> {
       if (!policy) return std::move(policy).refusal();
       if (!rec) {
         return plain_error(400, "Missing or invalid X-Size, X-Content-Type or X-Etag header");
       }
-      return put_row(req, t, *ts, *rec, waiting);
+      return put_row(req, t, *ts, *rec, waiting, now_store);
     };
-    if (devices_.checked_recently(t.device, /*space=*/true)) {
-      if (auto done = merge(Waiting::kNever)) co_return co_await ex.reply(std::move(*done));
+    if (ListingStore* now = devices_.checked_store(t.device, /*space=*/true)) {
+      if (auto done = merge(Waiting::kNever, now)) co_return co_await ex.reply(std::move(*done));
     }
     Response r = co_await pool->call([&]() -> Response {
       if (!devices_.check_device(t.device).ok() || !devices_.check_free_space(t.device).ok()) {
         return insufficient_storage(t.device);
       }
-      return *merge(Waiting::kMay);
+      return *merge(Waiting::kMay, nullptr);
     });
     co_return co_await ex.reply(std::move(r));
   }
@@ -417,15 +417,15 @@ net::awaitable<void> ContainerServer::handle_put(Exchange& ex, const Target& t) 
 
 std::optional<Response> ContainerServer::put_row(const Request& req, const Target& t,
                                                  const Timestamp& ts, const ObjectRecord& rec,
-                                                 Waiting waiting) {
+                                                 Waiting waiting, ListingStore* now_store) {
   const bool autocreate = should_autocreate(req, t.account, config_.auto_create_account_prefix);
   // Swift appends the row to a .pending file and answers; a store that writes the row without
   // fsync (listing_db.h, WalSync) can do it on the event loop's thread as well, saving a trip
   // to the disk pool and back, when nothing makes it wait. Creating a database is synced.
   if (waiting == Waiting::kNever) {
-    ListingStore* store = devices_.open_store(t.device);
-    if (!store || autocreate || config_.sync_object_rows) return std::nullopt;
-    Status s = store->merge_objects(t.db, {rec}, nullptr, WalSync::kUnsynced, Waiting::kNever);
+    if (!now_store || autocreate || config_.sync_object_rows) return std::nullopt;
+    Status s =
+        now_store->merge_objects(t.db, {rec}, nullptr, WalSync::kUnsynced, Waiting::kNever);
     if (s.code() == common::Status::Code::kUnavailable) return std::nullopt;
     if (!s.ok()) return store_failure(s);
     return swob_response(rec.deleted ? 204 : 201);
@@ -466,16 +466,16 @@ net::awaitable<void> ContainerServer::handle_delete(Exchange& ex, const Target& 
     rec.etag = "noetag";
     rec.deleted = true;
     rec.storage_policy_index = policy ? policy->value_or(0) : 0;
-    auto merge = [&](Waiting waiting) -> std::optional<Response> {
+    auto merge = [&](Waiting waiting, ListingStore* now_store) -> std::optional<Response> {
       if (!policy) return std::move(policy).refusal();
-      return put_row(req, t, *ts, rec, waiting);
+      return put_row(req, t, *ts, rec, waiting, now_store);
     };
-    if (devices_.checked_recently(t.device, /*space=*/false)) {
-      if (auto done = merge(Waiting::kNever)) co_return co_await ex.reply(std::move(*done));
+    if (ListingStore* now = devices_.checked_store(t.device, /*space=*/false)) {
+      if (auto done = merge(Waiting::kNever, now)) co_return co_await ex.reply(std::move(*done));
     }
     Response r = co_await pool->call([&]() -> Response {
       if (!devices_.check_device(t.device).ok()) return insufficient_storage(t.device);
-      return *merge(Waiting::kMay);
+      return *merge(Waiting::kMay, nullptr);
     });
     co_return co_await ex.reply(std::move(r));
   }

@@ -46,11 +46,13 @@ class ContainerServer final : public DbServer {
   // Swift's 400 for an X-Container-Sync-To it would not sync to, if the request has one.
   std::optional<common::http::Response> bad_sync_to(const common::http::Request& req) const;
   // Merges one object row (PUT or DELETE), auto-creating the container where Swift does. With
-  // Waiting::kMay on a pool thread; with kNever on the event loop's thread, where it answers
-  // nullopt, having done nothing, when the row would have to wait (then merge it on the pool).
+  // Waiting::kMay on a pool thread. With kNever on the event loop's thread, into `now_store`
+  // (DbDevices::checked_store()), where it answers nullopt, having done nothing, when the row
+  // would have to wait (then merge it on the pool).
   std::optional<common::http::Response> put_row(const common::http::Request& req,
                                                 const Target& t, const common::Timestamp& ts,
-                                                const ObjectRecord& rec, Waiting waiting);
+                                                const ObjectRecord& rec, Waiting waiting,
+                                                ListingStore* now_store = nullptr);
   // The disk pool of t.device, or Swift's 507 (as HEAD answers it for HEAD) when there is no
   // such device.
   boost::asio::awaitable<common::http::OrRefusal<common::io::BlockingPool*>> device_pool(

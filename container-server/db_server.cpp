@@ -139,18 +139,14 @@ Status DbDevices::check_free_space(const std::string& device) {
   return s;
 }
 
-bool DbDevices::checked_recently(const std::string& device, bool space) {
+ListingStore* DbDevices::checked_store(const std::string& device, bool space) {
   StoreSlot* s = find_slot(device);
-  if (s == nullptr) return false;
+  if (s == nullptr) return nullptr;
   const int64_t since =
       common::steady_now_ns() - std::chrono::nanoseconds(kCheckedFor).count();
-  return s->device_ok_ns.load(std::memory_order_relaxed) > since &&
-         (!space || s->space_ok_ns.load(std::memory_order_relaxed) > since);
-}
-
-ListingStore* DbDevices::open_store(const std::string& device) {
-  StoreSlot* s = find_slot(device);
-  return s ? s->ready.load(std::memory_order_acquire) : nullptr;
+  if (s->device_ok_ns.load(std::memory_order_relaxed) <= since) return nullptr;
+  if (space && s->space_ok_ns.load(std::memory_order_relaxed) <= since) return nullptr;
+  return s->ready.load(std::memory_order_acquire);
 }
 
 std::string DbDevices::store_dir(const std::string& device) const {

@@ -86,16 +86,14 @@ class DbDevices {
   common::Status check_device(const std::string& device);
   // InsufficientStorage when free space is below fallocate_reserve. Pool thread.
   common::Status check_free_space(const std::string& device);
-  // Whether check_device() passed for `device` within the last kCheckedFor (and, with
-  // `space`, check_free_space() too). Both touch the disk, which may hang, so a request served
-  // on its event loop's thread takes that verdict instead: it learns of a device unmounted or
-  // filled up to its reserve at most that late (an unmount also fails while the store holds
-  // the device's files open). Any thread; no I/O.
+  // The listing store of `device` for a request served on its event loop's thread: when the
+  // store is open and check_device() passed within the last kCheckedFor (and, with `space`,
+  // check_free_space() too), else nullptr (then check and open on the pool). Both checks touch
+  // the disk, which may hang, so such a request takes their recent verdict instead: it learns
+  // of a device unmounted or filled up to its reserve at most that late (an unmount also fails
+  // while the store holds the device's files open). Any thread; no I/O.
   static constexpr std::chrono::seconds kCheckedFor{1};
-  bool checked_recently(const std::string& device, bool space);
-  // The listing store of `device` when it is open already, else nullptr (store() opens it).
-  // Any thread; no I/O.
-  ListingStore* open_store(const std::string& device);
+  ListingStore* checked_store(const std::string& device, bool space);
   // The listing store of `device`, opened on first use (IOError when RocksDB cannot open it).
   // REQUIRES: check_device(device) passed. Pool thread.
   common::Result<ListingStore*> store(const std::string& device);

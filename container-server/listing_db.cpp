@@ -773,14 +773,7 @@ class RocksListingStore final : public ListingStore {
     }
     if (rows_changed) batch.Put(info_key(db), encode_info(info));
     if (batch.Count() == 0) return Status();
-    if (waiting == Waiting::kNever) {
-      // Unsynced (merge_objects() checked), and failing where RocksDB would stall the write.
-      rocksdb::Status s = db_->Write(nonblocking_write_options_, &batch);
-      if (s.IsIncomplete()) return would_block();
-      if (s.IsIOError()) write_failed_.store(true, std::memory_order_release);
-      return from_rocksdb(s);
-    }
-    return write_batch(batch, sync);
+    return write_batch(batch, sync, waiting);
   }
 
   // Adds the removal of every row, sequence entry and sync point of `db` to `batch`.
@@ -1055,9 +1048,15 @@ class RocksListingStore final : public ListingStore {
     return Status();
   }
 
-  Status write_batch(rocksdb::WriteBatch& batch, WalSync sync = WalSync::kStore) {
-    rocksdb::Status s = db_->Write(
-        sync == WalSync::kUnsynced ? unsynced_write_options_ : write_options_, &batch);
+  // kNever writes unsynced (merge_objects() checked) and answers Unavailable (from_rocksdb's
+  // Incomplete) where RocksDB would stall the write.
+  Status write_batch(rocksdb::WriteBatch& batch, WalSync sync = WalSync::kStore,
+                     Waiting waiting = Waiting::kMay) {
+    const rocksdb::WriteOptions& options =
+        waiting == Waiting::kNever   ? nonblocking_write_options_
+        : sync == WalSync::kUnsynced ? unsynced_write_options_
+                                     : write_options_;
+    rocksdb::Status s = db_->Write(options, &batch);
     // A failed WAL write leaves RocksDB read-only (its background error); ReopeningStore
     // reopens it.
     if (s.IsIOError()) write_failed_.store(true, std::memory_order_release);

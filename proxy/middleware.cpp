@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdio>
 #include <ctime>
+#include <limits>
 #include <random>
 
 #include "common/constraints.h"
@@ -982,10 +983,15 @@ Result<std::unique_ptr<Middleware>> make_memcache(const common::Section& section
   if (servers.empty()) servers = from_file.get_string("memcache_servers", "");
   auto parsed = Memcache::parse_servers(common::list_from_csv(servers));
   if (!parsed.ok()) return section.invalid("memcache_servers", parsed.status().message());
-  auto limit_option = [&](const char* key, double def) -> Result<double> {
+  // An option from the filter, else from memcache.conf, else `def`; refused outside [lo, hi].
+  auto option = [&](const char* key, double def, double lo, double hi,
+                    const char* range) -> Result<double> {
     auto v = (section.has(key) ? section : from_file).get_double(key, def);
-    if (v.ok() && *v < 0) return section.invalid(key, "must not be negative");
+    if (v.ok() && !(*v >= lo && *v <= hi)) return section.invalid(key, range);
     return v;
+  };
+  auto limit_option = [&](const char* key, double def) {
+    return option(key, def, 0, std::numeric_limits<double>::max(), "must not be negative");
   };
   MemcacheErrorLimit limit;
   auto count = limit_option("error_suppression_limit", static_cast<double>(limit.count));
@@ -994,10 +1000,8 @@ Result<std::unique_ptr<Middleware>> make_memcache(const common::Section& section
   if (!interval.ok()) return interval.status();
   limit.count = static_cast<size_t>(std::min(*count, 1e6));  // a double past size_t is UB
   limit.interval = *interval;
-  auto timeout_option = [&](const char* key, double def) -> Result<double> {
-    auto v = (section.has(key) ? section : from_file).get_double(key, def);
-    if (v.ok() && !(*v > 0 && *v <= 3600)) return section.invalid(key, "must be in (0, 3600]");
-    return v;
+  auto timeout_option = [&](const char* key, double def) {
+    return option(key, def, std::numeric_limits<double>::min(), 3600, "must be in (0, 3600]");
   };
   auto connect_timeout = timeout_option("connect_timeout", 0.3);  // Swift's CONN_TIMEOUT
   if (!connect_timeout.ok()) return connect_timeout.status();

@@ -59,23 +59,21 @@ TEST_CASE_FIXTURE(DevicesFixture, "requests for devices that do not exist make n
 }
 
 TEST_CASE_FIXTURE(DevicesFixture,
-                  "checked_recently: a device check that passed stands for a second") {
-  CHECK(!devices.checked_recently("sda", false));
-  CHECK(devices.open_store("sda") == nullptr);
+                  "checked_store: an open store whose device check passed within a second") {
+  CHECK(devices.checked_store("sda", false) == nullptr);
   CHECK(!devices.check_device("nodev").ok());
-  CHECK(!devices.checked_recently("nodev", false));
+  CHECK(devices.checked_store("nodev", false) == nullptr);
   REQUIRE(devices.check_device("sda").ok());
-  CHECK(devices.checked_recently("sda", false));
-  CHECK(!devices.checked_recently("sda", true));  // free space not checked yet
-  REQUIRE(devices.check_free_space("sda").ok());
-  CHECK(devices.checked_recently("sda", true));
-  CHECK(!devices.checked_recently("fast", false));  // per device
-  CHECK(devices.open_store("sda") == nullptr);      // checked is not opened
+  CHECK(devices.checked_store("sda", false) == nullptr);  // checked, but not opened yet
   auto store = devices.store("sda");
   REQUIRE(store.ok());
-  CHECK(devices.open_store("sda") == *store);
+  CHECK(devices.checked_store("sda", false) == *store);
+  CHECK(devices.checked_store("sda", true) == nullptr);  // free space not checked yet
+  REQUIRE(devices.check_free_space("sda").ok());
+  CHECK(devices.checked_store("sda", true) == *store);
+  CHECK(devices.checked_store("fast", false) == nullptr);  // per device
   std::this_thread::sleep_for(DbDevices::kCheckedFor + 100ms);
-  CHECK(!devices.checked_recently("sda", false));
+  CHECK(devices.checked_store("sda", false) == nullptr);
 }
 
 TEST_CASE_FIXTURE(DevicesFixture, "a slow store open on one device does not hold up another") {
