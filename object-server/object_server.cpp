@@ -126,7 +126,10 @@ class PutBody {
   // Switches to MIME and reads up to the first document's body (the object's bytes).
   net::awaitable<Status> start_mime(std::string boundary, size_t chunk_size) {
     splitter_.emplace(boundary);
-    input_.assign(chunk_size, '\0');
+    // Reads into input_ carry the framing (document headers, the footer, the epilogue) and
+    // the object's first bytes; the rest of its bytes are read straight into the caller's
+    // buffer (read_mime). So it need not be a whole chunk.
+    input_.assign(std::min(chunk_size, kFramingReadBytes), '\0');
     auto e = co_await next_event();
     if (!e.ok()) co_return e.status();
     in_document_ = *e == MimeSplitter::Event::kHeaders;
@@ -254,6 +257,7 @@ class PutBody {
   }
 
   static constexpr size_t kMaxEpilogueBytes = 64 << 10;
+  static constexpr size_t kFramingReadBytes = 16 << 10;
 
   Exchange& ex_;
   std::optional<MimeSplitter> splitter_;
@@ -861,12 +865,17 @@ net::awaitable<std::optional<Response>> ObjectServer::receive_put_body(PutState&
   // bytes at a time (a trip to the pool per 64 KiB cost more in thread switches than the
   // writes themselves).
   constexpr size_t kWriteBatch = kPutWriteBatch;
+  constexpr size_t kReadPastBatch = 4096;
   const uint64_t max_size = static_cast<uint64_t>(config_.swift.constraints.max_file_size);
   std::optional<common::crypto::Md5> md5;  // none when the footer brings the proxy's
   if (!put.md5_in_footer) md5.emplace();
+  // A batch and room to read past it: a chunk's worth, or for a body that fits in one batch
+  // only enough to see its end (a 4 KiB PUT's buffer is then 8 KiB, not 68).
+  const bool one_batch = put.fsize && *put.fsize < kWriteBatch;
   std::string batch(
-      static_cast<size_t>(std::min<uint64_t>(put.fsize.value_or(kWriteBatch), kWriteBatch)) +
-          config_.network_chunk_size,
+      static_cast<size_t>(one_batch ? *put.fsize : kWriteBatch) +
+          (one_batch ? std::min(config_.network_chunk_size, kReadPastBatch)
+                     : config_.network_chunk_size),
       '\0');
   size_t batched = 0;
   double deadline = now_seconds() + config_.max_upload_time;
@@ -887,10 +896,7 @@ net::awaitable<std::optional<Response>> ObjectServer::receive_put_body(PutState&
     put.received += *n;
     // A chunked body (or a MIME document) has no length to refuse up front: stop at the limit.
     if (put.received > max_size) co_return text_response(413, "Your request is too large.");
-    if (batched == 0 || (!done && batch.size() - batched >= config_.network_chunk_size &&
-                         batched < kWriteBatch)) {
-      continue;
-    }
+    if (batched == 0 || (!done && batched < batch.size() && batched < kWriteBatch)) continue;
     if (done) {
       batch.resize(batched);
       put.last_batch = std::move(batch);

@@ -371,6 +371,12 @@ def mime_puts(swift_port, apus_port, container_port):
                               if k != "X-Backend-Obj-Multipart-Mime-Boundary"}, []),
         ("short object", obj, headers("1700000048.00000"),
          mime_parts(boundary, data[:-1], good)),
+        # Longer than announced: by a few bytes, and by more than the object server reads
+        # past a body that fits one write batch.
+        ("long object", obj, headers("1700000048.10000"),
+         mime_parts(boundary, data + b"xy", good)),
+        ("much longer object", obj, headers("1700000048.20000"),
+         mime_parts(boundary, data + b"z" * 9000, good)),
         ("numbers and nulls in the footer", obj, headers("1700000049.00000"),
          mime_parts(boundary, data, dict(good, **{"X-Object-Meta-Num": 5,
                                                    "X-Object-Meta-Gone": None}))),

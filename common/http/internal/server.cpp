@@ -364,6 +364,8 @@ class Session : public Exchange, public std::enable_shared_from_this<Session> {
   // Swift's per-line and count limits on a parsed head: the refusal to send, if any.
   std::optional<std::pair<int, std::string_view>> check_limits() const;
   void fill_request();
+  // Room in buffer_ for the next read of the body (see the definition).
+  void reserve_body_room();
   // Frees what the last request held before the connection waits for its next one, so an
   // idle keep-alive connection costs its socket, its coroutine and this object, not a request's
   // headers and buffers (thousands of pooled client connections sit idle at once).
@@ -745,21 +747,21 @@ net::awaitable<Result<size_t>> Session::read_body(std::span<char> buf) {
     if (!s.ok()) co_return s;
   }
   if (buf.empty()) co_return Status::invalid_argument("read_body needs a buffer");
-  // Beast reads into buffer_ and copies into `buf`; reads are at most buffer_'s free space, which
-  // after a small head is a few hundred bytes. Give the body room (read_buffer_size, Swift's
-  // network_chunk_size); idle connections give it back after the request.
-  if (buffer_.capacity() < server_.options_.read_buffer_size) {
-    buffer_.reserve(server_.options_.read_buffer_size);
-  }
   for (;;) {
     auto& body = parser_->get().body();
     body.data = buf.data();
     body.size = buf.size();
     body.more = true;
-    stream_.expires_after(to_duration(server_.options_.client_timeout));
-    auto [ec, n] = co_await bhttp::async_read_some(stream_, buffer_, *parser_, kAsTuple);
-    if (ec == bhttp::error::need_buffer) ec = {};
-    if (!ec) ec = internal::parse_buffered_body(*parser_, buffer_);
+    // What came with the head (a small body's all of it) is taken first, with no read and no
+    // larger buffer.
+    beast::error_code ec = internal::parse_buffered_body(*parser_, buffer_);
+    if (!ec && body.size == buf.size() && !parser_->is_done()) {
+      reserve_body_room();
+      stream_.expires_after(to_duration(server_.options_.client_timeout));
+      auto [read_ec, n] = co_await bhttp::async_read_some(stream_, buffer_, *parser_, kAsTuple);
+      ec = read_ec == bhttp::error::need_buffer ? beast::error_code() : read_ec;
+      if (!ec) ec = internal::parse_buffered_body(*parser_, buffer_);
+    }
     size_t got = buf.size() - body.size;
     body.data = nullptr;
     body.size = 0;
@@ -770,6 +772,22 @@ net::awaitable<Result<size_t>> Session::read_body(std::span<char> buf) {
     bytes_in_ += got;
     if (parser_->is_done()) body_done_ = true;
     if (got > 0 || body_done_) co_return got;
+  }
+}
+
+// Beast reads into buffer_ and copies into the caller's buffer; a read is at most buffer_'s free
+// space, which after a small head is a few hundred bytes. So before reading the body, room for
+// it: what is left of a body of known length, at most read_buffer_size (Swift's
+// network_chunk_size), which a chunked body gets. Idle connections give it back after the
+// request; sized to the body, a small one costs no large allocation (glibc's free of 64 KiB or
+// more also consolidates its small-chunk bins each time).
+void Session::reserve_body_room() {
+  size_t room = server_.options_.read_buffer_size;
+  if (auto left = parser_->content_length_remaining(); left && !parser_->chunked()) {
+    room = static_cast<size_t>(std::min<uint64_t>(*left, room));
+  }
+  if (buffer_.capacity() - buffer_.size() < room) {
+    buffer_.reserve(std::min(buffer_.size() + room, buffer_.max_size()));
   }
 }
 
