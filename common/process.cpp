@@ -50,6 +50,20 @@ void block_stop_signals() {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 }
 
+void tune_malloc(char** argv) {
+  const char* preload = std::getenv("LD_PRELOAD");
+  if (preload && *preload) return;
+  const char* tunables = std::getenv("GLIBC_TUNABLES");
+  std::string value = tunables ? tunables : "";
+  if (value.find("glibc.malloc.tcache_count=") != std::string::npos) return;
+  value += value.empty() ? "" : ":";
+  value += kMallocTunables;
+  if (setenv("GLIBC_TUNABLES", value.c_str(), 1) != 0) return;
+  execv("/proc/self/exe", argv);
+  // Still here: the exec failed. Run as we are; the variable is left set, so a program this
+  // one starts (a reload's successor) does not try again.
+}
+
 void run_until_stopped(std::string_view started,
                        const std::function<void(const std::atomic<bool>& stop)>& loop) {
   std::atomic<bool> stop{false};

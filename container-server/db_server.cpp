@@ -662,6 +662,7 @@ int run_db_server(int argc, char** argv, DbType type, const MakeDbServer& make) 
     std::fprintf(stderr, "usage: %s CONFIG_FILE\n", argv[0]);
     return 2;
   }
+  common::tune_malloc(argv);
   common::block_stop_signals();
   auto conf = common::load_program_config(argv[1]);
   if (!conf.ok()) {

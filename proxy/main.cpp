@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: %s CONFIG_FILE\n", argv[0]);
     return 2;
   }
+  apus::common::tune_malloc(argv);
   apus::common::block_stop_signals();
   auto conf = apus::common::load_program_config(argv[1]);
   if (!conf.ok()) {
