@@ -53,20 +53,25 @@ def write_config(root, port):
 
 def main():
     failures = []
+    preload = "/lib/x86_64-linux-gnu/libm.so.6"
     cases = [
-        # (what the environment had, what the server should run with)
-        (None, WANT),
-        ("glibc.malloc.trim_threshold=33554432",
+        # (GLIBC_TUNABLES in the environment, LD_PRELOAD, what the server should run with)
+        (None, None, WANT),
+        ("glibc.malloc.trim_threshold=33554432", None,
          "glibc.malloc.trim_threshold=33554432:" + WANT),
-        ("glibc.malloc.tcache_count=7", "glibc.malloc.tcache_count=7"),
+        ("glibc.malloc.tcache_count=7", None, "glibc.malloc.tcache_count=7"),
+        # A preloaded library may be an allocator of its own: no exec, no variable.
+        (None, preload, None),
     ]
     with procs.TempDir("apus-malloc-") as root, procs.Processes() as ps:
-        for had, want in cases:
+        for had, preloaded, want in cases:
             env = dict(os.environ)
             env.pop("GLIBC_TUNABLES", None)
             env.pop("LD_PRELOAD", None)
             if had is not None:
                 env["GLIBC_TUNABLES"] = had
+            if preloaded is not None:
+                env["LD_PRELOAD"] = preloaded
             port = procs.free_port()
             log = os.path.join(root, "object-%d.out" % port)
             proc = ps.start([os.path.join(BUILD, "bin", "apus-object-server"),
@@ -74,28 +79,14 @@ def main():
             procs.wait_for_port(port, proc=proc, log_path=log)
             got = tunables_of(proc.pid)
             if got != want:
-                failures.append("started with GLIBC_TUNABLES=%r: serving with %r, wanted %r"
-                                % (had, got, want))
+                failures.append("started with GLIBC_TUNABLES=%r, LD_PRELOAD=%r: serving with "
+                                "%r, wanted %r" % (had, preloaded, got, want))
             status, _, _ = procs.request(port, "GET", "/sda1/0/a/c/o")
             if status != 404:
-                failures.append("GET of a missing object after the exec: %r" % status)
+                failures.append("GET of a missing object: %r" % status)
             ps.stop(proc)
             if proc.returncode != 0:
                 failures.append("exit status %r after SIGTERM" % proc.returncode)
-        # A preloaded library may be an allocator of its own: no exec, no variable.
-        env = dict(os.environ)
-        env.pop("GLIBC_TUNABLES", None)
-        preload = "/lib/x86_64-linux-gnu/libm.so.6"
-        env["LD_PRELOAD"] = preload
-        port = procs.free_port()
-        log = os.path.join(root, "object-%d.out" % port)
-        proc = ps.start([os.path.join(BUILD, "bin", "apus-object-server"),
-                         write_config(root, port)], log, env=env)
-        procs.wait_for_port(port, proc=proc, log_path=log)
-        got = tunables_of(proc.pid)
-        if got is not None:
-            failures.append("with LD_PRELOAD=%s: GLIBC_TUNABLES=%r" % (preload, got))
-        ps.stop(proc)
     for f in failures:
         print("FAIL:", f)
     print("malloc tuning: %d failures" % len(failures))
