@@ -801,10 +801,16 @@ Status DiskFileManager::invalidate_suffix(const Location& loc, const std::string
 
 Status DiskFileManager::mark_suffix_dirty(const Location& loc, const std::string& suffix) {
   std::string part = partition_dir(loc);
-  auto made = fs_.mkdirs(part);
-  if (!made.ok()) return made.status();
-  // Under the partition lock, so a Python replicator on the same disk sees whole lines.
-  auto lock = PartitionLock::take(fs_, part);
+  // Under the partition lock, so a Python replicator on the same disk sees whole lines. The
+  // partition directory is there after every write (no stat for it); it is made only when the
+  // lock file could not be opened for its lack (a REPLICATE naming suffixes of a new one).
+  auto lock = [&]() -> Result<PartitionLock> {
+    auto first = PartitionLock::take(fs_, part);
+    if (first.ok() || !first.status().is_not_found()) return first;
+    auto made = fs_.mkdirs(part);
+    if (!made.ok()) return made.status();
+    return PartitionLock::take(fs_, part);
+  }();
   if (!lock.ok()) return lock.status();
   auto invalid = fs_.open_append(join(part, "hashes.invalid"));
   if (!invalid.ok()) return invalid.status();

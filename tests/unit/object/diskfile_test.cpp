@@ -187,6 +187,23 @@ TEST_CASE("diskfile: write, open, meta, tombstone round trip") {
   CHECK(left == std::vector<std::string>{t3.internal() + ".ts"});
 }
 
+TEST_CASE("diskfile: a suffix marked dirty in a partition not yet on disk makes the partition") {
+  // (After a write the partition is there and its lock file is opened without a stat; a
+  // REPLICATE may name suffixes of a partition this disk has never held.)
+  TempDevices dev;
+  DiskFileManager mgr(apus::common::io::default_fs(), dev.options(), {"prefix", "suffix"});
+  Location l = loc();
+  REQUIRE(!fs::exists(mgr.partition_dir(l)));
+  REQUIRE(mgr.mark_suffix_dirty(l, "abc").ok());
+  std::ifstream in(mgr.partition_dir(l) + "/hashes.invalid");
+  std::string line;
+  REQUIRE(std::getline(in, line));
+  CHECK(line == "abc");
+  REQUIRE(mgr.mark_suffix_dirty(l, "def").ok());  // the partition there now
+  REQUIRE(std::getline(in, line));
+  CHECK(line == "def");
+}
+
 TEST_CASE("diskfile: data stored under another name is a collision, not a disk failure") {
   TempDevices dev;
   DiskFileManager mgr(apus::common::io::default_fs(), dev.options(), {"prefix", "suffix"});
