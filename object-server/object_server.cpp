@@ -872,11 +872,10 @@ net::awaitable<std::optional<Response>> ObjectServer::receive_put_body(PutState&
   // A batch and room to read past it: a chunk's worth, or for a body that fits in one batch
   // only enough to see its end (a 4 KiB PUT's buffer is then 8 KiB, not 68).
   const bool one_batch = put.fsize && *put.fsize < kWriteBatch;
-  std::string batch(
-      static_cast<size_t>(one_batch ? *put.fsize : kWriteBatch) +
-          (one_batch ? std::min(config_.network_chunk_size, kReadPastBatch)
-                     : config_.network_chunk_size),
-      '\0');
+  const size_t batch_bytes = one_batch ? static_cast<size_t>(*put.fsize) : kWriteBatch;
+  const size_t read_past =
+      one_batch ? std::min(config_.network_chunk_size, kReadPastBatch) : config_.network_chunk_size;
+  std::string batch(batch_bytes + read_past, '\0');
   size_t batched = 0;
   double deadline = now_seconds() + config_.max_upload_time;
   double body_seconds = 0, write_seconds = 0;
