@@ -76,6 +76,7 @@ class ClientConnectionImpl {
   // head up to kMaxResponseHead.
   void new_parser() {
     parser_.emplace();
+    body_starved_ = false;
     parser_->body_limit(boost::none);
     parser_->header_limit(static_cast<uint32_t>(kMaxResponseHead));
   }
@@ -92,6 +93,7 @@ class ClientConnectionImpl {
   ClientOptions options_;
   beast::flat_buffer buffer_;
   std::optional<bhttp::response_parser<bhttp::buffer_body>> parser_;
+  bool body_starved_ = false;  // see internal::parse_buffered_body()
   std::vector<std::string> masked_names_;  // field names the parser saw masked (read_head())
   HeaderMap continue_headers_;             // the last 100 Continue's
   // A request head that goes out with the first body bytes (a body sent without waiting for
@@ -272,20 +274,20 @@ net::awaitable<Result<ClientResponse>> ClientConnectionImpl::read_response_head(
 net::awaitable<Result<size_t>> ClientConnectionImpl::read_body(std::span<char> buf) {
   if (!head_read_) co_return Status::invalid_argument("response head not read");
   if (response_done_) co_return size_t{0};
-  // Room for large reads: Beast reads into buffer_ (see the server's read_body).
+  // Room for large reads: socket reads go into buffer_, and are copied out by the parser.
   if (buffer_.capacity() < buf.size()) buffer_.reserve(std::max<size_t>(buf.size(), 65536));
   for (;;) {
     auto& body = parser_->get().body();
     body.data = buf.data();
     body.size = buf.size();
-    stream_.expires_after(to_duration(options_.node_timeout));
-    auto [ec, n] = co_await bhttp::async_read_some(stream_, buffer_, *parser_, kAsTuple);
-    if (ec == bhttp::error::need_buffer) ec = {};
-    if (!ec) ec = internal::parse_buffered_body(*parser_, buffer_);
+    beast::error_code ec = internal::parse_buffered_body(*parser_, buffer_, body_starved_);
+    if (!ec && body.size == buf.size() && !parser_->is_done()) {
+      stream_.expires_after(to_duration(options_.node_timeout));
+      ec = co_await internal::read_body_bytes(stream_, buffer_, *parser_, body_starved_);
+    }
     size_t got = buf.size() - body.size;
     body.data = nullptr;
     body.size = 0;
-    if (ec == bhttp::error::end_of_stream && parser_->is_done()) ec = {};
     if (ec) {
       reusable_ = false;
       co_return peer_error(peer_, ec, "read body from");

@@ -207,6 +207,42 @@ TEST_CASE("a peer that never completes the handshake is Timeout after conn_timeo
   CHECK(outcome.second < 2.0);
 }
 
+TEST_CASE("a chunked response whose last chunk's line ends one read is read once the rest comes") {
+  // As the server's request side: after "0\r\n" the parser waits for more, and is not given
+  // the same bytes again.
+  for (std::string_view chunks : {"0\r\n", "5\r\nhello\r\n0\r\n"}) {
+    CAPTURE(chunks);
+    const std::pair<int, uint16_t> listening = loopback_listener(4);
+    const int fd = listening.first;
+    const uint16_t port = listening.second;
+    std::thread peer([fd, chunks] {
+      const int conn = ::accept(fd, nullptr, nullptr);
+      if (conn < 0) return;
+      std::array<char, 4096> request;
+      (void)::recv(conn, request.data(), request.size(), 0);
+      const std::string head = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+      (void)::send(conn, (head + std::string(chunks)).data(), head.size() + chunks.size(), 0);
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the client has read it
+      (void)::send(conn, "\r\n", 2, 0);
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      ::close(conn);
+    });
+    net::io_context ioc;
+    ConnectionPool pool(ClientOptions{});
+    auto body = run<std::optional<std::string>>(
+        ioc, [&]() -> net::awaitable<std::optional<std::string>> {
+          auto r = co_await apus::common::http::simple_request(pool, "127.0.0.1", port,
+                                                               ClientRequest{});
+          if (!r.ok()) co_return std::nullopt;
+          co_return r->body;
+        });
+    peer.join();
+    ::close(fd);
+    REQUIRE(body);
+    CHECK(*body == (chunks.size() > 3 ? "hello" : ""));
+  }
+}
+
 TEST_CASE("a peer slower than node_timeout is Timeout") {
   apus::common::io::BlockingPool disk("disk", 1);
   TestServer server([&](Exchange& ex) -> net::awaitable<void> {

@@ -403,6 +403,7 @@ class Session : public Exchange, public std::enable_shared_from_this<Session> {
   bool continue_sent_ = false;
   HeaderMap continue_headers_;  // sent with the first "100 Continue"
   bool body_done_ = false;
+  bool body_starved_ = false;  // see internal::parse_buffered_body()
   bool chunked_response_ = false;
   bool response_done_ = false;
   bool must_close_ = false;   // connection cannot be reused after this response
@@ -502,6 +503,7 @@ void Session::close_and_finish() {
 net::awaitable<Session::HeadResult> Session::read_request_head() {
   const auto& opt = server_.options_;
   parser_.emplace();
+  body_starved_ = false;
   // Beast limits the whole head; the per-line limits Swift has are checked in check_limits().
   parser_->header_limit(static_cast<uint32_t>(opt.max_request_line + opt.max_total_headers));
   parser_->body_limit(boost::none);  // handlers enforce max_file_size themselves
@@ -754,13 +756,11 @@ net::awaitable<Result<size_t>> Session::read_body(std::span<char> buf) {
     body.more = true;
     // What came with the head (a small body's all of it) is taken first, with no read and no
     // larger buffer.
-    beast::error_code ec = internal::parse_buffered_body(*parser_, buffer_);
+    beast::error_code ec = internal::parse_buffered_body(*parser_, buffer_, body_starved_);
     if (!ec && body.size == buf.size() && !parser_->is_done()) {
       reserve_body_room();
       stream_.expires_after(to_duration(server_.options_.client_timeout));
-      auto [read_ec, n] = co_await bhttp::async_read_some(stream_, buffer_, *parser_, kAsTuple);
-      ec = read_ec == bhttp::error::need_buffer ? beast::error_code() : read_ec;
-      if (!ec) ec = internal::parse_buffered_body(*parser_, buffer_);
+      ec = co_await internal::read_body_bytes(stream_, buffer_, *parser_, body_starved_);
     }
     size_t got = buf.size() - body.size;
     body.data = nullptr;
