@@ -10,7 +10,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
+#include <climits>
 #include <cstddef>
 #include <charconv>
 #include <chrono>
@@ -42,6 +44,20 @@ sigset_t stop_signals() {
   sigaddset(&set, SIGUSR2);
   return set;
 }
+
+// This program's file, by its name: the kernel names a process after the file it exec'd (what
+// ps -C, pgrep and top show), and /proc/self/exe would make every server "exe" (one started
+// through a symlink takes its target's name). The link itself when the file is gone (replaced by
+// an upgrade while the old one runs: "path (deleted)").
+std::string own_file() {
+  constexpr std::string_view kSelf = "/proc/self/exe";
+  std::array<char, PATH_MAX> buf;
+  const ssize_t n = ::readlink(kSelf.data(), buf.data(), buf.size());
+  if (n <= 0 || static_cast<size_t>(n) >= buf.size()) return std::string(kSelf);
+  std::string path(buf.data(), static_cast<size_t>(n));
+  if (path.ends_with(" (deleted)")) return std::string(kSelf);
+  return path;
+}
 }  // namespace
 
 void block_stop_signals() {
@@ -59,7 +75,7 @@ void tune_malloc(char** argv) {
   value += value.empty() ? "" : ":";
   value += kMallocTunables;
   if (setenv("GLIBC_TUNABLES", value.c_str(), 1) != 0) return;
-  execv("/proc/self/exe", argv);
+  execv(own_file().c_str(), argv);
   // Still here: the exec failed. Run as we are; the variable is left set, so a program this
   // one starts (a reload's successor) does not try again.
 }

@@ -35,7 +35,7 @@ void block_stop_signals();
 // mostly the filesystem's work, about the same; bench/results/2026-12-07-malloc-tcache.md),
 // for a few MiB more RSS per server. glibc reads its tunables only when a program
 // starts, from GLIBC_TUNABLES; so, called first thing in main(), this starts the program
-// again (execv of /proc/self/exe: the same pid, arguments, environment and descriptors) with
+// again (execv of its own file: the same pid, name, arguments, environment and descriptors) with
 // kMallocTunables added to GLIBC_TUNABLES. Nothing when GLIBC_TUNABLES already sets the
 // cache's size (an operator's own choice, or this program after its exec), when LD_PRELOAD
 // brings a library (which may be an allocator of its own: jemalloc, valgrind's), or when the

@@ -2,7 +2,7 @@
 """A server starts itself again with glibc's per-thread malloc cache enlarged
 (common::tune_malloc): its environment, as the kernel shows it, then holds GLIBC_TUNABLES with
 glibc.malloc.tcache_count=256, added to what the operator's environment had, under the same
-pid; an operator's own tcache_count is kept, and a preloaded library turns it off. Uses
+pid and name; an operator's own tcache_count is kept, and a preloaded library turns it off. Uses
 apus-object-server on a bare device directory.
 
 usage: malloc_tuning_test.py <build-dir>
@@ -77,6 +77,10 @@ def main():
             proc = ps.start([os.path.join(BUILD, "bin", "apus-object-server"),
                              write_config(root, port)], log, env=env)
             procs.wait_for_port(port, proc=proc, log_path=log)
+            with open("/proc/%d/comm" % proc.pid) as f:
+                name = f.read().strip()
+            if name != "apus-object-ser":  # the kernel keeps 15 bytes of it
+                failures.append("serving as %r after the exec, not as its program" % name)
             got = tunables_of(proc.pid)
             if got != want:
                 failures.append("started with GLIBC_TUNABLES=%r, LD_PRELOAD=%r: serving with "
