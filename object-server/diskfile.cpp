@@ -223,12 +223,14 @@ ChosenFiles choose_files(const std::vector<std::string>& names, const Timestamp&
 // ---- ObjectWriter --------------------------------------------------------------------------
 
 ObjectWriter::ObjectWriter(DiskFileManager& manager, Location location, std::string hash,
-                           File temp, bool size_reserved)
+                           File temp, bool size_reserved,
+                           std::optional<std::vector<std::string>> dir_names)
     : manager_(manager),
       location_(std::move(location)),
       hash_(std::move(hash)),
       temp_(std::move(temp)),
       temp_path_(temp_.path()),
+      dir_names_(std::move(dir_names)),
       size_reserved_(size_reserved) {}
 
 ObjectWriter::~ObjectWriter() {
@@ -266,7 +268,7 @@ Status ObjectWriter::commit(const Metadata& metadata, const Timestamp& timestamp
   APUS_RETURN_IF_ERROR(manager_.write_metadata(location_, temp_, metadata, &sidecar_));
   APUS_RETURN_IF_ERROR(manager_.commit_file(location_, hash_, temp_, timestamp.internal() + ".data",
                                             manager_.options().fsync_on_close, &sidecar_,
-                                            written_));
+                                            written_, dir_names_));
   committed_ = true;
   return Status();
 }
@@ -455,6 +457,7 @@ Result<DiskObject> DiskFileManager::open_hash(const Location& loc, const std::st
     return names.status();
   }
   ChosenFiles chosen = choose_files(*names, Timestamp::now(), options_.reclaim_age);
+  obj.dir_names = std::move(*names);
   if (chosen.tombstone) {
     obj.state = DiskObject::State::kDeleted;
     obj.data_timestamp = obj.timestamp = chosen.tombstone->timestamp;
@@ -577,7 +580,8 @@ Result<File> DiskFileManager::create_temp(const Location& loc) {
 }
 
 Result<std::unique_ptr<ObjectWriter>> DiskFileManager::create_writer(
-    const Location& loc, std::optional<uint64_t> expected_size) {
+    const Location& loc, std::optional<uint64_t> expected_size,
+    std::optional<std::vector<std::string>> dir_names) {
   auto hash = object_hash(loc);
   if (!hash.ok()) return hash.status();
   APUS_RETURN_IF_ERROR(check_free_space(loc.device, expected_size.value_or(0)));
@@ -587,12 +591,14 @@ Result<std::unique_ptr<ObjectWriter>> DiskFileManager::create_writer(
     APUS_RETURN_IF_ERROR(fs_.fallocate(*temp, 0, *expected_size));
   }
   return std::unique_ptr<ObjectWriter>(
-      new ObjectWriter(*this, loc, *hash, std::move(*temp), expected_size.has_value()));
+      new ObjectWriter(*this, loc, *hash, std::move(*temp), expected_size.has_value(),
+                       std::move(dir_names)));
 }
 
 Status DiskFileManager::commit_file(const Location& loc, const std::string& hash, File& temp,
                                     const std::string& file_name, bool fsync_data,
-                                    std::optional<File>* sidecar, uint64_t written) {
+                                    std::optional<File>* sidecar, uint64_t written,
+                                    const std::optional<std::vector<std::string>>& dir_names) {
   if (fsync_data) {
     APUS_RETURN_IF_ERROR(fs_.fsync(temp));
     // As Swift: once the pages are clean they leave the cache; readers decide whether to bring
@@ -607,12 +613,14 @@ Status DiskFileManager::commit_file(const Location& loc, const std::string& hash
     // later), never a file whose metadata is missing.
     std::string side_path = (*sidecar)->path();
     APUS_RETURN_IF_ERROR((*sidecar)->close());
-    APUS_RETURN_IF_ERROR(rename_into_dir(side_path, dir, sidecar_name(file_name), &created));
+    APUS_RETURN_IF_ERROR(rename_into_dir(side_path, dir, sidecar_name(file_name), &created,
+                                         dir_names.has_value()));
     sidecar->reset();
   }
   std::string temp_path = temp.path();
   APUS_RETURN_IF_ERROR(temp.close());
-  APUS_RETURN_IF_ERROR(rename_into_dir(temp_path, dir, file_name, &created));
+  APUS_RETURN_IF_ERROR(
+      rename_into_dir(temp_path, dir, file_name, &created, dir_names.has_value() || has_sidecar));
   if (fsync_data) {
     // The new name, and every directory made on the way, must survive a crash.
     APUS_RETURN_IF_ERROR(fs_.fsync_dir(dir));
@@ -624,18 +632,30 @@ Status DiskFileManager::commit_file(const Location& loc, const std::string& hash
   }
   relink_for_next_part_power(loc, hash, file_name, has_sidecar);
   APUS_RETURN_IF_ERROR(invalidate_suffix(loc, hash));
-  return cleanup(dir);
+  // The names of the open serve unless they hold a sidecar: one whose file was renamed in
+  // since then would look orphaned (prune_sidecars), so sidecars get a fresh listing.
+  if (!dir_names || std::any_of(dir_names->begin(), dir_names->end(), [](const auto& name) {
+        return !sidecar_owner(name).empty();
+      })) {
+    return cleanup(dir);
+  }
+  std::vector<std::string> names = *dir_names;
+  if (has_sidecar) names.push_back(sidecar_name(file_name));
+  names.push_back(file_name);
+  return cleanup_names(dir, names);
 }
 
 Status DiskFileManager::rename_into_dir(const std::string& from, const std::string& dir,
-                                        const std::string& name, int* created) {
+                                        const std::string& name, int* created, bool dir_seen) {
   // cleanup() of another request removes a hash directory it found empty; that can land between
   // our mkdirs and rename. The temp file is still there, so making the directory again is safe.
   Status s;
   for (int attempt = 0; attempt < kRenameAttempts; ++attempt) {
-    auto made = fs_.mkdirs(dir);
-    if (!made.ok()) return made.status();
-    *created = std::max(*created, *made);
+    if (attempt > 0 || !dir_seen) {
+      auto made = fs_.mkdirs(dir);
+      if (!made.ok()) return made.status();
+      *created = std::max(*created, *made);
+    }
     s = fs_.rename(from, join(dir, name));
     if (!s.is_not_found()) return s;
   }
@@ -692,13 +712,18 @@ void DiskFileManager::relink_for_next_part_power(const Location& loc, const std:
 Status DiskFileManager::cleanup(const std::string& dir) {
   auto names = fs_.list_dir(dir);
   if (!names.ok()) return names.status().is_not_found() ? Status() : names.status();
-  ChosenFiles chosen = choose_files(*names, Timestamp::now(), options_.reclaim_age);
+  return cleanup_names(dir, *names);
+}
+
+Status DiskFileManager::cleanup_names(const std::string& dir,
+                                      const std::vector<std::string>& names) {
+  ChosenFiles chosen = choose_files(names, Timestamp::now(), options_.reclaim_age);
   for (const auto& name : chosen.obsolete) {
     Status s = fs_.unlink(join(dir, name));
     if (!s.ok() && !s.is_not_found()) return s;
   }
-  size_t removed = chosen.obsolete.size() + prune_sidecars(dir, *names, chosen.obsolete);
-  if (removed == names->size()) {
+  size_t removed = chosen.obsolete.size() + prune_sidecars(dir, names, chosen.obsolete);
+  if (removed == names.size()) {
     fs_.rmdir(dir).ignore();  // empty now; another writer may have raced a file in: fine
   }
   return Status();
@@ -757,7 +782,8 @@ Status DiskFileManager::write_meta(const Location& loc, const Metadata& metadata
 }
 
 Status DiskFileManager::write_tombstone(const Location& loc, const Timestamp& timestamp,
-                                        const Metadata& extra) {
+                                        const Metadata& extra,
+                                        const std::optional<std::vector<std::string>>& dir_names) {
   auto hash = object_hash(loc);
   if (!hash.ok()) return hash.status();
   auto temp = create_temp(loc);  // tombstones skip the free-space reserve, as in Swift
@@ -768,7 +794,7 @@ Status DiskFileManager::write_tombstone(const Location& loc, const Timestamp& ti
   Status s = write_metadata(loc, *temp, md, &sidecar);
   if (s.ok()) {
     s = commit_file(loc, *hash, *temp, timestamp.internal() + ".ts", options_.fsync_on_close,
-                    &sidecar);
+                    &sidecar, 0, dir_names);
   }
   if (!s.ok()) discard_temps(*temp, sidecar);
   return s;

@@ -117,6 +117,10 @@ struct DiskObject {
   Metadata meta_metadata;
   uint64_t size = 0;
   common::io::File data_file;  // open for reading when kExists
+  // The hash directory's file names when it was opened; none when there was no directory. A
+  // write that follows (PUT, DELETE) hands them to the commit, which then neither checks that
+  // the directory is there nor lists it again for its cleanup (see commit_file).
+  std::optional<std::vector<std::string>> dir_names;
 };
 
 // Three lowercase hex digits: the last three of an object hash, naming its suffix directory.
@@ -196,7 +200,8 @@ class ObjectWriter {
  private:
   friend class DiskFileManager;
   ObjectWriter(DiskFileManager& manager, Location location, std::string hash,
-               common::io::File temp, bool size_reserved);
+               common::io::File temp, bool size_reserved,
+               std::optional<std::vector<std::string>> dir_names);
 
   // Swift checks the reserve once, at fallocate, with the size the request announced. A
   // chunked upload announces none: re-checking every 4 MiB (one statvfs, about a microsecond)
@@ -209,6 +214,7 @@ class ObjectWriter {
   common::io::File temp_;
   std::string temp_path_;
   std::optional<common::io::File> sidecar_;  // metadata too large for xattrs, if any
+  std::optional<std::vector<std::string>> dir_names_;  // DiskObject::dir_names of the open
   uint64_t written_ = 0;
   uint64_t unsynced_ = 0;
   bool size_reserved_ = false;   // fallocate reserved the whole announced size
@@ -277,15 +283,19 @@ class DiskFileManager {
   void drop_cache(const DiskObject& obj, uint64_t offset, uint64_t length);
 
   // Starts a .data write. `expected_size` (when known) is reserved with fallocate.
-  common::Result<std::unique_ptr<ObjectWriter>> create_writer(const Location& loc,
-                                                             std::optional<uint64_t> expected_size);
+  // `dir_names`: the hash directory's names from the open before it (DiskObject::dir_names).
+  common::Result<std::unique_ptr<ObjectWriter>> create_writer(
+      const Location& loc, std::optional<uint64_t> expected_size,
+      std::optional<std::vector<std::string>> dir_names = std::nullopt);
   // Writes a .meta (POST) file; `ctype_timestamp` set when the POST changed Content-Type.
   common::Status write_meta(const Location& loc, const Metadata& metadata,
                             const common::Timestamp& timestamp,
                             std::optional<common::Timestamp> ctype_timestamp);
-  // Writes a tombstone (.ts) with {X-Timestamp, name} (plus `extra`).
+  // Writes a tombstone (.ts) with {X-Timestamp, name} (plus `extra`). `dir_names` as for
+  // create_writer().
   common::Status write_tombstone(const Location& loc, const common::Timestamp& timestamp,
-                                 const Metadata& extra = {});
+                                 const Metadata& extra = {},
+                                 const std::optional<std::vector<std::string>>& dir_names = {});
 
   // Moves the object's hash directory to <dev>/quarantined/objects[-N]/<hash>.
   common::Status quarantine(const Location& loc, const std::string& hash, std::string_view why);
@@ -319,23 +329,30 @@ class DiskFileManager {
   // Renames a finished temp file into place and does the post-write housekeeping. With
   // fsync_data the file's `written` bytes are dropped from the page cache after the fsync.
   // A hash directory removed by a concurrent cleanup() between its mkdir and the rename is
-  // made again (up to kRenameAttempts times) rather than failing the write.
+  // made again (up to kRenameAttempts times) rather than failing the write. With `dir_names`
+  // (the directory's names when the request opened it: DiskObject::dir_names) the rename is
+  // tried before any mkdir, and the cleanup takes those names and the new ones instead of a
+  // second listing; a file another request added since then is left to the next cleanup.
   common::Status commit_file(const Location& loc, const std::string& hash, common::io::File& temp,
                              const std::string& file_name, bool fsync_data,
                              std::optional<common::io::File>* sidecar = nullptr,
-                             uint64_t written = 0);
+                             uint64_t written = 0,
+                             const std::optional<std::vector<std::string>>& dir_names = {});
   // The partition-power-increase links of a committed file (Location::next_part_power): the
   // file (and its sidecar) gets a second name in the partition under the next power, and the
   // obsolete files of the other power's directory go. Failures are logged, not returned: the
   // object is stored, and Swift's relinker would link it later.
   void relink_for_next_part_power(const Location& loc, const std::string& hash,
                                   const std::string& file_name, bool has_sidecar);
-  // mkdirs `dir` then renames `from` to dir/name, again while the rename finds the directory
-  // gone (NotFound). Adds the directories created to *created.
+  // mkdirs `dir` (not before the first try when `dir_seen`) then renames `from` to dir/name,
+  // again while the rename finds the directory gone (NotFound). Adds the directories created
+  // to *created.
   common::Status rename_into_dir(const std::string& from, const std::string& dir,
-                                 const std::string& name, int* created);
+                                 const std::string& name, int* created, bool dir_seen = false);
   static constexpr int kRenameAttempts = 5;
   common::Status cleanup(const std::string& hash_dir);
+  // cleanup() of a directory whose names are known.
+  common::Status cleanup_names(const std::string& hash_dir, const std::vector<std::string>& names);
   // hashes.cpp
   SuffixHashes read_hashes(const std::string& part_dir);
   common::Status write_hashes(const std::string& part_dir, SuffixHashes& hashes);
