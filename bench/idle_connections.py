@@ -9,20 +9,25 @@ the listen backlog), and alternates, for --rounds rounds:
 
   none   apus-bench 4 KiB GET c32 against that proxy for --seconds;
   idle   the same, with --idle connections open that each made one request (GET /healthcheck)
-         and now wait for their next one, as a browser's or an SDK's pooled connection does.
+         and now wait for their next one, as a browser's or an SDK's pooled connection does;
+  elsewhere  the same, with as many idle connections held open by stand-in servers of this
+         script's own (--sink-serve) on other ports: what the sockets and the processes holding
+         both ends cost the machine itself, apart from what holding them costs the proxy
+         (idle / elsewhere).
 
 During each run a prober opens a new connection every 20 ms for GET /healthcheck (what a load
-balancer's check does) and records the time to the whole answer. Reports, per phase, the
-median ops/s and the ratio idle / none, the proxy's RSS before and with the idle connections,
-and the health checks' p50/p99 (JSON to --out).
+balancer's check does) and records the time to the whole answer. Reports, per phase, the median
+ops/s and the ratios idle / none and elsewhere / none, the proxy's RSS before and with the idle
+connections, and the health checks' p50/p99 (JSON to --out).
 
-The idle connections come from 127.0.1.<round> so each round's closed ones (TIME_WAIT on this
-side) do not use up the next round's ephemeral ports, and are held by helper processes of
-at most 8,000 each (this script run with --hold), so no process needs a higher open files
-limit than a default hard limit allows. The proxy itself needs --idle plus its backend
-connections below its limit: where the hard RLIMIT_NOFILE is 20,000 (this machine, without
-CAP_SYS_RESOURCE), 18,000 is the most that fits. The whole run stays well inside the
-proxy's client_timeout (60 s), after which Swift, and Apus, close an idle connection.
+The idle connections come from 127.0.1.<round> (127.0.2.<round> elsewhere) so each round's
+closed ones (TIME_WAIT on this side) do not use up the next round's ephemeral ports, and are
+held by helper processes of at most 8,000 each (this script run with --hold), so no process
+needs a higher open files limit than a default hard limit allows. The proxy itself needs --idle
+plus its backend connections below its limit: where the hard RLIMIT_NOFILE is 20,000 (this
+machine, without CAP_SYS_RESOURCE), 18,000 is the most that fits. The whole run stays well
+inside the proxy's client_timeout (60 s), after which Swift, and Apus, close an idle
+connection.
 
 usage: bench/idle_connections.py [--build build] [--idle 20000] [--rounds 3] [--seconds 10]
                                  [--port 18480] [--out FILE]
@@ -36,6 +41,7 @@ import shutil
 import signal
 import socket
 import statistics
+import struct
 import subprocess
 import sys
 import threading
@@ -96,19 +102,78 @@ def hold(port, count, source_ip):
     print("open", flush=True)
     sys.stdin.read()
     print(sum(is_open(s) for s in socks), flush=True)
+    # Closed by reset: no TIME_WAIT left behind for the kernel to keep and expire during the
+    # next phases' runs (tens of thousands of them slowed the next "none" run by 10-20%).
+    for s in socks:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        s.close()
+
+
+def serve_sink(port):
+    """Helper process: a stand-in server on `port` that answers every request as the proxy
+    answers HEALTHCHECK, and holds its connections open until the client closes them."""
+    import selectors
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    listener = socket.create_server(("127.0.0.1", port), backlog=4096)
+    listener.setblocking(False)
+    sel = selectors.DefaultSelector()
+    sel.register(listener, selectors.EVENT_READ)
+    print("listening", flush=True)
+    while True:
+        for key, _ in sel.select():
+            if key.fileobj is listener:
+                try:
+                    while True:
+                        conn, _ = listener.accept()
+                        conn.setblocking(False)
+                        sel.register(conn, selectors.EVENT_READ)
+                except BlockingIOError:
+                    pass
+                continue
+            conn = key.fileobj
+            try:
+                data = conn.recv(4096)
+            except OSError:
+                data = b""
+            if not data:
+                sel.unregister(conn)
+                conn.close()
+                continue
+            conn.send(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nOK")
+
+
+class Sinks:
+    """Stand-in servers for the "elsewhere" phase, one per HOLD_MAX connections, on the ports
+    after `first_port`."""
+
+    def __init__(self, first_port, count):
+        self.ports = [first_port + i for i in range((count + HOLD_MAX - 1) // HOLD_MAX)]
+        self.procs = [subprocess.Popen([sys.executable, os.path.abspath(__file__),
+                                        "--sink-serve", str(port)],
+                                       stdout=subprocess.PIPE, text=True)
+                      for port in self.ports]
+        for p in self.procs:
+            if p.stdout.readline().strip() != "listening":
+                raise RuntimeError("a stand-in server did not start")
+
+    def stop(self):
+        for p in self.procs:
+            p.kill()
+            p.wait()
 
 
 class Holders:
-    """`count` idle connections from `source_ip`, spread over helper processes."""
+    """`count` idle connections from `source_ip` to `ports` (in turn), spread over helper
+    processes."""
 
-    def __init__(self, port, count, source_ip):
+    def __init__(self, ports, count, source_ip):
         self.procs = []
-        while count > 0:
-            n = min(count, HOLD_MAX)
-            count -= n
+        for i in range((count + HOLD_MAX - 1) // HOLD_MAX):
+            n = min(count - i * HOLD_MAX, HOLD_MAX)
             self.procs.append(subprocess.Popen(
                 [sys.executable, os.path.abspath(__file__), "--hold", str(n), "--source",
-                 source_ip, "--port", str(port)],
+                 source_ip, "--port", str(ports[i % len(ports)])],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
         for p in self.procs:
             if p.stdout.readline().strip() != "open":
@@ -185,9 +250,12 @@ def main():
     ap.add_argument("--out", default="/tmp/apus-idle-connections.json")
     ap.add_argument("--hold", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--source", default="127.0.1.1", help=argparse.SUPPRESS)
+    ap.add_argument("--sink-serve", type=int, default=0, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.hold:
         return hold(args.port, args.hold, args.source)
+    if args.sink_serve:
+        return serve_sink(args.sink_serve)
     build = os.path.abspath(args.build)
     saio = os.environ.get("APUS_SAIO_DIR", "/tmp/apus-saio")
     base_conf = os.path.join(saio, "etc", "proxy-server.conf")
@@ -205,19 +273,25 @@ def main():
     proxy = subprocess.Popen([os.path.join(build, "bin", "apus-proxy-server"), conf],
                              start_new_session=True, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
-    phases = {"none": [], "idle": []}
+    phases = {"none": [], "idle": [], "elsewhere": []}
+    sinks = None
     try:
+        sinks = Sinks(args.port + 2, args.idle)
         if not wait_port(args.port):
             sys.exit("idle_connections.py: the proxy did not start (see its log)")
         bench_run(build, args.port, 2, "warm")  # objects in place, infos cached
         for rnd in range(args.rounds):
-            for phase in ("none", "idle"):
+            for phase in ("none", "idle", "elsewhere"):
                 holders = None
                 rss_before = rss_mib(proxy.pid)
                 opened_s = None
-                if phase == "idle":
+                if phase != "none":
                     start = time.monotonic()
-                    holders = Holders(args.port, args.idle, "127.0.1.%d" % (rnd + 1))
+                    # Each round and phase from its own source address: the last one's closed
+                    # connections (TIME_WAIT) keep their ports a while.
+                    source = "127.0.%d.%d" % (1 if phase == "idle" else 2, rnd + 1)
+                    holders = Holders([args.port] if phase == "idle" else sinks.ports,
+                                      args.idle, source)
                     opened_s = time.monotonic() - start
                     time.sleep(1)
                 rss_with = rss_mib(proxy.pid)
@@ -240,7 +314,7 @@ def main():
                        # both phases): steadier than ops/s on a shared machine.
                        "proxy_cpu_ms_per_op": round(cpu_ms, 4),
                        "rss_before_mib": round(rss_before, 1), "rss_mib": round(rss_with, 1),
-                       "idle_open_after": still_open if phase == "idle" else None,
+                       "idle_open_after": still_open if phase != "none" else None,
                        "idle_open_seconds": round(opened_s, 2) if opened_s else None,
                        "quiet_health_p50_ms": round(percentile(quiet.times, 50) * 1e3, 2),
                        "quiet_health_p99_ms": round(percentile(quiet.times, 99) * 1e3, 2),
@@ -248,15 +322,17 @@ def main():
                        "health_p99_ms": round(percentile(prober.times, 99) * 1e3, 2),
                        "health_checks": len(prober.times), "health_errors": prober.errors}
                 phases[phase].append(run)
-                print("round %d %-4s %8.0f ops/s  proxy CPU %.3f ms/op  rss %6.1f MiB  health "
+                print("round %d %-9s %8.0f ops/s  proxy CPU %.3f ms/op  rss %6.1f MiB  health "
                       "p99 %6.2f ms under load, %5.2f ms quiet%s"
                       % (rnd + 1, phase, run["ops_per_s"], run["proxy_cpu_ms_per_op"],
                          run["rss_mib"], run["health_p99_ms"],
                          run["quiet_health_p99_ms"],
                          "  (%d idle open after the run; opened in %.1f s)"
-                         % (still_open, opened_s) if phase == "idle" else ""), flush=True)
+                         % (still_open, opened_s) if phase != "none" else ""), flush=True)
                 time.sleep(1)
     finally:
+        if sinks:
+            sinks.stop()
         os.killpg(proxy.pid, signal.SIGTERM)
         proxy.wait()
         os.remove(conf)
@@ -269,6 +345,8 @@ def main():
         "proxy_cpu_ms_per_op": {p: med(p, "proxy_cpu_ms_per_op") for p in phases},
         "throughput_ratio_idle_over_none": round(med("idle", "ops_per_s") /
                                                  med("none", "ops_per_s"), 3),
+        "throughput_ratio_elsewhere_over_none": round(med("elsewhere", "ops_per_s") /
+                                                      med("none", "ops_per_s"), 3),
         # The first idle round's: later rounds reuse what the allocator kept from it.
         "rss_extra_mib": round(phases["idle"][0]["rss_mib"] -
                                phases["idle"][0]["rss_before_mib"], 1),
@@ -277,12 +355,14 @@ def main():
         "runs": phases}
     with open(args.out, "w") as f:
         json.dump(summary, f, indent=1)
-    print("medians: %(ops)s ops/s; proxy CPU per GET %(cpu)s ms; idle/none %(ratio).3f; "
+    print("medians: %(ops)s ops/s; proxy CPU per GET %(cpu)s ms; idle/none %(ratio).3f, "
+          "elsewhere/none %(elsewhere).3f; "
           "extra RSS %(rss).1f MiB; health p99 "
           "under load none %(hn).2f ms, idle %(hi).2f ms; quiet none %(qn).2f ms, idle %(qi).2f "
           "ms  (%(out)s)"
           % {"ops": summary["ops_per_s"], "cpu": summary["proxy_cpu_ms_per_op"],
              "ratio": summary["throughput_ratio_idle_over_none"],
+             "elsewhere": summary["throughput_ratio_elsewhere_over_none"],
              "rss": summary["rss_extra_mib"], "hn": summary["health_p99_ms"]["none"],
              "hi": summary["health_p99_ms"]["idle"],
              "qn": summary["quiet_health_p99_ms"]["none"],
