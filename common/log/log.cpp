@@ -7,7 +7,9 @@
 #include <syslog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <cerrno>
 #include <cstdio>
@@ -15,6 +17,7 @@
 #include <cstring>
 #include <ctime>
 #include <mutex>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -415,18 +418,39 @@ void write(Level level, std::string_view message) {
   write_batch_locked(g_dest, {std::move(entry)});
 }
 
+namespace {
+
+// The date of an access line, "14/Nov/2023:22:13:20 +0000": the same for every line of a
+// second, so each thread formats it once a second.
+std::string_view access_line_date(std::time_t now) {
+  thread_local std::time_t formatted_for = -1;
+  thread_local char text[40];
+  thread_local size_t size = 0;
+  if (now != formatted_for) {
+    std::tm tm{};
+    ::gmtime_r(&now, &tm);
+    static constexpr const char* kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                              "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+    const int n = std::snprintf(text, sizeof text, "%02d/%s/%04d:%02d:%02d:%02d +0000",
+                                tm.tm_mday, kMonths[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour,
+                                tm.tm_min, tm.tm_sec);
+    size = n > 0 ? std::min(static_cast<size_t>(n), sizeof text - 1) : 0;
+    formatted_for = now;
+  }
+  return {text, size};
+}
+
+}  // namespace
+
 std::string format_storage_access_line(const StorageAccessFields& f) {
   auto or_dash = [](std::string_view v) { return v.empty() ? std::string_view("-") : v; };
-  std::time_t now = static_cast<std::time_t>(f.now);
-  std::tm tm{};
-  ::gmtime_r(&now, &tm);
-  char when[40];
-  static constexpr const char* kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
-                                            "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
-  std::snprintf(when, sizeof when, "%02d/%s/%04d:%02d:%02d:%02d +0000", tm.tm_mday,
-                kMonths[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
+  std::string_view when = access_line_date(static_cast<std::time_t>(f.now));
+  // "%.4f", rounded as printf rounds it, without printf's cost: its two snprintf calls were
+  // two thirds of a line's formatting time in a container server's profile.
   char seconds[32];
-  std::snprintf(seconds, sizeof seconds, "%.4f", f.trans_time);
+  auto [end, ec] =
+      std::to_chars(seconds, seconds + sizeof seconds, f.trans_time, std::chars_format::fixed, 4);
+  std::string_view seconds_text(seconds, ec == std::errc() ? end - seconds : 0);
   std::string line;
   line.reserve(256);
   line.append(or_dash(f.remote_addr)).append(" - - [").append(when).append("] \"");
@@ -434,7 +458,7 @@ std::string format_storage_access_line(const StorageAccessFields& f) {
   line.append(std::to_string(f.status)).append(" ");
   line.append(f.content_length ? std::to_string(*f.content_length) : "-").append(" \"");
   line.append(or_dash(f.referer)).append("\" \"").append(or_dash(f.trans_id)).append("\" \"");
-  line.append(or_dash(f.user_agent)).append("\" ").append(seconds).append(" \"");
+  line.append(or_dash(f.user_agent)).append("\" ").append(seconds_text).append(" \"");
   line.append(or_dash(f.additional_info)).append("\" ").append(std::to_string(f.pid));
   line.append(" ").append(or_dash(f.policy_index));
   return line;

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 
 #include <filesystem>
 #include <fstream>
@@ -127,6 +128,27 @@ TEST_CASE("log: storage access line in Swift's default format") {
   f.content_length.reset();
   f.policy_index = "";
   CHECK(log::format_storage_access_line(f).ends_with(" 201 - \"-\" \"tx0123456789abcdef01234-0065f00000\" \"proxy-server 4242\" 0.0123 \"-\" 99 -"));
+}
+
+TEST_CASE("log: an access line's times are printf's, at every rounding and second") {
+  // The request time is "%.4f" and the date is formatted once a second per thread: both must
+  // read as Swift's (printf, strftime) for every value, ties and second changes included.
+  log::StorageAccessFields f;
+  f.now = 1700000000;
+  for (int i = 0; i < 20000; ++i) {
+    f.trans_time = i * 0.0000125;  // many exact ties at the fourth decimal
+    if (i % 1000 == 0) f.now += 1.5;
+    char want_seconds[32];
+    std::snprintf(want_seconds, sizeof want_seconds, "%.4f", f.trans_time);
+    std::time_t now = static_cast<std::time_t>(f.now);
+    std::tm tm{};
+    ::gmtime_r(&now, &tm);
+    char want_date[40];
+    std::strftime(want_date, sizeof want_date, "%d/%b/%Y:%H:%M:%S +0000", &tm);
+    const std::string line = log::format_storage_access_line(f);
+    REQUIRE(line.find("[" + std::string(want_date) + "]") != std::string::npos);
+    REQUIRE(line.find("\" " + std::string(want_seconds) + " \"") != std::string::npos);
+  }
 }
 
 TEST_CASE("log: a message holding CR, LF or NUL stays one line") {
