@@ -223,15 +223,14 @@ ChosenFiles choose_files(const std::vector<std::string>& names, const Timestamp&
 // ---- ObjectWriter --------------------------------------------------------------------------
 
 ObjectWriter::ObjectWriter(DiskFileManager& manager, Location location, std::string hash,
-                           File temp, bool size_reserved,
-                           std::optional<std::vector<std::string>> dir_names)
+                           File temp, bool size_reserved, bool dir_seen)
     : manager_(manager),
       location_(std::move(location)),
       hash_(std::move(hash)),
       temp_(std::move(temp)),
       temp_path_(temp_.path()),
-      dir_names_(std::move(dir_names)),
-      size_reserved_(size_reserved) {}
+      size_reserved_(size_reserved),
+      dir_seen_(dir_seen) {}
 
 ObjectWriter::~ObjectWriter() {
   if (committed_) return;
@@ -268,7 +267,7 @@ Status ObjectWriter::commit(const Metadata& metadata, const Timestamp& timestamp
   APUS_RETURN_IF_ERROR(manager_.write_metadata(location_, temp_, metadata, &sidecar_));
   APUS_RETURN_IF_ERROR(manager_.commit_file(location_, hash_, temp_, timestamp.internal() + ".data",
                                             manager_.options().fsync_on_close, &sidecar_,
-                                            written_, dir_names_));
+                                            written_, dir_seen_));
   committed_ = true;
   return Status();
 }
@@ -457,7 +456,7 @@ Result<DiskObject> DiskFileManager::open_hash(const Location& loc, const std::st
     return names.status();
   }
   ChosenFiles chosen = choose_files(*names, Timestamp::now(), options_.reclaim_age);
-  obj.dir_names = std::move(*names);
+  obj.dir_seen = true;
   if (chosen.tombstone) {
     obj.state = DiskObject::State::kDeleted;
     obj.data_timestamp = obj.timestamp = chosen.tombstone->timestamp;
@@ -580,8 +579,7 @@ Result<File> DiskFileManager::create_temp(const Location& loc) {
 }
 
 Result<std::unique_ptr<ObjectWriter>> DiskFileManager::create_writer(
-    const Location& loc, std::optional<uint64_t> expected_size,
-    std::optional<std::vector<std::string>> dir_names) {
+    const Location& loc, std::optional<uint64_t> expected_size, bool dir_seen) {
   auto hash = object_hash(loc);
   if (!hash.ok()) return hash.status();
   APUS_RETURN_IF_ERROR(check_free_space(loc.device, expected_size.value_or(0)));
@@ -592,13 +590,13 @@ Result<std::unique_ptr<ObjectWriter>> DiskFileManager::create_writer(
   }
   return std::unique_ptr<ObjectWriter>(
       new ObjectWriter(*this, loc, *hash, std::move(*temp), expected_size.has_value(),
-                       std::move(dir_names)));
+                       dir_seen));
 }
 
 Status DiskFileManager::commit_file(const Location& loc, const std::string& hash, File& temp,
                                     const std::string& file_name, bool fsync_data,
                                     std::optional<File>* sidecar, uint64_t written,
-                                    const std::optional<std::vector<std::string>>& dir_names) {
+                                    bool dir_seen) {
   if (fsync_data) {
     APUS_RETURN_IF_ERROR(fs_.fsync(temp));
     // As Swift: once the pages are clean they leave the cache; readers decide whether to bring
@@ -613,14 +611,14 @@ Status DiskFileManager::commit_file(const Location& loc, const std::string& hash
     // later), never a file whose metadata is missing.
     std::string side_path = (*sidecar)->path();
     APUS_RETURN_IF_ERROR((*sidecar)->close());
-    APUS_RETURN_IF_ERROR(rename_into_dir(side_path, dir, sidecar_name(file_name), &created,
-                                         dir_names.has_value()));
+    APUS_RETURN_IF_ERROR(
+        rename_into_dir(side_path, dir, sidecar_name(file_name), &created, dir_seen));
     sidecar->reset();
   }
   std::string temp_path = temp.path();
   APUS_RETURN_IF_ERROR(temp.close());
   APUS_RETURN_IF_ERROR(
-      rename_into_dir(temp_path, dir, file_name, &created, dir_names.has_value() || has_sidecar));
+      rename_into_dir(temp_path, dir, file_name, &created, dir_seen || has_sidecar));
   if (fsync_data) {
     // The new name, and every directory made on the way, must survive a crash.
     APUS_RETURN_IF_ERROR(fs_.fsync_dir(dir));
@@ -632,17 +630,7 @@ Status DiskFileManager::commit_file(const Location& loc, const std::string& hash
   }
   relink_for_next_part_power(loc, hash, file_name, has_sidecar);
   APUS_RETURN_IF_ERROR(invalidate_suffix(loc, hash));
-  // The names of the open serve unless they hold a sidecar: one whose file was renamed in
-  // since then would look orphaned (prune_sidecars), so sidecars get a fresh listing.
-  if (!dir_names || std::any_of(dir_names->begin(), dir_names->end(), [](const auto& name) {
-        return !sidecar_owner(name).empty();
-      })) {
-    return cleanup(dir);
-  }
-  std::vector<std::string> names = *dir_names;
-  if (has_sidecar) names.push_back(sidecar_name(file_name));
-  names.push_back(file_name);
-  return cleanup_names(dir, names);
+  return cleanup(dir);
 }
 
 Status DiskFileManager::rename_into_dir(const std::string& from, const std::string& dir,
@@ -712,18 +700,13 @@ void DiskFileManager::relink_for_next_part_power(const Location& loc, const std:
 Status DiskFileManager::cleanup(const std::string& dir) {
   auto names = fs_.list_dir(dir);
   if (!names.ok()) return names.status().is_not_found() ? Status() : names.status();
-  return cleanup_names(dir, *names);
-}
-
-Status DiskFileManager::cleanup_names(const std::string& dir,
-                                      const std::vector<std::string>& names) {
-  ChosenFiles chosen = choose_files(names, Timestamp::now(), options_.reclaim_age);
+  ChosenFiles chosen = choose_files(*names, Timestamp::now(), options_.reclaim_age);
   for (const auto& name : chosen.obsolete) {
     Status s = fs_.unlink(join(dir, name));
     if (!s.ok() && !s.is_not_found()) return s;
   }
-  size_t removed = chosen.obsolete.size() + prune_sidecars(dir, names, chosen.obsolete);
-  if (removed == names.size()) {
+  size_t removed = chosen.obsolete.size() + prune_sidecars(dir, *names, chosen.obsolete);
+  if (removed == names->size()) {
     fs_.rmdir(dir).ignore();  // empty now; another writer may have raced a file in: fine
   }
   return Status();
@@ -782,8 +765,7 @@ Status DiskFileManager::write_meta(const Location& loc, const Metadata& metadata
 }
 
 Status DiskFileManager::write_tombstone(const Location& loc, const Timestamp& timestamp,
-                                        const Metadata& extra,
-                                        const std::optional<std::vector<std::string>>& dir_names) {
+                                        const Metadata& extra, bool dir_seen) {
   auto hash = object_hash(loc);
   if (!hash.ok()) return hash.status();
   auto temp = create_temp(loc);  // tombstones skip the free-space reserve, as in Swift
@@ -794,7 +776,7 @@ Status DiskFileManager::write_tombstone(const Location& loc, const Timestamp& ti
   Status s = write_metadata(loc, *temp, md, &sidecar);
   if (s.ok()) {
     s = commit_file(loc, *hash, *temp, timestamp.internal() + ".ts", options_.fsync_on_close,
-                    &sidecar, 0, dir_names);
+                    &sidecar, 0, dir_seen);
   }
   if (!s.ok()) discard_temps(*temp, sidecar);
   return s;

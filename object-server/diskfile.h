@@ -117,10 +117,9 @@ struct DiskObject {
   Metadata meta_metadata;
   uint64_t size = 0;
   common::io::File data_file;  // open for reading when kExists
-  // The hash directory's file names when it was opened; none when there was no directory. A
-  // write that follows (PUT, DELETE) hands them to the commit, which then neither checks that
-  // the directory is there nor lists it again for its cleanup (see commit_file).
-  std::optional<std::vector<std::string>> dir_names;
+  // The open found the hash directory. A write that follows (PUT, DELETE) tells its commit,
+  // which then renames into it without checking first that it is there (see commit_file).
+  bool dir_seen = false;
 };
 
 // Three lowercase hex digits: the last three of an object hash, naming its suffix directory.
@@ -200,8 +199,7 @@ class ObjectWriter {
  private:
   friend class DiskFileManager;
   ObjectWriter(DiskFileManager& manager, Location location, std::string hash,
-               common::io::File temp, bool size_reserved,
-               std::optional<std::vector<std::string>> dir_names);
+               common::io::File temp, bool size_reserved, bool dir_seen);
 
   // Swift checks the reserve once, at fallocate, with the size the request announced. A
   // chunked upload announces none: re-checking every 4 MiB (one statvfs, about a microsecond)
@@ -214,10 +212,10 @@ class ObjectWriter {
   common::io::File temp_;
   std::string temp_path_;
   std::optional<common::io::File> sidecar_;  // metadata too large for xattrs, if any
-  std::optional<std::vector<std::string>> dir_names_;  // DiskObject::dir_names of the open
   uint64_t written_ = 0;
   uint64_t unsynced_ = 0;
   bool size_reserved_ = false;   // fallocate reserved the whole announced size
+  bool dir_seen_ = false;        // DiskObject::dir_seen of the open before it
   uint64_t next_space_check_ = kSpaceCheckBytes;  // bytes written at the next free-space check
   bool committed_ = false;
 };
@@ -283,19 +281,17 @@ class DiskFileManager {
   void drop_cache(const DiskObject& obj, uint64_t offset, uint64_t length);
 
   // Starts a .data write. `expected_size` (when known) is reserved with fallocate.
-  // `dir_names`: the hash directory's names from the open before it (DiskObject::dir_names).
+  // `dir_seen`: the open before it found the hash directory (DiskObject::dir_seen).
   common::Result<std::unique_ptr<ObjectWriter>> create_writer(
-      const Location& loc, std::optional<uint64_t> expected_size,
-      std::optional<std::vector<std::string>> dir_names = std::nullopt);
+      const Location& loc, std::optional<uint64_t> expected_size, bool dir_seen = false);
   // Writes a .meta (POST) file; `ctype_timestamp` set when the POST changed Content-Type.
   common::Status write_meta(const Location& loc, const Metadata& metadata,
                             const common::Timestamp& timestamp,
                             std::optional<common::Timestamp> ctype_timestamp);
-  // Writes a tombstone (.ts) with {X-Timestamp, name} (plus `extra`). `dir_names` as for
+  // Writes a tombstone (.ts) with {X-Timestamp, name} (plus `extra`). `dir_seen` as for
   // create_writer().
   common::Status write_tombstone(const Location& loc, const common::Timestamp& timestamp,
-                                 const Metadata& extra = {},
-                                 const std::optional<std::vector<std::string>>& dir_names = {});
+                                 const Metadata& extra = {}, bool dir_seen = false);
 
   // Moves the object's hash directory to <dev>/quarantined/objects[-N]/<hash>.
   common::Status quarantine(const Location& loc, const std::string& hash, std::string_view why);
@@ -329,15 +325,15 @@ class DiskFileManager {
   // Renames a finished temp file into place and does the post-write housekeeping. With
   // fsync_data the file's `written` bytes are dropped from the page cache after the fsync.
   // A hash directory removed by a concurrent cleanup() between its mkdir and the rename is
-  // made again (up to kRenameAttempts times) rather than failing the write. With `dir_names`
-  // (the directory's names when the request opened it: DiskObject::dir_names) the rename is
-  // tried before any mkdir, and the cleanup takes those names and the new ones instead of a
-  // second listing; a file another request added since then is left to the next cleanup.
+  // made again (up to kRenameAttempts times) rather than failing the write. With `dir_seen`
+  // (the request's open found the directory: DiskObject::dir_seen) the rename is tried before
+  // any mkdir. The cleanup lists the directory after the rename, as Swift's does: of writers
+  // racing on one object, the last to commit then removes every older file, its own included
+  // (reusing the open's listing instead left the older of two racing PUTs behind).
   common::Status commit_file(const Location& loc, const std::string& hash, common::io::File& temp,
                              const std::string& file_name, bool fsync_data,
                              std::optional<common::io::File>* sidecar = nullptr,
-                             uint64_t written = 0,
-                             const std::optional<std::vector<std::string>>& dir_names = {});
+                             uint64_t written = 0, bool dir_seen = false);
   // The partition-power-increase links of a committed file (Location::next_part_power): the
   // file (and its sidecar) gets a second name in the partition under the next power, and the
   // obsolete files of the other power's directory go. Failures are logged, not returned: the
@@ -351,8 +347,6 @@ class DiskFileManager {
                                  const std::string& name, int* created, bool dir_seen = false);
   static constexpr int kRenameAttempts = 5;
   common::Status cleanup(const std::string& hash_dir);
-  // cleanup() of a directory whose names are known.
-  common::Status cleanup_names(const std::string& hash_dir, const std::vector<std::string>& names);
   // hashes.cpp
   SuffixHashes read_hashes(const std::string& part_dir);
   common::Status write_hashes(const std::string& part_dir, SuffixHashes& hashes);

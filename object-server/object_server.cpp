@@ -687,7 +687,7 @@ struct ObjectServer::PutState {
   std::optional<uint64_t> fsize;             // the object's size, when announced
   DeleteAtRequest delete_at;
   Metadata orig_metadata;                // the object it replaces, if any
-  std::optional<std::vector<std::string>> dir_names;  // of the open, for the writer's commit
+  bool dir_seen = false;                 // the open found the hash directory (the commit's)
   std::unique_ptr<ObjectWriter> writer;  // until committed or discarded
   PutBody body;
   bool footer = false;  // a MIME body with a metadata footer document
@@ -806,7 +806,7 @@ std::optional<Response> ObjectServer::check_existing(PutState& put) {
   const Location& loc = put.p.loc;
   OrRefusal<DiskObject> obj = open_checked(loc);
   if (!obj) return std::move(obj).refusal();
-  put.dir_names = std::move(obj->dir_names);
+  put.dir_seen = obj->dir_seen;
   Timestamp orig = obj->state == DiskObject::State::kMissing ? Timestamp() : obj->data_timestamp;
   if (obj->state == DiskObject::State::kExists) {
     put.orig_metadata = obj->metadata;
@@ -826,7 +826,7 @@ std::optional<Response> ObjectServer::check_existing(PutState& put) {
 }
 
 std::optional<Response> ObjectServer::create_put_writer(PutState& put) {
-  auto writer = disk_.create_writer(put.p.loc, put.fsize, std::move(put.dir_names));
+  auto writer = disk_.create_writer(put.p.loc, put.fsize, put.dir_seen);
   if (!writer.ok()) return disk_error(writer.status(), put.p.loc.device);
   put.writer = std::move(*writer);
   return std::nullopt;
@@ -1548,7 +1548,7 @@ net::awaitable<void> ObjectServer::handle_delete(Exchange& ex, Parsed& p) {
     Deleted out;
     out.orig_delete_at = delete_at_of(orig_md);
     if (orig_ts < p.timestamp) {
-      Status s = disk_.write_tombstone(p.loc, p.timestamp, {}, obj->dir_names);
+      Status s = disk_.write_tombstone(p.loc, p.timestamp, {}, obj->dir_seen);
       if (!s.ok()) {
         out.response = disk_error(s, p.loc.device);
         return out;

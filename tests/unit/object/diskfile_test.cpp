@@ -413,10 +413,10 @@ TEST_CASE("diskfile: an orphan sidecar is kept while young and removed when old"
   CHECK_FALSE(fs::exists(dir + "/." + old.internal() + ".data.metadata"));
 }
 
-TEST_CASE("diskfile: a write with the names of its open cleans up without listing again") {
+TEST_CASE("diskfile: a write after an open that found the directory renames into it at once") {
   TempDevices dev;
   DiskFileManager mgr(apus::common::io::default_fs(), dev.options(), {"prefix", "suffix"});
-  Location l = loc("listed");
+  Location l = loc("seen");
   std::string dir = mgr.hash_dir(l, *mgr.object_hash(l));
   auto names_in_dir = [&] {
     std::vector<std::string> names;
@@ -424,51 +424,34 @@ TEST_CASE("diskfile: a write with the names of its open cleans up without listin
     std::sort(names.begin(), names.end());
     return names;
   };
-  auto put = [&](const Timestamp& t, std::optional<std::vector<std::string>> dir_names) {
-    auto writer = mgr.create_writer(l, 1, std::move(dir_names));
+  auto put = [&](const Timestamp& t, bool dir_seen) {
+    auto writer = mgr.create_writer(l, 1, dir_seen);
     REQUIRE(writer.ok());
     REQUIRE((*writer)->write("x").ok());
     Metadata md = {{"X-Timestamp", t.internal()}, {"Content-Length", "1"}, {"name", l.name()}};
     REQUIRE((*writer)->commit(md, t).ok());
   };
   Timestamp t1 = recent(40), t2 = recent(30), t3 = recent(20), t4 = recent(10);
-  put(t1, std::nullopt);
+  CHECK_FALSE(mgr.open(l)->dir_seen);
+  put(t1, false);
 
-  SUBCASE("an overwrite removes what the open saw, and a file added since stays") {
+  SUBCASE("of two racing writes, the one that commits last removes the older file, its own too") {
     auto opened = mgr.open(l);
     REQUIRE(opened.ok());
-    REQUIRE(opened->dir_names);
-    CHECK(*opened->dir_names == std::vector<std::string>{t1.internal() + ".data"});
-    // Another request's file lands between this one's open and its commit: the commit does
-    // not know it, and leaves it to the next cleanup (which removes it: t3 is newer).
-    std::ofstream(dir + "/" + t2.internal() + ".meta") << "";
-    put(t3, opened->dir_names);
-    CHECK(names_in_dir() == std::vector<std::string>{t2.internal() + ".meta", t3.internal() + ".data"});
-    REQUIRE(mgr.write_tombstone(l, t4, {}, mgr.open(l)->dir_names).ok());
+    REQUIRE(opened->dir_seen);
+    // A newer write of another request commits between this one's open and its commit.
+    put(t3, true);
+    put(t2, opened->dir_seen);
+    CHECK(names_in_dir() == std::vector<std::string>{t3.internal() + ".data"});
+    REQUIRE(mgr.write_tombstone(l, t4, {}, mgr.open(l)->dir_seen).ok());
     CHECK(names_in_dir() == std::vector<std::string>{t4.internal() + ".ts"});
   }
   SUBCASE("a hash directory removed since the open is made again") {
     auto opened = mgr.open(l);
     REQUIRE(opened.ok());
     fs::remove_all(dir);
-    put(t3, opened->dir_names);
+    put(t3, opened->dir_seen);
     CHECK(names_in_dir() == std::vector<std::string>{t3.internal() + ".data"});
-  }
-  SUBCASE("with a sidecar among the names, the cleanup lists the directory again") {
-    // A sidecar whose file was not there at the open, but came since (a commit in progress,
-    // of an old timestamp as replication brings): with the open's names it would look like
-    // an old orphan, and its file would lose its metadata.
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-    Timestamp old = recent(7200);
-    std::string side = "." + old.internal() + ".data.metadata";
-    std::ofstream(dir + "/" + side) << "x";
-    auto opened = mgr.open(l);
-    REQUIRE(opened.ok());
-    std::ofstream(dir + "/" + old.internal() + ".data") << "x";
-    REQUIRE(mgr.write_tombstone(l, recent(7300), {}, opened->dir_names).ok());
-    CHECK(fs::exists(dir + "/" + side));
-    CHECK(fs::exists(dir + "/" + old.internal() + ".data"));
   }
 }
 
