@@ -37,6 +37,7 @@ import argparse
 import json
 import os
 import resource
+import selectors
 import shutil
 import signal
 import socket
@@ -112,7 +113,6 @@ def hold(port, count, source_ip):
 def serve_sink(port):
     """Helper process: a stand-in server on `port` that answers every request as the proxy
     answers HEALTHCHECK, and holds its connections open until the client closes them."""
-    import selectors
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     listener = socket.create_server(("127.0.0.1", port), backlog=4096)

@@ -3,13 +3,12 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
-#include <charconv>
-#include <cstdio>
 #include <ctime>
 
 #include "common/crypto/hmac.h"
 #include "common/http/headers.h"
 #include "common/http/url.h"
+#include "common/log/log.h"
 #include "common/pickle.h"
 
 namespace apus::proxy {
@@ -40,10 +39,8 @@ Status refuse(std::string_view why) {
 }
 
 std::string time_attribute(double t, std::string_view attribute) {
-  char seconds[48];
-  // "%.9f", rounded as printf rounds it, without printf's cost.
-  auto [end, ec] = std::to_chars(seconds, seconds + sizeof seconds, t, std::chars_format::fixed, 9);
-  std::string_view text(seconds, ec == std::errc() ? end - seconds : 0);
+  const std::string seconds = common::log::format_fixed(t, 9);
+  std::string_view text = seconds;
   const size_t dot = text.find('.');
   if (attribute.empty()) return std::string(text);
   if (attribute == "s") return std::string(text.substr(0, dot));
@@ -164,11 +161,7 @@ std::string AccessLogTemplate::value(const Part& p, const AccessLogFields& f) co
   if (p.field == "bytes_sent") return number(f.bytes_sent);
   if (p.field == "pid") return number(f.pid);
   if (p.field == "ttfb") return f.ttfb > 0 ? common::pickle::python_float_repr(f.ttfb) : std::string();
-  if (p.field == "request_time") {
-    char buf[48];
-    std::snprintf(buf, sizeof buf, "%.4f", f.end_time - f.start_time);
-    return buf;
-  }
+  if (p.field == "request_time") return common::log::format_fixed(f.end_time - f.start_time, 4);
   return {};
 }
 

@@ -78,6 +78,10 @@ struct StorageAccessFields {
   int pid = 0;
 };
 
+// What printf's "%.<digits>f" prints for `value` (std::to_chars, which the standard rounds as
+// printf does, without printf's cost): the times of access lines, Swift's and the proxy's.
+std::string format_fixed(double value, int digits);
+
 // Swift's storage-server access log line (its log_format default):
 // `ip - - [dd/Mon/YYYY:HH:MM:SS +0000] "METHOD path" status length "referer" "txn" "agent"
 // 0.0012 "info" pid policy`.
