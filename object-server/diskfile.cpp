@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <random>
 
 #include "common/crypto/crc32c.h"
@@ -222,13 +223,12 @@ ChosenFiles choose_files(const std::vector<std::string>& names, const Timestamp&
 
 // ---- ObjectWriter --------------------------------------------------------------------------
 
-ObjectWriter::ObjectWriter(DiskFileManager& manager, Location location, std::string hash,
-                           File temp, bool size_reserved, bool dir_seen)
+ObjectWriter::ObjectWriter(DiskFileManager& manager, Location location, std::string hash, File temp,
+                           bool size_reserved, bool dir_seen)
     : manager_(manager),
       location_(std::move(location)),
       hash_(std::move(hash)),
       temp_(std::move(temp)),
-      temp_path_(temp_.path()),
       size_reserved_(size_reserved),
       dir_seen_(dir_seen) {}
 
@@ -236,13 +236,7 @@ ObjectWriter::~ObjectWriter() {
   if (committed_) return;
   // A failed or abandoned upload leaves nothing behind, even when the commit failed after
   // closing the file (a failed rename).
-  if (temp_.is_open()) (void)temp_.close();
-  manager_.fs().unlink(temp_path_).ignore();
-  if (sidecar_) {
-    std::string side = sidecar_->path();
-    (void)sidecar_->close();
-    manager_.fs().unlink(side).ignore();
-  }
+  manager_.discard_temps(temp_, sidecar_);
 }
 
 Status ObjectWriter::write(std::string_view chunk) {
@@ -359,9 +353,7 @@ Status DiskFileManager::write_metadata(const Location& loc, File& file, const Me
   if (w.ok() && options_.fsync_on_close) w = fs_.fsync(*side);
   if (w.ok()) w = fs_.set_xattr(file, kSidecarKey, common::crypto::md5_hex(pickled));
   if (!w.ok()) {
-    std::string path = side->path();
-    (void)side->close();
-    fs_.unlink(path).ignore();
+    discard_temp(*side);
     return w;
   }
   *sidecar = std::move(*side);
@@ -567,13 +559,40 @@ void DiskFileManager::drop_cache(const DiskObject& obj, uint64_t offset, uint64_
   fs_.drop_cache(obj.data_file, offset, length).ignore();
 }
 
+size_t DiskFileManager::remove_stale_temps(const std::string& device, int policy) {
+  const std::string tmp = tmp_dir(device, policy);
+  auto names = fs_.list_dir(tmp);
+  if (!names.ok()) return 0;  // none made yet, or the device is failing: the next pass again
+  const auto cutoff = std::chrono::system_clock::now() - std::chrono::seconds(options_.reclaim_age);
+  const int64_t cutoff_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(cutoff.time_since_epoch()).count();
+  size_t removed = 0;
+  for (const std::string& name : *names) {
+    const std::string path = join(tmp, name);
+    auto st = fs_.stat(path);
+    if (!st.ok() || !st->exists || st->is_dir || st->mtime_ns >= cutoff_ns) continue;
+    if (fs_.unlink(path).ok()) ++removed;
+  }
+  return removed;
+}
+
 Result<File> DiskFileManager::create_temp(const Location& loc) {
   std::string tmp = tmp_dir(loc.device, loc.policy);
-  auto file = fs_.create_temp(tmp);
+  auto create = [&]() -> Result<File> {
+    if (use_unnamed_temps_.load(std::memory_order_relaxed)) {
+      auto file = fs_.create_unnamed(tmp);
+      if (!file.ok() || file->is_open()) return file;
+      if (use_unnamed_temps_.exchange(false)) {
+        APUS_LOG_INFO("no O_TMPFILE on " + tmp + ": temp files are named from now on");
+      }
+    }
+    return fs_.create_temp(tmp);
+  };
+  auto file = create();
   if (!file.ok() && file.status().is_not_found()) {
     auto made = fs_.mkdirs(tmp);
     if (!made.ok()) return made.status();
-    file = fs_.create_temp(tmp);
+    file = create();
   }
   return file;
 }
@@ -607,18 +626,13 @@ Status DiskFileManager::commit_file(const Location& loc, const std::string& hash
   int created = 0;
   bool has_sidecar = sidecar && *sidecar;
   if (has_sidecar) {
-    // The sidecar lands first: a crash between the two renames leaves an orphan sidecar (removed
+    // The sidecar lands first: a crash between the two names leaves an orphan sidecar (removed
     // later), never a file whose metadata is missing.
-    std::string side_path = (*sidecar)->path();
-    APUS_RETURN_IF_ERROR((*sidecar)->close());
     APUS_RETURN_IF_ERROR(
-        rename_into_dir(side_path, dir, sidecar_name(file_name), &created, dir_seen));
+        name_in_dir(**sidecar, loc, dir, sidecar_name(file_name), &created, dir_seen));
     sidecar->reset();
   }
-  std::string temp_path = temp.path();
-  APUS_RETURN_IF_ERROR(temp.close());
-  APUS_RETURN_IF_ERROR(
-      rename_into_dir(temp_path, dir, file_name, &created, dir_seen || has_sidecar));
+  APUS_RETURN_IF_ERROR(name_in_dir(temp, loc, dir, file_name, &created, dir_seen || has_sidecar));
   if (fsync_data) {
     // The new name, and every directory made on the way, must survive a crash.
     APUS_RETURN_IF_ERROR(fs_.fsync_dir(dir));
@@ -633,8 +647,13 @@ Status DiskFileManager::commit_file(const Location& loc, const std::string& hash
   return cleanup(dir);
 }
 
-Status DiskFileManager::rename_into_dir(const std::string& from, const std::string& dir,
-                                        const std::string& name, int* created, bool dir_seen) {
+Status DiskFileManager::name_in_dir(File& file, const Location& loc, const std::string& dir,
+                                    const std::string& name, int* created, bool dir_seen) {
+  // A named temp file is closed before its rename, as Swift's; an unnamed one can only be named
+  // through its open descriptor.
+  const std::string from = file.path();
+  if (!file.unnamed()) APUS_RETURN_IF_ERROR(file.close());
+  const std::string to = join(dir, name);
   // cleanup() of another request removes a hash directory it found empty; that can land between
   // our mkdirs and rename. The temp file is still there, so making the directory again is safe.
   Status s;
@@ -644,9 +663,28 @@ Status DiskFileManager::rename_into_dir(const std::string& from, const std::stri
       if (!made.ok()) return made.status();
       *created = std::max(*created, *made);
     }
-    s = fs_.rename(from, join(dir, name));
-    if (!s.is_not_found()) return s;
+    s = file.unnamed() ? fs_.link_file(file, to) : fs_.rename(from, to);
+    if (!s.is_not_found()) break;
   }
+  if (file.unnamed() && s.code() == Status::Code::kConflict)
+    s = replace_with_unnamed(file, loc, to);
+  if (!s.ok()) return s;
+  return file.close();
+}
+
+Status DiskFileManager::replace_with_unnamed(File& file, const Location& loc,
+                                             const std::string& to) {
+  // `to` exists: a write of the same timestamp committed first. The file gets a name of its own
+  // in tmp/ that rename then moves over `to`, so readers find the old file or the new one, never
+  // neither (Swift unlinks `to` and links again). The name: a placeholder that mkstemp made
+  // unique, plus a suffix mkstemp never makes. A crash leaves both to the replicator's sweep.
+  auto placeholder = fs_.create_temp(tmp_dir(loc.device, loc.policy));
+  if (!placeholder.ok()) return placeholder.status();
+  const std::string own = placeholder->path() + ".new";
+  Status s = fs_.link_file(file, own);
+  if (s.ok()) s = fs_.rename(own, to);
+  if (!s.ok()) fs_.unlink(own).ignore();
+  discard_temp(*placeholder);
   return s;
 }
 
@@ -734,15 +772,16 @@ size_t DiskFileManager::prune_sidecars(const std::string& dir, const std::vector
   return pruned;
 }
 
+void DiskFileManager::discard_temp(File& temp) {
+  (void)temp.close();
+  // Closed ones too: a named temp file is closed before its rename, which may then fail. (One
+  // renamed into place is no longer at its path: the unlink finds nothing.)
+  if (!temp.unnamed() && !temp.path().empty()) fs_.unlink(temp.path()).ignore();
+}
+
 void DiskFileManager::discard_temps(File& temp, std::optional<File>& sidecar) {
-  // Closed ones too: commit_file closes a temp file before its rename, which may then fail.
-  // (A temp file renamed into place is no longer at its path: the unlink finds nothing.)
-  for (File* f : {&temp, sidecar ? &*sidecar : nullptr}) {
-    if (!f || f->path().empty()) continue;
-    std::string path = f->path();
-    (void)f->close();
-    fs_.unlink(path).ignore();
-  }
+  discard_temp(temp);
+  if (sidecar) discard_temp(*sidecar);
 }
 
 Status DiskFileManager::write_meta(const Location& loc, const Metadata& metadata,

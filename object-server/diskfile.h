@@ -13,9 +13,10 @@
 // ordered by their timestamps, as in Swift (the newest file wins, whatever order renames land in).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
-#include <memory>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -210,7 +211,6 @@ class ObjectWriter {
   Location location_;
   std::string hash_;
   common::io::File temp_;
-  std::string temp_path_;
   std::optional<common::io::File> sidecar_;  // metadata too large for xattrs, if any
   uint64_t written_ = 0;
   uint64_t unsynced_ = 0;
@@ -252,6 +252,10 @@ class DiskFileManager {
   static std::string policy_dir(std::string_view base, int policy);
   // <devices>/<device>/tmp[-N]: where temp files of the policy are made.
   std::string tmp_dir(const std::string& device, int policy) const;
+  // Removes what a crash left in tmp_dir (named temp files, async pendings half written):
+  // entries last modified more than reclaim_age ago, as Swift's replicator does each pass.
+  // Returns how many went.
+  size_t remove_stale_temps(const std::string& device, int policy);
   // <devices>/<device>/async_pending[-N]/<suffix>/<hash>-<timestamp>: the async pending of the
   // row whose name hashes to `hash` (32 hex), saved at `timestamp` (FORMAT.md).
   std::string async_pending_path(const std::string& device, int policy, const std::string& hash,
@@ -340,12 +344,18 @@ class DiskFileManager {
   // object is stored, and Swift's relinker would link it later.
   void relink_for_next_part_power(const Location& loc, const std::string& hash,
                                   const std::string& file_name, bool has_sidecar);
-  // mkdirs `dir` (not before the first try when `dir_seen`) then renames `from` to dir/name,
-  // again while the rename finds the directory gone (NotFound). Adds the directories created
-  // to *created.
-  common::Status rename_into_dir(const std::string& from, const std::string& dir,
-                                 const std::string& name, int* created, bool dir_seen = false);
+  // Gives the finished temp file `file` the name dir/name and closes it: a rename of a named
+  // temp file, a link of an unnamed one. mkdirs `dir` first (not before the first try when
+  // `dir_seen`), and again while the directory turns out gone (NotFound). Adds the directories
+  // created to *created.
+  common::Status name_in_dir(common::io::File& file, const Location& loc, const std::string& dir,
+                             const std::string& name, int* created, bool dir_seen = false);
   static constexpr int kRenameAttempts = 5;
+  // Moves an unnamed file over an existing name `to`, atomically (link_file never replaces).
+  common::Status replace_with_unnamed(common::io::File& file, const Location& loc,
+                                      const std::string& to);
+  // Closes a temp file of a write that did not commit and removes its name, if it has one.
+  void discard_temp(common::io::File& temp);
   common::Status cleanup(const std::string& hash_dir);
   // hashes.cpp
   SuffixHashes read_hashes(const std::string& part_dir);
@@ -353,12 +363,17 @@ class DiskFileManager {
   common::Result<SuffixHashes> consolidate_hashes(const std::string& part_dir);
   // nullopt when the suffix directory is gone (or was empty and removed).
   common::Result<std::optional<std::string>> hash_suffix(const std::string& suffix_dir);
+  // A new temp file for a write on loc's device: unnamed (O_TMPFILE, in <dev>/tmp) where the
+  // filesystem can, as Swift's use_linkat, so that a crash leaves none behind; else a named one
+  // in <dev>/tmp (mkstemp), which the replicator removes once older than reclaim_age.
   common::Result<common::io::File> create_temp(const Location& loc);
 
   common::io::Fs& fs_;
   DiskFileOptions options_;
   common::HashPathConfig hash_config_;
   EventCounter count_;
+  // Cleared, for good, by the first filesystem that cannot make unnamed files (Swift likewise).
+  std::atomic<bool> use_unnamed_temps_{true};
 };
 
 }  // namespace apus::object

@@ -507,6 +507,7 @@ std::vector<PartitionJob> ObjectReplicator::Impl::collect_jobs(const PassFilter&
         APUS_LOG_WARNING("skipping device " + device + ": not mounted or missing");
         continue;
       }
+      disk.remove_stale_temps(device, policy);
       Location base;
       base.device = device;
       base.policy = policy;

@@ -1,6 +1,7 @@
 #include "common/io/fs.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <iterator>
 #include <memory>
 #include <system_error>
@@ -108,6 +109,10 @@ bool has_ismount_stub(std::string_view path) {
   return ::stat(stub.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
+// Errors of open(O_TMPFILE) that mean "not here" rather than a failure: a filesystem without
+// it (EOPNOTSUPP), a kernel before 3.11 (EISDIR, or EINVAL for the unknown flag), as Swift.
+bool cannot_make_unnamed(int err) { return err == EOPNOTSUPP || err == EISDIR || err == EINVAL; }
+
 class PosixFs final : public Fs {
  public:
   Result<File> open_read(const std::string& path) override {
@@ -130,6 +135,14 @@ class PosixFs final : public Fs {
     const int fd = ::mkostemp(path.data(), O_CLOEXEC);
     if (fd < 0) return sys_error("mkstemp in", dir);
     return File(fd, std::move(path));
+  }
+
+  Result<File> create_unnamed(const std::string& dir) override {
+    const int fd =
+        retry_eintr([&] { return ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600); });
+    if (fd < 0 && cannot_make_unnamed(errno)) return File();
+    if (fd < 0) return sys_error("open O_TMPFILE in", dir);
+    return File(fd, std::string(strip_trailing_slashes(dir)), /*unnamed=*/true);
   }
 
   Status write(File& f, std::string_view data) override {
@@ -291,6 +304,24 @@ class PosixFs final : public Fs {
     return Status();
   }
 
+  Status link_file(File& f, const std::string& to) override {
+    // AT_EMPTY_PATH names the descriptor itself, but only with CAP_DAC_READ_SEARCH (ENOENT
+    // without it); the /proc/self/fd path works for anyone, at the cost of a lookup in procfs.
+    // The first success through /proc after AT_EMPTY_PATH's ENOENT settles which one to use.
+    const bool try_empty_path = empty_path_links_.load(std::memory_order_relaxed);
+    if (try_empty_path) {
+      if (::linkat(f.fd(), "", AT_FDCWD, to.c_str(), AT_EMPTY_PATH) == 0) return Status();
+      if (errno != ENOENT) return sys_error("linkat", to);
+    }
+    char proc_path[32];
+    std::snprintf(proc_path, sizeof proc_path, "/proc/self/fd/%d", f.fd());
+    if (::linkat(AT_FDCWD, proc_path, AT_FDCWD, to.c_str(), AT_SYMLINK_FOLLOW) != 0) {
+      return sys_error("linkat", to);
+    }
+    if (try_empty_path) empty_path_links_.store(false, std::memory_order_relaxed);
+    return Status();
+  }
+
   Status unlink(const std::string& path) override {
     if (::unlink(path.c_str()) != 0) return sys_error("unlink", path);
     return Status();
@@ -405,6 +436,9 @@ class PosixFs final : public Fs {
     if (self.st_ino == parent.st_ino) return true;  // "/"
     return has_ismount_stub(path);
   }
+
+ private:
+  std::atomic<bool> empty_path_links_{true};  // see link_file
 };
 
 // Renames from -> to, creating to's directory first; returns how many directories it created.
@@ -435,10 +469,11 @@ Status fsync_dirs_up(Fs& fs, std::string dir, int created) {
 
 // Indexed by FaultInjectingFs::Op, for messages.
 constexpr const char* kOpNames[] = {
-    "open",        "create_temp", "write",      "read",  "fsync",    "fdatasync",
-    "fallocate",   "ftruncate",   "drop_cache", "fstat", "setxattr", "getxattr",
-    "removexattr", "listxattr",   "rename",     "link",  "unlink",   "rmdir",
-    "mkdirs",      "fsync_dir",   "list_dir",   "stat",  "statvfs",  "is_mount",
+    "open",      "create_temp", "create_unnamed", "write",      "read",     "fsync",
+    "fdatasync", "fallocate",   "ftruncate",      "drop_cache", "fstat",    "setxattr",
+    "getxattr",  "removexattr", "listxattr",      "rename",     "link",     "link_file",
+    "unlink",    "rmdir",       "mkdirs",         "fsync_dir",  "list_dir", "stat",
+    "statvfs",   "is_mount",
 };
 
 static_assert(std::size(kOpNames) == FaultInjectingFs::kNumOps, "one name per Op");
@@ -482,13 +517,14 @@ File::~File() {
 }
 
 File::File(File&& other) noexcept
-    : fd_(std::exchange(other.fd_, -1)), path_(std::move(other.path_)) {}
+    : fd_(std::exchange(other.fd_, -1)), path_(std::move(other.path_)), unnamed_(other.unnamed_) {}
 
 File& File::operator=(File&& other) noexcept {
   if (this != &other) {
     if (fd_ >= 0) ::close(fd_);
     fd_ = std::exchange(other.fd_, -1);
     path_ = std::move(other.path_);
+    unnamed_ = other.unnamed_;
   }
   return *this;
 }
@@ -593,23 +629,23 @@ void FaultInjectingFs::reset_counts() {
   bytes_written_.store(0);
 }
 
-Status FaultInjectingFs::enter(Op op, std::string_view subject) {
+int FaultInjectingFs::take_fault(Op op) {
   const std::size_t i = index_of(op);
   counts_[i].fetch_add(1, std::memory_order_relaxed);
   if (is_sync_op(op)) {
     const std::int64_t delay_ms = fsync_delay_ms_.load();
     if (delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
   }
-  int err = 0;
-  {
-    MutexLock lock(&mu_);
-    if (fail_remaining_[i] > 0) {
-      --fail_remaining_[i];
-      err = fail_errno_[i];
-    }
-  }
+  MutexLock lock(&mu_);
+  if (fail_remaining_[i] == 0) return 0;
+  --fail_remaining_[i];
+  return fail_errno_[i];
+}
+
+Status FaultInjectingFs::enter(Op op, std::string_view subject) {
+  const int err = take_fault(op);
   if (err == 0) return Status();
-  const std::string msg = what(kOpNames[i], subject) + " (injected)";
+  const std::string msg = what(kOpNames[index_of(op)], subject) + " (injected)";
   return is_xattr_op(op) ? xattr_status(err, msg) : from_errno(err, msg);
 }
 
@@ -649,6 +685,14 @@ Result<File> FaultInjectingFs::open_append(const std::string& path) {
 Result<File> FaultInjectingFs::create_temp(const std::string& dir) {
   APUS_RETURN_IF_ERROR(enter(Op::kCreateTemp, dir));
   return base_.create_temp(dir);
+}
+
+Result<File> FaultInjectingFs::create_unnamed(const std::string& dir) {
+  // An injected EOPNOTSUPP (EISDIR, EINVAL) is a filesystem without O_TMPFILE, as a real one.
+  const int err = take_fault(Op::kCreateUnnamed);
+  if (err != 0 && cannot_make_unnamed(err)) return File();
+  if (err != 0) return from_errno(err, what("create_unnamed", dir) + " (injected)");
+  return base_.create_unnamed(dir);
 }
 
 Status FaultInjectingFs::write(File& f, std::string_view data) {
@@ -724,6 +768,11 @@ Status FaultInjectingFs::rename(const std::string& from, const std::string& to) 
 Status FaultInjectingFs::link(const std::string& from, const std::string& to) {
   APUS_RETURN_IF_ERROR(enter(Op::kLink, from));
   return base_.link(from, to);
+}
+
+Status FaultInjectingFs::link_file(File& f, const std::string& to) {
+  APUS_RETURN_IF_ERROR(enter(Op::kLinkFile, to));
+  return base_.link_file(f, to);
 }
 
 Status FaultInjectingFs::unlink(const std::string& path) {

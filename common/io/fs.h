@@ -48,12 +48,14 @@ Status from_errno(int err, std::string_view what);
 
 // An open file descriptor. Move-only; closes the descriptor when destroyed (errors ignored, use
 // close() to see them). path() is the path the file was opened or created at, for messages; it
-// does not follow renames.
+// does not follow renames. An unnamed file (Fs::create_unnamed) has no path: path() is the
+// directory it was made in.
 class File {
  public:
   File() = default;
   // Takes ownership of fd (which may be -1 for "not open").
-  File(int fd, std::string path) noexcept : fd_(fd), path_(std::move(path)) {}
+  File(int fd, std::string path, bool unnamed = false) noexcept
+      : fd_(fd), path_(std::move(path)), unnamed_(unnamed) {}
   ~File();
   File(File&& other) noexcept;
   File& operator=(File&& other) noexcept;
@@ -64,6 +66,8 @@ class File {
   // The raw descriptor, for calls Fs does not wrap (flock); -1 when not open. Still owned here.
   int fd() const { return fd_; }
   const std::string& path() const { return path_; }
+  // Made by Fs::create_unnamed: no name until Fs::link_file gives it one.
+  bool unnamed() const { return unnamed_; }
 
   // Closes now and reports the error close(2) gives (IOError). OK if already closed.
   Status close();
@@ -71,6 +75,7 @@ class File {
  private:
   int fd_ = -1;
   std::string path_;
+  bool unnamed_ = false;
 };
 
 // What stat() reports. A missing path is exists == false, not an error.
@@ -103,6 +108,12 @@ class Fs {
   // for reading and writing, as Swift's mkstemp in <dev>/tmp. The File's path() is the new
   // file's path. NotFound if dir is missing, InsufficientStorage if the disk is full.
   virtual Result<File> create_temp(const std::string& dir) = 0;
+  // Creates a new empty file without a name (O_TMPFILE, mode 0600) on dir's filesystem, open for
+  // reading and writing, as Swift does where the filesystem can: until link_file names it,
+  // closing it (or a crash) leaves nothing behind. A File that is not open when the filesystem
+  // or kernel cannot make one (EOPNOTSUPP, EISDIR, EINVAL): callers fall back to create_temp.
+  // NotFound if dir is missing, InsufficientStorage if the disk is full.
+  virtual Result<File> create_unnamed(const std::string& dir) = 0;
 
   // --- Data.
   // Writes all of data at the current offset, retrying short writes. On failure some prefix of
@@ -142,6 +153,9 @@ class Fs {
   // link(2): a second name for a file. Conflict if `to` exists, NotFound if `from` (or to's
   // directory) is missing.
   virtual Status link(const std::string& from, const std::string& to) = 0;
+  // Names an open unnamed file (create_unnamed) `to`: linkat(2) through /proc/self/fd, as Swift.
+  // Unlike rename, never replaces: Conflict if `to` exists, NotFound if its directory is missing.
+  virtual Status link_file(File& f, const std::string& to) = 0;
   // Removes a file. NotFound if missing.
   virtual Status unlink(const std::string& path) = 0;
   // Removes an empty directory. NotFound if missing, Conflict if not empty.
@@ -196,6 +210,7 @@ class FaultInjectingFs final : public Fs {
   enum class Op {
     kOpen,
     kCreateTemp,
+    kCreateUnnamed,
     kWrite,
     kRead,
     kFsync,
@@ -210,6 +225,7 @@ class FaultInjectingFs final : public Fs {
     kListXattrs,
     kRename,
     kLink,
+    kLinkFile,
     kUnlink,
     kRmdir,
     kMkdir,
@@ -245,6 +261,7 @@ class FaultInjectingFs final : public Fs {
   Result<File> open_read(const std::string& path) override;
   Result<File> open_append(const std::string& path) override;
   Result<File> create_temp(const std::string& dir) override;
+  Result<File> create_unnamed(const std::string& dir) override;
   Status write(File& f, std::string_view data) override;
   Status pwrite(File& f, std::string_view data, std::uint64_t offset) override;
   Result<std::size_t> pread(const File& f, std::uint64_t offset, std::span<char> buf) override;
@@ -260,6 +277,7 @@ class FaultInjectingFs final : public Fs {
   Result<std::vector<std::string>> list_xattrs(const File& f) override;
   Status rename(const std::string& from, const std::string& to) override;
   Status link(const std::string& from, const std::string& to) override;
+  Status link_file(File& f, const std::string& to) override;
   Status unlink(const std::string& path) override;
   Status rmdir(const std::string& path) override;
   Result<int> mkdirs(const std::string& path) override;
@@ -273,6 +291,8 @@ class FaultInjectingFs final : public Fs {
   // Counts the call, applies the fsync delay to sync ops, and returns the armed failure for op
   // (its message naming `subject`), or OK.
   Status enter(Op op, std::string_view subject) APUS_EXCLUDES(mu_);
+  // enter()'s first part: counts, delays, and returns the armed errno for op (0: none).
+  int take_fault(Op op) APUS_EXCLUDES(mu_);
   // Takes up to `want` bytes from the write budget; sets *err when the budget is short.
   std::size_t reserve_write(std::size_t want, int* err) APUS_EXCLUDES(mu_);
   // Shared by write and pwrite: applies the budget around `do_write(prefix)`.

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """apus-object-server under faults with real processes:
-- kill -9 in the middle of a PUT leaves the previous object intact (or none), never a partial one;
+- kill -9 in the middle of a PUT leaves the previous object intact (or none), never a partial one,
+  and no temp file;
 - concurrent PUTs of one object with different timestamps: the newest wins, whatever the order;
 - the page cache as Swift leaves it: out after a PUT, kept after a GET only without a token;
 - Swift's `slow` (PUT and DELETE answers wait) and `log_requests = false` (no access lines);
@@ -272,6 +273,10 @@ def main():
         server = start_server(ps, root, port)
         status, _, _ = procs.request(port, "GET", "/sda1/0/acc/cont/never")
         check(status == 404, "an object killed mid-PUT is not visible: %d" % status)
+        # Nor is anything of either killed upload left on disk: their temp files had no name
+        # (O_TMPFILE, as Swift where the filesystem has it), so the kernel freed them.
+        leftovers = files_under(os.path.join(root, "dev", "sda1", "tmp"))
+        check(leftovers == [], "the killed uploads left no temp file: %r" % leftovers)
 
         # Concurrent PUTs with different timestamps: the newest wins whatever the order.
         stamps = ["1700000100.%05d" % i for i in range(1, 21)]

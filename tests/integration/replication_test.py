@@ -2,11 +2,11 @@
 """apus-object-replicator and apus-object-auditor on a 4-node Apus cluster (issue 16): a
 primary down during writes then back (the handoffs' copies go home and leave the handoffs), a
 primary's disk emptied (refilled from the other replicas), a delete while a primary was down
-(the tombstone follows), a second pass with nothing to do, a primary's device unmounted (a
-handoff stands in, then sends home), bit rot in one replica (the auditor
-quarantines it, the replicator repairs it), the recon cache; and Swift 2.30.1's own object
-replicator (sync_method = ssync) run on the Apus nodes, refilling an emptied Apus disk; then
-sync_method = rsync into an rsync daemon over the nodes' devices, Apus's replicator and
+(the tombstone follows), a second pass with nothing to do but a stale temp file to remove, a
+primary's device unmounted (a handoff stands in, then sends home), bit rot in one replica (the
+auditor quarantines it, the replicator repairs it), the recon cache; and Swift 2.30.1's own
+object replicator (sync_method = ssync) run on the Apus nodes, refilling an emptied Apus disk;
+then sync_method = rsync into an rsync daemon over the nodes' devices, Apus's replicator and
 Swift's: an emptied disk refilled, a handoff's copies sent home and removed.
 
 usage: replication_test.py <build-dir>
@@ -250,11 +250,22 @@ def main():
         check(recon.get("replication_stats", {}).get("attempted", 0) > 0 and
               "object_replication_last" in recon, "recon cache written: %r" % recon)
 
-        # 2. A second pass finds everything in step.
+        # 2. A second pass finds everything in step, and removes what a crash left in tmp/ once
+        # older than reclaim_age (as Swift's), but not a newer temp file (an upload in flight).
+        tmp = os.path.join(root, "node0", "sd0", "tmp")
+        os.makedirs(tmp, exist_ok=True)
+        stale, fresh = os.path.join(tmp, "tmpSTALE1"), os.path.join(tmp, "tmpFRESH1")
+        for path in (stale, fresh):
+            with open(path, "wb") as f:
+                f.write(b"left by a crash")
+        eight_days_ago = time.time() - 8 * 86400
+        os.utime(stale, (eight_days_ago, eight_days_ago))
         before = {n: hash_dirs(cluster, n) for n in range(4)}
         replicate_all(cluster)
         check(before == {n: hash_dirs(cluster, n) for n in range(4)},
               "a second pass changes nothing")
+        check(not os.path.exists(stale) and os.path.exists(fresh),
+              "the pass removed the stale temp file only: %r" % os.listdir(tmp))
 
         # 3. A disk emptied: the other replicas refill it.
         shutil.rmtree(os.path.join(root, "node%d" % victim, "sd%d" % victim, "objects"))

@@ -206,6 +206,63 @@ TEST_CASE_FIXTURE(TempDir, "Fs: create_temp, write, pread, truncate and rename")
   CHECK(contains(again.message(), dst));
 }
 
+TEST_CASE_FIXTURE(TempDir, "Fs: an unnamed file leaves nothing until link_file names it") {
+  Result<File> made = fs_.create_unnamed(root_);
+  REQUIRE(made.ok());
+  REQUIRE(made->is_open());  // the test directory's filesystem has O_TMPFILE (ext4, tmpfs)
+  File f = std::move(*made);
+  CHECK(f.unnamed());
+  CHECK(f.path() == root_);
+  APUS_REQUIRE_OK(fs_.write(f, "hello"));
+  APUS_REQUIRE_OK(fs_.set_xattr(f, "user.swift.metadata", "m"));
+  APUS_CHECK_OK(fs_.fsync(f));
+  CHECK(std::filesystem::is_empty(root_));  // written, xattrs set, still no name anywhere
+
+  const std::string dst = path("1700000000.00000.data");
+  APUS_REQUIRE_OK(fs_.link_file(f, dst));
+  CHECK(slurp(dst) == "hello");
+  // linkat never replaces, unlike rename; a missing directory is NotFound, as for rename.
+  CHECK(fs_.link_file(f, dst).code() == Code::kConflict);
+  CHECK(fs_.link_file(f, path("missing/x.data")).code() == Code::kNotFound);
+  APUS_CHECK_OK(f.close());
+  CHECK(slurp(dst) == "hello");  // the name outlives the descriptor
+
+  // One closed before it was named is gone without a trace.
+  made = fs_.create_unnamed(root_);
+  REQUIRE(made.ok());
+  APUS_REQUIRE_OK(fs_.write(*made, "lost"));
+  APUS_CHECK_OK(made->close());
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(root_)) {
+    names.push_back(e.path().filename().string());
+  }
+  CHECK(names == std::vector<std::string>{"1700000000.00000.data"});
+  CHECK(fs_.create_unnamed(path("missing")).status().code() == Code::kNotFound);
+
+  // A file moved keeps its kind.
+  File moved = std::move(f);
+  CHECK(moved.unnamed());
+}
+
+TEST_CASE_FIXTURE(TempDir,
+                  "FaultInjectingFs: an injected EOPNOTSUPP is a filesystem without O_TMPFILE") {
+  FaultInjectingFs ffs(fs_);
+  ffs.fail_next(FaultInjectingFs::Op::kCreateUnnamed, EOPNOTSUPP);
+  Result<File> none = ffs.create_unnamed(root_);
+  REQUIRE(none.ok());
+  CHECK_FALSE(none->is_open());  // "not here": the caller makes a named temp file instead
+  ffs.fail_next(FaultInjectingFs::Op::kCreateUnnamed, ENOSPC);
+  CHECK(ffs.create_unnamed(root_).status().code() == Code::kInsufficientStorage);
+  Result<File> made = ffs.create_unnamed(root_);
+  REQUIRE(made.ok());
+  CHECK(made->is_open());
+  ffs.fail_next(FaultInjectingFs::Op::kLinkFile, EIO);
+  CHECK(ffs.link_file(*made, path("a.data")).code() == Code::kIOError);
+  APUS_CHECK_OK(ffs.link_file(*made, path("a.data")));
+  CHECK(ffs.count(FaultInjectingFs::Op::kCreateUnnamed) == 3);
+  CHECK(ffs.count(FaultInjectingFs::Op::kLinkFile) == 2);
+}
+
 TEST_CASE_FIXTURE(TempDir, "Fs: open_read and open_append") {
   const std::string p = path("hashes.invalid");
   {

@@ -1,16 +1,18 @@
 #include "object-server/diskfile.h"
 
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+
 #include <doctest/doctest.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <filesystem>
-#include <fstream>
-
 #include "common/crypto/md5.h"
 
 namespace fs = std::filesystem;
+using apus::common::Status;
 using apus::common::Timestamp;
 using apus::object::choose_files;
 using apus::object::DiskFileManager;
@@ -240,6 +242,10 @@ TEST_CASE("diskfile: a failed upload leaves nothing behind, disk full is 507-wor
   apus::common::io::FaultInjectingFs faulty(apus::common::io::default_fs());
   DiskFileManager mgr(faulty, dev.options(), {"prefix", "suffix"});
   Location l = loc();
+  SUBCASE("unnamed temp file") {}
+  SUBCASE("named temp file (no O_TMPFILE)") {
+    faulty.fail_next(apus::common::io::FaultInjectingFs::Op::kCreateUnnamed, EOPNOTSUPP);
+  }
   faulty.fail_writes_after_bytes(5);
   auto writer = mgr.create_writer(l, std::nullopt);
   REQUIRE(writer.ok());
@@ -250,6 +256,90 @@ TEST_CASE("diskfile: a failed upload leaves nothing behind, disk full is 507-wor
   auto obj = mgr.open(l);
   REQUIRE(obj.ok());
   CHECK(obj->state == DiskObject::State::kMissing);
+}
+
+TEST_CASE("diskfile: a write's temp file has a name only where the filesystem has no O_TMPFILE") {
+  TempDevices dev;
+  apus::common::io::FaultInjectingFs faulty(apus::common::io::default_fs());
+  DiskFileManager mgr(faulty, dev.options(), {"prefix", "suffix"});
+  Location l = loc();
+  const fs::path tmp = dev.root / "sda1" / "tmp";
+  auto upload = [&](const std::string& body) {
+    auto writer = mgr.create_writer(l, body.size());
+    REQUIRE(writer.ok());
+    REQUIRE((*writer)->write(body).ok());
+    return std::move(*writer);
+  };
+  auto committed_body = [&] {
+    auto obj = mgr.open(l);
+    REQUIRE(obj.ok());
+    REQUIRE(obj->state == DiskObject::State::kExists);
+    std::string got(64, '\0');
+    auto n = mgr.read(*obj, 0, got);
+    REQUIRE(n.ok());
+    got.resize(*n);
+    return got;
+  };
+  Timestamp t = Timestamp::now();
+
+  SUBCASE("unnamed: nothing in tmp/ while the body is written, named once committed") {
+    auto writer = upload("abc");
+    CHECK(fs::is_empty(tmp));  // a crash now would leave nothing
+    REQUIRE(writer
+                ->commit(
+                    {{"X-Timestamp", t.internal()}, {"name", l.name()}, {"Content-Length", "3"}}, t)
+                .ok());
+    CHECK(committed_body() == "abc");
+    CHECK(faulty.count(apus::common::io::FaultInjectingFs::Op::kLinkFile) == 1);
+    CHECK(faulty.count(apus::common::io::FaultInjectingFs::Op::kRename) == 0);
+  }
+  SUBCASE("unnamed: a file of the same name is replaced at once, through tmp/") {
+    // Two writes of one timestamp (a client's X-Timestamp sent twice): the last to commit wins,
+    // as with rename, though linkat itself never replaces.
+    auto first = upload("one");
+    auto second = upload("two");
+    Metadata md{{"X-Timestamp", t.internal()}, {"name", l.name()}, {"Content-Length", "3"}};
+    REQUIRE(first->commit(md, t).ok());
+    Status s = second->commit(md, t);
+    REQUIRE_MESSAGE(s.ok(), s.to_string());
+    CHECK(committed_body() == "two");
+    CHECK(fs::is_empty(tmp));  // the placeholder and the file's own name in tmp/ are gone
+  }
+  SUBCASE("named: mkstemp in tmp/, for good once a filesystem refused O_TMPFILE") {
+    faulty.fail_next(apus::common::io::FaultInjectingFs::Op::kCreateUnnamed, EOPNOTSUPP);
+    auto writer = upload("abc");
+    CHECK(std::distance(fs::directory_iterator(tmp), fs::directory_iterator()) == 1);
+    auto later = upload("abd");  // the manager does not ask again
+    CHECK(std::distance(fs::directory_iterator(tmp), fs::directory_iterator()) == 2);
+    CHECK(faulty.count(apus::common::io::FaultInjectingFs::Op::kCreateUnnamed) == 1);
+    REQUIRE(writer
+                ->commit(
+                    {{"X-Timestamp", t.internal()}, {"name", l.name()}, {"Content-Length", "3"}}, t)
+                .ok());
+    CHECK(committed_body() == "abc");
+    later.reset();  // abandoned: its named temp file goes too
+    CHECK(fs::is_empty(tmp));
+  }
+}
+
+TEST_CASE("diskfile: remove_stale_temps removes what is older than reclaim_age in tmp/ only") {
+  TempDevices dev;
+  DiskFileManager mgr(apus::common::io::default_fs(), dev.options(), {"prefix", "suffix"});
+  CHECK(mgr.remove_stale_temps("sda1", 0) == 0);  // no tmp/ yet
+  const fs::path tmp = dev.root / "sda1" / "tmp";
+  fs::create_directories(tmp / "a-directory");
+  for (const char* name : {"tmpOLD111", "tmpNEW111", "tmpOLD222.new"})
+    std::ofstream(tmp / name) << "x";
+  const auto eight_days = std::chrono::hours(24 * 8);
+  for (const char* name : {"tmpOLD111", "tmpOLD222.new", "a-directory"}) {
+    fs::last_write_time(tmp / name, fs::file_time_type::clock::now() - eight_days);
+  }
+  CHECK(mgr.remove_stale_temps("sda1", 0) == 2);
+  std::vector<std::string> left;
+  for (const auto& e : fs::directory_iterator(tmp)) left.push_back(e.path().filename().string());
+  std::sort(left.begin(), left.end());
+  CHECK(left == std::vector<std::string>{"a-directory", "tmpNEW111"});
+  CHECK(mgr.remove_stale_temps("sda1", 1) == 0);  // another policy's tmp-1/, missing
 }
 
 TEST_CASE("diskfile: corrupt metadata quarantines the object") {

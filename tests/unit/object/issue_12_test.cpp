@@ -39,6 +39,7 @@ class SeamFs final : public apus::common::io::Fs {
   Result<File> open_read(const std::string& p) override { return base_.open_read(p); }
   Result<File> open_append(const std::string& p) override { return base_.open_append(p); }
   Result<File> create_temp(const std::string& d) override { return base_.create_temp(d); }
+  Result<File> create_unnamed(const std::string& d) override { return base_.create_unnamed(d); }
   Status write(File& f, std::string_view d) override { return base_.write(f, d); }
   Status pwrite(File& f, std::string_view d, uint64_t o) override { return base_.pwrite(f, d, o); }
   Result<size_t> pread(const File& f, uint64_t o, std::span<char> b) override {
@@ -67,6 +68,10 @@ class SeamFs final : public apus::common::io::Fs {
     return base_.rename(from, to);
   }
   Status link(const std::string& a, const std::string& b) override { return base_.link(a, b); }
+  Status link_file(File& f, const std::string& to) override {
+    if (before_rename) before_rename(f.path(), to);  // the name an unnamed temp file gets
+    return base_.link_file(f, to);
+  }
   Status unlink(const std::string& p) override { return base_.unlink(p); }
   Status rmdir(const std::string& p) override { return base_.rmdir(p); }
   Result<int> mkdirs(const std::string& p) override { return base_.mkdirs(p); }
@@ -207,11 +212,17 @@ TEST_CASE("issue 12: a rename that keeps finding no directory gives up after a f
   TempDevices dev;
   FaultInjectingFs faulty(apus::common::io::default_fs());
   DiskFileManager mgr(faulty, dev.options(), {"prefix", "suffix"});
-  faulty.fail_next(FaultInjectingFs::Op::kRename, ENOENT, 1000);
+  auto naming = FaultInjectingFs::Op::kLinkFile;  // an unnamed temp file gets its name
+  SUBCASE("unnamed temp file") {}
+  SUBCASE("named temp file (no O_TMPFILE)") {
+    faulty.fail_next(FaultInjectingFs::Op::kCreateUnnamed, EOPNOTSUPP);
+    naming = FaultInjectingFs::Op::kRename;
+  }
+  faulty.fail_next(naming, ENOENT, 1000);
   faulty.reset_counts();
   Status s = mgr.write_tombstone(loc(), recent(10));
   CHECK(s.is_not_found());
-  CHECK(faulty.count(FaultInjectingFs::Op::kRename) > 1);
-  CHECK(faulty.count(FaultInjectingFs::Op::kRename) <= 10);
+  CHECK(faulty.count(naming) > 1);
+  CHECK(faulty.count(naming) <= 10);
   CHECK(fs::is_empty(dev.root / "sda1" / "tmp"));
 }
