@@ -20,6 +20,7 @@
 #include <boost/beast/http/read.hpp>
 #include <chrono>
 #include <cstdio>
+#include <iterator>
 
 #include "common/http/internal/asio_util.h"
 #include "common/http/internal/read_head.h"
@@ -237,6 +238,8 @@ ClientResponse ClientConnectionImpl::make_response() const {
   const auto& msg = parser_->get();
   ClientResponse r;
   r.status = static_cast<int>(msg.result_int());
+  // One allocation for the fields, not one per doubling (a GET's answer has about twenty).
+  r.headers.reserve(static_cast<size_t>(std::distance(msg.begin(), msg.end())));
   for (const auto& field : msg) {
     r.headers.add(unmask_field_name(field.name_string(), masked_names_), field.value());
   }
