@@ -90,7 +90,7 @@ std::string policy_header(const common::StoragePolicy& p, std::string_view what)
 
 std::string info_to_json(const CachedInfo& info, InfoKind kind,
                          const common::StoragePolicies& policies) {
-  const HeaderMap& h = info.headers;
+  const HeaderMap& h = info.headers.map();
   json::object o;
   o["status"] = info.status;
   json::object meta, sysmeta;
@@ -143,7 +143,7 @@ std::optional<CachedInfo> info_from_json(std::string_view text, InfoKind kind,
   if (!status || !status->is_int64()) return std::nullopt;
   CachedInfo info;
   info.status = static_cast<int>(status->get_int64());
-  HeaderMap& h = info.headers;
+  HeaderMap h;
   if (kind == InfoKind::kContainer) {
     for (const Field& f : kContainerFields) {
       if (auto t = as_text(o.if_contains(f.key))) h.set(f.header, *t);
@@ -180,6 +180,7 @@ std::optional<CachedInfo> info_from_json(std::string_view text, InfoKind kind,
     }
     restore_metadata(o, "Account", h);
   }
+  info.headers = std::move(h);
   return info;
 }
 

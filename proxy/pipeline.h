@@ -149,10 +149,53 @@ struct ProxyEnv {
   bool crypto_override = false;
 };
 
+// The headers of a cached info, read-only: an info is copied at every lookup (the caches hand
+// out copies, requests keep them), and the copies share one map instead of each copying every
+// header (a fifth of a 4 KiB GET's allocations in the proxy went to such copies).
+class InfoHeaders {
+ public:
+  InfoHeaders() = default;
+  // NOLINTNEXTLINE(google-explicit-constructor): an info's headers are set from a map.
+  InfoHeaders(common::http::HeaderMap map)
+      : map_(std::make_shared<const common::http::HeaderMap>(std::move(map))) {}
+
+  const common::http::HeaderMap& map() const { return map_ ? *map_ : kEmpty; }
+  // NOLINTNEXTLINE(google-explicit-constructor): readers of a HeaderMap read these too.
+  operator const common::http::HeaderMap&() const { return map(); }
+  std::optional<std::string_view> get(std::string_view name) const { return map().get(name); }
+  std::string_view get_or(std::string_view name, std::string_view fallback) const {
+    return map().get_or(name, fallback);
+  }
+  bool contains(std::string_view name) const { return map().contains(name); }
+  size_t size() const { return map().size(); }
+  bool empty() const { return map().empty(); }
+  const std::vector<common::http::HeaderMap::Field>& fields() const { return map().fields(); }
+  auto begin() const { return map().begin(); }
+  auto end() const { return map().end(); }
+  // Change this info's headers only (on a copy of the map: for tests and builders).
+  void set(std::string_view name, std::string_view value) {
+    edit([&](common::http::HeaderMap& h) { h.set(name, value); });
+  }
+  void erase(std::string_view name) {
+    edit([&](common::http::HeaderMap& h) { h.erase(name); });
+  }
+
+ private:
+  template <class Change>
+  void edit(Change change) {
+    auto copy = std::make_shared<common::http::HeaderMap>(map());
+    change(*copy);
+    map_ = std::move(copy);
+  }
+
+  static inline const common::http::HeaderMap kEmpty{};
+  std::shared_ptr<const common::http::HeaderMap> map_;
+};
+
 // What a cached HEAD of an account or container said (Swift's *_info dicts).
 struct CachedInfo {
   int status = 0;  // 2xx when it exists; 404, or 0 when unknown (backend trouble)
-  common::http::HeaderMap headers;
+  InfoHeaders headers;
   std::chrono::steady_clock::time_point expires;
 };
 

@@ -143,9 +143,7 @@ std::optional<std::string> out_format(const Request& req) {
 // the middleware.
 class ManifestCatcher final : public ExchangeWrapper {
  public:
-  ManifestCatcher(Exchange& inner, Request req) : ExchangeWrapper(inner) {
-    mutable_request() = std::move(req);
-  }
+  ManifestCatcher(Exchange& inner, Request req) : ExchangeWrapper(inner, std::move(req)) {}
   bool caught = false;
   bool too_big = false;
   int status = 0;

@@ -383,11 +383,9 @@ class Intercept final : public ExchangeWrapper {
   // `req` replaces the client's request; a forwarded body is not written when the client's
   // own request is a HEAD (an error page read by GET for a HEAD).
   Intercept(Exchange& client, Request req, Decide decide)
-      : ExchangeWrapper(client),
+      : ExchangeWrapper(client, std::move(req)),
         decide_(std::move(decide)),
-        client_head_(client.request().method == "HEAD") {
-    mutable_request() = std::move(req);
-  }
+        client_head_(client.request().method == "HEAD") {}
 
   // Forwarded answers go out with `status` instead of their own.
   void forward_as(int status, std::string reason) {

@@ -335,9 +335,7 @@ class Intercept final : public ExchangeWrapper {
   using Decide = std::function<Action(int status, HeaderMap& headers, Response& replacement)>;
 
   Intercept(Exchange& client, Request req, Decide decide)
-      : ExchangeWrapper(client), decide_(std::move(decide)) {
-    mutable_request() = std::move(req);
-  }
+      : ExchangeWrapper(client, std::move(req)), decide_(std::move(decide)) {}
   // Whether the answer was dropped, and its head.
   bool dropped() const { return action_ == Action::kDrop; }
   const HeaderMap& dropped_headers() const { return dropped_headers_; }
@@ -467,7 +465,7 @@ class Symlink final : public Middleware {
     for (;;) {
       const auto where = version_and_account(common::http::percent_decode(req.path()));
       Step step;
-      Intercept hop(ex, req, [&](int, HeaderMap& h, Response& replacement) {
+      Intercept hop(ex, std::move(req), [&](int, HeaderMap& h, Response& replacement) {
         step = symlink::classify(h, where.first, where.second, true, target_etag, followed,
                                  symloop_max_);
         if (step.kind == Step::kFinal) {

@@ -398,8 +398,7 @@ class LegacyVersionedWrites final : public Middleware {
       // The version now restored (or the marker) goes, and its answer is the client's.
       HeaderMap dh = pre_authed_headers(req);
       for (const auto& [k, v] : auth) dh.set(k, v);
-      ExchangeWrapper del(ex);
-      del.mutable_request() = make_subrequest("DELETE", delete_path, "", dh);
+      ExchangeWrapper del(ex, make_subrequest("DELETE", delete_path, "", dh));
       ProxyEnv del_env = pre_authed(env);
       co_return co_await next(del, del_env);
     }

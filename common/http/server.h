@@ -218,15 +218,21 @@ struct WholeBody {
 };
 boost::asio::awaitable<WholeBody> read_body_at_most(Exchange& ex, size_t max);
 
-// An Exchange that forwards to another, with its own (changeable) copy of the request.
-// Subclasses override what they need to see or change (the proxy's middlewares, the object
-// server's `slow`).
+// An Exchange that forwards to another. Its request is the wrapped exchange's until
+// mutable_request() gives it a copy of its own to change (made then, not before: most of a
+// request's wrappers never change it, and a copy costs an allocation or two per header), or
+// until it is given a request of its own at construction. Subclasses override what they need
+// to see or change (the proxy's middlewares, the object server's `slow`).
 class ExchangeWrapper : public Exchange {
  public:
-  explicit ExchangeWrapper(Exchange& inner) : inner_(inner), request_(inner.request()) {}
+  explicit ExchangeWrapper(Exchange& inner) : inner_(inner) {}
+  ExchangeWrapper(Exchange& inner, Request request) : inner_(inner), own_(std::move(request)) {}
 
-  const Request& request() const override { return request_; }
-  Request& mutable_request() { return request_; }
+  const Request& request() const override { return own_ ? *own_ : inner_.request(); }
+  Request& mutable_request() {
+    if (!own_) own_.emplace(inner_.request());
+    return *own_;
+  }
   Exchange& inner() { return inner_; }
 
   boost::asio::awaitable<Result<size_t>> read_body(std::span<char> buf) override {
@@ -257,7 +263,7 @@ class ExchangeWrapper : public Exchange {
 
  private:
   Exchange& inner_;
-  Request request_;
+  std::optional<Request> own_;  // see mutable_request()
 };
 
 using Handler = std::function<boost::asio::awaitable<void>(Exchange&)>;

@@ -1,5 +1,7 @@
 #include "common/http/url.h"
 
+#include <boost/container/small_vector.hpp>
+
 namespace apus::common::http {
 
 namespace {
@@ -16,9 +18,11 @@ bool always_safe(unsigned char c) {
          c == '.' || c == '-' || c == '~';
 }
 
-// Python's str.split('/', maxsplit).
-std::vector<std::string_view> split_slash(std::string_view s, int maxsplit) {
-  std::vector<std::string_view> out;
+// Python's str.split('/', maxsplit). Inline room for what split_path asks (at most a handful of
+// segments): the proxy splits each request's path about ten times, in as many middlewares.
+using Segments = boost::container::small_vector<std::string_view, 8>;
+Segments split_slash(std::string_view s, int maxsplit) {
+  Segments out;
   size_t start = 0;
   while (maxsplit-- > 0) {
     size_t slash = s.find('/', start);

@@ -282,8 +282,7 @@ enum class Op { kGet, kHead, kPut };
 class ObjectExchange final : public ExchangeWrapper {
  public:
   ObjectExchange(Exchange& client, S3Request& s3, Op op, Request swift)
-      : ExchangeWrapper(client), s3_(s3), op_(op) {
-    mutable_request() = std::move(swift);
+      : ExchangeWrapper(client, std::move(swift)), s3_(s3), op_(op) {
     if (op == Op::kPut) {
       std::string_view sha = s3.client.headers.get_or("X-Amz-Content-SHA256", "");
       if (sha != "UNSIGNED-PAYLOAD" && !sha.empty() && s3.client.content_length) {
