@@ -225,12 +225,13 @@ boost::asio::awaitable<WholeBody> read_body_at_most(Exchange& ex, size_t max);
 // to see or change (the proxy's middlewares, the object server's `slow`).
 class ExchangeWrapper : public Exchange {
  public:
-  explicit ExchangeWrapper(Exchange& inner) : inner_(inner) {}
-  ExchangeWrapper(Exchange& inner, Request request) : inner_(inner), own_(std::move(request)) {}
+  explicit ExchangeWrapper(Exchange& inner) : inner_(inner), shared_(&inner.request()) {}
+  ExchangeWrapper(Exchange& inner, Request request)
+      : inner_(inner), shared_(&inner.request()), own_(std::move(request)) {}
 
-  const Request& request() const override { return own_ ? *own_ : inner_.request(); }
+  const Request& request() const override { return own_ ? *own_ : *shared_; }
   Request& mutable_request() {
-    if (!own_) own_.emplace(inner_.request());
+    if (!own_) own_.emplace(*shared_);
     return *own_;
   }
   Exchange& inner() { return inner_; }
@@ -263,7 +264,10 @@ class ExchangeWrapper : public Exchange {
 
  private:
   Exchange& inner_;
-  std::optional<Request> own_;  // see mutable_request()
+  // The request the inner exchange had when this one was made (found once: a middleware asks
+  // for the request often, through every wrapper below it), and this one's own copy, if any.
+  const Request* shared_;
+  std::optional<Request> own_;
 };
 
 using Handler = std::function<boost::asio::awaitable<void>(Exchange&)>;
