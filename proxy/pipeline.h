@@ -155,12 +155,11 @@ struct ProxyEnv {
 class InfoHeaders {
  public:
   InfoHeaders() = default;
-  // NOLINTNEXTLINE(google-explicit-constructor): an info's headers are set from a map.
-  InfoHeaders(common::http::HeaderMap map)
+  InfoHeaders(common::http::HeaderMap map)  // NOLINT: implicit, as an info's headers are set
       : map_(std::make_shared<const common::http::HeaderMap>(std::move(map))) {}
 
   const common::http::HeaderMap& map() const { return map_ ? *map_ : kEmpty; }
-  // NOLINTNEXTLINE(google-explicit-constructor): readers of a HeaderMap read these too.
+  // NOLINTNEXTLINE: implicit, for whatever reads a HeaderMap.
   operator const common::http::HeaderMap&() const { return map(); }
   std::optional<std::string_view> get(std::string_view name) const { return map().get(name); }
   std::string_view get_or(std::string_view name, std::string_view fallback) const {
