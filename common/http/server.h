@@ -218,11 +218,13 @@ struct WholeBody {
 };
 boost::asio::awaitable<WholeBody> read_body_at_most(Exchange& ex, size_t max);
 
-// An Exchange that forwards to another. Its request is the wrapped exchange's until
-// mutable_request() gives it a copy of its own to change (made then, not before: most of a
-// request's wrappers never change it, and a copy costs an allocation or two per header), or
-// until it is given a request of its own at construction. Subclasses override what they need
-// to see or change (the proxy's middlewares, the object server's `slow`).
+// An Exchange that forwards to another. Its request is the one the wrapped exchange has when
+// the wrapper is made, shared rather than copied, until mutable_request() gives the wrapper a
+// copy of its own to change (made then, not before: most of a request's wrappers never change
+// it, and a copy costs an allocation or two per header); or it is given a request of its own
+// at construction. A reference taken from request() before the first mutable_request() goes
+// on naming the shared request. Subclasses override what they need to see or change (the
+// proxy's middlewares, the object server's `slow`).
 class ExchangeWrapper : public Exchange {
  public:
   explicit ExchangeWrapper(Exchange& inner) : inner_(inner), shared_(&inner.request()) {}
