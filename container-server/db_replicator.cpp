@@ -603,6 +603,10 @@ net::awaitable<void> DbReplicator::Impl::replicate_device(const std::string& dev
                                                           const DbPassFilter& filter) {
   ListingStore* store = stores.follow(device);
   if (!store) co_return;
+  // What a crash left in <device>/tmp (a database a Swift replicator sent by rsync and never
+  // completed), as Swift's DB replicators remove it each pass.
+  fs.remove_older_than(config.devices + "/" + device + "/tmp",
+                       std::chrono::seconds(static_cast<int64_t>(config.reclaim_age)));
   auto executor = co_await net::this_coro::executor;
   const double now = now_seconds();
   const auto pace = config.databases_per_second > 0

@@ -560,20 +560,7 @@ void DiskFileManager::drop_cache(const DiskObject& obj, uint64_t offset, uint64_
 }
 
 size_t DiskFileManager::remove_stale_temps(const std::string& device, int policy) {
-  const std::string tmp = tmp_dir(device, policy);
-  auto names = fs_.list_dir(tmp);
-  if (!names.ok()) return 0;  // none made yet, or the device is failing: the next pass again
-  const auto cutoff = std::chrono::system_clock::now() - std::chrono::seconds(options_.reclaim_age);
-  const int64_t cutoff_ns =
-      std::chrono::duration_cast<std::chrono::nanoseconds>(cutoff.time_since_epoch()).count();
-  size_t removed = 0;
-  for (const std::string& name : *names) {
-    const std::string path = join(tmp, name);
-    auto st = fs_.stat(path);
-    if (!st.ok() || !st->exists || st->is_dir || st->mtime_ns >= cutoff_ns) continue;
-    if (fs_.unlink(path).ok()) ++removed;
-  }
-  return removed;
+  return fs_.remove_older_than(tmp_dir(device, policy), std::chrono::seconds(options_.reclaim_age));
 }
 
 Result<File> DiskFileManager::create_temp(const Location& loc) {
@@ -666,8 +653,9 @@ Status DiskFileManager::name_in_dir(File& file, const Location& loc, const std::
     s = file.unnamed() ? fs_.link_file(file, to) : fs_.rename(from, to);
     if (!s.is_not_found()) break;
   }
-  if (file.unnamed() && s.code() == Status::Code::kConflict)
+  if (file.unnamed() && s.code() == Status::Code::kConflict) {
     s = replace_with_unnamed(file, loc, to);
+  }
   if (!s.ok()) return s;
   return file.close();
 }

@@ -586,6 +586,22 @@ Status Fs::write_file_atomic(const std::string& path, std::string_view data,
   return fsync_dirs_up(*this, parent_dir(path), *created);
 }
 
+std::size_t Fs::remove_older_than(const std::string& dir, std::chrono::seconds age) {
+  Result<std::vector<std::string>> names = list_dir(dir);
+  if (!names.ok()) return 0;  // none made yet, or the device is failing: the next pass again
+  const auto cutoff = std::chrono::system_clock::now() - age;
+  const std::int64_t cutoff_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(cutoff.time_since_epoch()).count();
+  std::size_t removed = 0;
+  for (const std::string& name : *names) {
+    const std::string path = std::string(strip_trailing_slashes(dir)) + "/" + name;
+    Result<FileStat> st = stat(path);
+    if (!st.ok() || !st->exists || st->is_dir || st->mtime_ns >= cutoff_ns) continue;
+    if (unlink(path).ok()) ++removed;
+  }
+  return removed;
+}
+
 Fs& default_fs() {
   // Leaked on purpose: disk pool threads may still use it while statics are destroyed.
   static Fs* const fs = new PosixFs();

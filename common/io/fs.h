@@ -190,6 +190,11 @@ class Fs {
   // a failed directory fsync after the rename is still reported.
   Status write_file_atomic(const std::string& path, std::string_view data,
                            const std::string& tmp_dir = "");
+  // Removes the files directly in `dir` last modified more than `age` ago (Swift's
+  // unlink_older_than, which its replicators run on <dev>/tmp each pass: what a crash left
+  // there). Subdirectories and newer files stay; a missing dir is nothing to do. Returns how
+  // many went.
+  std::size_t remove_older_than(const std::string& dir, std::chrono::seconds age);
 };
 
 // The process-wide POSIX filesystem. Never destroyed.

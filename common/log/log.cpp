@@ -460,7 +460,10 @@ std::string format_storage_access_line(const StorageAccessFields& f) {
   line.append(std::to_string(f.status)).append(" ");
   line.append(f.content_length ? std::to_string(*f.content_length) : "-").append(" \"");
   line.append(or_dash(f.referer)).append("\" \"").append(or_dash(f.trans_id)).append("\" \"");
-  line.append(or_dash(f.user_agent)).append("\" ").append(format_fixed(f.trans_time, 4)).append(" \"");
+  line.append(or_dash(f.user_agent))
+      .append("\" ")
+      .append(format_fixed(f.trans_time, 4))
+      .append(" \"");
   line.append(or_dash(f.additional_info)).append("\" ").append(std::to_string(f.pid));
   line.append(" ").append(or_dash(f.policy_index));
   return line;

@@ -100,12 +100,14 @@ TEST_CASE("simple_request sends a body and reuses the pooled connection") {
   CHECK(ports.size() == 1);  // one connection, kept alive and reused
 }
 
-TEST_CASE("fields of every size arrive whole in requests and answers on one kept-alive connection") {
+TEST_CASE(
+    "fields of every size arrive whole in requests and answers on one kept-alive connection") {
   // Each field comes out as it went in, both ways, whatever its neighbours' sizes, request
   // after request on one connection (its parsers are made anew for each head).
   auto value_of = [](int request, int field) {
     const size_t sizes[] = {1, 15, 16, 200, 999, 1000, 1001, 3000};
-    return std::string(sizes[(request + field) % 8], static_cast<char>('a' + (request * 7 + field) % 26));
+    return std::string(sizes[(request + field) % 8],
+                       static_cast<char>('a' + (request * 7 + field) % 26));
   };
   TestServer server([](Exchange& ex) -> net::awaitable<void> {
     Response r;
@@ -128,10 +130,12 @@ TEST_CASE("fields of every size arrive whole in requests and answers on one kept
       }
       auto r = co_await apus::common::http::simple_request(pool, "127.0.0.1", server.port(), req);
       if (!r.ok()) co_return r.status();
-      if (r->head.status != 200) co_return Status::corruption("status " + std::to_string(r->head.status));
+      if (r->head.status != 200)
+        co_return Status::corruption("status " + std::to_string(r->head.status));
       for (int f = 0; f < fields; ++f) {
         if (r->head.headers.get_or("X-Echo-F" + std::to_string(f), "") != value_of(i, f)) {
-          co_return Status::corruption("request " + std::to_string(i) + ": field " + std::to_string(f));
+          co_return Status::corruption("request " + std::to_string(i) + ": field " +
+                                       std::to_string(f));
         }
       }
     }

@@ -263,6 +263,19 @@ TEST_CASE_FIXTURE(TempDir,
   CHECK(ffs.count(FaultInjectingFs::Op::kLinkFile) == 2);
 }
 
+TEST_CASE_FIXTURE(TempDir, "Fs: remove_older_than removes old files only, not directories") {
+  CHECK(fs_.remove_older_than(path("missing"), std::chrono::seconds(60)) == 0);
+  std::filesystem::create_directories(path("dir"));
+  for (const char* name : {"old", "new"}) std::ofstream(path(name)) << "x";
+  const auto long_ago = std::filesystem::file_time_type::clock::now() - std::chrono::hours(2);
+  std::filesystem::last_write_time(path("old"), long_ago);
+  std::filesystem::last_write_time(path("dir"), long_ago);
+  CHECK(fs_.remove_older_than(root_, std::chrono::hours(1)) == 1);
+  CHECK_FALSE(std::filesystem::exists(path("old")));
+  CHECK(std::filesystem::exists(path("new")));
+  CHECK(std::filesystem::exists(path("dir")));
+}
+
 TEST_CASE_FIXTURE(TempDir, "Fs: open_read and open_append") {
   const std::string p = path("hashes.invalid");
   {
