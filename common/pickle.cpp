@@ -12,6 +12,8 @@
 #include <optional>
 #include <unordered_map>
 
+#include <boost/container/small_vector.hpp>
+
 namespace apus::common::pickle {
 namespace {
 
@@ -1571,7 +1573,171 @@ std::string dumps(const Value& v, int protocol) {
   return Writer(protocol).run(v);
 }
 
-Result<std::vector<std::pair<std::string, std::string>>> decode_object_metadata(
+namespace internal {
+
+std::optional<std::vector<std::pair<std::string, std::string>>> decode_plain_object_metadata(
+    std::string_view in) {
+  // What a stack or memo slot holds. A view points into `in`.
+  struct Item {
+    enum class Kind : uint8_t { kDict, kText, kBytes, kEncode, kBytesType, kNoArgs, kArgs };
+    Kind kind;
+    std::string_view text;  // kText, kBytes; kArgs: the text to encode
+  };
+  using Kind = Item::Kind;
+  constexpr size_t kMaxPairs = 64;  // duplicate keys are looked for pairwise
+  boost::container::small_vector<Item, 32> stack;
+  boost::container::small_vector<Item, 96> memo;
+  uint64_t memo_base = 0;  // the first memo index
+  std::vector<std::pair<std::string, std::string>> out;
+  size_t pos = 0;
+  size_t produced = 0;  // bytes of keys and values: at most the input's (memo GETs may repeat)
+  auto take = [&](size_t n, std::string_view* s) {
+    if (in.size() - pos < n) return false;
+    *s = in.substr(pos, n);
+    pos += n;
+    return true;
+  };
+  auto take_le = [&](size_t n, uint64_t* v) {
+    std::string_view b;
+    if (!take(n, &b)) return false;
+    *v = 0;
+    for (size_t i = n; i-- > 0;) *v = *v << 8 | static_cast<unsigned char>(b[i]);
+    return true;
+  };
+  auto ascii = [](std::string_view s) {
+    return std::all_of(s.begin(), s.end(),
+                       [](char c) { return static_cast<unsigned char>(c) < 0x80; });
+  };
+  // A counted string of ASCII (where every reading rule of the header gives the bytes as
+  // stored), pushed as `kind`.
+  auto push_counted = [&](size_t len_bytes, Kind kind) {
+    uint64_t len = 0;
+    std::string_view s;
+    if (!take_le(len_bytes, &len) || len > in.size() - pos || !take(len, &s) || !ascii(s))
+      return false;
+    stack.push_back({kind, s});
+    return true;
+  };
+  auto is_string = [](const Item& i) { return i.kind == Kind::kText || i.kind == Kind::kBytes; };
+  // Moves the pairs above stack[first] into the dict below them.
+  auto set_items = [&](size_t first) {
+    if (first == 0 || stack[first - 1].kind != Kind::kDict || (stack.size() - first) % 2 != 0)
+      return false;
+    for (size_t i = first; i < stack.size(); i += 2) {
+      if (!is_string(stack[i]) || !is_string(stack[i + 1])) return false;
+      produced += stack[i].text.size() + stack[i + 1].text.size();
+      if (out.size() == kMaxPairs || produced > in.size()) return false;
+      for (const auto& [k, v] : out) {
+        if (k == stack[i].text) return false;  // Python keeps the last value: the long way
+      }
+      out.emplace_back(stack[i].text, stack[i + 1].text);
+    }
+    stack.resize(first);
+    return true;
+  };
+  size_t mark = 0;  // 1 + the stack size at the open MARK; 0: none open
+  // Items on the stack above the open MARK, if any.
+  auto above_mark = [&] { return stack.size() - (mark == 0 ? 0 : mark - 1); };
+  for (;;) {
+    uint64_t n = 0;
+    if (pos >= in.size()) return std::nullopt;
+    switch (static_cast<uint8_t>(in[pos++])) {
+      case 0x80:  // PROTO
+        if (!take_le(1, &n) || n > 5) return std::nullopt;
+        break;
+      case '}':  // EMPTY_DICT: only the top-level one
+        if (!stack.empty() || !memo.empty()) return std::nullopt;
+        stack.push_back({Kind::kDict, {}});
+        break;
+      case '(':  // MARK
+        if (mark != 0) return std::nullopt;
+        mark = stack.size() + 1;
+        break;
+      case 'X':  // BINUNICODE
+        if (!push_counted(4, Kind::kText)) return std::nullopt;
+        break;
+      case 0x8C:  // SHORT_BINUNICODE
+        if (!push_counted(1, Kind::kText)) return std::nullopt;
+        break;
+      case 'T':  // BINSTRING (Python 2)
+      case 'B':  // BINBYTES
+        if (!push_counted(4, Kind::kBytes)) return std::nullopt;
+        break;
+      case 'U':  // SHORT_BINSTRING (Python 2)
+      case 'C':  // SHORT_BINBYTES
+        if (!push_counted(1, Kind::kBytes)) return std::nullopt;
+        break;
+      case 'c': {  // GLOBAL
+        const size_t nl1 = in.find('\n', pos);
+        const size_t nl2 = nl1 == std::string_view::npos ? nl1 : in.find('\n', nl1 + 1);
+        if (nl2 == std::string_view::npos) return std::nullopt;
+        std::optional<Global> g =
+            allowed_global(in.substr(pos, nl1 - pos), in.substr(nl1 + 1, nl2 - nl1 - 1));
+        pos = nl2 + 1;
+        if (g == Global::kCodecsEncode) {
+          stack.push_back({Kind::kEncode, {}});
+        } else if (g == Global::kBytes) {
+          stack.push_back({Kind::kBytesType, {}});
+        } else {
+          return std::nullopt;
+        }
+        break;
+      }
+      case ')':  // EMPTY_TUPLE
+        stack.push_back({Kind::kNoArgs, {}});
+        break;
+      case 0x86:  // TUPLE2: (text, 'latin1'), the arguments of _codecs.encode
+        if (above_mark() < 2 || stack[stack.size() - 2].kind != Kind::kText ||
+            stack.back().kind != Kind::kText || !is_latin1_codec(stack.back().text))
+          return std::nullopt;
+        stack.pop_back();
+        stack.back().kind = Kind::kArgs;
+        break;
+      case 'R': {  // REDUCE: _codecs.encode(text, 'latin1') or bytes()
+        if (above_mark() < 2) return std::nullopt;
+        const Item args = stack.back();
+        stack.pop_back();
+        Item& callable = stack.back();
+        if (callable.kind == Kind::kEncode && args.kind == Kind::kArgs) {
+          callable = {Kind::kBytes, args.text};  // ASCII: its latin-1 bytes are itself
+        } else if (callable.kind == Kind::kBytesType && args.kind == Kind::kNoArgs) {
+          callable = {Kind::kBytes, {}};
+        } else {
+          return std::nullopt;
+        }
+        break;
+      }
+      case 'q':  // BINPUT
+      case 'r':  // LONG_BINPUT: numbered in order, from 0 (Python 3) or 1 (Python 2's cPickle)
+        if (!take_le(in[pos - 1] == 'q' ? 1 : 4, &n) || above_mark() < 1) return std::nullopt;
+        if (memo.empty() && n <= 1) memo_base = n;
+        if (n != memo_base + memo.size()) return std::nullopt;
+        memo.push_back(stack.back());
+        break;
+      case 'h':  // BINGET
+      case 'j':  // LONG_BINGET
+        if (!take_le(in[pos - 1] == 'h' ? 1 : 4, &n) || n < memo_base ||
+            n - memo_base >= memo.size() || memo[n - memo_base].kind == Kind::kDict)
+          return std::nullopt;
+        stack.push_back(memo[n - memo_base]);
+        break;
+      case 's':  // SETITEM
+        if (mark != 0 || stack.size() != 3 || !set_items(1)) return std::nullopt;
+        break;
+      case 'u':  // SETITEMS
+        if (mark == 0 || !set_items(mark - 1)) return std::nullopt;
+        mark = 0;
+        break;
+      case '.':  // STOP
+        if (mark != 0 || stack.size() != 1 || stack[0].kind != Kind::kDict) return std::nullopt;
+        return out;
+      default:
+        return std::nullopt;
+    }
+  }
+}
+
+Result<std::vector<std::pair<std::string, std::string>>> decode_general_object_metadata(
     std::string_view pickle_bytes) {
   bool py3 = false;
   Result<Value> v = loads_impl(pickle_bytes, &py3);
@@ -1587,6 +1753,14 @@ Result<std::vector<std::pair<std::string, std::string>>> decode_object_metadata(
     out.emplace_back(std::move(*key), std::move(*value));
   }
   return out;
+}
+
+}  // namespace internal
+
+Result<std::vector<std::pair<std::string, std::string>>> decode_object_metadata(
+    std::string_view pickle_bytes) {
+  if (auto plain = internal::decode_plain_object_metadata(pickle_bytes)) return std::move(*plain);
+  return internal::decode_general_object_metadata(pickle_bytes);
 }
 
 std::string encode_object_metadata(

@@ -168,4 +168,18 @@ Result<std::vector<std::pair<std::string, std::string>>> decode_object_metadata(
 std::string encode_object_metadata(
     const std::vector<std::pair<std::string, std::string>>& wire_metadata);
 
+namespace internal {
+// decode_object_metadata()'s two readers, apart for the fuzz target that checks they agree.
+// The plain one reads only the pickles Swift (Python 2 and 3) and Apus write for metadata whose
+// keys and values are ASCII and distinct, at most 64 of them: a dict of strs or bytes (bytes
+// as _codecs.encode(str, 'latin1'), bytes() or a counted string), memo numbered in order.
+// It returns nullopt for anything else, valid or not. It builds no Value tree: 1.4 against
+// 6.0 us for eight pairs, on every open of an object. The general one is loads() and the
+// rules above.
+std::optional<std::vector<std::pair<std::string, std::string>>> decode_plain_object_metadata(
+    std::string_view pickle_bytes);
+Result<std::vector<std::pair<std::string, std::string>>> decode_general_object_metadata(
+    std::string_view pickle_bytes);
+}  // namespace internal
+
 }  // namespace apus::common::pickle

@@ -94,6 +94,13 @@ const std::string* find_meta(const Metadata& md, std::string_view key) {
   return nullptr;
 }
 
+const std::string* find_meta_ci(const Metadata& md, std::string_view key) {
+  for (const auto& [k, v] : md) {
+    if (common::http::iequals(k, key)) return &v;
+  }
+  return nullptr;
+}
+
 std::string stored_crc32c(std::string_view crc_hex, std::string_view etag) {
   std::string value;
   value.reserve(crc_hex.size() + 1 + etag.size());

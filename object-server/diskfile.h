@@ -40,6 +40,8 @@ using Metadata = std::vector<std::pair<std::string, std::string>>;
 
 // The value stored under `key` (exact match), or nullptr.
 const std::string* find_meta(const Metadata& md, std::string_view key);
+// The first value stored under `key` in any case (as headers name it), or nullptr.
+const std::string* find_meta_ci(const Metadata& md, std::string_view key);
 // Sets `key` to `value`, replacing an existing entry.
 void set_meta(Metadata& md, std::string_view key, std::string_view value);
 

@@ -583,6 +583,13 @@ void ObjectServer::copy_allowed_headers(const Request& req, Metadata& md) const 
   }
 }
 
+bool ObjectServer::is_allowed_header(std::string_view name) const {
+  // A handful of names, read for each metadata key of every GET: compared in place, not
+  // lower-cased into a copy first.
+  return std::any_of(config_.allowed_headers.begin(), config_.allowed_headers.end(),
+                     [&](const std::string& allowed) { return iequals(allowed, name); });
+}
+
 OrRefusal<DiskObject> ObjectServer::open_checked(const Location& loc) {
   if (!disk_.check_device(loc.device).ok()) return swob_response(507, loc.device);
   auto obj = disk_.open(loc);
@@ -982,7 +989,7 @@ Metadata ObjectServer::put_metadata(const PutState& put) const {
   }
   copy_allowed_headers(req, md);
   if (put.delete_at.value && req.headers.contains("X-Delete-After") &&
-      config_.allowed_headers.count("x-delete-at")) {
+      is_allowed_header("X-Delete-At")) {
     set_meta(md, "X-Delete-At", *put.delete_at.value);  // what X-Delete-After became
   }
   set_meta(md, "name", put.p.loc.name());
@@ -1152,17 +1159,18 @@ net::awaitable<void> ObjectServer::send_object(Exchange& ex, Parsed& p, DiskObje
                                                const std::string* small_body) {
   const Request& req = ex.request();
   const Metadata& md = obj.metadata;
-  const std::string etag = find_meta(md, "ETag") ? *find_meta(md, "ETag") : "";
+  static const std::string kNoEtag;
+  const std::string& etag = find_meta(md, "ETag") ? *find_meta(md, "ETag") : kNoEtag;
   auto meta_ts = Timestamp::parse(find_meta(md, "X-Timestamp") ? *find_meta(md, "X-Timestamp")
                                                                 : obj.timestamp.internal());
   Timestamp x_ts = meta_ts.ok() ? *meta_ts : obj.timestamp;
 
   HeaderMap h;
+  h.reserve(md.size() + 8);
   const std::string* ctype = find_meta(md, "Content-Type");
   h.set("Content-Type", ctype ? *ctype : "application/octet-stream");
   for (const auto& [k, v] : md) {
-    if (is_user_or_sys_meta(k) || is_transient_sysmeta(k) ||
-        config_.allowed_headers.count(common::http::to_lower(k))) {
+    if (is_user_or_sys_meta(k) || is_transient_sysmeta(k) || is_allowed_header(k)) {
       h.set(title_case(k), v);
     }
   }
@@ -1171,21 +1179,18 @@ net::awaitable<void> ObjectServer::send_object(Exchange& ex, Parsed& p, DiskObje
   if (const auto* enc = find_meta(md, "Content-Encoding")) h.set("Content-Encoding", *enc);
   h.set("X-Timestamp", x_ts.normal());
   h.set("X-Backend-Timestamp", x_ts.internal());
-  h.set("X-Backend-Data-Timestamp", obj.data_timestamp.internal());
-  h.set("X-Backend-Durable-Timestamp", obj.data_timestamp.internal());
+  const std::string data_timestamp = obj.data_timestamp.internal();
+  h.set("X-Backend-Data-Timestamp", data_timestamp);
+  h.set("X-Backend-Durable-Timestamp", data_timestamp);
 
   // X-Backend-Etag-Is-At: the first listed metadata key present holds the etag to compare.
-  std::string conditional_etag = etag;
+  std::string_view conditional_etag = etag;
   if (auto at = req.headers.get("X-Backend-Etag-Is-At")) {
-    for (const auto& key : common::list_from_csv(*at)) {
-      for (const auto& [k, v] : md) {
-        if (iequals(k, key)) {
-          conditional_etag = v;
-          goto found;
-        }
-      }
-    }
-  found:;
+    common::any_csv_item(*at, [&](std::string_view key) {
+      const std::string* value = find_meta_ci(md, key);
+      if (value) conditional_etag = *value;
+      return value != nullptr;
+    });
   }
   auto outcome = common::http::evaluate_conditional(
       req.headers, {.etag = conditional_etag, .last_modified = x_ts.ceil(), .not_found = false});
@@ -1209,10 +1214,9 @@ net::awaitable<void> ObjectServer::send_object(Exchange& ex, Parsed& p, DiskObje
   // a large object's manifest keeps its own headers.
   std::optional<std::string_view> range_header = req.headers.get("Range");
   if (auto ignore = req.headers.get("X-Backend-Ignore-Range-If-Metadata-Present")) {
-    for (const auto& key : common::list_from_csv(*ignore)) {
-      for (const auto& [k, v] : md) {
-        if (iequals(k, key)) range_header.reset();
-      }
+    if (common::any_csv_item(*ignore,
+                             [&](std::string_view key) { return find_meta_ci(md, key); })) {
+      range_header.reset();
     }
   }
   auto range = common::http::evaluate_range(range_header, obj.size);
@@ -1252,8 +1256,10 @@ net::awaitable<void> ObjectServer::send_object(Exchange& ex, Parsed& p, DiskObje
       small_body ? 0 : static_cast<size_t>(std::min<uint64_t>(chunk, obj.size));
   // Left uninitialised: every byte sent is read into them first (zeroing cost a 16 MiB GET
   // 2 MiB of memset).
-  std::array<std::unique_ptr<char[]>, 2> bufs = {std::make_unique_for_overwrite<char[]>(buf_size),
-                                                 std::make_unique_for_overwrite<char[]>(buf_size)};
+  std::array<std::unique_ptr<char[]>, 2> bufs;
+  if (buf_size > 0) {
+    for (auto& buf : bufs) buf = std::make_unique_for_overwrite<char[]>(buf_size);
+  }
   // A read of the whole file whose bytes do not match their checksum: the file is bad and goes
   // to quarantine (the next reader gets another replica), as Swift's reader does for any read
   // from byte 0 to the end. Done before the last chunk goes out, so a client that has read the

@@ -171,6 +171,8 @@ class ObjectServer {
   boost::asio::awaitable<void> delete_at_update(const Parsed& p, std::string op, int64_t delete_at);
   // Stores allowed_headers and X-Backend-Replication-Headers from the request into `md`.
   void copy_allowed_headers(const common::http::Request& req, Metadata& md) const;
+  // Whether allowed_headers names `name`, in any case.
+  bool is_allowed_header(std::string_view name) const;
   // The object's state, or the answer refusing the request: 507 when its device is unavailable
   // or a disk failure says so, 403 for a name collision, 500 for other disk failures. Pool
   // thread.

@@ -123,14 +123,10 @@ bool config_true_value(std::string_view value) {
 
 std::vector<std::string> list_from_csv(std::string_view value) {
   std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= value.size()) {
-    size_t comma = value.find(',', start);
-    if (comma == std::string_view::npos) comma = value.size();
-    std::string_view item = strip(value.substr(start, comma - start));
-    if (!item.empty()) out.emplace_back(item);
-    start = comma + 1;
-  }
+  any_csv_item(value, [&](std::string_view item) {
+    out.emplace_back(item);
+    return false;
+  });
   return out;
 }
 

@@ -46,6 +46,23 @@ bool config_true_value(std::string_view value);
 
 // Swift's list_from_csv(): splits on ',', strips each item and drops empty items.
 std::vector<std::string> list_from_csv(std::string_view value);
+// The items list_from_csv(value) gives, as views into `value`, to `fn` in order, until it
+// returns true; whether one did. For lists read per request: no copies.
+template <class Fn>
+bool any_csv_item(std::string_view value, Fn fn) {
+  for (size_t start = 0; start <= value.size();) {
+    size_t comma = value.find(',', start);
+    if (comma == std::string_view::npos) comma = value.size();
+    std::string_view item = value.substr(start, comma - start);
+    constexpr std::string_view kWhitespace = " \t\n\r\v\f";  // Python's str.strip()
+    if (size_t first = item.find_first_not_of(kWhitespace); first != std::string_view::npos) {
+      item = item.substr(first, item.find_last_not_of(kWhitespace) - first + 1);
+      if (fn(item)) return true;
+    }
+    start = comma + 1;
+  }
+  return false;
+}
 
 // Splits on runs of ASCII whitespace (Python's str.split()).
 std::vector<std::string> split_words(std::string_view value);

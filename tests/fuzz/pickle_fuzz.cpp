@@ -5,7 +5,8 @@
 // cheap), it checks two round trips the servers rely on: a value loads() accepts is written by
 // dumps() at protocols 0-2 into a pickle that loads back to the same value, and the object
 // metadata decode_object_metadata() returns encodes into a pickle that decodes to the same
-// pairs.
+// pairs. And its two readers agree: whatever the plain one reads, the general one reads to the
+// same pairs.
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -62,6 +63,15 @@ void check_value_round_trip(const pickle::Value& v) {
   }
 }
 
+void check_metadata_readers_agree(std::string_view data) {
+  auto plain = pickle::internal::decode_plain_object_metadata(data);
+  if (!plain) return;
+  auto general = pickle::internal::decode_general_object_metadata(data);
+  if (!general.ok())
+    fail("the general reader refuses what the plain one reads", general.status().to_string());
+  if (*general != *plain) fail("the metadata readers disagree", "");
+}
+
 void check_metadata_round_trip(std::string_view data) {
   auto pairs = pickle::decode_object_metadata(data);
   if (!pairs.ok()) return;
@@ -85,5 +95,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     check_value_round_trip(*v);
   }
   check_metadata_round_trip(input);
+  check_metadata_readers_agree(input);
   return 0;
 }

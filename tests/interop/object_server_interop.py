@@ -156,6 +156,20 @@ def differential(swift_port, apus_port, container_port):
         ("GET", obj, {"If-Match": '"nope"'}, None),
         ("GET", obj, {"If-Modified-Since": "Sun, 01 Jan 2040 00:00:00 GMT"}, None),
         ("GET", obj, {"If-Unmodified-Since": "Sun, 01 Jan 2000 00:00:00 GMT"}, None),
+        # Which metadata holds the ETag conditions compare (SLO's, symlinks'), in any case:
+        # the first listed that is present.
+        ("GET", obj, {"If-Match": '"sys"',
+                      "X-Backend-Etag-Is-At": " X-Object-Meta-None, x-object-sysmeta-test,"
+                                              "X-Object-Meta-Color"}, None),
+        ("HEAD", obj, {"If-None-Match": '"blue"',
+                       "X-Backend-Etag-Is-At": "X-Object-Meta-None,x-object-meta-color"}, None),
+        # A Range ignored when the object holds any listed metadata (DLO's and SLO's manifests).
+        ("GET", obj, {"Range": "bytes=1-3",
+                      "X-Backend-Ignore-Range-If-Metadata-Present": "X-Object-Meta-None, "
+                                                                    "x-object-meta-COLOR"}, None),
+        ("GET", obj, {"Range": "bytes=1-3",
+                      "X-Backend-Ignore-Range-If-Metadata-Present": ",X-Object-Meta-None,"},
+         None),
         ("POST", obj, dict(cont, **{"X-Timestamp": "1700000002.00000",
                                     "X-Object-Meta-Size": "big"}), None),
         ("GET", obj, {}, None),

@@ -292,7 +292,23 @@ TEST_CASE("config: list helpers") {
   CHECK(s.get_list("unset", "p, q") == std::vector<std::string>{"p", "q"});
   CHECK(s.get_list("unset").empty());
   CHECK(list_from_csv(" , ").empty());
+  CHECK(list_from_csv("\ta\v, b c ,\f") == std::vector<std::string>{"a", "b c"});
   CHECK(split_words("  ").empty());
+  // any_csv_item: the same items, in place, until one is wanted.
+  std::vector<std::string_view> seen;
+  auto until = [&](std::string_view want) {
+    seen.clear();
+    return [&seen, want](std::string_view item) {
+      seen.push_back(item);
+      return item == want;
+    };
+  };
+  CHECK(any_csv_item(" x-a , ,x-b,x-c ", until("x-b")));
+  CHECK(seen == std::vector<std::string_view>{"x-a", "x-b"});
+  CHECK_FALSE(any_csv_item(" x-a , ,x-b,x-c ", until("none")));
+  CHECK(seen == std::vector<std::string_view>{"x-a", "x-b", "x-c"});
+  CHECK_FALSE(any_csv_item(", ,", until("")));
+  CHECK(seen.empty());
 }
 
 TEST_CASE("config: pipeline and entry points") {
