@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <charconv>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/executor_work_guard.hpp>
@@ -873,9 +874,12 @@ net::awaitable<Status> Session::do_respond(Response response) {
   std::optional<uint64_t> length = response.body.size();
   bool head_only = request_.method == "HEAD";
   if (auto declared = response.headers.get("Content-Length")) {
-    // A HEAD answer declares the length of what a GET would send.
+    // A HEAD answer declares the length of what a GET would send (its leading digits; a
+    // value that starts with none, a sign included, is not a length).
     uint64_t v = 0;
-    if (head_only && std::sscanf(std::string(*declared).c_str(), "%lu", &v) == 1) length = v;
+    if (head_only &&
+        std::from_chars(declared->data(), declared->data() + declared->size(), v).ec == std::errc())
+      length = v;
   }
   std::string head =
       format_head(response.status, response.headers, length, false, response.reason);
