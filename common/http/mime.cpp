@@ -2,9 +2,20 @@
 
 #include <algorithm>
 
+#include <string.h>
+
 namespace apus::common::http {
 
 namespace {
+
+// Where `delimiter` first starts in `data`, or npos. string_view::find stops at each byte equal
+// to the delimiter's first ('\r': once per 256 bytes of a random body) and compares from there;
+// glibc's memmem skips ahead by what it has seen, which matters for a body of many MiB.
+size_t find_delimiter(std::string_view data, std::string_view delimiter) {
+  const void* at = memmem(data.data(), data.size(), delimiter.data(), delimiter.size());
+  return at ? static_cast<size_t>(static_cast<const char*>(at) - data.data())
+            : std::string_view::npos;
+}
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() &&
@@ -57,7 +68,7 @@ std::optional<std::string_view> MimeSplitter::take_body_tail() {
 
 size_t MimeSplitter::body_in_place(std::string_view region) {
   // As read_body() decides: body up to a delimiter, or all but a tail that could start one.
-  size_t delim = region.find(delimiter_);
+  size_t delim = find_delimiter(region, delimiter_);
   size_t keep = delimiter_.size() - 1;
   size_t body = delim != std::string_view::npos ? delim
                 : region.size() > keep          ? region.size() - keep
@@ -125,7 +136,7 @@ MimeSplitter::Event MimeSplitter::read_headers() {
     return Event::kHeaders;
   }
   size_t end = u.find("\r\n\r\n");
-  size_t delim = u.find(delimiter_);
+  size_t delim = find_delimiter(u, delimiter_);
   if (delim != std::string_view::npos && (end == std::string_view::npos || delim < end)) {
     // The document ends before its headers do: headers only, an empty body.
     parse_header_lines(u.substr(0, delim), headers_);
@@ -149,7 +160,7 @@ MimeSplitter::Event MimeSplitter::read_headers() {
 
 MimeSplitter::Event MimeSplitter::read_body() {
   std::string_view u = unread();
-  size_t delim = u.find(delimiter_);
+  size_t delim = find_delimiter(u, delimiter_);
   if (delim == 0) {
     pos_ += delimiter_.size();
     state_ = State::kAfterDelimiter;
