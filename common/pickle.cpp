@@ -362,6 +362,23 @@ bool is_latin1_codec(std::string_view name) {
   return n == "latin1" || n == "latin_1" || n == "iso8859_1" || n == "iso_8859_1" || n == "l1";
 }
 
+// The next `n` bytes of `in` at `pos`, which moves past them; false when fewer are left.
+bool take_bytes(std::string_view in, size_t& pos, size_t n, std::string_view* out) {
+  if (in.size() - pos < n) return false;
+  *out = in.substr(pos, n);
+  pos += n;
+  return true;
+}
+
+// An `n`-byte little-endian number, taken as take_bytes() takes bytes.
+bool take_le_number(std::string_view in, size_t& pos, size_t n, uint64_t* v) {
+  std::string_view b;
+  if (!take_bytes(in, pos, n, &b)) return false;
+  *v = 0;
+  for (size_t i = n; i-- > 0;) *v = *v << 8 | static_cast<unsigned char>(b[i]);
+  return true;
+}
+
 // A Python object under construction. Containers refer to their items by pointer, because
 // pickles mutate containers after memoizing them and may reference one object many times.
 struct Node {
@@ -414,19 +431,8 @@ class Parser {
   }
 
   // ---- input
-  bool take(size_t n, std::string_view* out) {
-    if (in_.size() - pos_ < n) return false;
-    *out = in_.substr(pos_, n);
-    pos_ += n;
-    return true;
-  }
-  bool take_le(size_t n, uint64_t* v) {
-    std::string_view b;
-    if (!take(n, &b)) return false;
-    *v = 0;
-    for (size_t i = n; i-- > 0;) *v = *v << 8 | static_cast<unsigned char>(b[i]);
-    return true;
-  }
+  bool take(size_t n, std::string_view* out) { return take_bytes(in_, pos_, n, out); }
+  bool take_le(size_t n, uint64_t* v) { return take_le_number(in_, pos_, n, v); }
   bool take_line(std::string_view* line) {
     const size_t nl = in_.find('\n', pos_);
     if (nl == std::string_view::npos) return false;
@@ -1589,21 +1595,11 @@ std::optional<std::vector<std::pair<std::string, std::string>>> decode_plain_obj
   boost::container::small_vector<Item, 96> memo;
   uint64_t memo_base = 0;  // the first memo index
   std::vector<std::pair<std::string, std::string>> out;
+  out.reserve(16);  // Swift's metadata: 6 pairs and the user's
   size_t pos = 0;
   size_t produced = 0;  // bytes of keys and values: at most the input's (memo GETs may repeat)
-  auto take = [&](size_t n, std::string_view* s) {
-    if (in.size() - pos < n) return false;
-    *s = in.substr(pos, n);
-    pos += n;
-    return true;
-  };
-  auto take_le = [&](size_t n, uint64_t* v) {
-    std::string_view b;
-    if (!take(n, &b)) return false;
-    *v = 0;
-    for (size_t i = n; i-- > 0;) *v = *v << 8 | static_cast<unsigned char>(b[i]);
-    return true;
-  };
+  auto take = [&](size_t n, std::string_view* s) { return take_bytes(in, pos, n, s); };
+  auto take_le = [&](size_t n, uint64_t* v) { return take_le_number(in, pos, n, v); };
   auto ascii = [](std::string_view s) {
     return std::all_of(s.begin(), s.end(),
                        [](char c) { return static_cast<unsigned char>(c) < 0x80; });
