@@ -86,10 +86,15 @@ std::string generate_trans_id(std::string_view suffix) {
 
 namespace {
 
-// A header name as Swift's WSGI server hands it on: lower case, '_' read as '-'.
+// A header name's byte as Swift's WSGI server hands it on: lower case, '_' read as '-'.
+char wsgi_char(char c) {
+  if (c >= 'A' && c <= 'Z') return static_cast<char>(c - 'A' + 'a');
+  return c == '_' ? '-' : c;
+}
+
 std::string wsgi_name(std::string_view name) {
-  std::string n = common::http::to_lower(name);
-  std::replace(n.begin(), n.end(), '_', '-');
+  std::string n(name);
+  std::transform(n.begin(), n.end(), n.begin(), wsgi_char);
   return n;
 }
 
@@ -97,8 +102,14 @@ std::string wsgi_name(std::string_view name) {
 
 bool is_internal_header(std::string_view name) {
   if (name.empty() || (name[0] != 'x' && name[0] != 'X')) return false;  // most headers
-  std::string n = wsgi_name(name);
-  std::string_view v(n);
+  // The name as Swift's WSGI server hands it on (lower case, '_' read as '-'), as far as any
+  // rule below reads it: asked of every header of every request and answer, so on the stack.
+  constexpr size_t kLongestRule = 40;  // "x-remove-object-transient-sysmeta-" and the like
+  char buf[kLongestRule + 1];
+  const size_t len = std::min(name.size(), sizeof buf);
+  std::transform(name.begin(), name.begin() + static_cast<ptrdiff_t>(len), buf, wsgi_char);
+  const bool whole = len == name.size();  // else longer than any exact name below
+  std::string_view v(buf, len);
   if (v.starts_with("x-remove-")) {
     v.remove_prefix(std::string_view("x-remove").size());
   } else if (v.starts_with("x-")) {
@@ -121,7 +132,7 @@ bool is_internal_header(std::string_view name) {
       "-container-root-db-state", "-delete-at-host", "-delete-at-device",
       "-delete-at-partition", "-delete-at-container"};
   for (std::string_view h : kUpdateHeaders) {
-    if (v == h) return true;
+    if (whole && v == h) return true;
   }
   return false;
 }
@@ -245,7 +256,20 @@ class Gatekeeper final : public Middleware {
       : allow_reserved_names_header_(allow_reserved_names_header) {}
   net::awaitable<void> call(Exchange& ex, ProxyEnv& env, const Next& next) override {
     HeaderEditor out(ex, [](int, HeaderMap& h) { strip_internal(h); });
-    HeaderMap& h = out.mutable_request().headers;
+    // The request is copied only to change it (most clients send nothing to take off).
+    if (needs_edit(ex.request().headers, env)) edit(out.mutable_request().headers, env);
+    co_await next(out, env);
+  }
+
+ private:
+  bool needs_edit(const HeaderMap& h, const ProxyEnv& env) const {
+    return env.inbound_x_timestamp || h.contains("X-Timestamp") ||
+           (allow_reserved_names_header_ && h.contains("X-Allow-Reserved-Names")) ||
+           std::any_of(h.begin(), h.end(),
+                       [](const auto& f) { return is_internal_header(f.first); });
+  }
+
+  void edit(HeaderMap& h, ProxyEnv& env) const {
     strip_internal(h);
     // shunt_inbound_x_timestamp (Swift's default): a client's X-Timestamp is kept aside, never
     // used as the write's timestamp. The server took it off the request before the pipeline;
@@ -261,10 +285,8 @@ class Gatekeeper final : public Middleware {
       h.erase("X-Allow-Reserved-Names");
       h.set("X-Backend-Allow-Reserved-Names", value);
     }
-    co_await next(out, env);
   }
 
- private:
   const bool allow_reserved_names_header_;
 };
 

@@ -106,6 +106,13 @@ TEST_CASE("internal headers: the X-Remove- and underscore spellings count too") 
   CHECK(is_internal_header("X_Backend_Storage_Policy_Index"));
   CHECK(is_internal_header("X_Remove_Account_Sysmeta_X"));
   CHECK(is_internal_header("x-object_sysmeta-x"));
+  // Long names: a prefix decides however long the rest; an exact name is never a prefix.
+  CHECK(is_internal_header("X-Remove-Object-Transient-Sysmeta-" + std::string(200, 'y')));
+  CHECK(is_internal_header("X_Object_Sysmeta_" + std::string(200, 'y')));
+  CHECK(is_internal_header("X-Remove-Container-Root-Db-State"));
+  CHECK_FALSE(is_internal_header("X-Remove-Container-Root-Db-State" + std::string(9, 'y')));
+  CHECK_FALSE(is_internal_header("X-Delete-At-Container" + std::string(200, 'y')));
+  CHECK_FALSE(is_internal_header("X-Object-Meta-" + std::string(200, 'y')));
 }
 
 TEST_CASE("strip_client_headers: drops internal headers and returns X-Timestamp") {
