@@ -1214,8 +1214,8 @@ net::awaitable<void> ObjectServer::send_object(Exchange& ex, Parsed& p, DiskObje
   // a large object's manifest keeps its own headers.
   std::optional<std::string_view> range_header = req.headers.get("Range");
   if (auto ignore = req.headers.get("X-Backend-Ignore-Range-If-Metadata-Present")) {
-    if (common::any_csv_item(*ignore,
-                             [&](std::string_view key) { return find_meta_ci(md, key); })) {
+    if (common::any_csv_item(
+            *ignore, [&](std::string_view key) { return find_meta_ci(md, key) != nullptr; })) {
       range_header.reset();
     }
   }

@@ -215,13 +215,13 @@ class CatchErrors final : public Middleware {
     }
     env.trans_id = generate_trans_id(suffix);
     std::string id = env.trans_id;
-    std::string realm = auth_realm(ex.request());
-    HeaderEditor out(ex, [id, realm](int status, HeaderMap& h) {
+    HeaderEditor out(ex, [id, &ex](int status, HeaderMap& h) {
       h.set("X-Trans-Id", id);
       h.set("X-Openstack-Request-Id", id);
-      // swob gives every 401 a challenge naming the account.
+      // swob gives every 401 a challenge naming the account (of the request as it came: `ex`
+      // outlives this editor).
       if (status == 401 && !h.contains("Www-Authenticate")) {
-        h.set("Www-Authenticate", "Swift realm=\"" + realm + "\"");
+        h.set("Www-Authenticate", "Swift realm=\"" + auth_realm(ex.request()) + "\"");
       }
     });
     out.mutable_request().headers.set("X-Trans-Id", id);

@@ -54,7 +54,7 @@ bool any_csv_item(std::string_view value, Fn fn) {
     size_t comma = value.find(',', start);
     if (comma == std::string_view::npos) comma = value.size();
     std::string_view item = value.substr(start, comma - start);
-    constexpr std::string_view kWhitespace = " \t\n\r\v\f";  // Python's str.strip()
+    constexpr std::string_view kWhitespace = " \t\n\r\v\f";  // as list_from_csv strips
     if (size_t first = item.find_first_not_of(kWhitespace); first != std::string_view::npos) {
       item = item.substr(first, item.find_last_not_of(kWhitespace) - first + 1);
       if (fn(item)) return true;
