@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <initializer_list>
 #include <random>
 
 #include "common/crypto/crc32c.h"
@@ -45,12 +46,20 @@ std::string sidecar_owner(std::string_view name) {
   return std::string(name.substr(1, name.size() - 1 - kSuffix.size()));
 }
 
-std::string join(std::string_view a, std::string_view b) {
-  std::string out(a);
-  out.push_back('/');
-  out.append(b);
+// The parts joined by '/', in one allocation (an object's directory is built on every open).
+std::string join(std::initializer_list<std::string_view> parts) {
+  size_t size = 0;
+  for (std::string_view p : parts) size += p.size() + 1;
+  std::string out;
+  out.reserve(size);
+  for (std::string_view p : parts) {
+    out.append(p).push_back('/');
+  }
+  if (!out.empty()) out.pop_back();  // the separator after the last part
   return out;
 }
+
+std::string join(std::string_view a, std::string_view b) { return join({a, b}); }
 
 bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
@@ -324,12 +333,13 @@ bool DiskFileManager::name_hashes_to(const std::string& name, const std::string&
 }
 
 std::string DiskFileManager::partition_dir(const Location& loc) const {
-  return join(join(join(options_.devices, loc.device), policy_dir("objects", loc.policy)),
-              loc.partition);
+  return join({options_.devices, loc.device, policy_dir("objects", loc.policy), loc.partition});
 }
 
 std::string DiskFileManager::hash_dir(const Location& loc, const std::string& hash) const {
-  return join(join(partition_dir(loc), hash.substr(hash.size() - 3)), hash);
+  const std::string_view suffix = std::string_view(hash).substr(hash.size() - 3);
+  return join({options_.devices, loc.device, policy_dir("objects", loc.policy), loc.partition,
+               suffix, hash});
 }
 
 Status DiskFileManager::write_metadata(const Location& loc, File& file, const Metadata& metadata,
