@@ -403,14 +403,15 @@ Result<Metadata> DiskFileManager::read_metadata(const File& file) {
     decoded = common::pickle::decode_object_metadata(pickled);
   }
   auto checksum = fs_.get_xattr(file, kChecksumKey);
-  if (checksum.ok() && *checksum != common::crypto::md5_hex(pickled) && !all_read) {
+  // Hashed once per reading of the pieces (it was twice per open).
+  bool checksum_matches = !checksum.ok() || *checksum == common::crypto::md5_hex(pickled);
+  if (!checksum_matches && !all_read) {
     // Whole on its own, yet more pieces follow: read as Swift reads it, every piece.
     APUS_RETURN_IF_ERROR(read_rest());
     decoded = common::pickle::decode_object_metadata(pickled);
+    checksum_matches = *checksum == common::crypto::md5_hex(pickled);
   }
-  if (checksum.ok() && *checksum != common::crypto::md5_hex(pickled)) {
-    return Status::corruption("metadata checksum mismatch");
-  }
+  if (!checksum_matches) return Status::corruption("metadata checksum mismatch");
   if (!decoded.ok()) return Status::corruption("unreadable metadata: " + decoded.status().message());
   return std::move(*decoded);
 }
