@@ -97,6 +97,12 @@ bool good_row(const ContainerRecord& r) {
          good_timestamp(r.delete_timestamp) && r.storage_policy_index >= 0;
 }
 
+std::string device_tmp_dir(std::string_view devices, std::string_view device) {
+  std::string dir(devices);
+  dir.append("/").append(device).append("/tmp");
+  return dir;
+}
+
 DbMetadata metadata_from_json(std::string_view raw) {
   DbMetadata md;
   if (raw.empty()) return md;
@@ -331,7 +337,7 @@ class ReplicateRpc {
     // A Swift replicator may be about to rsync a database file here (Swift's dispatch makes the
     // directory for every other operation).
     if (op != "complete_rsync" && op != "rsync_then_merge") {
-      (void)devices_.fs().mkdirs(config_.devices + "/" + t_.device + "/tmp");
+      (void)devices_.fs().mkdirs(device_tmp_dir(config_.devices, t_.device));
     }
     if (op == "sync") return sync(args);
     if (op == "merge_items") return merge_items(args);
@@ -496,7 +502,7 @@ class ReplicateRpc {
         sender == "..") {
       return plain_error(400, bad_request_body(create ? "complete_rsync" : "rsync_then_merge"));
     }
-    const std::string file = config_.devices + "/" + t_.device + "/tmp/" + std::string(sender);
+    const std::string file = device_tmp_dir(config_.devices, t_.device) + "/" + std::string(sender);
     auto st = devices_.fs().stat(file);
     if (!st.ok() || !st->exists || st->is_dir) return swob_response(404);
     const common::HashPathConfig names{config_.swift.hash_path_prefix,

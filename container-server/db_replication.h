@@ -142,4 +142,8 @@ boost::asio::awaitable<void> serve_replicate(common::http::Exchange& ex,
 // meta_timestamp), or nullopt when malformed.
 std::optional<std::vector<ObjectRecord>> parse_object_rows(std::string_view body);
 
+// <devices>/<device>/tmp: where a Swift replicator rsyncs a database for complete_rsync or
+// rsync_then_merge to take, and what the DB replicators sweep of crash leftovers each pass.
+std::string device_tmp_dir(std::string_view devices, std::string_view device);
+
 }  // namespace apus::container

@@ -605,7 +605,7 @@ net::awaitable<void> DbReplicator::Impl::replicate_device(const std::string& dev
   if (!store) co_return;
   // What a crash left in <device>/tmp (a database a Swift replicator sent by rsync and never
   // completed), as Swift's DB replicators remove it each pass.
-  fs.remove_older_than(config.devices + "/" + device + "/tmp",
+  fs.remove_older_than(device_tmp_dir(config.devices, device),
                        std::chrono::seconds(static_cast<int64_t>(config.reclaim_age)));
   auto executor = co_await net::this_coro::executor;
   const double now = now_seconds();

@@ -337,9 +337,9 @@ std::string DiskFileManager::partition_dir(const Location& loc) const {
 }
 
 std::string DiskFileManager::hash_dir(const Location& loc, const std::string& hash) const {
-  const std::string_view suffix = std::string_view(hash).substr(hash.size() - 3);
-  return join({options_.devices, loc.device, policy_dir("objects", loc.policy), loc.partition,
-               suffix, hash});
+  std::string dir = partition_dir(loc);
+  dir.append("/").append(std::string_view(hash).substr(hash.size() - 3)).append("/").append(hash);
+  return dir;
 }
 
 Status DiskFileManager::write_metadata(const Location& loc, File& file, const Metadata& metadata,

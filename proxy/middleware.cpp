@@ -92,10 +92,12 @@ char wsgi_char(char c) {
   return c == '_' ? '-' : c;
 }
 
-std::string wsgi_name(std::string_view name) {
-  std::string n(name);
-  std::transform(n.begin(), n.end(), n.begin(), wsgi_char);
-  return n;
+// Whether `name` is X-Timestamp as a WSGI server reads it (any case, '_' for '-').
+bool is_x_timestamp(std::string_view name) {
+  constexpr std::string_view kName = "x-timestamp";
+  return name.size() == kName.size() &&
+         std::equal(name.begin(), name.end(), kName.begin(),
+                    [](char c, char k) { return wsgi_char(c) == k; });
 }
 
 }  // namespace
@@ -137,12 +139,18 @@ bool is_internal_header(std::string_view name) {
   return false;
 }
 
+bool has_client_forbidden_headers(const HeaderMap& h) {
+  return std::any_of(h.begin(), h.end(), [](const HeaderMap::Field& f) {
+    return is_internal_header(f.first) || is_x_timestamp(f.first);
+  });
+}
+
 std::optional<std::string> strip_client_headers(HeaderMap& h) {
   std::optional<std::string> timestamp;
   if (auto ts = h.get("X-Timestamp")) timestamp = std::string(*ts);
   std::vector<std::string> drop;
   for (const auto& [name, value] : h) {
-    if (is_internal_header(name) || wsgi_name(name) == "x-timestamp") drop.push_back(name);
+    if (is_internal_header(name) || is_x_timestamp(name)) drop.push_back(name);
   }
   for (const auto& name : drop) h.erase(name);
   return timestamp;
@@ -262,11 +270,10 @@ class Gatekeeper final : public Middleware {
   }
 
  private:
+  // Whether edit() would change anything: keep the two in step.
   bool needs_edit(const HeaderMap& h, const ProxyEnv& env) const {
-    return env.inbound_x_timestamp || h.contains("X-Timestamp") ||
-           (allow_reserved_names_header_ && h.contains("X-Allow-Reserved-Names")) ||
-           std::any_of(h.begin(), h.end(),
-                       [](const auto& f) { return is_internal_header(f.first); });
+    return env.inbound_x_timestamp || has_client_forbidden_headers(h) ||
+           (allow_reserved_names_header_ && h.contains("X-Allow-Reserved-Names"));
   }
 
   void edit(HeaderMap& h, ProxyEnv& env) const {

@@ -50,6 +50,9 @@ bool is_internal_header(std::string_view name);
 // talks to the storage servers in their own words. Only what middlewares add after this
 // reaches the app (copy's subrequests, tempauth's sysmeta).
 std::optional<std::string> strip_client_headers(common::http::HeaderMap& h);
+// Whether strip_client_headers() would take anything off `h` (a caller copies a request only
+// to change it).
+bool has_client_forbidden_headers(const common::http::HeaderMap& h);
 
 // One element of [pipeline:main]: its name there and its entry point (egg:swift#<entry>).
 struct PipelineEntry {

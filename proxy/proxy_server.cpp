@@ -244,12 +244,7 @@ net::awaitable<void> ProxyServer::handle(common::http::Exchange& ex) {
   env.info_memo = std::make_shared<RequestInfoMemo>();
   // Whatever the pipeline holds, what a client may not say is gone before any middleware sees
   // the request (the copy is made only for the rare request that says it).
-  bool internal = false;
-  for (const auto& [name, value] : ex.request().headers) {
-    internal = internal || is_internal_header(name) || common::http::iequals(name, "x-timestamp") ||
-               common::http::iequals(name, "x_timestamp");
-  }
-  if (!internal) {
+  if (!has_client_forbidden_headers(ex.request().headers)) {
     co_await pipeline_->handle(ex, env);
     co_return;
   }

@@ -123,6 +123,7 @@ TEST_CASE("strip_client_headers: drops internal headers and returns X-Timestamp"
   h.set("X-Object-Meta-Color", "blue");
   h.set("Content-Type", "text/plain");
   h.set("X_Timestamp", "1.0");
+  CHECK(has_client_forbidden_headers(h));
   auto ts = strip_client_headers(h);
   REQUIRE(ts.has_value());
   CHECK(*ts == "9999999999.00000");
@@ -132,9 +133,16 @@ TEST_CASE("strip_client_headers: drops internal headers and returns X-Timestamp"
   CHECK(!h.contains("X-Object-Sysmeta-Container-Update-Override-Etag"));
   CHECK(h.get_or("X-Object-Meta-Color", "") == "blue");
   CHECK(h.get_or("Content-Type", "") == "text/plain");
+  CHECK_FALSE(has_client_forbidden_headers(h));
+  for (const char* name : {"x_timestamp", "X-TIMESTAMP", "X-Backend-Anything"}) {
+    common::http::HeaderMap one;
+    one.add(name, "1");
+    CHECK_MESSAGE(has_client_forbidden_headers(one), name);
+  }
 
   common::http::HeaderMap plain;
   plain.set("X-Object-Meta-A", "1");
+  CHECK_FALSE(has_client_forbidden_headers(plain));
   CHECK(!strip_client_headers(plain).has_value());
   CHECK(plain.size() == 1);
 }
