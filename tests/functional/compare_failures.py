@@ -14,10 +14,14 @@ With --baseline (stock Swift alone, APUS_FUNCTIONAL_MIX=stock), only the counts 
 the run is the reference Apus is compared with (compare_stock.py), not a test of Apus.
 
 --suite=NAME names the suite in the counts line (default: Swift functional suite).
+--clues=DIR: an unexpected failure's DIR/<test id>/clues.txt, when there is one, is printed
+under it (the probe harness writes what the servers did there).
 
-usage: compare_failures.py [--mixed | --baseline] [--suite=NAME] JUNIT_XML KNOWN_FAILURES
+usage: compare_failures.py [--mixed | --baseline] [--suite=NAME] [--clues=DIR] JUNIT_XML
+                           KNOWN_FAILURES
 """
 import fnmatch
+import os
 import sys
 import xml.etree.ElementTree as ET
 
@@ -33,11 +37,28 @@ def load_known(path):
     return entries
 
 
+def shorten(line, width=200):
+    """`line` cut to `width` in its middle: an exception's end (an HTTP status) is kept."""
+    if len(line) <= width:
+        return line
+    half = (width - 5) // 2
+    return line[:half] + " ... " + line[-half:]
+
+
+def clues_of(clues_dir, test_id):
+    try:
+        with open(os.path.join(clues_dir, test_id, "clues.txt")) as f:
+            return [line.rstrip("\n") for line in f][:8]
+    except (OSError, TypeError):
+        return []
+
+
 def main():
     args = sys.argv[1:]
     mixed = "--mixed" in args
     baseline = "--baseline" in args
     suite = ([a[8:] for a in args if a.startswith("--suite=")] or ["Swift functional suite"])[-1]
+    clues_dir = ([a[8:] for a in args if a.startswith("--clues=")] or [None])[-1]
     junit, known_path = [a for a in args if not a.startswith("--")][:2]
     known = load_known(known_path)
     passed, failed, skipped = [], [], []
@@ -51,7 +72,7 @@ def main():
             failed.append(tid)
             lines = [l for l in (problem.text or problem.get("message") or "").splitlines()
                      if l.startswith("E ")]
-            why[tid] = "\n    ".join(l[:200] for l in lines[:6])
+            why[tid] = "\n    ".join(shorten(l) for l in lines[:6])
         elif case.find("skipped") is not None:
             skipped.append(tid)
         else:
@@ -70,6 +91,8 @@ def main():
         print("UNEXPECTED FAILURE:", t)
         if why.get(t):
             print("    " + why[t])
+        for clue in clues_of(clues_dir, t):
+            print("    | " + clue)
     for t in fixed:
         print("PASSES NOW, take it off the known list:", t)
     bad = len(unexpected) + len(fixed)

@@ -20,12 +20,15 @@ per database. So:
    "apus_remove_db" (what a replicator does to a handoff it moved home); for a server that is
    down the removal waits for the test to start it again.
 """
+import glob
 import os
 import shutil
 import subprocess
 import tempfile
 import types
 from configparser import ConfigParser
+
+import pytest
 
 APUS_STORES = ("apus-containers", "apus-accounts")
 
@@ -263,3 +266,42 @@ def pytest_collection_modifyitems(session, config, items):
         servers.shutil = _shutil_without_stores()
     except ImportError:
         pass
+
+
+def _failure_clues(log_dir, limit=3):
+    """A few lines that say what the servers did in a failed test, short enough for CI's digest
+    of a failure (which shows a handful of lines): the proxy's last answers of 400 and above,
+    the last errors any server logged, the reconciler's last stats."""
+    answers, errors, stats = [], [], []
+    for path in sorted(glob.glob(os.path.join(log_dir, "*.log"))):
+        server = os.path.basename(path)[:-len(".log")]
+        with open(path, errors="replace") as f:
+            for line in f:
+                line = line.rstrip("\n")
+                head, _, rest = line.partition(" INFO: ")
+                fields = rest.split(" ")
+                if server.startswith("proxy-server") and len(fields) > 6 \
+                        and fields[6].isdigit() and int(fields[6]) >= 400:
+                    answers.append("proxy %s %s %s" % (fields[6], fields[3], fields[4]))
+                elif "Reconciler Stats" in rest:
+                    stats.append("reconciler: " + rest)
+                elif any(level in line for level in (" ERROR: ", " CRITICAL: ")):
+                    errors.append(line.partition("Z ")[2] or line)
+    return [c[:200] for c in answers[-limit:] + errors[-limit:] + stats[-1:]]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failed test's server logs are kept (resetswift wipes them before the next test), in
+    failed/<test id>/ of the probe directory, with clues.txt for compare_failures.py."""
+    outcome = yield
+    report = outcome.get_result()
+    probe_dir = os.environ.get("APUS_PROBE_DIR")
+    if report.when != "call" or not report.failed or not probe_dir:
+        return
+    path, _, names = item.nodeid.partition("::")
+    test_id = ".".join([path[:-len(".py")].replace("/", ".")] + names.split("::"))
+    kept = os.path.join(probe_dir, "failed", test_id)
+    shutil.copytree(os.path.join(probe_dir, "log"), kept, dirs_exist_ok=True)
+    with open(os.path.join(kept, "clues.txt"), "w") as clues:
+        clues.write("".join(line + "\n" for line in _failure_clues(kept)))

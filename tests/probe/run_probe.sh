@@ -18,7 +18,8 @@
 # issue 17. The result is compared with
 # tests/probe/known_failures.txt (compare_failures.py, as the functional suite's). Needs root
 # (exit 77, a skip, without it).
-# APUS_PROBE_KEEP=DIR keeps the JUnit report and logs there.
+# APUS_PROBE_KEEP=DIR keeps the JUnit report and logs there (a failed test's logs in
+# failed/<test id>/: conftest.py keeps them before the next test wipes them).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
@@ -134,10 +135,11 @@ unshare --mount --net --pid --fork --mount-proc "$0" --inside "$work" "$build" "
   status=$?
 if [ -n "${APUS_PROBE_KEEP:-}" ]; then
   mkdir -p "$APUS_PROBE_KEEP"
-  cp -r "$work/junit.xml" "$work/pytest.log" "$work/log" "$work/leftovers.txt" \
+  cp -r "$work/junit.xml" "$work/pytest.log" "$work/log" "$work/leftovers.txt" "$work/failed" \
     "$APUS_PROBE_KEEP/" 2>/dev/null || true
 fi
 [ -f "$work/junit.xml" ] || { tail -50 "$work/pytest.log"; exit 1; }
 tail -3 "$work/pytest.log"
 /usr/bin/python3 "$top/tests/functional/compare_failures.py" --suite="Swift's probe tests" \
+  --clues="$work/failed" \
   "$work/junit.xml" "$here/known_failures.txt"
