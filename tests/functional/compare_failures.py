@@ -22,6 +22,7 @@ usage: compare_failures.py [--mixed | --baseline] [--suite=NAME] [--clues=DIR] J
 """
 import fnmatch
 import os
+import re
 import sys
 import xml.etree.ElementTree as ET
 
@@ -38,11 +39,13 @@ def load_known(path):
 
 
 def shorten(line, width=200):
-    """`line` cut to `width` in its middle: an exception's end (an HTTP status) is kept."""
+    """`line` cut to `width`: long URLs in their middle first (swiftclient's exceptions put the
+    HTTP status after the URL), then the line after its first three quarters."""
+    line = re.sub(r"https?://\S{50,}", lambda m: m[0][:30] + "..." + m[0][-20:], line)
     if len(line) <= width:
         return line
-    half = (width - 5) // 2
-    return line[:half] + " ... " + line[-half:]
+    head = (width - 5) * 3 // 4
+    return line[:head] + " ... " + line[-(width - 5 - head):]
 
 
 def clues_of(clues_dir, test_id):
