@@ -232,7 +232,8 @@ class CatchErrors final : public Middleware {
         h.set("Www-Authenticate", "Swift realm=\"" + auth_realm(ex.request()) + "\"");
       }
     });
-    out.mutable_request().headers.set("X-Trans-Id", id);
+    // The id travels in env (backend requests take it from there), not in the request, as in
+    // Swift (swift.trans_id): a request copy per request saved.
     co_await next(out, env);
     if (!out.response_started()) {
       Response r = swob_response(500);
