@@ -6,7 +6,18 @@ build="$1"
 work=$(mktemp -d /tmp/apus-init-test.XXXXXX)
 init=(env APUS_BIN="$build/bin" "$top/scripts/apus-init" --swift-dir "$work/etc" --run-dir "$work/run")
 fail=0
-cleanup() { "${init[@]}" all stop >/dev/null 2>&1; rm -rf "$work"; }
+cleanup() {
+  "${init[@]}" all stop >/dev/null 2>&1
+  # A server apus-init lost track of (a reload whose successor it did not find) is still this
+  # test's: its config file is under $work.
+  local f pid cmd
+  for f in /proc/[0-9]*/cmdline; do
+    pid=${f#/proc/}; pid=${pid%/cmdline}
+    cmd=$(tr '\0' ' ' 2>/dev/null <"$f") || continue
+    [[ $cmd == *" $work/etc/"* ]] && kill "$pid" 2>/dev/null
+  done
+  rm -rf "$work"
+}
 trap cleanup EXIT
 # Running and not a zombie: servers whose apus-init exited are reparented to a pid 1 that may
 # not reap them.
