@@ -361,7 +361,9 @@ class ReplicateRpc {
     DbInfo info;
     Status s = store_->update_info(t_.db(), [&](std::optional<DbInfo>& stored) -> Result<bool> {
       if (!stored) return Status::not_found();
+      const int policy_before = stored->storage_policy_index;
       bool changed = merge_remote_info(*stored, type_, *remote);
+      log_policy_change(policy_before, *stored, *remote);
       info = *stored;
       return changed;
     });
@@ -533,10 +535,26 @@ class ReplicateRpc {
     if (!remote.ok()) return plain_error(400, bad_request_body("apus_merge_info"));
     Status s = store_->update_info(t_.db(), [&](std::optional<DbInfo>& info) -> Result<bool> {
       if (!info) return Status::not_found();
-      return merge_remote_info(*info, type_, *remote);
+      const int policy_before = info->storage_policy_index;
+      bool changed = merge_remote_info(*info, type_, *remote);
+      log_policy_change(policy_before, *info, *remote);
+      return changed;
     });
     if (!s.ok()) return store_failure(s);
     return swob_response(204);
+  }
+
+  // A replica takes another's storage policy only after split-brain container PUTs (rare, and
+  // what an operator, or a test that finds the replicas still disagreeing, asks about): said at
+  // INFO, with the status-change times the choice was made on.
+  void log_policy_change(int before, const DbInfo& after, const RemoteInfo& remote) const {
+    if (after.storage_policy_index == before) return;
+    APUS_LOG_INFO("/" + common::http::quote(after.account) + "/" +
+                  common::http::quote(after.container) + " on " + t_.device +
+                  ": storage policy index " + std::to_string(before) + " -> " +
+                  std::to_string(after.storage_policy_index) +
+                  ", another replica's (its status changed at " + remote.status_changed_at +
+                  "; here now " + after.status_changed_at + ")");
   }
 
   // ["apus_reconciler_sync", point]: the replicator queued this replica's rows of other

@@ -138,6 +138,8 @@ struct DbReplicator::Impl {
   FollowedStores stores;
   std::unique_ptr<common::http::ConnectionPool> pool;
   std::map<std::string, Confirmed> confirmed;  // by device + "/" + db
+  // When each followed store last caught up with its server in offer_current_policy().
+  std::map<const ListingStore*, std::chrono::steady_clock::time_point> last_catch_up;
   uint64_t pass = 0;
   bool compare_all = true;  // this pass skips nothing
   // Set by run_forever: a pass stops starting databases once it is set (those in flight
@@ -181,6 +183,9 @@ struct DbReplicator::Impl {
                                        int64_t point);
   net::awaitable<bool> remove_handoff(const ring::Device& self, const std::string& db,
                                       const DbInfo& info);
+  // `info` replaced by this replica's current info when its storage policy changed since
+  // `info` was read (see replicate_db).
+  void offer_current_policy(ListingStore& store, const std::string& db, DbInfo& info);
   // Swift's _post_replicate_hook: rows of a container in a policy other than the container's
   // (both sides of a split-brain PUT took writes) are queued for the container reconciler.
   // False when some rows could not be queued (the next pass tries again).
@@ -512,6 +517,26 @@ net::awaitable<bool> DbReplicator::Impl::remove_handoff(const ring::Device& self
   co_return true;
 }
 
+void DbReplicator::Impl::offer_current_policy(ListingStore& store, const std::string& db,
+                                              DbInfo& info) {
+  // The follower sees the server's writes as of its last catch-up: at most one every 10 ms
+  // per store, so a pass over many containers of several policies pays for a few hundred a
+  // second at most.
+  const auto now = std::chrono::steady_clock::now();
+  auto& last = last_catch_up[&store];
+  if (now - last >= std::chrono::milliseconds(10)) {
+    if (Status s = store.catch_up(); !s.ok()) {
+      APUS_LOG_WARNING("listing store catch-up failed: " + s.to_string());
+      return;
+    }
+    last = now;
+  }
+  auto current = store.get_info(db);
+  if (current.ok() && *current && (*current)->storage_policy_index != info.storage_policy_index) {
+    info = std::move(**current);
+  }
+}
+
 net::awaitable<void> DbReplicator::Impl::replicate_db(ListingStore& store, std::string device,
                                                       std::string db, DbInfo info) {
   auto state = ring->state();
@@ -562,7 +587,19 @@ net::awaitable<void> DbReplicator::Impl::replicate_db(ListingStore& store, std::
   ring::HandoffIterator more = state->get_more_nodes(*part);
   int successes = 0;
   bool all_ok = true;
+  // Swift's replicator offers every peer the info it read before the first. While a split
+  // brain settles, this replica's policy can change meanwhile (a peer's answer, another
+  // replica's sync), and offering the policy it had can turn a peer back to the losing one,
+  // which takes "now" as its status-change time and so beats replicas that took the winning
+  // policy earlier: two passes can then leave the primaries disagreeing (Swift's probe tests
+  // saw it here; bench/policy_convergence.py, random interleavings of two passes over four
+  // nodes: 0.4-19% of runs by layout). A container replica whose policy changed offers the
+  // current one instead (0-0.16% in the same model); nothing else is read again, so replicas
+  // of one policy are offered exactly what Swift offers.
+  const bool policies_may_differ =
+      config.type == DbType::kContainer && config.swift.policies.all().size() > 1;
   for (size_t i = 0; i < peers.size(); ++i) {
+    if (policies_may_differ) offer_current_policy(store, db, info);
     PeerResult result = co_await sync_with(store, *peers[i], *part, db, info, self);
     if (result == PeerResult::kInStep) {
       ++successes;
