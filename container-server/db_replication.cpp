@@ -549,12 +549,11 @@ class ReplicateRpc {
   // INFO, with the status-change times the choice was made on.
   void log_policy_change(int before, const DbInfo& after, const RemoteInfo& remote) const {
     if (after.storage_policy_index == before) return;
-    APUS_LOG_INFO("/" + common::http::quote(after.account) + "/" +
-                  common::http::quote(after.container) + " on " + t_.device +
-                  ": storage policy index " + std::to_string(before) + " -> " +
-                  std::to_string(after.storage_policy_index) +
-                  ", another replica's (its status changed at " + remote.status_changed_at +
-                  "; here now " + after.status_changed_at + ")");
+    APUS_LOG_INFO(
+        "/" + common::http::quote(after.account) + "/" + common::http::quote(after.container) +
+        " on " + t_.device + ": storage policy index " + std::to_string(before) + " -> " +
+        std::to_string(after.storage_policy_index) + ", another replica's (its status changed at " +
+        remote.status_changed_at + "; here now " + after.status_changed_at + ")");
   }
 
   // ["apus_reconciler_sync", point]: the replicator queued this replica's rows of other
