@@ -786,6 +786,9 @@ DbReplicationStats DbReplicator::run_once(const DbPassFilter& filter) {
   if (whole) {
     std::erase_if(impl.confirmed, [&](const auto& e) { return e.second.seen_pass != impl.pass; });
   }
+  // Keyed by store: a store reopened after a failed catch-up is a new key; a pass's worth at
+  // most.
+  impl.last_catch_up.clear();
   DbReplicationStats& st = impl.stats;
   st.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
   char line[256];
