@@ -138,7 +138,8 @@ struct DbReplicator::Impl {
   FollowedStores stores;
   std::unique_ptr<common::http::ConnectionPool> pool;
   std::map<std::string, Confirmed> confirmed;  // by device + "/" + db
-  // When each followed store last caught up with its server in offer_current_policy().
+  // When each followed store last caught up with its server in offer_current_policy() (max:
+  // its catch-up failed this pass).
   std::map<const ListingStore*, std::chrono::steady_clock::time_point> last_catch_up;
   uint64_t pass = 0;
   bool compare_all = true;  // this pass skips nothing
@@ -520,13 +521,17 @@ net::awaitable<bool> DbReplicator::Impl::remove_handoff(const ring::Device& self
 void DbReplicator::Impl::offer_current_policy(ListingStore& store, const std::string& db,
                                               DbInfo& info) {
   // The follower sees the server's writes as of its last catch-up: at most one every 10 ms
-  // per store, so a pass over many containers of several policies pays for a few hundred a
-  // second at most.
+  // per store, so a pass over many containers of several policies pays for a hundred a second
+  // at most. A store whose catch-up failed is not tried again this pass (one warning, not
+  // one per database and peer); its replicas are offered what was read, as Swift offers.
   const auto now = std::chrono::steady_clock::now();
   auto& last = last_catch_up[&store];
+  if (last == std::chrono::steady_clock::time_point::max()) return;
   if (now - last >= std::chrono::milliseconds(10)) {
     if (Status s = store.catch_up(); !s.ok()) {
-      APUS_LOG_WARNING("listing store catch-up failed: " + s.to_string());
+      APUS_LOG_WARNING("listing store catch-up failed, replicas of this pass offered as read: " +
+                       s.to_string());
+      last = std::chrono::steady_clock::time_point::max();
       return;
     }
     last = now;
