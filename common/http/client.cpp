@@ -77,7 +77,6 @@ class ClientConnectionImpl {
   // head up to kMaxResponseHead.
   void new_parser() {
     parser_.emplace();
-    body_starved_ = false;
     parser_->body_limit(boost::none);
     parser_->header_limit(static_cast<uint32_t>(kMaxResponseHead));
   }
@@ -93,8 +92,23 @@ class ClientConnectionImpl {
   std::string peer_;
   ClientOptions options_;
   beast::flat_buffer buffer_;
+  // Reads the head only; framing_ finds the body.
   std::optional<bhttp::response_parser<bhttp::buffer_body>> parser_;
-  bool body_starved_ = false;  // see internal::parse_buffered_body()
+  BodyFraming framing_ = BodyFraming::none();  // where the response body's bytes are
+  // After a final response's head: where its body is (the parser read the head only).
+  void head_done() {
+    head_read_ = true;
+    if (parser_->is_done()) {
+      framing_ = BodyFraming::none();  // HEAD's answer, 204, 304
+    } else if (parser_->chunked()) {
+      framing_ = BodyFraming::chunked();
+    } else if (auto length = parser_->content_length()) {
+      framing_ = BodyFraming::length(*length);
+    } else {
+      framing_ = BodyFraming::until_close();
+    }
+    response_done_ = framing_.done();
+  }
   std::vector<std::string> masked_names_;  // field names the parser saw masked (read_head())
   HeaderMap continue_headers_;             // the last 100 Continue's
   // A request head that goes out with the first body bytes (a body sent without waiting for
@@ -175,10 +189,9 @@ net::awaitable<Result<int>> ClientConnectionImpl::send_head(const ClientRequest&
       new_parser();
       continue;  // other interim responses are ignored
     }
-    head_read_ = true;
+    head_done();
     // The peer answered without taking the body: this connection cannot be reused.
     reusable_ = false;
-    if (parser_->is_done()) response_done_ = true;
     co_return status;
   }
 }
@@ -266,8 +279,7 @@ net::awaitable<Result<ClientResponse>> ClientConnectionImpl::read_response_head(
       new_parser();  // a late or extra interim response
       if (head_only_) parser_->skip(true);
     }
-    head_read_ = true;
-    if (parser_->is_done()) response_done_ = true;
+    head_done();
   }
   ClientResponse r = make_response();
   if (!r.keep_alive) reusable_ = false;
@@ -277,27 +289,15 @@ net::awaitable<Result<ClientResponse>> ClientConnectionImpl::read_response_head(
 net::awaitable<Result<size_t>> ClientConnectionImpl::read_body(std::span<char> buf) {
   if (!head_read_) co_return Status::invalid_argument("response head not read");
   if (response_done_) co_return size_t{0};
-  // Room for large reads: socket reads go into buffer_, and are copied out by the parser.
-  if (buffer_.capacity() < buf.size()) buffer_.reserve(std::max<size_t>(buf.size(), 65536));
-  for (;;) {
-    auto& body = parser_->get().body();
-    body.data = buf.data();
-    body.size = buf.size();
-    beast::error_code ec = internal::parse_buffered_body(*parser_, buffer_, body_starved_);
-    if (!ec && body.size == buf.size() && !parser_->is_done()) {
-      stream_.expires_after(to_duration(options_.node_timeout));
-      ec = co_await internal::read_body_bytes(stream_, buffer_, *parser_, body_starved_);
-    }
-    size_t got = buf.size() - body.size;
-    body.data = nullptr;
-    body.size = 0;
-    if (ec) {
-      reusable_ = false;
-      co_return peer_error(peer_, ec, "read body from");
-    }
-    if (parser_->is_done()) response_done_ = true;
-    if (got > 0 || response_done_) co_return got;
+  auto [ec, got] = co_await internal::read_framed_body(stream_, buffer_, framing_, buf, [this] {
+    stream_.expires_after(to_duration(options_.node_timeout));
+  });
+  if (ec) {
+    reusable_ = false;
+    co_return peer_error(peer_, ec, "read body from");
   }
+  if (framing_.done()) response_done_ = true;
+  co_return got;
 }
 
 // ---- ClientConnection --------------------------------------------------------------------

@@ -2,9 +2,18 @@
 // responses). The head: so that field names Swift's eventlet takes and Beast refuses ('=' in
 // s3api's "X-Object-Meta-Foo=5Fbar", '(' in S3 user metadata) pass, the head is read whole,
 // such names are masked for the parser (mask_field_names), and the caller puts them back from
-// `masked` with unmask_field_name(). The body: parse_buffered_body() and read_body_bytes().
+// `masked` with unmask_field_name(). The body: read_framed_body().
 // Internal: for .cpp files that already include Beast.
 #pragma once
+
+#include <array>
+#include <cstring>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/beast/core/error.hpp>
@@ -13,11 +22,7 @@
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/error.hpp>
 
-#include <optional>
-#include <string>
-#include <string_view>
-#include <vector>
-
+#include "common/http/body_framing.h"
 #include "common/http/headers.h"
 #include "common/http/internal/asio_util.h"
 
@@ -65,57 +70,63 @@ boost::asio::awaitable<boost::beast::error_code> read_head(boost::beast::tcp_str
   co_return ec;
 }
 
-// A message's body is fed to Beast's parser from `buffer` by the two functions below, which
-// share `starved`: set when the parser asked for more than the buffer holds. It must then not
-// be given the same bytes again before more arrive (its chunk parser asserts that a final
-// chunk's size line it already saw has grown; Beast's own async_read_some would re-feed them
-// first, which is why the socket read here is ours). The caller clears `starved` with each
-// new parser.
-
-// Parses more of the body from what `buffer` already holds (what came with the head, the next
-// chunks of a chunked body) into the parser's buffer_body, with no read from the socket. A
-// read of Beast's stops after each chunk's size line and each chunk's data, and each stop is a
-// trip through the event loop: a small chunked MIME PUT from the proxy is four chunks. (Beast's
-// eager option would parse on too, but then waits for the socket when the buffer ends inside
-// a chunk's size line, holding back the body bytes it has: a request and its answer streamed
-// against each other, as SSYNC's, would deadlock.) Stops where the buffer ends or the body's
-// room is full; returns the parser's error, if any.
-template <class Parser>
-boost::beast::error_code parse_buffered_body(Parser& parser, boost::beast::flat_buffer& buffer,
-                                             bool& starved) {
-  namespace bhttp = boost::beast::http;
-  while (!starved && buffer.size() > 0 && !parser.is_done() && parser.get().body().size > 0) {
-    boost::beast::error_code ec;
-    const size_t used = parser.put(buffer.data(), ec);
-    buffer.consume(used);
-    if (ec == bhttp::error::need_more) starved = true;
-    if (ec == bhttp::error::need_more || ec == bhttp::error::need_buffer) break;
-    if (ec) return ec;
-    if (used == 0) break;
-  }
-  return {};
-}
-
-// One read from `stream` into `buffer` (its free room, at least 512 bytes, at most 64 KiB, as
-// Beast's reads size it), then parse_buffered_body(). The peer's close ends a body read to
-// the close (a response without a length) and is partial_message for any other.
-template <class Parser>
-boost::asio::awaitable<boost::beast::error_code> read_body_bytes(
-    boost::beast::tcp_stream& stream, boost::beast::flat_buffer& buffer, Parser& parser,
-    bool& starved) {
+// Reads the next bytes of a body framed by `framing` into `dest` and returns how many (0 at the
+// body's end, or with an error). What `buffer` holds is taken first (the body's start came
+// with the head; framing lines and what follows them); then, with nothing buffered, one read
+// from the socket straight into `dest`, at most to the end of the current chunk (or body), so
+// a body's bytes are not copied in this process. A chunk that ends within that read has its
+// CRLF and the next size line read into `buffer` in the same call (a vector read), with room
+// for kFramingRead bytes: the few body bytes that come with them are the only ones copied.
+// `before_read()` runs before each socket read (the caller's timeout). Errors: bad_chunk for
+// malformed chunked framing, partial_message for a close before the end, buffer_overflow when
+// a framing line does not fit `buffer`'s max_size, the socket's own.
+template <class Stream, class BeforeRead>
+boost::asio::awaitable<std::pair<boost::beast::error_code, size_t>> read_framed_body(
+    Stream& stream, boost::beast::flat_buffer& buffer, BodyFraming& framing, std::span<char> dest,
+    BeforeRead before_read) {
   namespace beast = boost::beast;
-  const size_t room = beast::read_size(buffer, 65536);
-  if (room == 0) co_return beast::http::error::buffer_overflow;  // at the buffer's max_size()
-  auto [ec, n] = co_await stream.async_read_some(buffer.prepare(room), kAsTuple);
-  if (ec == boost::asio::error::eof) {
-    beast::error_code eof_ec;
-    parser.put_eof(eof_ec);
-    co_return eof_ec;
+  namespace bhttp = boost::beast::http;
+  constexpr size_t kFramingRead = 1024;
+  using Result = std::pair<beast::error_code, size_t>;
+  if (dest.empty()) co_return Result{bhttp::error::buffer_overflow, 0};
+  size_t got = 0;
+  for (;;) {
+    // Framing and body bytes already buffered.
+    for (;;) {
+      std::string_view held(static_cast<const char*>(buffer.data().data()), buffer.size());
+      buffer.consume(framing.parse(held));
+      if (framing.failed()) co_return Result{bhttp::error::bad_chunk, got};
+      const size_t take = static_cast<size_t>(
+          std::min<uint64_t>(framing.data_ahead(), std::min(buffer.size(), dest.size() - got)));
+      if (take == 0) break;
+      std::memcpy(dest.data() + got, buffer.data().data(), take);
+      buffer.consume(take);
+      framing.took(take);
+      got += take;
+    }
+    if (got > 0 || framing.done()) co_return Result{{}, got};
+    // Nothing buffered to give: one read from the socket.
+    std::array<boost::asio::mutable_buffer, 2> to;
+    size_t parts = 0;
+    const uint64_t ahead = framing.data_ahead();
+    const size_t direct = static_cast<size_t>(std::min<uint64_t>(ahead, dest.size()));
+    if (direct > 0) to[parts++] = boost::asio::buffer(dest.data(), direct);
+    if (direct == 0 || (framing.is_chunked() && direct == ahead)) {
+      const size_t room = std::min(kFramingRead, buffer.max_size() - buffer.size());
+      if (room == 0) co_return Result{bhttp::error::buffer_overflow, 0};
+      to[parts++] = buffer.prepare(room);
+    }
+    before_read();
+    auto [ec, n] = co_await stream.async_read_some(std::span(to.data(), parts), kAsTuple);
+    if (ec == boost::asio::error::eof) {
+      framing.peer_closed();
+      co_return Result{framing.done() ? beast::error_code() : bhttp::error::partial_message, 0};
+    }
+    if (ec) co_return Result{ec, 0};
+    got = std::min(n, direct);
+    buffer.commit(n - got);
+    framing.took(got);
   }
-  if (ec) co_return ec;
-  buffer.commit(n);
-  starved = false;
-  co_return parse_buffered_body(parser, buffer, starved);
 }
 
 }  // namespace apus::common::http::internal

@@ -365,8 +365,6 @@ class Session : public Exchange, public std::enable_shared_from_this<Session> {
   // Swift's per-line and count limits on a parsed head: the refusal to send, if any.
   std::optional<std::pair<int, std::string_view>> check_limits() const;
   void fill_request();
-  // Room in buffer_ for the next read of the body (see the definition).
-  void reserve_body_room();
   // Frees what the last request held before the connection waits for its next one, so an
   // idle keep-alive connection costs its socket, its coroutine and this object, not a request's
   // headers and buffers (thousands of pooled client connections sit idle at once).
@@ -387,6 +385,7 @@ class Session : public Exchange, public std::enable_shared_from_this<Session> {
   beast::tcp_stream stream_;
   beast::flat_buffer buffer_;
   std::vector<std::string> masked_names_;  // field names the parser saw masked (read_head())
+  // Reads the head only; framing_ finds the body.
   std::optional<bhttp::request_parser<bhttp::buffer_body>> parser_;
   Request request_;
   // The client's address (and remote_port_, set with it), asked of the socket once.
@@ -404,7 +403,7 @@ class Session : public Exchange, public std::enable_shared_from_this<Session> {
   bool continue_sent_ = false;
   HeaderMap continue_headers_;  // sent with the first "100 Continue"
   bool body_done_ = false;
-  bool body_starved_ = false;  // see internal::parse_buffered_body()
+  BodyFraming framing_ = BodyFraming::none();  // where the request body's bytes are
   bool chunked_response_ = false;
   bool response_done_ = false;
   bool must_close_ = false;   // connection cannot be reused after this response
@@ -504,7 +503,6 @@ void Session::close_and_finish() {
 net::awaitable<Session::HeadResult> Session::read_request_head() {
   const auto& opt = server_.options_;
   parser_.emplace();
-  body_starved_ = false;
   // Beast limits the whole head; the per-line limits Swift has are checked in check_limits().
   parser_->header_limit(static_cast<uint32_t>(opt.max_request_line + opt.max_total_headers));
   parser_->body_limit(boost::none);  // handlers enforce max_file_size themselves
@@ -629,7 +627,15 @@ void Session::fill_request() {
   hold_head_ = false;
   drop_held_head();
   continue_headers_.clear();
-  body_done_ = parser_->is_done();
+  // The parser read the head only; the body's bytes are read by read_framed_body().
+  if (parser_->is_done()) {
+    framing_ = BodyFraming::none();
+  } else if (parser_->chunked()) {
+    framing_ = BodyFraming::chunked();
+  } else {
+    framing_ = BodyFraming::length(parser_->content_length().value_or(0));
+  }
+  body_done_ = framing_.done();
   chunked_response_ = false;
   response_done_ = false;
   bytes_in_ = 0;
@@ -750,46 +756,16 @@ net::awaitable<Result<size_t>> Session::read_body(std::span<char> buf) {
     if (!s.ok()) co_return s;
   }
   if (buf.empty()) co_return Status::invalid_argument("read_body needs a buffer");
-  for (;;) {
-    auto& body = parser_->get().body();
-    body.data = buf.data();
-    body.size = buf.size();
-    body.more = true;
-    // What came with the head (a small body's all of it) is taken first, with no read and no
-    // larger buffer.
-    beast::error_code ec = internal::parse_buffered_body(*parser_, buffer_, body_starved_);
-    if (!ec && body.size == buf.size() && !parser_->is_done()) {
-      reserve_body_room();
-      stream_.expires_after(to_duration(server_.options_.client_timeout));
-      ec = co_await internal::read_body_bytes(stream_, buffer_, *parser_, body_starved_);
-    }
-    size_t got = buf.size() - body.size;
-    body.data = nullptr;
-    body.size = 0;
-    if (ec) {
-      must_close_ = true;
-      co_return map_read_error(ec);
-    }
-    bytes_in_ += got;
-    if (parser_->is_done()) body_done_ = true;
-    if (got > 0 || body_done_) co_return got;
+  auto [ec, got] = co_await internal::read_framed_body(stream_, buffer_, framing_, buf, [this] {
+    stream_.expires_after(to_duration(server_.options_.client_timeout));
+  });
+  if (ec) {
+    must_close_ = true;
+    co_return map_read_error(ec);
   }
-}
-
-// Beast reads into buffer_ and copies into the caller's buffer; a read is at most buffer_'s free
-// space, which after a small head is a few hundred bytes. So before reading the body, room for
-// it: what is left of a body of known length, at most read_buffer_size (Swift's
-// network_chunk_size), which a chunked body gets. Idle connections give it back after the
-// request; sized to the body, a small one costs no large allocation (glibc's free of 64 KiB or
-// more also consolidates its small-chunk bins each time).
-void Session::reserve_body_room() {
-  size_t room = server_.options_.read_buffer_size;
-  if (auto left = parser_->content_length_remaining(); left && !parser_->chunked()) {
-    room = static_cast<size_t>(std::min<uint64_t>(*left, room));
-  }
-  if (buffer_.capacity() - buffer_.size() < room) {
-    buffer_.reserve(std::min(buffer_.size() + room, buffer_.max_size()));
-  }
+  bytes_in_ += got;
+  if (framing_.done()) body_done_ = true;
+  co_return got;
 }
 
 net::awaitable<Status> Session::send_continue() {

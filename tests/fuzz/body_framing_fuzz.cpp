@@ -1,0 +1,130 @@
+// Fuzzes common/http/body_framing.h's BodyFraming with a chunked body, as every server reads a
+// chunked request (the proxy's PUTs to object servers, clients' uploads) and the proxy reads a
+// chunked answer, against Beast's parser, which did that framing before.
+//
+// Input: the first byte sets the read size (1 + byte, as the bytes arrive from the socket);
+// the rest is the body after a "Transfer-Encoding: chunked" head. Inputs stay under
+// BodyFraming's line bound (kMaxLineBytes), where the two should agree exactly:
+// - a body Beast's parser completes, BodyFraming completes with the same bytes, ending at the
+//   same place (what follows is the next pipelined request);
+// - a body Beast refuses, BodyFraming refuses;
+// - a body Beast still waits on, BodyFraming does not complete.
+// And whatever the read size, BodyFraming gives the same outcome.
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/string_body.hpp>
+
+#include "common/http/body_framing.h"
+
+namespace {
+
+using apus::common::http::BodyFraming;
+namespace bhttp = boost::beast::http;
+
+void fail(const char* what) {
+  std::fprintf(stderr, "body_framing_fuzz: %s\n", what);
+  std::abort();
+}
+
+struct Outcome {
+  enum class End { kDone, kFailed, kWaiting } end = End::kWaiting;
+  std::string body;
+  size_t consumed = 0;
+};
+
+// As read_framed_body() reads: framing parsed from what has arrived, body bytes taken as they
+// come, `step` bytes arriving at a time.
+Outcome ours(std::string_view input, size_t step) {
+  BodyFraming framing = BodyFraming::chunked();
+  Outcome out;
+  std::string buffer;
+  size_t arrived = 0;
+  for (;;) {
+    for (;;) {
+      const size_t used = framing.parse(buffer);
+      if (used > buffer.size()) fail("parse() consumed more than it was given");
+      buffer.erase(0, used);
+      out.consumed += used;
+      const size_t take =
+          static_cast<size_t>(std::min<uint64_t>(framing.data_ahead(), buffer.size()));
+      if (take == 0) break;
+      out.body.append(buffer, 0, take);
+      buffer.erase(0, take);
+      framing.took(take);
+      out.consumed += take;
+    }
+    if (framing.done()) {
+      out.end = Outcome::End::kDone;
+      return out;
+    }
+    if (framing.failed()) {
+      out.end = Outcome::End::kFailed;
+      return out;
+    }
+    if (arrived == input.size()) return out;  // waiting for more
+    const size_t n = std::min(step, input.size() - arrived);
+    buffer.append(input.substr(arrived, n));
+    arrived += n;
+  }
+}
+
+Outcome beast(std::string_view input) {
+  const std::string head = "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+  const std::string message = head + std::string(input);
+  bhttp::request_parser<bhttp::string_body> parser;
+  parser.eager(true);
+  parser.body_limit(boost::none);
+  parser.header_limit(1 << 20);
+  Outcome out;
+  size_t used = 0;
+  while (!parser.is_done()) {
+    boost::beast::error_code ec;
+    const size_t n =
+        parser.put(boost::asio::buffer(message.data() + used, message.size() - used), ec);
+    used += n;
+    if (ec == bhttp::error::need_more) return out;
+    if (ec) {
+      out.end = Outcome::End::kFailed;
+      return out;
+    }
+    if (n == 0) return out;
+  }
+  out.end = Outcome::End::kDone;
+  out.body = parser.get().body();
+  out.consumed = used - head.size();
+  return out;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size < 1 || size > BodyFraming::kMaxLineBytes) return 0;
+  const size_t step = 1 + static_cast<size_t>(data[0]);
+  std::string_view input(reinterpret_cast<const char*>(data) + 1, size - 1);
+  const Outcome mine = ours(input, step);
+  const Outcome whole = ours(input, input.size() + 1);
+  if (mine.end != whole.end || mine.body != whole.body || mine.consumed != whole.consumed) {
+    fail("the outcome depends on the read size");
+  }
+  const Outcome theirs = beast(input);
+  switch (theirs.end) {
+    case Outcome::End::kDone:
+      if (mine.end != Outcome::End::kDone) fail("Beast completes a body BodyFraming does not");
+      if (mine.body != theirs.body) fail("the bodies differ");
+      if (mine.consumed != theirs.consumed) fail("the bodies end at different places");
+      break;
+    case Outcome::End::kFailed:
+      if (mine.end != Outcome::End::kFailed) fail("Beast refuses a body BodyFraming does not");
+      break;
+    case Outcome::End::kWaiting:
+      if (mine.end == Outcome::End::kDone) fail("BodyFraming completes a body Beast waits on");
+      break;
+  }
+  return 0;
+}
