@@ -21,6 +21,7 @@
 #include <boost/beast/http/string_body.hpp>
 
 #include "common/http/body_framing.h"
+#include "tests/support/framed_read.h"
 
 namespace {
 
@@ -32,47 +33,7 @@ void fail(const char* what) {
   std::abort();
 }
 
-struct Outcome {
-  enum class End { kDone, kFailed, kWaiting } end = End::kWaiting;
-  std::string body;
-  size_t consumed = 0;
-};
-
-// As read_framed_body() reads: framing parsed from what has arrived, body bytes taken as they
-// come, `step` bytes arriving at a time.
-Outcome ours(std::string_view input, size_t step) {
-  BodyFraming framing = BodyFraming::chunked();
-  Outcome out;
-  std::string buffer;
-  size_t arrived = 0;
-  for (;;) {
-    for (;;) {
-      const size_t used = framing.parse(buffer);
-      if (used > buffer.size()) fail("parse() consumed more than it was given");
-      buffer.erase(0, used);
-      out.consumed += used;
-      const size_t take =
-          static_cast<size_t>(std::min<uint64_t>(framing.data_ahead(), buffer.size()));
-      if (take == 0) break;
-      out.body.append(buffer, 0, take);
-      buffer.erase(0, take);
-      framing.took(take);
-      out.consumed += take;
-    }
-    if (framing.done()) {
-      out.end = Outcome::End::kDone;
-      return out;
-    }
-    if (framing.failed()) {
-      out.end = Outcome::End::kFailed;
-      return out;
-    }
-    if (arrived == input.size()) return out;  // waiting for more
-    const size_t n = std::min(step, input.size() - arrived);
-    buffer.append(input.substr(arrived, n));
-    arrived += n;
-  }
-}
+using Outcome = apus::test::FramedRead;
 
 Outcome beast(std::string_view input) {
   const std::string head = "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
@@ -107,11 +68,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1 || size > BodyFraming::kMaxLineBytes) return 0;
   const size_t step = 1 + static_cast<size_t>(data[0]);
   std::string_view input(reinterpret_cast<const char*>(data) + 1, size - 1);
-  const Outcome mine = ours(input, step);
-  const Outcome whole = ours(input, input.size() + 1);
-  if (mine.end != whole.end || mine.body != whole.body || mine.consumed != whole.consumed) {
-    fail("the outcome depends on the read size");
-  }
+  const Outcome mine = apus::test::read_framed(BodyFraming::chunked(), input, step, false);
+  const Outcome whole =
+      apus::test::read_framed(BodyFraming::chunked(), input, input.size() + 1, false);
+  if (!mine.broken.empty()) fail(mine.broken.c_str());
+  if (!(mine == whole)) fail("the outcome depends on the read size");
   const Outcome theirs = beast(input);
   switch (theirs.end) {
     case Outcome::End::kDone:

@@ -5,6 +5,8 @@
 
 #include <doctest/doctest.h>
 
+#include "tests/support/framed_read.h"
+
 namespace {
 
 using apus::common::http::BodyFraming;
@@ -16,37 +18,12 @@ struct Decoded {
   bool failed = false;
 };
 
-// Reads `input` through `framing` as read_framed_body() does, with the input arriving `step`
-// bytes at a time: framing is parsed from what has arrived, body bytes are taken as they come.
+// Reads `input` arriving `step` bytes at a time; its end is the peer's close.
 Decoded decode(BodyFraming framing, const std::string& input, size_t step) {
-  Decoded out;
-  std::string buffer;
-  size_t arrived = 0;
-  for (;;) {
-    for (;;) {
-      const size_t used = framing.parse(buffer);
-      buffer.erase(0, used);
-      out.consumed += used;
-      const size_t take =
-          static_cast<size_t>(std::min<uint64_t>(framing.data_ahead(), buffer.size()));
-      if (take == 0) break;
-      out.body.append(buffer, 0, take);
-      buffer.erase(0, take);
-      framing.took(take);
-      out.consumed += take;
-    }
-    if (framing.done() || framing.failed()) break;
-    if (arrived == input.size()) {
-      framing.peer_closed();
-      break;
-    }
-    const size_t n = std::min(step, input.size() - arrived);
-    buffer.append(input, arrived, n);
-    arrived += n;
-  }
-  out.done = framing.done();
-  out.failed = framing.failed();
-  return out;
+  apus::test::FramedRead r = apus::test::read_framed(framing, input, step, true);
+  REQUIRE(r.broken.empty());
+  return Decoded{r.body, r.consumed, r.end == apus::test::FramedRead::End::kDone,
+                 r.end == apus::test::FramedRead::End::kFailed};
 }
 
 // The same result whatever the pieces the input arrives in.
