@@ -222,6 +222,12 @@ TEST_CASE("read_body_at_most: up to the limit read, one byte past refused, an an
   REQUIRE(fits);
   CHECK(fits->status == 200);
   CHECK(fits->body == "0123456789");
+  auto chunked_fits = raw_request(server.port(),
+                                  "PUT /o HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                  "4\r\n0123\r\n6\r\n456789\r\n0\r\n\r\n");
+  REQUIRE(chunked_fits);
+  CHECK(chunked_fits->status == 200);
+  CHECK(chunked_fits->body == "0123456789");
   // Chunked: no length announced, so the eleventh byte is what refuses it.
   auto over = raw_request(server.port(), "PUT /o HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
                                          "b\r\n0123456789a\r\n0\r\n\r\n");
@@ -234,6 +240,35 @@ TEST_CASE("read_body_at_most: up to the limit read, one byte past refused, an an
   ssize_t n = ::recv(c.fd(), buf, sizeof buf - 1, 0);
   REQUIRE(n > 0);
   CHECK(std::string(buf, n).starts_with("HTTP/1.1 413"));
+}
+
+TEST_CASE("read_body_at_most: a body of many reads comes back whole, with a length or chunked") {
+  TestServer server([](Exchange& ex) -> net::awaitable<void> {
+    apus::common::http::WholeBody body = co_await apus::common::http::read_body_at_most(ex, 200000);
+    Response r;
+    r.status = body.outcome == apus::common::http::WholeBody::Outcome::kRead ? 200 : 400;
+    r.body = body.bytes;
+    (void)co_await ex.respond(std::move(r));
+  });
+  std::string body;
+  for (int i = 0; body.size() < 150000; ++i) body += std::to_string(i) + ",";
+  auto with_length = raw_request(
+      server.port(),
+      "PUT /o HTTP/1.1\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+  REQUIRE(with_length);
+  CHECK(with_length->status == 200);
+  CHECK(with_length->body == body);
+  std::string chunked = "PUT /o HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n";
+  for (size_t at = 0; at < body.size(); at += 7000) {
+    const std::string piece = body.substr(at, 7000);
+    char size[16];
+    std::snprintf(size, sizeof size, "%zx\r\n", piece.size());
+    chunked += size + piece + "\r\n";
+  }
+  auto was_chunked = raw_request(server.port(), chunked + "0\r\n\r\n");
+  REQUIRE(was_chunked);
+  CHECK(was_chunked->status == 200);
+  CHECK(was_chunked->body == body);
 }
 
 TEST_CASE("a handler refusing before 100-continue answers and closes") {

@@ -1400,12 +1400,19 @@ net::awaitable<WholeBody> read_body_at_most(Exchange& ex, size_t max) {
     out.outcome = WholeBody::Outcome::kTooLarge;
     co_return out;
   }
-  out.bytes.reserve(static_cast<size_t>(std::min<uint64_t>(length.value_or(0), max)));
-  std::array<char, 64 << 10> buf;
+  // Read into the string's own tail (read_body() puts the bytes there without a copy), in
+  // pieces that grow with the body (each is zeroed first) up to 64 KiB, never past the
+  // announced length and one byte: that byte, or one past the room, tells a body that is too
+  // long from one that just fits.
+  if (length) out.bytes.reserve(static_cast<size_t>(*length) + 1);
   for (;;) {
-    const size_t room = max - out.bytes.size();
-    // One byte past the room tells a body that is too long from one that just fits.
-    auto n = co_await ex.read_body(std::span<char>(buf.data(), std::min(buf.size(), room + 1)));
+    const size_t have = out.bytes.size();
+    const size_t room = max - have;
+    size_t want = std::min(std::clamp<size_t>(have, 4 << 10, 64 << 10), room + 1);
+    if (length && *length >= have) want = std::min<uint64_t>(want, *length - have + 1);
+    out.bytes.resize(have + want);
+    auto n = co_await ex.read_body(std::span<char>(out.bytes.data() + have, want));
+    out.bytes.resize(have + (n.ok() ? *n : 0));
     if (!n.ok()) {
       out.outcome = WholeBody::Outcome::kFailed;
       out.failure = n.status();
@@ -1418,7 +1425,6 @@ net::awaitable<WholeBody> read_body_at_most(Exchange& ex, size_t max) {
       out.bytes.clear();
       co_return out;
     }
-    out.bytes.append(buf.data(), *n);
   }
 }
 
