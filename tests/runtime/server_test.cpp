@@ -271,6 +271,41 @@ TEST_CASE("read_body_at_most: a body of many reads comes back whole, with a leng
   CHECK(was_chunked->body == body);
 }
 
+// Answers with the whole request body (at most 1 MiB), or 400 when it could not be read.
+net::awaitable<void> body_back(Exchange& ex) {
+  apus::common::http::WholeBody body = co_await apus::common::http::read_body_at_most(ex, 1 << 20);
+  Response r;
+  r.status = body.outcome == apus::common::http::WholeBody::Outcome::kRead ? 200 : 400;
+  r.body = body.bytes;
+  (void)co_await ex.respond(std::move(r));
+}
+
+TEST_CASE("pipelined requests after chunked and Content-Length bodies are each read whole") {
+  TestServer server(body_back);
+  RawClient c(server.port());
+  REQUIRE(
+      c.send("PUT /a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+             "5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nX-Trailer: t\r\n\r\n"
+             "PUT /b HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc"
+             "GET /c HTTP/1.1\r\n\r\n"));
+  for (const char* want : {"hello world", "abc", ""}) {
+    auto r = c.read_response();
+    REQUIRE(r);
+    CHECK(r->status == 200);
+    CHECK(r->body == want);
+  }
+}
+
+TEST_CASE("a malformed chunk size line is a 400 and the connection closes") {
+  TestServer server(body_back);
+  RawClient c(server.port());
+  REQUIRE(c.send("PUT /a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5 x\r\nhello\r\n0\r\n\r\n"));
+  auto r = c.read_response();
+  REQUIRE(r);
+  CHECK(r->status == 400);
+  CHECK(r->headers.get_or("Connection", "") == "close");
+}
+
 TEST_CASE("a handler refusing before 100-continue answers and closes") {
   TestServer server([](Exchange& ex) -> net::awaitable<void> {
     Response r;
