@@ -242,14 +242,17 @@ TEST_CASE("read_body_at_most: up to the limit read, one byte past refused, an an
   CHECK(std::string(buf, n).starts_with("HTTP/1.1 413"));
 }
 
+// Answers with the whole request body (at most 1 MiB), or 400 when it could not be read.
+net::awaitable<void> body_back(Exchange& ex) {
+  apus::common::http::WholeBody body = co_await apus::common::http::read_body_at_most(ex, 1 << 20);
+  Response r;
+  r.status = body.outcome == apus::common::http::WholeBody::Outcome::kRead ? 200 : 400;
+  r.body = body.bytes;
+  (void)co_await ex.respond(std::move(r));
+}
+
 TEST_CASE("read_body_at_most: a body of many reads comes back whole, with a length or chunked") {
-  TestServer server([](Exchange& ex) -> net::awaitable<void> {
-    apus::common::http::WholeBody body = co_await apus::common::http::read_body_at_most(ex, 200000);
-    Response r;
-    r.status = body.outcome == apus::common::http::WholeBody::Outcome::kRead ? 200 : 400;
-    r.body = body.bytes;
-    (void)co_await ex.respond(std::move(r));
-  });
+  TestServer server(body_back);
   std::string body;
   for (int i = 0; body.size() < 150000; ++i) body += std::to_string(i) + ",";
   auto with_length = raw_request(
@@ -269,15 +272,6 @@ TEST_CASE("read_body_at_most: a body of many reads comes back whole, with a leng
   REQUIRE(was_chunked);
   CHECK(was_chunked->status == 200);
   CHECK(was_chunked->body == body);
-}
-
-// Answers with the whole request body (at most 1 MiB), or 400 when it could not be read.
-net::awaitable<void> body_back(Exchange& ex) {
-  apus::common::http::WholeBody body = co_await apus::common::http::read_body_at_most(ex, 1 << 20);
-  Response r;
-  r.status = body.outcome == apus::common::http::WholeBody::Outcome::kRead ? 200 : 400;
-  r.body = body.bytes;
-  (void)co_await ex.respond(std::move(r));
 }
 
 TEST_CASE("pipelined requests after chunked and Content-Length bodies are each read whole") {
