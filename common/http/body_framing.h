@@ -49,9 +49,8 @@ class BodyFraming {
 
   bool done() const { return state_ == State::kDone; }
   bool failed() const { return state_ == State::kFailed; }
-  const char* error() const { return error_; }
+  const char* error() const { return error_; }  // why failed(), for the reader's error
   bool is_chunked() const { return kind_ == Kind::kChunked; }
-  bool had_trailers() const { return trailer_bytes_ > 2; }
 
   static constexpr size_t kMaxLineBytes = 4096;
   static constexpr size_t kMaxTrailerBytes = 64 * 1024;

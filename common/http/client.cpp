@@ -98,15 +98,7 @@ class ClientConnectionImpl {
   // After a final response's head: where its body is (the parser read the head only).
   void head_done() {
     head_read_ = true;
-    if (parser_->is_done()) {
-      framing_ = BodyFraming::none();  // HEAD's answer, 204, 304
-    } else if (parser_->chunked()) {
-      framing_ = BodyFraming::chunked();
-    } else if (auto length = parser_->content_length()) {
-      framing_ = BodyFraming::length(*length);
-    } else {
-      framing_ = BodyFraming::until_close();
-    }
+    framing_ = internal::body_framing_of(*parser_);
     response_done_ = framing_.done();
   }
   std::vector<std::string> masked_names_;  // field names the parser saw masked (read_head())
@@ -294,6 +286,9 @@ net::awaitable<Result<size_t>> ClientConnectionImpl::read_body(std::span<char> b
   });
   if (ec) {
     reusable_ = false;
+    if (framing_.failed())
+      co_return Status::unavailable(std::string("bad body from ") + peer_ + ": " +
+                                    framing_.error());
     co_return peer_error(peer_, ec, "read body from");
   }
   if (framing_.done()) response_done_ = true;

@@ -70,6 +70,17 @@ boost::asio::awaitable<boost::beast::error_code> read_head(boost::beast::tcp_str
   co_return ec;
 }
 
+// Where the body of the message whose head `parser` read is: none (Beast saw it complete: a
+// request without a length, HEAD's answer, 204, 304), chunked, a Content-Length, or a response
+// read until the peer closes.
+template <class Parser>
+BodyFraming body_framing_of(const Parser& parser) {
+  if (parser.is_done()) return BodyFraming::none();
+  if (parser.chunked()) return BodyFraming::chunked();
+  if (auto length = parser.content_length()) return BodyFraming::length(*length);
+  return BodyFraming::until_close();
+}
+
 // Reads the next bytes of a body framed by `framing` into `dest` and returns how many (0 at the
 // body's end, or with an error). What `buffer` holds is taken first (the body's start came
 // with the head; framing lines and what follows them); then, with nothing buffered, one read

@@ -628,13 +628,7 @@ void Session::fill_request() {
   drop_held_head();
   continue_headers_.clear();
   // The parser read the head only; the body's bytes are read by read_framed_body().
-  if (parser_->is_done()) {
-    framing_ = BodyFraming::none();
-  } else if (parser_->chunked()) {
-    framing_ = BodyFraming::chunked();
-  } else {
-    framing_ = BodyFraming::length(parser_->content_length().value_or(0));
-  }
+  framing_ = internal::body_framing_of(*parser_);
   body_done_ = framing_.done();
   chunked_response_ = false;
   response_done_ = false;
@@ -740,6 +734,9 @@ net::awaitable<void> Session::serve_admin() {
 
 Status Session::map_read_error(const beast::error_code& ec) const {
   if (ec == beast::error::timeout) return Status::timeout("client read timed out");
+  if (ec == bhttp::error::bad_chunk && framing_.failed()) {
+    return Status::invalid_argument(std::string("bad request body: ") + framing_.error());
+  }
   if (ec == bhttp::error::end_of_stream || ec == bhttp::error::partial_message ||
       ec == net::error::eof || ec == net::error::connection_reset ||
       ec == net::error::operation_aborted) {

@@ -83,6 +83,19 @@ TEST_CASE("BodyFraming: malformed chunked framing is an error") {
   CHECK(big.body == "abc");
 }
 
+TEST_CASE("BodyFraming: a failure says why, for the reader's error") {
+  BodyFraming f = BodyFraming::chunked();
+  CHECK(f.parse("4\r\nWikiXX") == 3);  // the size line: the data is the reader's to take
+  CHECK(f.data_ahead() == 4);
+  f.took(4);
+  f.parse("XX");
+  CHECK(f.failed());
+  CHECK(std::string(f.error()) == "no CRLF after a chunk's data");
+  BodyFraming cut = BodyFraming::length(3);
+  cut.peer_closed();
+  CHECK(std::string(cut.error()) == "the peer closed before the body's end");
+}
+
 TEST_CASE("BodyFraming: framing lines are bounded") {
   const std::string ext(BodyFraming::kMaxLineBytes, 'a');
   CHECK(decode(BodyFraming::chunked(), "1;" + ext + "\r\nx\r\n0\r\n\r\n", 512).failed);
