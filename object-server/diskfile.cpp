@@ -263,12 +263,17 @@ Status ObjectWriter::write(std::string_view chunk) {
   APUS_RETURN_IF_ERROR(manager_.fs().write(temp_, chunk));
   written_ += chunk.size();
   unsynced_ += chunk.size();
+  if (!manager_.options().fsync_on_close) return Status();
   // Swift's mb_per_sync: flush periodically so a large upload does not end in one huge fsync.
   uint64_t every = manager_.options().mb_per_sync << 20;
-  if (manager_.options().fsync_on_close && every > 0 && unsynced_ >= every) {
+  if (every > 0 && unsynced_ >= every) {
     APUS_RETURN_IF_ERROR(manager_.fs().fdatasync(temp_));
     manager_.fs().drop_cache(temp_, written_ - unsynced_, unsynced_).ignore();
     unsynced_ = 0;
+    written_back_ = written_;
+  } else if (written_ - written_back_ >= kWritebackBytes) {
+    manager_.fs().start_writeback(temp_, written_back_, written_ - written_back_).ignore();
+    written_back_ = written_;
   }
   return Status();
 }

@@ -220,6 +220,14 @@ class PosixFs final : public Fs {
     return Status();
   }
 
+  Status start_writeback(const File& f, std::uint64_t offset, std::uint64_t len) override {
+    if (::sync_file_range(f.fd(), static_cast<off_t>(offset), static_cast<off_t>(len),
+                          SYNC_FILE_RANGE_WRITE) != 0) {
+      return sys_error("sync_file_range", f.path());
+    }
+    return Status();
+  }
+
   Result<FileStat> fstat(const File& f) override {
     struct ::stat st;
     if (::fstat(f.fd(), &st) != 0) return sys_error("fstat", f.path());
@@ -470,7 +478,7 @@ Status fsync_dirs_up(Fs& fs, std::string dir, int created) {
 // Indexed by FaultInjectingFs::Op, for messages.
 constexpr const char* kOpNames[] = {
     "open",      "create_temp", "create_unnamed", "write",      "read",     "fsync",
-    "fdatasync", "fallocate",   "ftruncate",      "drop_cache", "fstat",    "setxattr",
+    "fdatasync", "fallocate",   "ftruncate",      "drop_cache", "start_writeback", "fstat",    "setxattr",
     "getxattr",  "removexattr", "listxattr",      "rename",     "link",     "link_file",
     "unlink",    "rmdir",       "mkdirs",         "fsync_dir",  "list_dir", "stat",
     "statvfs",   "is_mount",
@@ -749,6 +757,11 @@ Status FaultInjectingFs::ftruncate(File& f, std::uint64_t size) {
 Status FaultInjectingFs::drop_cache(const File& f, std::uint64_t offset, std::uint64_t len) {
   APUS_RETURN_IF_ERROR(enter(Op::kDropCache, f.path()));
   return base_.drop_cache(f, offset, len);
+}
+
+Status FaultInjectingFs::start_writeback(const File& f, std::uint64_t offset, std::uint64_t len) {
+  APUS_RETURN_IF_ERROR(enter(Op::kStartWriteback, f.path()));
+  return base_.start_writeback(f, offset, len);
 }
 
 Result<FileStat> FaultInjectingFs::fstat(const File& f) {

@@ -133,6 +133,10 @@ class Fs {
   // Advises the kernel to drop cached pages of [offset, offset+len) (len 0: to the end), as
   // Swift's drop_buffer_cache. Advisory: callers usually ignore() the result.
   virtual Status drop_cache(const File& f, std::uint64_t offset, std::uint64_t len) = 0;
+  // Starts writing the dirty pages of [offset, offset+len) to the disk without waiting for them
+  // (sync_file_range's SYNC_FILE_RANGE_WRITE): a later fsync then waits for less. Makes nothing
+  // durable by itself (no metadata, no disk cache flush). Advisory, like drop_cache.
+  virtual Status start_writeback(const File& f, std::uint64_t offset, std::uint64_t len) = 0;
   // Size, mtime and type of an open file (exists is always true).
   virtual Result<FileStat> fstat(const File& f) = 0;
 
@@ -223,6 +227,7 @@ class FaultInjectingFs final : public Fs {
     kFallocate,
     kTruncate,
     kDropCache,
+    kStartWriteback,
     kFstat,
     kSetXattr,
     kGetXattr,
@@ -275,6 +280,7 @@ class FaultInjectingFs final : public Fs {
   Status fallocate(File& f, std::uint64_t offset, std::uint64_t len) override;
   Status ftruncate(File& f, std::uint64_t size) override;
   Status drop_cache(const File& f, std::uint64_t offset, std::uint64_t len) override;
+  Status start_writeback(const File& f, std::uint64_t offset, std::uint64_t len) override;
   Result<FileStat> fstat(const File& f) override;
   Status set_xattr(File& f, const std::string& name, std::string_view value) override;
   Result<std::string> get_xattr(const File& f, const std::string& name) override;

@@ -157,6 +157,7 @@ TEST_CASE_FIXTURE(TempDir, "Fs: create_temp, write, pread, truncate and rename")
   APUS_REQUIRE_OK(fs_.write(f, "world"));
   APUS_REQUIRE_OK(fs_.pwrite(f, "W", 6));
   APUS_CHECK_OK(fs_.fdatasync(f));
+  APUS_CHECK_OK(fs_.start_writeback(f, 0, 11));
   // Reserving does not change the size (FALLOC_FL_KEEP_SIZE).
   APUS_CHECK_OK(fs_.fallocate(f, 0, 1 << 20));
   APUS_CHECK_OK(fs_.fallocate(f, 0, 0));

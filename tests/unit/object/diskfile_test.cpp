@@ -389,6 +389,56 @@ TEST_CASE("diskfile: EIO on fsync fails the commit and leaves the old object vis
   CHECK(fs::is_empty(dev.root / "sda1" / "tmp"));
 }
 
+TEST_CASE("diskfile: a large body's writeback starts every MiB, before the commit's fsync") {
+  using Op = apus::common::io::FaultInjectingFs::Op;
+  TempDevices dev;
+  apus::common::io::FaultInjectingFs faulty(apus::common::io::default_fs());
+  DiskFileOptions options = dev.options();
+  uint64_t writebacks = 0, syncs = 0;
+  SUBCASE("fsync_on_close: one writeback per MiB written") {
+    writebacks = 3;
+  }
+  SUBCASE("mb_per_sync: its fdatasync replaces the writeback") {
+    options.mb_per_sync = 1;
+    syncs = 3;
+  }
+  SUBCASE("no fsync_on_close: the kernel writes back when it likes") {
+    options.fsync_on_close = false;
+  }
+  SUBCASE("a failed writeback fails nothing (it is advice)") {
+    faulty.fail_next(Op::kStartWriteback, EIO, 3);
+    writebacks = 3;
+  }
+  DiskFileManager mgr(faulty, options, {"prefix", "suffix"});
+  Location l = loc();
+  std::string body;
+  for (int i = 0; body.size() < (7u << 19); ++i) body += std::to_string(i) + ",";  // 3.5 MiB
+  auto writer = mgr.create_writer(l, body.size());
+  REQUIRE(writer.ok());
+  for (size_t at = 0; at < body.size(); at += 64 << 10) {
+    REQUIRE((*writer)->write(std::string_view(body).substr(at, 64 << 10)).ok());
+  }
+  CHECK(faulty.count(Op::kStartWriteback) == writebacks);
+  CHECK(faulty.count(Op::kFdatasync) == syncs);
+  Timestamp t = recent(5);
+  REQUIRE((*writer)
+              ->commit({{"X-Timestamp", t.internal()},
+                        {"Content-Length", std::to_string(body.size())},
+                        {"ETag", apus::common::crypto::md5_hex(body)},
+                        {"Content-Type", "a/b"},
+                        {"name", l.name()}},
+                       t)
+              .ok());
+  auto obj = mgr.open(l);
+  REQUIRE(obj.ok());
+  REQUIRE(obj->state == DiskObject::State::kExists);
+  std::string stored(body.size() + 1, '\0');
+  auto n = faulty.pread(obj->data_file, 0, stored);
+  REQUIRE(n.ok());
+  stored.resize(*n);
+  CHECK(stored == body);
+}
+
 TEST_CASE("diskfile: metadata too large for xattrs goes to a sidecar and reads back") {
   TempDevices dev;
   apus::common::io::FaultInjectingFs faulty(apus::common::io::default_fs());

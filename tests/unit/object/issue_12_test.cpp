@@ -52,6 +52,9 @@ class SeamFs final : public apus::common::io::Fs {
   Status drop_cache(const File& f, uint64_t o, uint64_t n) override {
     return base_.drop_cache(f, o, n);
   }
+  Status start_writeback(const File& f, uint64_t o, uint64_t n) override {
+    return base_.start_writeback(f, o, n);
+  }
   Result<FileStat> fstat(const File& f) override { return base_.fstat(f); }
   Status set_xattr(File& f, const std::string& n, std::string_view v) override {
     return base_.set_xattr(f, n, v);
