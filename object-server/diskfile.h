@@ -222,7 +222,7 @@ class ObjectWriter {
   std::optional<common::io::File> sidecar_;  // metadata too large for xattrs, if any
   uint64_t written_ = 0;
   uint64_t unsynced_ = 0;
-  uint64_t written_back_ = 0;  // bytes before this offset have had their writeback started
+  uint64_t written_back_ = 0;    // bytes before this offset have had their writeback started
   bool size_reserved_ = false;   // fallocate reserved the whole announced size
   bool dir_seen_ = false;        // DiskObject::dir_seen of the open before it
   uint64_t next_space_check_ = kSpaceCheckBytes;  // bytes written at the next free-space check

@@ -477,11 +477,13 @@ Status fsync_dirs_up(Fs& fs, std::string dir, int created) {
 
 // Indexed by FaultInjectingFs::Op, for messages.
 constexpr const char* kOpNames[] = {
-    "open",      "create_temp", "create_unnamed", "write",      "read",     "fsync",
-    "fdatasync", "fallocate",   "ftruncate",      "drop_cache", "start_writeback", "fstat",    "setxattr",
-    "getxattr",  "removexattr", "listxattr",      "rename",     "link",     "link_file",
-    "unlink",    "rmdir",       "mkdirs",         "fsync_dir",  "list_dir", "stat",
-    "statvfs",   "is_mount",
+    "open",      "create_temp", "create_unnamed",  "write",
+    "read",      "fsync",       "fdatasync",       "fallocate",
+    "ftruncate", "drop_cache",  "start_writeback", "fstat",
+    "setxattr",  "getxattr",    "removexattr",     "listxattr",
+    "rename",    "link",        "link_file",       "unlink",
+    "rmdir",     "mkdirs",      "fsync_dir",       "list_dir",
+    "stat",      "statvfs",     "is_mount",
 };
 
 static_assert(std::size(kOpNames) == FaultInjectingFs::kNumOps, "one name per Op");

@@ -395,9 +395,7 @@ TEST_CASE("diskfile: a large body's writeback starts every MiB, before the commi
   apus::common::io::FaultInjectingFs faulty(apus::common::io::default_fs());
   DiskFileOptions options = dev.options();
   uint64_t writebacks = 0, syncs = 0;
-  SUBCASE("fsync_on_close: one writeback per MiB written") {
-    writebacks = 3;
-  }
+  SUBCASE("fsync_on_close: one writeback per MiB written") { writebacks = 3; }
   SUBCASE("mb_per_sync: its fdatasync replaces the writeback") {
     options.mb_per_sync = 1;
     syncs = 3;
