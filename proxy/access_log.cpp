@@ -1,9 +1,10 @@
 #include "proxy/access_log.h"
 
 #include <algorithm>
-#include <array>
 #include <cctype>
+#include <charconv>
 #include <ctime>
+#include <span>
 
 #include "common/crypto/hmac.h"
 #include "common/http/headers.h"
@@ -17,46 +18,10 @@ namespace {
 
 using common::Status;
 
-constexpr std::array<std::string_view, 2> kTimeFields = {"start_time", "end_time"};
-constexpr std::array<std::string_view, 11> kAnonymizable = {
-    "client_ip", "remote_addr", "domain",  "path",      "referer", "user_agent",
-    "headers",   "client_etag", "account", "container", "object"};
-constexpr std::array<std::string_view, 14> kPlain = {
-    "method",         "protocol", "status_int", "auth_token",   "bytes_recvd",
-    "bytes_sent",     "transaction_id", "request_time", "source", "log_info",
-    "policy_index",   "ttfb",     "pid",        "wire_status_int"};
 // The strftime letters Swift's StrFormatTime accepts as attributes.
 constexpr std::string_view kTimeLetters = "aAbBcdHIjmMpSUwWxXyYZ";
-constexpr std::array<std::string_view, 8> kTimeWords = {"s",  "ms",       "us",      "ns",
-                                                        "datetime", "iso8601", "asctime", ""};
-
-bool among(std::string_view name, auto const& names) {
-  return std::find(names.begin(), names.end(), name) != names.end();
-}
-
 Status refuse(std::string_view why) {
   return Status::invalid_argument("Cannot interpolate log_msg_template: " + std::string(why));
-}
-
-std::string time_attribute(double t, std::string_view attribute) {
-  const std::string seconds = common::log::format_fixed(t, 9);
-  std::string_view text = seconds;
-  const size_t dot = text.find('.');
-  if (attribute.empty()) return std::string(text);
-  if (attribute == "s") return std::string(text.substr(0, dot));
-  if (attribute == "ms") return std::string(text.substr(dot + 1, 3));
-  if (attribute == "us") return std::string(text.substr(dot + 1, 6));
-  if (attribute == "ns") return std::string(text.substr(dot + 1));
-  std::time_t whole = static_cast<std::time_t>(t);
-  std::tm tm{};
-  ::gmtime_r(&whole, &tm);
-  char out[64];
-  if (attribute == "Z") return "UTC";  // Python's datetime with tzinfo=UTC names it so
-  const std::string format = attribute == "datetime"  ? "%d/%b/%Y/%H/%M/%S"
-                             : attribute == "iso8601" ? "%Y-%m-%dT%H:%M:%S"
-                             : attribute == "asctime" ? "%a %b %e %H:%M:%S %Y"
-                                                      : "%" + std::string(attribute);
-  return std::string(out, std::strftime(out, sizeof out, format.c_str(), &tm));
 }
 
 }  // namespace
@@ -95,37 +60,28 @@ common::Result<AccessLogTemplate> AccessLogTemplate::parse(std::string_view text
       return refuse("format specs and conversions are not supported: {" + std::string(ref) +
                     "}");
     }
-    Part part;
     const size_t dot = ref.find('.');
-    part.field = std::string(ref.substr(0, dot));
-    if (dot != std::string_view::npos) part.attribute = std::string(ref.substr(dot + 1));
-    const std::string& a = part.attribute;
-    bool known;
-    if (among(part.field, kTimeFields)) {
-      known = (a.size() == 1 && kTimeLetters.find(a[0]) != std::string_view::npos) ||
-              among(a, kTimeWords);
-    } else if (among(part.field, kAnonymizable)) {
-      known = a.empty() || a == "anonymized";
-    } else {
-      known = among(part.field, kPlain) && a.empty();
-    }
-    if (part.field.empty()) return refuse("a field needs a name");
-    if (!known) return refuse("unknown field {" + std::string(ref) + "}");
-    if (!literal.empty()) t.parts_.push_back(Part{std::move(literal), {}, {}});
+    const std::string_view field = ref.substr(0, dot);
+    const std::string_view attribute =
+        dot == std::string_view::npos ? std::string_view() : ref.substr(dot + 1);
+    if (field.empty()) return refuse("a field needs a name");
+    std::optional<Part> part = resolve(field, attribute);
+    if (!part) return refuse("unknown field {" + std::string(ref) + "}");
+    if (!literal.empty()) t.parts_.push_back(Part{.literal = std::move(literal)});
     literal.clear();
-    t.parts_.push_back(std::move(part));
+    t.parts_.push_back(std::move(*part));
     i = close + 1;
   }
-  if (!literal.empty()) t.parts_.push_back(Part{std::move(literal), {}, {}});
+  if (!literal.empty()) t.parts_.push_back(Part{.literal = std::move(literal)});
   return t;
 }
 
-std::string AccessLogTemplate::value(const Part& p, const AccessLogFields& f) const {
-  auto number = [](auto n) { return n ? std::to_string(n) : std::string(); };
-  if (p.field == "start_time") return time_attribute(f.start_time, p.attribute);
-  if (p.field == "end_time") return time_attribute(f.end_time, p.attribute);
-  const std::string* text = nullptr;
-  static const std::pair<std::string_view, std::string AccessLogFields::*> kStrings[] = {
+std::optional<AccessLogTemplate::Part> AccessLogTemplate::resolve(std::string_view field,
+                                                                  std::string_view attribute) {
+  static const std::pair<std::string_view, double AccessLogFields::*> kTimes[] = {
+      {"start_time", &AccessLogFields::start_time}, {"end_time", &AccessLogFields::end_time}};
+  // The first 11 may be anonymized.
+  static const std::pair<std::string_view, std::string AccessLogFields::*> kTexts[] = {
       {"client_ip", &AccessLogFields::client_ip},
       {"remote_addr", &AccessLogFields::remote_addr},
       {"domain", &AccessLogFields::domain},
@@ -144,38 +100,181 @@ std::string AccessLogTemplate::value(const Part& p, const AccessLogFields& f) co
       {"source", &AccessLogFields::source},
       {"log_info", &AccessLogFields::log_info},
       {"policy_index", &AccessLogFields::policy_index}};
-  for (const auto& [name, member] : kStrings) {
-    if (name == p.field) text = &(f.*member);
+  constexpr size_t kAnonymizable = 11;
+  static const std::pair<std::string_view, Kind> kOthers[] = {
+      {"status_int", Kind::kStatus},
+      {"wire_status_int", Kind::kWireStatus},
+      {"bytes_recvd", Kind::kBytesRecvd},
+      {"bytes_sent", Kind::kBytesSent},
+      {"pid", Kind::kPid},
+      {"ttfb", Kind::kTtfb},
+      {"request_time", Kind::kRequestTime}};
+
+  Part part;
+  for (const auto& [name, member] : kTimes) {
+    if (name != field) continue;
+    part.kind = Kind::kTime;
+    part.time = member;
+    static const std::pair<std::string_view, TimeText> kParts[] = {
+        {"", TimeText::kFull}, {"s", TimeText::kSeconds}, {"ms", TimeText::kMs},
+        {"us", TimeText::kUs}, {"ns", TimeText::kNs},     {"Z", TimeText::kZone}};
+    for (const auto& [text, which] : kParts) {
+      if (text == attribute) {
+        part.time_text = which;
+        return part;
+      }
+    }
+    part.time_text = TimeText::kStrftime;
+    if (attribute == "datetime") {
+      part.literal = "%d/%b/%Y/%H/%M/%S";
+    } else if (attribute == "iso8601") {
+      part.literal = "%Y-%m-%dT%H:%M:%S";
+    } else if (attribute == "asctime") {
+      part.literal = "%a %b %e %H:%M:%S %Y";
+    } else if (attribute.size() == 1 && kTimeLetters.find(attribute[0]) != std::string_view::npos) {
+      part.literal = "%" + std::string(attribute);
+    } else {
+      return std::nullopt;
+    }
+    return part;
   }
-  if (text) {
-    if (p.attribute != "anonymized" || text->empty()) return *text;
-    std::string name = method_;
-    for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    return (salt_.empty() ? "{" : "{S") + name + "}" +
-           *common::crypto::digest_hex(method_, salt_ + *text);
+  for (size_t i = 0; i < std::size(kTexts); ++i) {
+    if (kTexts[i].first != field) continue;
+    part.kind = Kind::kText;
+    part.text = kTexts[i].second;
+    part.anonymized = attribute == "anonymized" && i < kAnonymizable;
+    if (!attribute.empty() && !part.anonymized) return std::nullopt;
+    return part;
   }
-  if (p.field == "status_int") return number(f.status_int);
-  if (p.field == "wire_status_int") return number(f.wire_status_int ? f.wire_status_int
-                                                                      : f.status_int);
-  if (p.field == "bytes_recvd") return number(f.bytes_recvd);
-  if (p.field == "bytes_sent") return number(f.bytes_sent);
-  if (p.field == "pid") return number(f.pid);
-  if (p.field == "ttfb") return f.ttfb > 0 ? common::pickle::python_float_repr(f.ttfb) : std::string();
-  if (p.field == "request_time") return common::log::format_fixed(f.end_time - f.start_time, 4);
-  return {};
+  for (const auto& [name, kind] : kOthers) {
+    if (name != field) continue;
+    if (!attribute.empty()) return std::nullopt;
+    part.kind = kind;
+    return part;
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+// `value` as "%.{digits}f" into `buf` (empty if it does not fit).
+std::string_view fixed(std::span<char> buf, double value, int digits) {
+  auto [end, ec] =
+      std::to_chars(buf.data(), buf.data() + buf.size(), value, std::chars_format::fixed, digits);
+  return ec == std::errc() ? std::string_view(buf.data(), end - buf.data()) : std::string_view();
+}
+
+template <typename Number>
+std::string_view number(std::span<char> buf, Number n) {
+  if (n == 0) return {};  // Swift prints 0 as "-"
+  auto [end, ec] = std::to_chars(buf.data(), buf.data() + buf.size(), n);
+  return std::string_view(buf.data(), end - buf.data());
+}
+
+// A time through a strftime format. The same second and format as the last line's on this
+// thread (the usual case: {end_time.datetime} on every line) reuse its text.
+std::string_view strftime_text(double t, const std::string& format) {
+  thread_local std::time_t last_time = -1;
+  thread_local std::string last_format;
+  thread_local char text[64];
+  thread_local size_t size = 0;
+  const auto whole = static_cast<std::time_t>(t);
+  if (whole != last_time || format != last_format) {
+    std::tm tm{};
+    ::gmtime_r(&whole, &tm);
+    size = std::strftime(text, sizeof text, format.c_str(), &tm);
+    last_time = whole;
+    last_format = format;
+  }
+  return {text, size};
+}
+
+}  // namespace
+
+void AccessLogTemplate::append_value(std::string& line, const Part& p,
+                                     const AccessLogFields& f) const {
+  char buf[400];  // the longest double in fixed notation, 308 digits and more, fits
+  std::string owned;
+  std::string_view v;
+  switch (p.kind) {
+    case Kind::kLiteral:
+      line += p.literal;
+      return;
+    case Kind::kText: {
+      const std::string& text = f.*p.text;
+      if (!p.anonymized || text.empty()) {
+        v = text;
+        break;
+      }
+      std::string name = method_;
+      for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+      owned = (salt_.empty() ? "{" : "{S") + name + "}" +
+              *common::crypto::digest_hex(method_, salt_ + text);
+      v = owned;
+      break;
+    }
+    case Kind::kTime: {
+      const double t = f.*p.time;
+      if (p.time_text == TimeText::kZone) {
+        v = "UTC";  // Python's datetime with tzinfo=UTC names it so
+      } else if (p.time_text == TimeText::kStrftime) {
+        v = strftime_text(t, p.literal);
+      } else {
+        const std::string_view seconds = fixed(buf, t, 9);
+        const size_t dot = seconds.find('.');
+        switch (p.time_text) {
+          case TimeText::kSeconds:
+            v = seconds.substr(0, dot);
+            break;
+          case TimeText::kMs:
+            v = seconds.substr(dot + 1, 3);
+            break;
+          case TimeText::kUs:
+            v = seconds.substr(dot + 1, 6);
+            break;
+          case TimeText::kNs:
+            v = seconds.substr(dot + 1);
+            break;
+          default:
+            v = seconds;
+        }
+      }
+      break;
+    }
+    case Kind::kStatus:
+      v = number(buf, f.status_int);
+      break;
+    case Kind::kWireStatus:
+      v = number(buf, f.wire_status_int ? f.wire_status_int : f.status_int);
+      break;
+    case Kind::kBytesRecvd:
+      v = number(buf, f.bytes_recvd);
+      break;
+    case Kind::kBytesSent:
+      v = number(buf, f.bytes_sent);
+      break;
+    case Kind::kPid:
+      v = number(buf, f.pid);
+      break;
+    case Kind::kTtfb:
+      if (f.ttfb > 0) owned = common::pickle::python_float_repr(f.ttfb);
+      v = owned;
+      break;
+    case Kind::kRequestTime:
+      v = fixed(buf, f.end_time - f.start_time, 4);
+      break;
+  }
+  if (v.empty()) {
+    line += '-';
+  } else {
+    common::http::quote_append(line, v, "/:{}");
+  }
 }
 
 std::string AccessLogTemplate::format(const AccessLogFields& f) const {
   std::string line;
   line.reserve(320);
-  for (const Part& p : parts_) {
-    if (p.field.empty()) {
-      line += p.literal;
-      continue;
-    }
-    const std::string v = value(p, f);
-    line += v.empty() ? std::string("-") : common::http::quote(v, "/:{}");
-  }
+  for (const Part& p : parts_) append_value(line, p, f);
   return line;
 }
 

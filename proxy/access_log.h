@@ -56,11 +56,33 @@ class AccessLogTemplate {
   std::string format(const AccessLogFields& f) const;
 
  private:
-  struct Part {
-    std::string literal;  // printed as is when `field` is empty
-    std::string field, attribute;
+  // What a part prints, resolved when the template is parsed: a line is formatted per request.
+  enum class Kind {
+    kLiteral,
+    kTime,
+    kText,
+    kStatus,
+    kWireStatus,
+    kBytesRecvd,
+    kBytesSent,
+    kPid,
+    kTtfb,
+    kRequestTime
   };
-  std::string value(const Part& p, const AccessLogFields& f) const;
+  // A time's attribute: the "%.9f" text or a part of it, the zone, or a strftime format.
+  enum class TimeText { kFull, kSeconds, kMs, kUs, kNs, kZone, kStrftime };
+  struct Part {
+    Kind kind = Kind::kLiteral;
+    std::string literal;  // kLiteral: the text; kTime with kStrftime: the strftime format
+    double AccessLogFields::*time = nullptr;       // kTime
+    TimeText time_text = TimeText::kFull;          // kTime
+    std::string AccessLogFields::*text = nullptr;  // kText
+    bool anonymized = false;                       // kText
+  };
+  // The part `{field.attribute}` prints; nullopt for one Swift would refuse.
+  static std::optional<Part> resolve(std::string_view field, std::string_view attribute);
+  // Appends the part's value to `line`: URL-quoted, or "-" when empty.
+  void append_value(std::string& line, const Part& p, const AccessLogFields& f) const;
   std::vector<Part> parts_;
   std::string method_, salt_;
 };

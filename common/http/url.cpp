@@ -54,9 +54,14 @@ std::string percent_decode(std::string_view s) {
 }
 
 std::string quote(std::string_view s, std::string_view safe) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
   std::string out;
-  out.reserve(s.size());
+  quote_append(out, s, safe);
+  return out;
+}
+
+void quote_append(std::string& out, std::string_view s, std::string_view safe) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  out.reserve(out.size() + s.size());
   for (char ch : s) {
     auto c = static_cast<unsigned char>(ch);
     if (always_safe(c) || safe.find(ch) != std::string_view::npos) {
@@ -67,7 +72,6 @@ std::string quote(std::string_view s, std::string_view safe) {
       out.push_back(kHex[c & 15]);
     }
   }
-  return out;
 }
 
 Result<std::vector<std::optional<std::string>>> split_path(std::string_view path, int minsegs,

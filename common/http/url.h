@@ -21,6 +21,8 @@ std::string percent_decode(std::string_view s);
 // Percent-encodes every byte except ASCII letters, digits, "_.-~" and the bytes in `safe`,
 // with upper-case hex, as Python's urllib.parse.quote(s, safe).
 std::string quote(std::string_view s, std::string_view safe = "/");
+// quote(), appended to `out`.
+void quote_append(std::string& out, std::string_view s, std::string_view safe = "/");
 
 // Swift's split_path: splits "/a/c/o" into between `minsegs` and `maxsegs` segments (missing
 // trailing ones are nullopt). With `rest_with_last`, the last segment takes the rest of the path,

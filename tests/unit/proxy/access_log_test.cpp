@@ -54,9 +54,27 @@ TEST_CASE("the default template: Swift's field order") {
         "1700000000.500000000 0");
 }
 
+TEST_CASE("a time's text follows its second and its format from line to line") {
+  AccessLogFields f;
+  f.end_time = 1700000000.5;
+  CHECK(format("{end_time.datetime}", f) == "14/Nov/2023/22/13/20");
+  CHECK(format("{end_time.iso8601}", f) == "2023-11-14T22:13:20");
+  f.end_time = 1700000001.25;
+  CHECK(format("{end_time.datetime} {end_time.S} {end_time}", f) ==
+        "14/Nov/2023/22/13/21 21 1700000001.250000000");
+  f.end_time = 86400 * 365.25 * 30;
+  CHECK(format("{end_time.datetime} {request_time} {wire_status_int}", f) ==
+        "01/Jan/2000/12/00/00 946728000.0000 -");
+  f.status_int = 499;
+  CHECK(format("{wire_status_int} {status_int}", f) == "499 499");
+  f.wire_status_int = 200;
+  CHECK(format("{wire_status_int} {status_int}", f) == "200 499");
+}
+
 TEST_CASE("templates Swift refuses, and format specs, fail at startup") {
-  for (const char* bad : {"{nope}", "{path.upper}", "{start_time.Q}", "{status_int:>5}",
-                          "{path!r}", "{client_ip", "a } b", "{}", "{method.x}"}) {
+  for (const char* bad : {"{nope}", "{path.upper}", "{start_time.Q}", "{status_int:>5}", "{path!r}",
+                          "{client_ip", "a } b", "{}", "{method.x}", "{method.anonymized}",
+                          "{status_int.s}", "{end_time.anonymized}"}) {
     CAPTURE(bad);
     auto t = AccessLogTemplate::parse(bad);
     REQUIRE_FALSE(t.ok());
