@@ -79,7 +79,10 @@ std::string generate_trans_id(std::string_view suffix) {
   char when[16];
   std::snprintf(when, sizeof when, "-%010llx",
                 static_cast<unsigned long long>(std::time(nullptr)));
-  return "tx" + common::crypto::uuid4_hex().substr(0, 21) + when + std::string(suffix);
+  std::string id;
+  id.reserve(2 + 21 + 11 + suffix.size());
+  id.append("tx").append(common::crypto::request_uuid4_hex(), 0, 21).append(when).append(suffix);
+  return id;
 }
 
 // ---- what clients may not send ---------------------------------------------------------------

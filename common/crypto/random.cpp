@@ -1,11 +1,13 @@
 #include "common/crypto/random.h"
 
-#include <sys/random.h>
-
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+
+#include <pthread.h>
+#include <sys/random.h>
 
 #include "common/status.h"
 
@@ -57,22 +59,76 @@ void random_bytes(std::span<uint8_t> out) {
   }
 }
 
+namespace {
+
+// Bumped by fork() in the child and by the test seam: a thread's buffer of another generation
+// is discarded unused.
+std::atomic<uint64_t> g_generation{0};
+
+void discard_request_buffers() { g_generation.fetch_add(1, std::memory_order_relaxed); }
+
+[[maybe_unused]] const int g_fork_handler =
+    ::pthread_atfork(nullptr, nullptr, &discard_request_buffers);
+
+}  // namespace
+
+void request_random_bytes(std::span<uint8_t> out) {
+  struct Buffer {
+    std::array<uint8_t, 256> bytes;
+    size_t used = 256;  // nothing drawn yet
+    uint64_t generation = 0;
+  };
+  thread_local Buffer buffer;
+  if (out.size() > buffer.bytes.size()) return random_bytes(out);
+  const uint64_t generation = g_generation.load(std::memory_order_relaxed);
+  if (buffer.generation != generation || buffer.bytes.size() - buffer.used < out.size()) {
+    random_bytes(buffer.bytes);
+    buffer.used = 0;
+    buffer.generation = generation;
+  }
+  std::memcpy(out.data(), buffer.bytes.data() + buffer.used, out.size());
+  // What was handed out does not stay behind.
+  std::memset(buffer.bytes.data() + buffer.used, 0, out.size());
+  buffer.used += out.size();
+}
+
+std::string request_random_hex(size_t bytes) {
+  std::string raw(bytes, '\0');
+  request_random_bytes({reinterpret_cast<uint8_t*>(raw.data()), raw.size()});
+  return to_hex({reinterpret_cast<const uint8_t*>(raw.data()), raw.size()});
+}
+
 std::string random_hex(size_t bytes) {
   std::string raw(bytes, '\0');
   random_bytes({reinterpret_cast<uint8_t*>(raw.data()), raw.size()});
   return to_hex({reinterpret_cast<const uint8_t*>(raw.data()), raw.size()});
 }
 
-std::string uuid4_hex() {
-  uint8_t b[16];
-  random_bytes(b);
+namespace {
+
+std::string uuid4_of(std::array<uint8_t, 16> b) {
   b[6] = static_cast<uint8_t>((b[6] & 0x0F) | 0x40);  // version 4
   b[8] = static_cast<uint8_t>((b[8] & 0x3F) | 0x80);  // RFC 4122 variant (10xx)
   return to_hex(b);
 }
 
+}  // namespace
+
+std::string uuid4_hex() {
+  std::array<uint8_t, 16> b;
+  random_bytes(b);
+  return uuid4_of(b);
+}
+
+std::string request_uuid4_hex() {
+  std::array<uint8_t, 16> b;
+  request_random_bytes(b);
+  return uuid4_of(b);
+}
+
 void set_getrandom_for_test(GetrandomFn fn) {
   g_getrandom.store(fn ? fn : &kernel_getrandom, std::memory_order_release);
+  discard_request_buffers();
 }
 
 }  // namespace apus::common::crypto

@@ -29,10 +29,23 @@ void random_bytes(std::span<uint8_t> out);
 // `bytes` random bytes as 2 * `bytes` lower-case hex digits.
 std::string random_hex(size_t bytes);
 
+// The kernel's random bytes for values made per request and shown to clients (transaction ids,
+// MIME boundaries), drawn 256 at a time per thread: one getrandom(2) per 16 transaction ids
+// instead of one each. Each byte is handed out once. A child of fork() draws afresh (its
+// copy of the parent's unused bytes is discarded), and so does every thread after
+// set_getrandom_for_test. Unused bytes wait in the thread's memory, so long-lived secrets
+// (tokens, keys) take random_bytes instead.
+void request_random_bytes(std::span<uint8_t> out);
+
+// request_random_bytes as 2 * `bytes` lower-case hex digits.
+std::string request_random_hex(size_t bytes);
+
 // Python's uuid.uuid4().hex: 32 lower-case hex digits holding 122 random bits, with the RFC
 // 4122 version nibble '4' at index 12 and the variant (one of 8, 9, a, b) at index 16. Swift
 // builds tempauth tokens and transaction ids from it.
 std::string uuid4_hex();
+// uuid4_hex from request_random_bytes.
+std::string request_uuid4_hex();
 
 // Test seam: replaces getrandom(2) with `fn` (same contract: fill up to `len` bytes of `buf`,
 // return how many, or -1 with errno set) so tests can script EINTR, short reads and fixed

@@ -1095,7 +1095,7 @@ net::awaitable<void> ObjectController::put(Exchange& ex, ProxyEnv& env,
   // no ETag unless the client gave one: such a replica is stored with its damage and an ETag
   // to match). It also has the body's MD5 and CRC32C (kBodyChecksumHeader): Apus's object
   // servers check the CRC32C, at memory speed, instead of hashing the body once more.
-  const std::string mime_boundary = common::crypto::random_hex(32);
+  const std::string mime_boundary = common::crypto::request_random_hex(32);
   put.headers.set(common::http::kBodyChecksumHeader, "crc32c");
   put.headers.set("X-Backend-Obj-Metadata-Footer", "yes");
   put.headers.set("X-Backend-Obj-Multipart-Mime-Boundary", mime_boundary);

@@ -1,5 +1,6 @@
 #include "common/crypto/random.h"
 
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <set>
@@ -7,6 +8,8 @@
 #include <vector>
 
 #include <doctest/doctest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace apus::common::crypto {
 namespace {
@@ -108,6 +111,65 @@ TEST_CASE("random: EINTR is retried and short reads are continued") {
   for (size_t i = 0; i < buf.size(); ++i) CHECK(buf[i] == i);
   g_next = 0;
   CHECK(random_hex(4) == "00010203");
+}
+
+// A source that counts its calls and numbers the bytes it gives, from 0.
+int g_counted_calls = 0;
+uint8_t g_counted_next = 0;
+ssize_t counted(void* buf, size_t len, unsigned) {
+  ++g_counted_calls;
+  for (size_t i = 0; i < len; ++i) static_cast<uint8_t*>(buf)[i] = g_counted_next++;
+  return static_cast<ssize_t>(len);
+}
+
+TEST_CASE("random: request bytes come 256 at a time, each handed out once") {
+  SeamGuard guard;
+  g_counted_calls = 0;
+  g_counted_next = 0;
+  set_getrandom_for_test(&counted);  // also discards what this thread had drawn before
+  std::array<uint8_t, 16> b{};
+  for (int id = 0; id < 16; ++id) {
+    request_random_bytes(b);
+    for (size_t i = 0; i < b.size(); ++i) CHECK(b[i] == static_cast<uint8_t>(id * 16 + i));
+  }
+  CHECK(g_counted_calls == 1);
+  request_random_bytes(b);  // the 17th: a new draw
+  CHECK(g_counted_calls == 2);
+  CHECK(b[0] == 0);  // the second draw's first byte (the counter wrapped at 256)
+  std::array<uint8_t, 250> most{};
+  request_random_bytes(most);  // 16 of this draw's 256 used: does not fit, so a new draw
+  CHECK(g_counted_calls == 3);
+  std::vector<uint8_t> large(1000);
+  request_random_bytes(large);  // larger than the buffer: straight from the source
+  CHECK(g_counted_calls == 4);
+  CHECK(request_random_hex(3) == "fafbfc");  // the rest of the third draw
+  set_getrandom_for_test(&all_ones);
+  CHECK(request_uuid4_hex() == "ffffffffffff4fffbfffffffffffffff");
+}
+
+TEST_CASE("random: a forked child does not hand out its parent's unused request bytes") {
+  std::array<uint8_t, 16> before{}, parent{}, child{};
+  request_random_bytes(before);  // the parent now holds 240 unused bytes
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    request_random_bytes(child);
+    const bool sent =
+        ::write(fds[1], child.data(), child.size()) == static_cast<ssize_t>(child.size());
+    ::_exit(sent ? 0 : 1);
+  }
+  request_random_bytes(parent);
+  REQUIRE(::read(fds[0], child.data(), child.size()) == static_cast<ssize_t>(child.size()));
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ::close(fds[0]);
+  ::close(fds[1]);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(child != parent);
+  CHECK(child != before);
 }
 
 }  // namespace
