@@ -92,21 +92,19 @@ void request_random_bytes(std::span<uint8_t> out) {
   buffer.used += out.size();
 }
 
-std::string request_random_hex(size_t bytes) {
-  std::string raw(bytes, '\0');
-  request_random_bytes({reinterpret_cast<uint8_t*>(raw.data()), raw.size()});
-  return to_hex({reinterpret_cast<const uint8_t*>(raw.data()), raw.size()});
-}
-
-std::string random_hex(size_t bytes) {
-  std::string raw(bytes, '\0');
-  random_bytes({reinterpret_cast<uint8_t*>(raw.data()), raw.size()});
-  return to_hex({reinterpret_cast<const uint8_t*>(raw.data()), raw.size()});
-}
-
 namespace {
 
-std::string uuid4_of(std::array<uint8_t, 16> b) {
+using Draw = void (*)(std::span<uint8_t>);
+
+std::string drawn_hex(size_t bytes, Draw draw) {
+  std::string raw(bytes, '\0');
+  draw({reinterpret_cast<uint8_t*>(raw.data()), raw.size()});
+  return to_hex({reinterpret_cast<const uint8_t*>(raw.data()), raw.size()});
+}
+
+std::string drawn_uuid4(Draw draw) {
+  std::array<uint8_t, 16> b;
+  draw(b);
   b[6] = static_cast<uint8_t>((b[6] & 0x0F) | 0x40);  // version 4
   b[8] = static_cast<uint8_t>((b[8] & 0x3F) | 0x80);  // RFC 4122 variant (10xx)
   return to_hex(b);
@@ -114,17 +112,10 @@ std::string uuid4_of(std::array<uint8_t, 16> b) {
 
 }  // namespace
 
-std::string uuid4_hex() {
-  std::array<uint8_t, 16> b;
-  random_bytes(b);
-  return uuid4_of(b);
-}
-
-std::string request_uuid4_hex() {
-  std::array<uint8_t, 16> b;
-  request_random_bytes(b);
-  return uuid4_of(b);
-}
+std::string random_hex(size_t bytes) { return drawn_hex(bytes, &random_bytes); }
+std::string request_random_hex(size_t bytes) { return drawn_hex(bytes, &request_random_bytes); }
+std::string uuid4_hex() { return drawn_uuid4(&random_bytes); }
+std::string request_uuid4_hex() { return drawn_uuid4(&request_random_bytes); }
 
 void set_getrandom_for_test(GetrandomFn fn) {
   g_getrandom.store(fn ? fn : &kernel_getrandom, std::memory_order_release);
