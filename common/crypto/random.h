@@ -5,7 +5,9 @@
 // kernel pool is first initialized, early in boot). There is no user-space generator and no
 // seed to recover: a general-purpose engine such as std::mt19937_64 is not fit for secrets,
 // because its state follows from a few hundred outputs (or from a 32-bit seed, brute-forced).
-// Use <random> engines only for load spreading, shuffles and test data.
+// Use <random> engines only for load spreading, shuffles and test data. The one exception to
+// "straight from the kernel" is request_random_bytes, which keeps up to 256 of the kernel's
+// bytes per thread for values made per request (below).
 //
 // Failure policy: the kernel call fails only when the system cannot provide randomness at all
 // (ENOSYS on an ancient kernel, a seccomp filter); a server that cannot make secrets must not
