@@ -39,6 +39,12 @@ common::Result<AccessLogTemplate> AccessLogTemplate::parse(std::string_view text
   }
   t.method_ = std::move(anonymization_method);
   t.salt_ = std::move(anonymization_salt);
+  // Swift's "{MD5}<hex>", "{SSHA256}<hex>" with a salt.
+  t.anonymized_prefix_ = t.salt_.empty() ? "{" : "{S";
+  for (char c : t.method_) {
+    t.anonymized_prefix_ += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  }
+  t.anonymized_prefix_ += '}';
   std::string literal;
   for (size_t i = 0; i < text.size();) {
     const char c = text[i];
@@ -157,13 +163,6 @@ std::optional<AccessLogTemplate::Part> AccessLogTemplate::resolve(std::string_vi
 
 namespace {
 
-// `value` as "%.{digits}f" into `buf` (empty if it does not fit).
-std::string_view fixed(std::span<char> buf, double value, int digits) {
-  auto [end, ec] =
-      std::to_chars(buf.data(), buf.data() + buf.size(), value, std::chars_format::fixed, digits);
-  return ec == std::errc() ? std::string_view(buf.data(), end - buf.data()) : std::string_view();
-}
-
 template <typename Number>
 std::string_view number(std::span<char> buf, Number n) {
   if (n == 0) return {};  // Swift prints 0 as "-"
@@ -206,10 +205,7 @@ void AccessLogTemplate::append_value(std::string& line, const Part& p,
         v = text;
         break;
       }
-      std::string name = method_;
-      for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-      owned = (salt_.empty() ? "{" : "{S") + name + "}" +
-              *common::crypto::digest_hex(method_, salt_ + text);
+      owned = anonymized_prefix_ + *common::crypto::digest_hex(method_, salt_ + text);
       v = owned;
       break;
     }
@@ -220,7 +216,7 @@ void AccessLogTemplate::append_value(std::string& line, const Part& p,
       } else if (p.time_text == TimeText::kStrftime) {
         v = strftime_text(t, p.literal);
       } else {
-        const std::string_view seconds = fixed(buf, t, 9);
+        const std::string_view seconds = common::log::format_fixed(buf, t, 9);
         const size_t dot = seconds.find('.');
         switch (p.time_text) {
           case TimeText::kSeconds:
@@ -261,7 +257,7 @@ void AccessLogTemplate::append_value(std::string& line, const Part& p,
       v = owned;
       break;
     case Kind::kRequestTime:
-      v = fixed(buf, f.end_time - f.start_time, 4);
+      v = common::log::format_fixed(buf, f.end_time - f.start_time, 4);
       break;
   }
   if (v.empty()) {

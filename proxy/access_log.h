@@ -85,6 +85,7 @@ class AccessLogTemplate {
   void append_value(std::string& line, const Part& p, const AccessLogFields& f) const;
   std::vector<Part> parts_;
   std::string method_, salt_;
+  std::string anonymized_prefix_;  // before an anonymized value's digest
 };
 
 // Swift's reveal_sensitive_prefix: a value longer than `prefix` bytes cut to them plus "...".

@@ -444,8 +444,13 @@ std::string_view access_line_date(std::time_t now) {
 
 std::string format_fixed(double value, int digits) {
   char text[400];  // the longest double in fixed notation, 308 digits and more, fits
-  auto [end, ec] = std::to_chars(text, text + sizeof text, value, std::chars_format::fixed, digits);
-  return ec == std::errc() ? std::string(text, end) : std::string();
+  return std::string(format_fixed(text, value, digits));
+}
+
+std::string_view format_fixed(std::span<char> buf, double value, int digits) {
+  auto [end, ec] =
+      std::to_chars(buf.data(), buf.data() + buf.size(), value, std::chars_format::fixed, digits);
+  return ec == std::errc() ? std::string_view(buf.data(), end - buf.data()) : std::string_view();
 }
 
 std::string format_storage_access_line(const StorageAccessFields& f) {

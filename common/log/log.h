@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -81,6 +82,8 @@ struct StorageAccessFields {
 // What printf's "%.<digits>f" prints for `value` (std::to_chars, which the standard rounds as
 // printf does, without printf's cost): the times of access lines, Swift's and the proxy's.
 std::string format_fixed(double value, int digits);
+// The same into `buf`, for a line built in place; empty if it does not fit (400 bytes always do).
+std::string_view format_fixed(std::span<char> buf, double value, int digits);
 
 // Swift's storage-server access log line (its log_format default):
 // `ip - - [dd/Mon/YYYY:HH:MM:SS +0000] "METHOD path" status length "referer" "txn" "agent"
